@@ -1,0 +1,279 @@
+//! Turns parsed arguments into validated settings: parsed server URLs, the
+//! effective server timeout, raw key bytes. Every rejection names the option.
+
+use std::os::unix::ffi::OsStrExt;
+use std::time::Duration;
+
+use crate::cli::{self, Cli, Command, GlobalArgs};
+use crate::lock::{LockKey, ServerSpec, Token, Wait};
+
+const DEFAULT_SERVER: &str = "redis://127.0.0.1:6379";
+const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_millis(250);
+
+/// Input that can never work: exit 64.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// A server or TLS setting that cannot be used: exit 78.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+/// How results and diagnostics are printed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Output {
+    pub json: bool,
+    pub quiet: bool,
+    pub verbose: bool,
+}
+
+/// Where the lock lives.
+#[derive(Debug)]
+pub struct Servers {
+    pub specs: Vec<ServerSpec>,
+    pub timeout: Duration,
+    pub tls_root_cert: Option<Vec<u8>>,
+}
+
+/// One validated invocation.
+#[derive(Debug)]
+pub enum Task {
+    Acquire {
+        key: LockKey,
+        ttl: Duration,
+        wait: Wait,
+    },
+    Release {
+        key: LockKey,
+        token: Token,
+    },
+    Extend {
+        key: LockKey,
+        token: Token,
+        ttl: Duration,
+    },
+    Status {
+        key: LockKey,
+    },
+    Generate {
+        what: cli::Generated,
+        dir: std::path::PathBuf,
+    },
+}
+
+#[derive(Debug)]
+pub struct Config {
+    pub task: Task,
+    pub servers: Servers,
+    pub output: Output,
+}
+
+impl Config {
+    pub fn from_cli(cli: Cli) -> anyhow::Result<Config> {
+        let GlobalArgs {
+            servers,
+            server_timeout,
+            tls_ca_cert,
+            prefix,
+            json,
+            quiet,
+            verbose,
+        } = cli.global;
+        let prefix = prefix.map(|p| p.as_bytes().to_vec()).unwrap_or_default();
+        let key = |name: &cli::NameArg| lock_key(&prefix, &name.name);
+        let (task, ttl) = match cli.command {
+            Command::Acquire(args) => {
+                let ttl = ttl(args.ttl.ttl)?;
+                let wait = match (args.wait.nonblock, args.wait.wait) {
+                    (true, _) => Wait::No,
+                    (false, Some(limit)) if limit.is_zero() => Wait::No,
+                    (false, Some(limit)) => Wait::For(limit),
+                    (false, None) => Wait::Forever,
+                };
+                let task = Task::Acquire {
+                    key: key(&args.name)?,
+                    ttl,
+                    wait,
+                };
+                (task, Some(ttl))
+            }
+            Command::Release(args) => {
+                let task = Task::Release {
+                    key: key(&args.name)?,
+                    token: token(args.token)?,
+                };
+                (task, None)
+            }
+            Command::Extend(args) => {
+                let ttl = ttl(args.ttl.ttl)?;
+                let task = Task::Extend {
+                    key: key(&args.lock.name)?,
+                    token: token(args.lock.token)?,
+                    ttl,
+                };
+                (task, Some(ttl))
+            }
+            Command::Status(name) => (Task::Status { key: key(&name)? }, None),
+            Command::Generate(args) => {
+                let task = Task::Generate {
+                    what: args.what,
+                    dir: args.dir,
+                };
+                (task, None)
+            }
+        };
+        Ok(Config {
+            task,
+            servers: Servers {
+                specs: server_specs(&servers)?,
+                timeout: server_timeout_for(server_timeout, ttl)?,
+                tls_root_cert: tls_ca_cert
+                    .map(|path| {
+                        std::fs::read(&path).map_err(|err| {
+                            ConfigError(format!("--tls-ca-cert {}: {err}", path.display()))
+                        })
+                    })
+                    .transpose()?,
+            },
+            output: Output {
+                json,
+                quiet,
+                verbose,
+            },
+        })
+    }
+}
+
+fn lock_key(prefix: &[u8], name: &std::ffi::OsStr) -> Result<LockKey, UsageError> {
+    if name.is_empty() {
+        return Err(UsageError("the lock NAME must not be empty".into()));
+    }
+    Ok(LockKey::new([prefix, name.as_bytes()].concat()))
+}
+
+fn token(token: Option<String>) -> Result<Token, UsageError> {
+    match token {
+        Some(token) if !token.is_empty() => Ok(Token::from_user(&token)),
+        Some(_) => Err(UsageError("the TOKEN must not be empty".into())),
+        None => Err(UsageError(
+            "no TOKEN: pass the token `acquire` printed, or set REDLOCK_TOKEN".into(),
+        )),
+    }
+}
+
+fn ttl(ttl: Duration) -> Result<Duration, UsageError> {
+    if ttl < Duration::from_millis(1) {
+        return Err(UsageError("--ttl must be at least 1ms".into()));
+    }
+    Ok(ttl)
+}
+
+fn server_specs(urls: &[String]) -> Result<Vec<ServerSpec>, ConfigError> {
+    let urls: Vec<&str> = urls
+        .iter()
+        .map(|u| u.trim())
+        .filter(|u| !u.is_empty())
+        .collect();
+    if urls.is_empty() {
+        return Ok(vec![
+            ServerSpec::parse(DEFAULT_SERVER).map_err(|e| ConfigError(e.to_string()))?
+        ]);
+    }
+    let specs = urls
+        .into_iter()
+        .map(|url| ServerSpec::parse(url).map_err(|err| ConfigError(format!("--server: {err}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    // The same master listed twice would count twice towards the quorum.
+    for (i, spec) in specs.iter().enumerate() {
+        if specs[..i]
+            .iter()
+            .any(|earlier| earlier.to_string() == spec.to_string())
+        {
+            return Err(ConfigError(format!("--server: {spec} is listed twice")));
+        }
+    }
+    Ok(specs)
+}
+
+/// The per-server bound. An explicit value must stay well below the TTL (under
+/// a third), or one slow server could eat the whole validity; the default is
+/// scaled down for short TTLs instead of failing.
+fn server_timeout_for(
+    explicit: Option<Duration>,
+    ttl: Option<Duration>,
+) -> Result<Duration, UsageError> {
+    match (explicit, ttl) {
+        (Some(timeout), _) if timeout.is_zero() => {
+            Err(UsageError("--server-timeout must be greater than 0".into()))
+        }
+        (Some(timeout), Some(ttl)) if timeout >= ttl / 3 => Err(UsageError(format!(
+            "--server-timeout {} must be below a third of --ttl {}",
+            humantime::format_duration(timeout),
+            humantime::format_duration(ttl)
+        ))),
+        (Some(timeout), _) => Ok(timeout),
+        (None, Some(ttl)) => Ok(DEFAULT_SERVER_TIMEOUT
+            .min(ttl / 5)
+            .max(Duration::from_millis(1))),
+        (None, None) => Ok(DEFAULT_SERVER_TIMEOUT),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    #[test]
+    fn server_timeout_defaults_and_scales_with_short_ttls() {
+        assert_eq!(server_timeout_for(None, None).unwrap(), MS(250));
+        assert_eq!(server_timeout_for(None, Some(MS(30_000))).unwrap(), MS(250));
+        assert_eq!(server_timeout_for(None, Some(MS(500))).unwrap(), MS(100));
+        assert_eq!(server_timeout_for(None, Some(MS(1))).unwrap(), MS(1));
+        assert_eq!(
+            server_timeout_for(Some(MS(900)), Some(MS(3000))).unwrap(),
+            MS(900)
+        );
+    }
+
+    #[test]
+    fn explicit_server_timeout_must_be_well_below_the_ttl() {
+        let err = server_timeout_for(Some(MS(1000)), Some(MS(3000))).unwrap_err();
+        assert!(err.0.contains("--server-timeout"), "{err}");
+        assert!(server_timeout_for(Some(MS(0)), None).is_err());
+        assert!(
+            server_timeout_for(Some(MS(5000)), None).is_ok(),
+            "no TTL to compare with"
+        );
+    }
+
+    #[test]
+    fn keys_are_prefix_then_name_bytes() {
+        let key = lock_key(b"app:", std::ffi::OsStr::new("deploy")).unwrap();
+        assert_eq!(key.bytes(), b"app:deploy");
+        assert!(lock_key(b"app:", std::ffi::OsStr::new("")).is_err());
+    }
+
+    #[test]
+    fn missing_or_empty_tokens_are_usage_errors() {
+        assert!(token(None).is_err());
+        assert!(token(Some(String::new())).is_err());
+        assert_eq!(token(Some("abc".into())).unwrap().as_str(), "abc");
+    }
+
+    #[test]
+    fn servers_default_to_localhost_and_reject_bad_urls() {
+        assert_eq!(server_specs(&[]).unwrap()[0].to_string(), DEFAULT_SERVER);
+        assert_eq!(
+            server_specs(&["a:1".into(), " b:2 ".into()]).unwrap().len(),
+            2
+        );
+        assert!(server_specs(&["ftp://x".into()]).is_err());
+        assert!(
+            server_specs(&["a:1".into(), "redis://a:1".into()]).is_err(),
+            "duplicate"
+        );
+    }
+}

@@ -1,0 +1,289 @@
+//! The N independent Redis masters: parsing their URLs, connecting to them with
+//! a per-server time bound, and naming them in messages without secrets.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, ConnectionAddr, ErrorKind, IntoConnectionInfo, RedisError};
+use tokio::sync::Mutex;
+
+/// A server URL that was parsed and may be shown: its display form never
+/// contains the password.
+#[derive(Clone)]
+pub struct ServerSpec {
+    info: redis::ConnectionInfo,
+    shown: String,
+    password: Option<String>,
+}
+
+/// Why a server URL or its TLS settings cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SpecError(String);
+
+impl ServerSpec {
+    /// Parses `redis://`, `rediss://` (TLS) and `redis+unix://` URLs, with
+    /// `user:password@` and a `/db` number; a bare `host:port` means `redis://`.
+    pub fn parse(raw: &str) -> Result<Self, SpecError> {
+        let raw = raw.trim();
+        if raw.is_empty() {
+            return Err(SpecError("empty server URL".into()));
+        }
+        let url = if raw.contains("://") {
+            raw.to_owned()
+        } else {
+            format!("redis://{raw}")
+        };
+        let shown = redact_url(&url);
+        let info = url.as_str().into_connection_info().map_err(|err| {
+            SpecError(format!(
+                "invalid server URL {shown}: {}",
+                scrub(&err.to_string(), None)
+            ))
+        })?;
+        if !info.addr().is_supported() {
+            return Err(SpecError(format!("unsupported server URL {shown}")));
+        }
+        let password = info.redis_settings().password().map(str::to_owned);
+        // One round trip fewer on every connect: we never need CLIENT SETINFO.
+        let settings = info.redis_settings().clone().set_skip_set_lib_name();
+        let info = info.set_redis_settings(settings);
+        Ok(ServerSpec {
+            info,
+            shown,
+            password,
+        })
+    }
+
+    pub fn is_tls(&self) -> bool {
+        matches!(self.info.addr(), ConnectionAddr::TcpTls { .. })
+    }
+
+    /// Removes this server's password from a message that may have quoted it.
+    pub fn scrub(&self, message: &str) -> String {
+        scrub(message, self.password.as_deref())
+    }
+}
+
+impl fmt::Display for ServerSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+impl fmt::Debug for ServerSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ServerSpec({})", self.shown)
+    }
+}
+
+/// The URL with any password replaced by `***`: in the user-info part, and in
+/// `pass=`/`password=` query parameters (the `redis+unix://` form).
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(at) => url.split_at(at + 3),
+        None => ("", url),
+    };
+    let (rest, query) = match rest.find('?') {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    let rest = match rest.rfind('@') {
+        Some(at) => {
+            let (user_info, host) = rest.split_at(at);
+            match user_info.split_once(':') {
+                Some((user, _password)) => format!("{user}:***{host}"),
+                // `redis://secret@host`: a lone user-info part may well be a
+                // password written in the wrong place, so it is hidden too.
+                None => format!("***{host}"),
+            }
+        }
+        None => rest.to_owned(),
+    };
+    let query: Vec<String> = query
+        .strip_prefix('?')
+        .map(|q| {
+            q.split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((k, _))
+                        if k.eq_ignore_ascii_case("pass") || k.eq_ignore_ascii_case("password") =>
+                    {
+                        format!("{k}=***")
+                    }
+                    _ => pair.to_owned(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if query.is_empty() {
+        format!("{scheme}{rest}")
+    } else {
+        format!("{scheme}{rest}?{}", query.join("&"))
+    }
+}
+
+fn scrub(message: &str, password: Option<&str>) -> String {
+    match password {
+        Some(p) if !p.is_empty() => message.replace(p, "***"),
+        _ => message.to_owned(),
+    }
+}
+
+/// Why one server did not give a usable answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServerError {
+    #[error("no answer within {}", humantime::format_duration(*.0))]
+    Timeout(Duration),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// One configured master: its spec, a lazily opened connection that is reused
+/// across attempts, and the time bound for connecting and for each reply.
+pub struct Server {
+    spec: ServerSpec,
+    client: redis::Client,
+    timeout: Duration,
+    connection: Mutex<Option<MultiplexedConnection>>,
+}
+
+impl Server {
+    pub fn new(
+        spec: ServerSpec,
+        timeout: Duration,
+        tls_root_cert: Option<&[u8]>,
+    ) -> Result<Arc<Self>, SpecError> {
+        let client = match tls_root_cert {
+            Some(pem) if spec.is_tls() => redis::Client::build_with_tls(
+                spec.info.clone(),
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem.to_vec()),
+                },
+            ),
+            _ => redis::Client::open(spec.info.clone()),
+        }
+        .map_err(|err| SpecError(format!("{spec}: {}", spec.scrub(&err.to_string()))))?;
+        Ok(Arc::new(Server {
+            spec,
+            client,
+            timeout,
+            connection: Mutex::new(None),
+        }))
+    }
+
+    pub fn spec(&self) -> &ServerSpec {
+        &self.spec
+    }
+
+    /// Runs one request on this server, connecting first if needed, with each
+    /// step bounded by the server timeout. A broken connection is dropped so
+    /// that the next request reconnects.
+    pub async fn call<T, F, Fut>(&self, request: F) -> Result<T, ServerError>
+    where
+        F: FnOnce(MultiplexedConnection) -> Fut,
+        Fut: Future<Output = redis::RedisResult<T>>,
+    {
+        let connection = self.connect().await?;
+        match tokio::time::timeout(self.timeout, request(connection)).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(err)) => {
+                if !matches!(err.kind(), ErrorKind::Server(_)) {
+                    self.connection.lock().await.take();
+                }
+                Err(self.failed(&err))
+            }
+            Err(_) => Err(ServerError::Timeout(self.timeout)),
+        }
+    }
+
+    async fn connect(&self) -> Result<MultiplexedConnection, ServerError> {
+        let mut cached = self.connection.lock().await;
+        if let Some(connection) = cached.as_ref() {
+            return Ok(connection.clone());
+        }
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(self.timeout));
+        let connecting = self
+            .client
+            .get_multiplexed_async_connection_with_config(&config);
+        let connection = match tokio::time::timeout(self.timeout, connecting).await {
+            Ok(Ok(connection)) => connection,
+            Ok(Err(err)) => return Err(self.failed(&err)),
+            Err(_) => return Err(ServerError::Timeout(self.timeout)),
+        };
+        *cached = Some(connection.clone());
+        Ok(connection)
+    }
+
+    fn failed(&self, err: &RedisError) -> ServerError {
+        if err.is_timeout() {
+            return ServerError::Timeout(self.timeout);
+        }
+        ServerError::Failed(self.spec.scrub(&err.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redaction_hides_every_form_of_password() {
+        let cases = [
+            ("redis://:hunter2@h:6379/0", "redis://:***@h:6379/0"),
+            ("redis://alice:hunter2@h:6379", "redis://alice:***@h:6379"),
+            ("rediss://alice:p@ss@h", "rediss://alice:***@h"),
+            ("redis://hunter2@h", "redis://***@h"),
+            ("redis://h:6379/2", "redis://h:6379/2"),
+            (
+                "redis+unix:///tmp/r.sock?db=1&pass=hunter2",
+                "redis+unix:///tmp/r.sock?db=1&pass=***",
+            ),
+            (
+                "redis+unix:///tmp/r.sock?PASSWORD=hunter2",
+                "redis+unix:///tmp/r.sock?PASSWORD=***",
+            ),
+        ];
+        for (raw, shown) in cases {
+            assert_eq!(redact_url(raw), shown);
+            assert!(!redact_url(raw).contains("hunter2"));
+        }
+    }
+
+    #[test]
+    fn parses_supported_schemes_and_bare_host_port() {
+        for url in [
+            "redis://127.0.0.1:6379",
+            "redis://:pw@127.0.0.1:6379/3",
+            "rediss://user:pw@example.com:6380",
+            "redis+unix:///tmp/redis.sock?db=2",
+            "127.0.0.1:7000",
+        ] {
+            let spec = ServerSpec::parse(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert!(!spec.to_string().contains("pw@"), "{spec}");
+        }
+        assert_eq!(
+            ServerSpec::parse("10.0.0.1:7000").unwrap().to_string(),
+            "redis://10.0.0.1:7000"
+        );
+        assert!(ServerSpec::parse("rediss://h:1").unwrap().is_tls());
+    }
+
+    #[test]
+    fn rejects_bad_urls_without_echoing_the_password() {
+        for url in [
+            "",
+            "http://:hunter2@h:1",
+            "redis://:hunter2@h:notaport",
+            "redis://:hunter2@",
+        ] {
+            let err = ServerSpec::parse(url).expect_err(url).to_string();
+            assert!(!err.contains("hunter2"), "{err}");
+        }
+    }
+}

@@ -1,0 +1,7 @@
+//! Integration tests: one test binary (fast to link), one module per area.
+//! Every test talks to real `redis-server` processes started by `support`.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod fixture;

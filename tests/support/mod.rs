@@ -1,0 +1,901 @@
+//! Test support: real `redis-server` processes on 127.0.0.1, and the one way
+//! integration tests run the `redlock` binary.
+//!
+//! Nothing here is a mock. Every [`RedisServer`] is a real `redis-server` child
+//! process with its own temporary directory (log file, unix socket, TLS files).
+//! Its data lives only in memory (`--save "" --appendonly no`), so a
+//! [`RedisServer::restart`] always comes back empty.
+//!
+//! When the fixture itself fails, the panic message carries the exact command
+//! line and the server's log, so a failure on CI can be diagnosed from the
+//! test output alone.
+
+// Each test module uses a different subset of these helpers, and a helper
+// that one build of the test binary leaves unused must not fail the build
+// (clippy runs with `-D warnings`).
+#![allow(dead_code)]
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::fs;
+use std::io::Read;
+use std::net::TcpListener;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// How long a freshly spawned server may take to answer PING.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many fresh ports [`RedisServer::start_with`] tries when a racing
+/// process grabs the port between our probe and the server's bind.
+const PORT_ATTEMPTS: usize = 5;
+/// How long [`RedisServer::restart`] keeps retrying to bind the same port.
+const RESTART_BIND_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connect, read and write timeout of [`RedisServer::client`].
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long [`run`] lets the binary run before it kills it and fails the test.
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+const LOG_FILE: &str = "redis.log";
+/// stdout/stderr of the server: configuration errors are printed there,
+/// before the log file is opened.
+const STDIO_FILE: &str = "redis.stdio";
+const SOCKET_FILE: &str = "redis.sock";
+
+// ---------------------------------------------------------------------------
+// Ports
+// ---------------------------------------------------------------------------
+
+/// Ports owned by a live [`RedisServer`] of this test process (tests run as
+/// threads of one process). A killed server keeps its port reserved so that
+/// another test cannot pick it while the server waits to be restarted on it.
+static RESERVED_PORTS: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+
+fn reserved_ports() -> MutexGuard<'static, Option<HashSet<u16>>> {
+    // A test that panicked while holding the lock does not make the set wrong.
+    RESERVED_PORTS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A port that is free right now on 127.0.0.1 and not reserved by another
+/// server of this process; the caller owns the reservation.
+fn reserve_free_port() -> u16 {
+    for _ in 0..100 {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .unwrap_or_else(|e| panic!("cannot bind 127.0.0.1:0 to find a free port: {e}"));
+        let port = listener
+            .local_addr()
+            .unwrap_or_else(|e| panic!("cannot read the address of a bound listener: {e}"))
+            .port();
+        drop(listener);
+        if reserved_ports()
+            .get_or_insert_with(HashSet::new)
+            .insert(port)
+        {
+            return port;
+        }
+    }
+    panic!("could not find a free port on 127.0.0.1 in 100 tries")
+}
+
+fn release_port(port: u16) {
+    if let Some(set) = reserved_ports().as_mut() {
+        set.remove(&port);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// RedisServer
+// ---------------------------------------------------------------------------
+
+/// The TLS material of a server started with [`RedisServer::start_tls`].
+struct Tls {
+    ca_cert: PathBuf,
+}
+
+/// One real `redis-server` process listening on 127.0.0.1.
+///
+/// Dropping it kills the process (`SIGCONT` first if it is paused) and waits
+/// for it, then removes its temporary directory.
+pub struct RedisServer {
+    port: u16,
+    /// `None` once killed.
+    child: Option<Child>,
+    paused: bool,
+    extra_args: Vec<String>,
+    /// Password from `--requirepass` in `extra_args`, used by [`Self::client`].
+    password: Option<String>,
+    unix_socket: Option<PathBuf>,
+    tls: Option<Tls>,
+    /// The command line of the last spawn, for failure messages.
+    command_line: String,
+    dir: tempfile::TempDir,
+}
+
+/// How a spawned server ended up.
+enum Startup {
+    Ready,
+    /// Exited before it was ready because its port was taken.
+    PortBusy,
+    /// Exited before it was ready for another reason, or never got ready.
+    Failed(String),
+}
+
+impl RedisServer {
+    /// A server on a free port of 127.0.0.1.
+    pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// A server on a free port with extra `redis-server` arguments, e.g.
+    /// `&["--requirepass", "s3cret"]`.
+    pub fn start_with(extra_args: &[&str]) -> Self {
+        Self::start_inner(extra_args, false, None)
+    }
+
+    /// A server that also listens on a unix socket in its temporary directory
+    /// (`--unixsocket PATH --unixsocketperm 700`); see [`Self::unix_socket`].
+    pub fn start_unix() -> Self {
+        Self::start_inner(&[], true, None)
+    }
+
+    /// A TLS-only server (`--port 0 --tls-port P --tls-auth-clients no`) with
+    /// a throwaway CA and a server certificate for `127.0.0.1` and `localhost`
+    /// made by the `openssl` CLI. Connect to [`Self::tls_url`] and trust
+    /// [`Self::tls_ca_cert`]. [`Self::client`] and the data helpers speak TLS
+    /// to it.
+    pub fn start_tls() -> Self {
+        let dir = new_tempdir();
+        let tls = make_tls_files(dir.path());
+        Self::start_inner(&[], false, Some((dir, tls)))
+    }
+
+    fn start_inner(extra_args: &[&str], unix: bool, tls: Option<(tempfile::TempDir, Tls)>) -> Self {
+        let (dir, tls) = match tls {
+            Some((dir, tls)) => (dir, Some(tls)),
+            None => (new_tempdir(), None),
+        };
+        let unix_socket = unix.then(|| dir.path().join(SOCKET_FILE));
+        let extra_args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
+        let password = extra_args
+            .iter()
+            .position(|a| a == "--requirepass")
+            .and_then(|i| extra_args.get(i + 1))
+            .cloned();
+        let mut server = RedisServer {
+            port: 0,
+            child: None,
+            paused: false,
+            extra_args,
+            password,
+            unix_socket,
+            tls,
+            command_line: String::new(),
+            dir,
+        };
+        for attempt in 1..=PORT_ATTEMPTS {
+            server.port = reserve_free_port();
+            match server.spawn_and_wait() {
+                Startup::Ready => return server,
+                Startup::PortBusy if attempt < PORT_ATTEMPTS => {
+                    release_port(server.port);
+                    server.append_to_log(&format!(
+                        "--- fixture: port {} was taken, retrying with a new port ---",
+                        server.port
+                    ));
+                }
+                Startup::PortBusy => {
+                    release_port(server.port);
+                    server.fail(&format!(
+                        "redis-server found its port taken {PORT_ATTEMPTS} times in a row"
+                    ))
+                }
+                Startup::Failed(why) => {
+                    release_port(server.port);
+                    server.fail(&why)
+                }
+            }
+        }
+        unreachable!("the last attempt returns or panics")
+    }
+
+    /// The TCP port: the plain port, or the TLS port of a [`Self::start_tls`]
+    /// server.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:PORT`; for a [`Self::start_tls`] server, which has no
+    /// plain port, the same as [`Self::tls_url`].
+    pub fn url(&self) -> String {
+        if self.tls.is_some() {
+            self.tls_url()
+        } else {
+            format!("redis://127.0.0.1:{}", self.port)
+        }
+    }
+
+    /// `rediss://localhost:PORT`. Panics unless started with [`Self::start_tls`].
+    pub fn tls_url(&self) -> String {
+        assert!(
+            self.tls.is_some(),
+            "tls_url() on a server that was not started with RedisServer::start_tls()"
+        );
+        format!("rediss://localhost:{}", self.port)
+    }
+
+    /// The PEM file of the CA that signed the server's certificate, for a
+    /// [`Self::start_tls`] server.
+    pub fn tls_ca_cert(&self) -> Option<PathBuf> {
+        self.tls.as_ref().map(|t| t.ca_cert.clone())
+    }
+
+    /// The process id of the running server. Panics if it was killed.
+    pub fn pid(&self) -> u32 {
+        match &self.child {
+            Some(child) => child.id(),
+            None => self.fail("pid() on a killed server"),
+        }
+    }
+
+    /// The unix socket path, for a [`Self::start_unix`] server.
+    pub fn unix_socket(&self) -> Option<PathBuf> {
+        self.unix_socket.clone()
+    }
+
+    /// The server's temporary directory (log file, socket, TLS files).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Whether the process is running (not killed; it may be paused).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// Whether the process is stopped by [`Self::pause`].
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    /// A plain synchronous client with 2s connect, read and write timeouts,
+    /// authenticated with the `--requirepass` password if one was given.
+    /// Panics with the server's log if it cannot connect.
+    pub fn client(&self) -> redis::Connection {
+        self.try_client(CLIENT_TIMEOUT)
+            .unwrap_or_else(|e| self.fail(&format!("cannot connect a client: {e}")))
+    }
+
+    /// Like [`Self::client`] but with the given timeouts, and the error
+    /// returned instead of a panic.
+    pub fn try_client(&self, timeout: Duration) -> redis::RedisResult<redis::Connection> {
+        let con = self.redis_client()?.get_connection_with_timeout(timeout)?;
+        con.set_read_timeout(Some(timeout))?;
+        con.set_write_timeout(Some(timeout))?;
+        Ok(con)
+    }
+
+    fn redis_client(&self) -> redis::RedisResult<redis::Client> {
+        use redis::IntoConnectionInfo;
+        let mut info = self.url().into_connection_info()?;
+        if let Some(password) = &self.password {
+            let settings = info.redis_settings().clone().set_password(password);
+            info = info.set_redis_settings(settings);
+        }
+        match &self.tls {
+            None => redis::Client::open(info),
+            Some(tls) => {
+                let root_cert = fs::read(&tls.ca_cert)?;
+                redis::Client::build_with_tls(
+                    info,
+                    redis::TlsCertificates {
+                        client_tls: None,
+                        root_cert: Some(root_cert),
+                    },
+                )
+            }
+        }
+    }
+
+    /// Runs one command on a fresh [`Self::client`]; panics with the log on
+    /// any error.
+    fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd, what: &str) -> T {
+        let mut con = self.client();
+        cmd.query(&mut con)
+            .unwrap_or_else(|e| self.fail(&format!("{what} failed: {e}")))
+    }
+
+    /// Plain `GET`.
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.query(redis::cmd("GET").arg(key), "GET")
+    }
+
+    /// Plain `SET` without a TTL.
+    pub fn set(&self, key: &[u8], value: &[u8]) {
+        self.query::<()>(redis::cmd("SET").arg(key).arg(value), "SET")
+    }
+
+    /// `SET key value PX ms`.
+    pub fn set_px(&self, key: &[u8], value: &[u8], ms: u64) {
+        self.query::<()>(
+            redis::cmd("SET").arg(key).arg(value).arg("PX").arg(ms),
+            "SET PX",
+        )
+    }
+
+    /// `PTTL`: milliseconds left, -2 if the key is missing, -1 if it has no TTL.
+    pub fn pttl(&self, key: &[u8]) -> i64 {
+        self.query(redis::cmd("PTTL").arg(key), "PTTL")
+    }
+
+    /// Kills the server with SIGKILL and waits for it. Does nothing if it is
+    /// already killed. The port stays reserved for [`Self::restart`].
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SIGKILL also ends a stopped process.
+            if let Err(e) = child.kill() {
+                self.child = Some(child);
+                self.fail(&format!("cannot SIGKILL redis-server: {e}"));
+            }
+            if let Err(e) = child.wait() {
+                self.fail(&format!("cannot wait for the killed redis-server: {e}"));
+            }
+        }
+        self.paused = false;
+    }
+
+    /// Stops the server with SIGSTOP and waits until the kernel reports it
+    /// stopped. Connections to it are still accepted by the kernel but never
+    /// answered.
+    pub fn pause(&mut self) {
+        self.signal(Signal::SIGSTOP);
+        self.paused = true;
+        let pid = self.pid() as i32;
+        if !wait_until(Duration::from_secs(5), || proc_state(pid) == Some('T')) {
+            self.fail("redis-server did not stop within 5s of SIGSTOP");
+        }
+    }
+
+    /// Continues a server stopped by [`Self::pause`] with SIGCONT.
+    pub fn resume(&mut self) {
+        self.signal(Signal::SIGCONT);
+        self.paused = false;
+        let pid = self.pid() as i32;
+        if !wait_until(Duration::from_secs(5), || proc_state(pid) != Some('T')) {
+            self.fail("redis-server did not continue within 5s of SIGCONT");
+        }
+    }
+
+    fn signal(&self, signal: Signal) {
+        let pid = self.pid();
+        if let Err(e) = kill(Pid::from_raw(pid as i32), signal) {
+            self.fail(&format!("cannot send {signal} to redis-server {pid}: {e}"));
+        }
+    }
+
+    /// Kills the server (if running) and starts it again on the same port
+    /// with the same arguments; its data is gone. Retries binding for a few
+    /// seconds while the port is still busy.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.append_to_log("--- fixture: restarting on the same port ---");
+        let deadline = Instant::now() + RESTART_BIND_TIMEOUT;
+        loop {
+            match self.spawn_and_wait() {
+                Startup::Ready => return,
+                Startup::PortBusy if Instant::now() < deadline => {
+                    thread::sleep(Duration::from_millis(50));
+                }
+                Startup::PortBusy => self.fail(&format!(
+                    "port {} was still busy {RESTART_BIND_TIMEOUT:?} after the kill",
+                    self.port
+                )),
+                Startup::Failed(why) => self.fail(&why),
+            }
+        }
+    }
+
+    /// The contents of the server's log file (all runs, if restarted).
+    pub fn log(&self) -> String {
+        read_lossy(&self.dir.path().join(LOG_FILE))
+    }
+
+    /// The log plus whatever the server printed on stdout/stderr (where
+    /// configuration errors go), for failure messages.
+    fn diagnostics(&self) -> String {
+        let mut out = format!("command line: {}\n--- {LOG_FILE} ---\n", self.command_line);
+        let log = self.log();
+        out.push_str(&log);
+        if !log.ends_with('\n') {
+            out.push('\n');
+        }
+        let stdio = read_lossy(&self.dir.path().join(STDIO_FILE));
+        if !stdio.trim().is_empty() {
+            let _ = write!(out, "--- stdout/stderr ---\n{stdio}");
+        }
+        out
+    }
+
+    /// Panics with `what`, the command line and the log.
+    fn fail(&self, what: &str) -> ! {
+        panic!(
+            "redis-server fixture on port {}: {what}\n{}",
+            self.port,
+            self.diagnostics()
+        )
+    }
+
+    fn append_to_log(&self, line: &str) {
+        use std::io::Write;
+        if let Ok(mut f) = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join(LOG_FILE))
+        {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+
+    fn args(&self) -> Vec<OsString> {
+        let dir = self.dir.path();
+        let mut args: Vec<OsString> = Vec::new();
+        let mut push = |a: &dyn AsRef<std::ffi::OsStr>| args.push(a.as_ref().to_owned());
+        match &self.tls {
+            None => {
+                push(&"--port");
+                push(&self.port.to_string());
+            }
+            Some(_) => {
+                push(&"--port");
+                push(&"0");
+                push(&"--tls-port");
+                push(&self.port.to_string());
+                push(&"--tls-cert-file");
+                push(&dir.join("server.crt"));
+                push(&"--tls-key-file");
+                push(&dir.join("server.key"));
+                push(&"--tls-ca-cert-file");
+                push(&dir.join("ca.crt"));
+                push(&"--tls-auth-clients");
+                push(&"no");
+            }
+        }
+        for a in [
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "no",
+        ] {
+            push(&a);
+        }
+        push(&"--logfile");
+        push(&dir.join(LOG_FILE));
+        push(&"--dir");
+        push(&dir);
+        if let Some(socket) = &self.unix_socket {
+            push(&"--unixsocket");
+            push(socket);
+            push(&"--unixsocketperm");
+            push(&"700");
+        }
+        for a in &self.extra_args {
+            push(a);
+        }
+        args
+    }
+
+    /// Spawns `redis-server` on `self.port` and waits until it answers PING,
+    /// exits, or [`READY_TIMEOUT`] passes.
+    fn spawn_and_wait(&mut self) -> Startup {
+        let args = self.args();
+        self.command_line = std::iter::once("redis-server".to_string())
+            .chain(args.iter().map(|a| shell_quote(&a.to_string_lossy())))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let stdio = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join(STDIO_FILE))
+            .unwrap_or_else(|e| self.fail(&format!("cannot create {STDIO_FILE}: {e}")));
+        let stderr = stdio
+            .try_clone()
+            .unwrap_or_else(|e| self.fail(&format!("cannot clone a file handle: {e}")));
+        let log_len_before = self.log().len();
+        let child = Command::new("redis-server")
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(stdio)
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| self.fail(&format!("cannot spawn redis-server: {e}")));
+        self.child = Some(child);
+        self.paused = false;
+
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            let exited = match self.child.as_mut().map(Child::try_wait) {
+                Some(Ok(Some(status))) => Some(format!("{status}")),
+                Some(Ok(None)) => None,
+                Some(Err(e)) => Some(format!("cannot poll the process: {e}")),
+                None => Some("gone".to_string()),
+            };
+            if let Some(status) = exited {
+                self.child = None;
+                let this_run = self.log().get(log_len_before..).unwrap_or("").to_string();
+                return if this_run.contains("Address already in use") {
+                    Startup::PortBusy
+                } else {
+                    Startup::Failed(format!(
+                        "redis-server exited before it was ready ({status})"
+                    ))
+                };
+            }
+            if self.answers_ping() {
+                return Startup::Ready;
+            }
+            if Instant::now() >= deadline {
+                self.kill();
+                return Startup::Failed(format!(
+                    "redis-server did not answer PING within {READY_TIMEOUT:?}"
+                ));
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn answers_ping(&self) -> bool {
+        let Ok(mut con) = self.try_client(Duration::from_millis(500)) else {
+            return false;
+        };
+        matches!(
+            redis::cmd("PING").query::<String>(&mut con).as_deref(),
+            Ok("PONG")
+        )
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            if self.paused {
+                let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGCONT);
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        release_port(self.port);
+    }
+}
+
+fn new_tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("redlock-test-redis-")
+        .tempdir()
+        .unwrap_or_else(|e| panic!("cannot create a temporary directory: {e}"))
+}
+
+fn read_lossy(path: &Path) -> String {
+    match fs::read(path) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) => format!("<cannot read {}: {e}>", path.display()),
+    }
+}
+
+fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=,@".contains(&b));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+/// Writes `ca.crt`, `server.crt` and `server.key` into `dir` with the
+/// `openssl` CLI: a throwaway CA and a server certificate for
+/// `IP:127.0.0.1, DNS:localhost` signed by it. P-256 keys, because RSA key
+/// generation would make every TLS test half a second slower.
+fn make_tls_files(dir: &Path) -> Tls {
+    fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\n\
+         basicConstraints=CA:FALSE\n\
+         keyUsage=digitalSignature\n\
+         extendedKeyUsage=serverAuth\n",
+    )
+    .unwrap_or_else(|e| panic!("cannot write server.ext in {}: {e}", dir.display()));
+    // One command per line, split on spaces: no argument contains a space.
+    let steps = [
+        "req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -sha256 -days 2 \
+         -subj /CN=redlock-test-CA -keyout ca.key -out ca.crt",
+        "req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -sha256 \
+         -subj /CN=localhost -keyout server.key -out server.csr",
+        "x509 -req -sha256 -days 2 -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+         -extfile server.ext -out server.crt",
+    ];
+    for step in steps {
+        let out = Command::new("openssl")
+            .args(step.split_whitespace())
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run openssl: {e}"));
+        assert!(
+            out.status.success(),
+            "openssl {step} failed ({}):\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Tls {
+        ca_cert: dir.join("ca.crt"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Cluster
+// ---------------------------------------------------------------------------
+
+/// N independent Redis masters on unique ports: the Redlock setting, not a
+/// Redis Cluster.
+pub struct Cluster {
+    pub servers: Vec<RedisServer>,
+}
+
+impl Cluster {
+    /// `n` servers on unique free ports.
+    pub fn start(n: usize) -> Self {
+        Self::start_with(n, &[])
+    }
+
+    /// `n` servers on unique free ports, each with the same extra arguments.
+    pub fn start_with(n: usize, extra_args: &[&str]) -> Self {
+        let servers: Vec<RedisServer> = (0..n)
+            .map(|_| RedisServer::start_with(extra_args))
+            .collect();
+        let ports: HashSet<u16> = servers.iter().map(RedisServer::port).collect();
+        assert_eq!(ports.len(), n, "cluster ports are not unique: {ports:?}");
+        Cluster { servers }
+    }
+
+    /// Every server's [`RedisServer::url`], in order.
+    pub fn urls(&self) -> Vec<String> {
+        self.servers.iter().map(RedisServer::url).collect()
+    }
+
+    /// The urls joined with `,`, the value of `REDLOCK_SERVERS`.
+    pub fn servers_arg(&self) -> String {
+        self.urls().join(",")
+    }
+
+    /// Every server's log, labelled by port, for failure messages.
+    pub fn logs(&self) -> String {
+        let mut out = String::new();
+        for (i, s) in self.servers.iter().enumerate() {
+            let state = match (s.is_running(), s.is_paused()) {
+                (false, _) => "killed",
+                (true, true) => "paused",
+                (true, false) => "running",
+            };
+            let _ = writeln!(
+                out,
+                "===== server {i}, port {} ({state}) =====\n{}",
+                s.port(),
+                s.log()
+            );
+        }
+        out
+    }
+
+    /// `GET key` on every server, in order. Killed and paused servers are
+    /// skipped and give `None`.
+    pub fn get_all(&self, key: &[u8]) -> Vec<Option<Vec<u8>>> {
+        self.servers
+            .iter()
+            .map(|s| {
+                if s.is_running() && !s.is_paused() {
+                    s.get(key)
+                } else {
+                    None
+                }
+            })
+            .collect()
+    }
+
+    /// [`redlock`] with `REDLOCK_SERVERS` set to [`Self::servers_arg`].
+    pub fn redlock(&self) -> Command {
+        let mut cmd = redlock();
+        cmd.env("REDLOCK_SERVERS", self.servers_arg());
+        cmd
+    }
+}
+
+impl std::ops::Index<usize> for Cluster {
+    type Output = RedisServer;
+    fn index(&self, i: usize) -> &RedisServer {
+        &self.servers[i]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Cluster {
+    fn index_mut(&mut self, i: usize) -> &mut RedisServer {
+        &mut self.servers[i]
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Running the binary
+// ---------------------------------------------------------------------------
+
+/// The one way integration tests run the binary: no inherited REDLOCK_* variables.
+pub fn redlock() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_redlock"));
+    for (name, _) in std::env::vars_os() {
+        if name.as_encoded_bytes().starts_with(b"REDLOCK_") {
+            cmd.env_remove(&name);
+        }
+    }
+    cmd
+}
+
+/// What a finished command left behind.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// The exit code, or 128+N if it was killed by signal N.
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    /// Panics, showing stdout and stderr, unless the exit code is `code`.
+    #[track_caller]
+    pub fn assert_code(&self, code: i32, context: &str) -> &Self {
+        if self.code != code {
+            panic!(
+                "{context}: expected exit code {code}, got {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+                self.code, self.stdout, self.stderr
+            );
+        }
+        self
+    }
+}
+
+/// Runs `cmd` to completion with stdin from /dev/null and stdout/stderr
+/// captured. Panics if it cannot be spawned, or if it (or a process holding
+/// its stdout/stderr) is still running after two minutes.
+#[track_caller]
+pub fn run(cmd: &mut Command) -> Output {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot spawn {program}: {e}"));
+    let deadline = Instant::now() + RUN_TIMEOUT;
+
+    // Read both pipes in threads so that neither can fill up and block the
+    // child, and so that a pipe held open by a stray grandchild cannot hang
+    // the test past the deadline.
+    let (tx, rx) = mpsc::channel();
+    for (which, pipe) in [
+        (
+            0,
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ),
+        (
+            1,
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ),
+    ] {
+        let tx = tx.clone();
+        let mut pipe = pipe.expect("piped");
+        thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = pipe.read_to_end(&mut buf);
+            let _ = tx.send((which, buf));
+        });
+    }
+    drop(tx);
+
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(10)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{program} still running after {RUN_TIMEOUT:?}; killed it");
+            }
+            Err(e) => panic!("cannot wait for {program}: {e}"),
+        }
+    };
+    let mut streams = [Vec::new(), Vec::new()];
+    for _ in 0..2 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((which, buf)) => streams[which] = buf,
+            Err(_) => panic!(
+                "{program} exited ({status}) but its stdout/stderr stayed open for \
+                 {RUN_TIMEOUT:?} (a child process left running?)"
+            ),
+        }
+    }
+    let [stdout, stderr] = streams;
+    Output {
+        code: exit_code(status),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+/// The exit code, or 128+N for a process killed by signal N.
+pub fn exit_code(status: std::process::ExitStatus) -> i32 {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(signal)) => 128 + signal,
+        (None, None) => unreachable!("a finished process has a code or a signal: {status}"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Polling and processes
+// ---------------------------------------------------------------------------
+
+/// Polls `f` every 10ms until it returns true (then true) or `deadline` has
+/// passed (then false, after one last try).
+pub fn wait_until(deadline: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + deadline;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether process `pid` exists and is not a zombie.
+pub fn pid_alive(pid: i32) -> bool {
+    let exists = match kill(Pid::from_raw(pid), None) {
+        Ok(()) => true,
+        // It exists but belongs to someone else.
+        Err(nix::errno::Errno::EPERM) => true,
+        Err(_) => false,
+    };
+    exists && matches!(proc_state(pid), Some(state) if state != 'Z' && state != 'X')
+}
+
+/// The state letter of `/proc/PID/stat` (R, S, D, T, Z, ...), or `None` if
+/// the process is gone.
+pub fn proc_state(pid: i32) -> Option<char> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name in parentheses may itself contain ") ".
+    let after_comm = &stat[stat.rfind(')')? + 1..];
+    after_comm.trim_start().chars().next()
+}
