@@ -5,6 +5,7 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use nix::sys::signal::Signal;
 
 use crate::duration;
 
@@ -61,16 +62,28 @@ pub struct GlobalArgs {
     /// Bound for connecting to each server and for each reply. Default: 250ms, or a
     /// fifth of --ttl when that is shorter; an explicit value must be below a third of
     /// --ttl.
-    #[arg(long, value_name = "DUR", env = "REDLOCK_SERVER_TIMEOUT", value_parser = duration::parse, global = true)]
+    #[arg(long, value_name = "DUR", env = "REDLOCK_SERVER_TIMEOUT", hide_env_values = true, value_parser = duration::parse, global = true)]
     pub server_timeout: Option<Duration>,
 
     /// PEM file of the CA that signed the servers' certificates, for rediss:// URLs
     /// (instead of the system's roots).
-    #[arg(long, value_name = "FILE", env = "REDLOCK_TLS_CA_CERT", global = true)]
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "REDLOCK_TLS_CA_CERT",
+        hide_env_values = true,
+        global = true
+    )]
     pub tls_ca_cert: Option<std::path::PathBuf>,
 
     /// Prepended to every lock name to form the Redis key (empty by default).
-    #[arg(long, value_name = "PREFIX", env = "REDLOCK_PREFIX", global = true)]
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        env = "REDLOCK_PREFIX",
+        hide_env_values = true,
+        global = true
+    )]
     pub prefix: Option<OsString>,
 
     /// Print a result as one JSON object on stdout.
@@ -108,10 +121,26 @@ pub enum Command {
     /// 1 when it is free.
     Status(NameArg),
 
+    /// Run a command while holding the lock, extending the lock while it runs and
+    /// stopping the command before the lock can lapse.
+    #[command(after_help = "Examples:\n  \
+        redlock exec -n -E 0 -- /usr/local/bin/nightly-backup     # cron: skip quietly if running\n  \
+        redlock exec deploy -w 30m -- ./deploy.sh                 # CI: wait for the previous deploy\n  \
+        redlock exec db-migrate -c 'make migrate && make seed'     # a shell command line\n\n\
+        Exit status: the command's own; 128+N if it died of signal N; 75 (or -E) if the lock\n\
+        was busy; 69 if no quorum; 79 if the lock was lost while the command ran; 126/127\n\
+        if the command could not be run / was not found.")]
+    Exec(ExecArgs),
+
     /// Write shell completions or man pages (for packagers and the project's own
     /// generated files).
     #[command(hide = true)]
     Generate(GenerateArgs),
+
+    /// The process that enforces an exec's deadline when the supervisor cannot
+    /// (internal; started by `exec` itself).
+    #[command(hide = true, name = "__watchdog")]
+    Watchdog(WatchdogArgs),
 }
 
 #[derive(Debug, Args)]
@@ -173,6 +202,79 @@ pub struct ExtendArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The lock's name. Without it, the name is derived from the command line:
+    /// `exec:` followed by the words of the command, shell-quoted where needed.
+    #[arg(value_name = "NAME")]
+    pub name: Option<OsString>,
+
+    #[command(flatten)]
+    pub ttl: TtlArg,
+
+    #[command(flatten)]
+    pub wait: WaitArgs,
+
+    /// Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out);
+    /// -E 0 skips quietly, the cron idiom.
+    #[arg(
+        short = 'E',
+        long = "conflict-exit-code",
+        value_name = "CODE",
+        default_value_t = 75
+    )]
+    pub conflict_exit_code: u8,
+
+    /// After the stop signal, wait this long before SIGKILL; capped at a third of
+    /// --ttl so that the kill always lands before the lock can lapse.
+    #[arg(short = 'k', long = "kill-after", value_name = "DUR", default_value = "5s", value_parser = duration::parse)]
+    pub kill_after: Duration,
+
+    /// The signal that asks the command to stop when the lock is lost, e.g. TERM,
+    /// SIGINT or 2.
+    #[arg(long, value_name = "SIG", default_value = "TERM", value_parser = parse_signal)]
+    pub signal: Signal,
+
+    /// Run STRING with `sh -c` instead of CMD.
+    #[arg(
+        short = 'c',
+        long = "command",
+        value_name = "STRING",
+        conflicts_with = "argv"
+    )]
+    pub shell: Option<OsString>,
+
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, value_name = "CMD", required_unless_present = "shell")]
+    pub argv: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchdogArgs {
+    #[arg(long, value_parser = parse_signal)]
+    pub signal: Signal,
+    #[arg(long)]
+    pub grace_ms: u64,
+    #[arg(long)]
+    pub margin_ms: u64,
+}
+
+/// A signal by name (`TERM`, `SIGTERM`, any case) or number.
+fn parse_signal(text: &str) -> Result<Signal, String> {
+    let text = text.trim();
+    if let Ok(number) = text.parse::<i32>() {
+        return Signal::try_from(number).map_err(|_| format!("no signal number {number}"));
+    }
+    let upper = text.to_ascii_uppercase();
+    let name = if upper.starts_with("SIG") {
+        upper
+    } else {
+        format!("SIG{upper}")
+    };
+    name.parse()
+        .map_err(|_| format!("'{text}' is not a signal name like TERM, INT or HUP"))
+}
+
+#[derive(Debug, Args)]
 pub struct GenerateArgs {
     #[arg(value_enum)]
     pub what: Generated,
@@ -197,6 +299,16 @@ mod tests {
     #[test]
     fn clap_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn signals_parse_by_name_or_number() {
+        use super::{parse_signal, Signal};
+        assert_eq!(parse_signal("TERM"), Ok(Signal::SIGTERM));
+        assert_eq!(parse_signal("sigint"), Ok(Signal::SIGINT));
+        assert_eq!(parse_signal("9"), Ok(Signal::SIGKILL));
+        assert!(parse_signal("NOPE").is_err());
+        assert!(parse_signal("999").is_err());
     }
 
     #[test]

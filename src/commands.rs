@@ -3,14 +3,15 @@
 
 use anyhow::Context as _;
 
-use crate::config::{Output, Task};
+use crate::config::{LockTask, Output};
 use crate::exit_code::Exit;
 use crate::lock::{Inspection, KeyState, Lease, LockError, LockKey, Redlock, Token, Verdict};
 use crate::output::{self, human, note, Json};
+use crate::signals::interrupted;
 
-pub async fn run(redlock: &Redlock, task: Task, out: Output) -> anyhow::Result<Exit> {
+pub async fn run(redlock: &Redlock, task: LockTask, out: Output) -> anyhow::Result<Exit> {
     match task {
-        Task::Acquire { key, ttl, wait } => {
+        LockTask::Acquire { key, ttl, wait } => {
             let token = Token::generate();
             let outcome = tokio::select! {
                 outcome = redlock.acquire(&key, &token, ttl, wait) => outcome,
@@ -46,7 +47,7 @@ pub async fn run(redlock: &Redlock, task: Task, out: Output) -> anyhow::Result<E
             }
             Ok(Exit::Success)
         }
-        Task::Release { key, token } => {
+        LockTask::Release { key, token } => {
             let released = redlock
                 .release(&key, &token)
                 .await
@@ -69,7 +70,7 @@ pub async fn run(redlock: &Redlock, task: Task, out: Output) -> anyhow::Result<E
             }
             Ok(Exit::Success)
         }
-        Task::Extend { key, token, ttl } => {
+        LockTask::Extend { key, token, ttl } => {
             let lease = redlock
                 .extend(&key, &token, ttl)
                 .await
@@ -87,7 +88,7 @@ pub async fn run(redlock: &Redlock, task: Task, out: Output) -> anyhow::Result<E
             }
             Ok(Exit::Success)
         }
-        Task::Status { key } => {
+        LockTask::Status { key } => {
             let inspection = redlock.inspect(&key).await;
             let verdict = inspection.verdict();
             if out.json {
@@ -98,30 +99,12 @@ pub async fn run(redlock: &Redlock, task: Task, out: Output) -> anyhow::Result<E
             match verdict {
                 Verdict::Held { .. } => Ok(Exit::Success),
                 Verdict::Free => Ok(Exit::Free),
-                Verdict::Unknown => Err(LockError::NoQuorum {
-                    answered: inspection
-                        .servers
-                        .iter()
-                        .filter(|s| s.state.is_ok())
-                        .count(),
-                    total: inspection.servers.len(),
-                    quorum: inspection.quorum,
-                    failures: crate::lock::Failures(
-                        inspection
-                            .servers
-                            .iter()
-                            .filter_map(|s| s.state.clone().err().map(|e| (s.server.clone(), e)))
-                            .collect(),
-                    ),
-                    key,
-                }
-                .into()),
+                Verdict::Unknown => Err(inspection.no_quorum().into()),
             }
         }
-        Task::Generate { .. } => unreachable!("generate runs without servers"),
+        LockTask::Exec(spec) => crate::exec::run(redlock, spec, out).await,
     }
 }
-
 /// With `--json`, a failure is a result too: one object on stdout naming it.
 fn fail<T>(out: Output, key: &LockKey, err: LockError) -> anyhow::Result<T> {
     if out.json {
@@ -244,35 +227,4 @@ fn expiry(pttl_ms: i64) -> String {
         Ok(ms) => format!("expires in {}", human(std::time::Duration::from_millis(ms))),
         Err(_) => "never expires".to_owned(),
     }
-}
-
-/// Resolves with the number of the first INT, TERM or HUP signal received.
-async fn interrupted() -> i32 {
-    use tokio::signal::unix::{signal, SignalKind};
-    let listen = |kind: SignalKind| signal(kind).ok();
-    let (mut int, mut term, mut hup) = (
-        listen(SignalKind::interrupt()),
-        listen(SignalKind::terminate()),
-        listen(SignalKind::hangup()),
-    );
-    async fn next(signal: &mut Option<tokio::signal::unix::Signal>) {
-        match signal {
-            Some(signal) => {
-                signal.recv().await;
-            }
-            None => std::future::pending().await,
-        }
-    }
-    tokio::select! {
-        () = next(&mut int) => libc_signal::SIGINT,
-        () = next(&mut term) => libc_signal::SIGTERM,
-        () = next(&mut hup) => libc_signal::SIGHUP,
-    }
-}
-
-mod libc_signal {
-    use nix::sys::signal::Signal;
-    pub const SIGINT: i32 = Signal::SIGINT as i32;
-    pub const SIGTERM: i32 = Signal::SIGTERM as i32;
-    pub const SIGHUP: i32 = Signal::SIGHUP as i32;
 }

@@ -4,7 +4,10 @@
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
+use nix::sys::signal::Signal;
+
 use crate::cli::{self, Cli, Command, GlobalArgs};
+use crate::exec::{derived_name, ExecSpec, StopPlan};
 use crate::lock::{LockKey, ServerSpec, Token, Wait};
 
 const DEFAULT_SERVER: &str = "redis://127.0.0.1:6379";
@@ -39,6 +42,20 @@ pub struct Servers {
 /// One validated invocation.
 #[derive(Debug)]
 pub enum Task {
+    /// Work on a lock, which needs the servers.
+    Lock(LockTask),
+    Generate {
+        what: cli::Generated,
+        dir: std::path::PathBuf,
+    },
+    Watchdog {
+        signal: Signal,
+        plan: StopPlan,
+    },
+}
+
+#[derive(Debug)]
+pub enum LockTask {
     Acquire {
         key: LockKey,
         ttl: Duration,
@@ -56,10 +73,7 @@ pub enum Task {
     Status {
         key: LockKey,
     },
-    Generate {
-        what: cli::Generated,
-        dir: std::path::PathBuf,
-    },
+    Exec(ExecSpec),
 }
 
 #[derive(Debug)]
@@ -85,36 +99,72 @@ impl Config {
         let (task, ttl) = match cli.command {
             Command::Acquire(args) => {
                 let ttl = ttl(args.ttl.ttl)?;
-                let wait = match (args.wait.nonblock, args.wait.wait) {
-                    (true, _) => Wait::No,
-                    (false, Some(limit)) if limit.is_zero() => Wait::No,
-                    (false, Some(limit)) => Wait::For(limit),
-                    (false, None) => Wait::Forever,
-                };
-                let task = Task::Acquire {
+                let task = LockTask::Acquire {
                     key: key(&args.name)?,
                     ttl,
-                    wait,
+                    wait: wait(&args.wait),
                 };
-                (task, Some(ttl))
+                (Task::Lock(task), Some(ttl))
             }
             Command::Release(args) => {
-                let task = Task::Release {
+                let task = LockTask::Release {
                     key: key(&args.name)?,
                     token: token(args.token)?,
                 };
-                (task, None)
+                (Task::Lock(task), None)
             }
             Command::Extend(args) => {
                 let ttl = ttl(args.ttl.ttl)?;
-                let task = Task::Extend {
+                let task = LockTask::Extend {
                     key: key(&args.lock.name)?,
                     token: token(args.lock.token)?,
                     ttl,
                 };
-                (task, Some(ttl))
+                (Task::Lock(task), Some(ttl))
             }
-            Command::Status(name) => (Task::Status { key: key(&name)? }, None),
+            Command::Status(name) => (Task::Lock(LockTask::Status { key: key(&name)? }), None),
+            Command::Exec(args) => {
+                let ttl = ttl(args.ttl.ttl)?;
+                let argv = match args.shell {
+                    Some(line) if line.is_empty() => {
+                        return Err(UsageError("-c needs a non-empty command line".into()).into())
+                    }
+                    Some(line) => vec!["sh".into(), "-c".into(), line],
+                    None if args.argv.first().is_none_or(|program| program.is_empty()) => {
+                        return Err(UsageError("no command to run after --".into()).into())
+                    }
+                    None => args.argv,
+                };
+                let (name, derived_name) = match args.name {
+                    Some(name) => (name, false),
+                    None => (derived_name(&argv), true),
+                };
+                let spec = ExecSpec {
+                    key: lock_key(&prefix, &name)?,
+                    name,
+                    derived_name,
+                    ttl,
+                    wait: wait(&args.wait),
+                    conflict_exit: args.conflict_exit_code,
+                    stop: StopPlan::new(ttl, args.kill_after),
+                    signal: args.signal,
+                    argv,
+                };
+                (Task::Lock(LockTask::Exec(spec)), Some(ttl))
+            }
+            Command::Watchdog(args) => {
+                let plan = StopPlan {
+                    grace: Duration::from_millis(args.grace_ms),
+                    margin: Duration::from_millis(args.margin_ms),
+                };
+                (
+                    Task::Watchdog {
+                        signal: args.signal,
+                        plan,
+                    },
+                    None,
+                )
+            }
             Command::Generate(args) => {
                 let task = Task::Generate {
                     what: args.what,
@@ -142,6 +192,16 @@ impl Config {
                 verbose,
             },
         })
+    }
+}
+
+/// Blocking is the default, as in flock; `-w 0` is `-n`.
+fn wait(args: &cli::WaitArgs) -> Wait {
+    match (args.nonblock, args.wait) {
+        (true, _) => Wait::No,
+        (false, Some(limit)) if limit.is_zero() => Wait::No,
+        (false, Some(limit)) => Wait::For(limit),
+        (false, None) => Wait::Forever,
     }
 }
 

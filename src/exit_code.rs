@@ -31,8 +31,12 @@ pub enum Exit {
     Config,
     /// 79: `release`/`extend` found that the token no longer holds a majority.
     Lost,
-    /// 128+N: interrupted by signal N (after releasing what was taken).
+    /// 128+N: interrupted by signal N (after releasing what was taken), or
+    /// for `exec`, the command died of signal N.
     Signal(i32),
+    /// `exec`: the command's own exit status, `-E` when the lock was busy,
+    /// 126/127 when the command could not be run / was not found.
+    Code(u8),
 }
 
 impl Exit {
@@ -48,6 +52,7 @@ impl Exit {
             Exit::Config => 78,
             Exit::Lost => 79,
             Exit::Signal(signal) => u8::try_from(128 + signal.clamp(0, 127)).unwrap_or(u8::MAX),
+            Exit::Code(code) => code,
         }
     }
 }
@@ -113,6 +118,8 @@ mod tests {
         }
         assert_eq!(Exit::Signal(2).code(), 130);
         assert_eq!(Exit::Signal(15).code(), 143);
+        assert_eq!(Exit::Signal(9).code(), 137);
+        assert_eq!(Exit::Code(7).code(), 7);
         let readme = include_str!("../README.md");
         for (exit, code) in table {
             assert!(

@@ -8,10 +8,12 @@ pub mod cli;
 mod commands;
 pub mod config;
 pub mod duration;
+pub mod exec;
 pub mod exit_code;
 pub mod generate;
 pub mod lock;
 mod output;
+mod signals;
 
 use std::process::ExitCode;
 
@@ -45,10 +47,17 @@ pub fn main() -> ExitCode {
 /// Runs one parsed command line and returns its exit status.
 pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     let config = Config::from_cli(cli)?;
-    if let Task::Generate { what, dir } = &config.task {
-        generate::write(*what, dir)?;
-        return Ok(Exit::Success);
-    }
+    let task = match config.task {
+        Task::Lock(task) => task,
+        Task::Generate { what, dir } => {
+            generate::write(what, &dir)?;
+            return Ok(Exit::Success);
+        }
+        Task::Watchdog { signal, plan } => {
+            exec::watchdog_main(signal, plan)?;
+            return Ok(Exit::Success);
+        }
+    };
     // rustls needs one process-wide crypto provider before any TLS connection;
     // an error only means one is installed already.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -64,7 +73,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(commands::run(&redlock, config.task, config.output))
+    runtime.block_on(commands::run(&redlock, task, config.output))
 }
 
 /// Help and version go to stdout with status 0; any other parse failure is one

@@ -7,7 +7,7 @@
 //! expires keys by wall time, so the safe local clock is CLOCK_BOOTTIME. It is
 //! system-wide, so a deadline read in one process means the same in another.
 
-use std::ops::Add;
+use std::ops::{Add, Sub};
 use std::time::Duration;
 
 /// A point on CLOCK_BOOTTIME (CLOCK_MONOTONIC where BOOTTIME does not exist).
@@ -57,6 +57,13 @@ impl Add<Duration> for BootInstant {
     }
 }
 
+impl Sub<Duration> for BootInstant {
+    type Output = BootInstant;
+    fn sub(self, rhs: Duration) -> BootInstant {
+        BootInstant(self.0.saturating_sub(rhs))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,5 +79,6 @@ mod tests {
         assert_eq!(BootInstant::from_nanos(a.as_nanos()), a);
         assert!((a + Duration::from_secs(3600)).remaining() > Duration::from_secs(3500));
         assert_eq!(a.remaining(), Duration::ZERO);
+        assert_eq!((a + Duration::from_secs(2)) - Duration::from_secs(2), a);
     }
 }

@@ -52,7 +52,15 @@ impl fmt::Debug for LockKey {
 pub fn escape_bytes(bytes: &[u8]) -> String {
     let mut shown = String::with_capacity(bytes.len());
     for chunk in bytes.utf8_chunks() {
-        shown.extend(chunk.valid().chars().flat_map(char::escape_debug));
+        for c in chunk.valid().chars() {
+            // escape_debug also escapes single quotes, which are common in
+            // shell command lines and harmless inside double quotes.
+            if c == '\'' {
+                shown.push(c);
+            } else {
+                shown.extend(c.escape_debug());
+            }
+        }
         for byte in chunk.invalid() {
             shown.push_str(&format!("\\x{byte:02x}"));
         }

@@ -193,6 +193,22 @@ impl Inspection {
         }
     }
 
+    /// The error for an inspection whose verdict is [`Verdict::Unknown`].
+    pub fn no_quorum(&self) -> LockError {
+        LockError::NoQuorum {
+            key: self.key.clone(),
+            answered: self.servers.iter().filter(|s| s.state.is_ok()).count(),
+            total: self.servers.len(),
+            quorum: self.quorum,
+            failures: Failures(
+                self.servers
+                    .iter()
+                    .filter_map(|s| s.state.clone().err().map(|e| (s.server.clone(), e)))
+                    .collect(),
+            ),
+        }
+    }
+
     fn values(&self) -> impl Iterator<Item = &[u8]> {
         self.servers.iter().filter_map(|s| match &s.state {
             Ok(KeyState { value: Some(v), .. }) => Some(v.as_slice()),

@@ -4,4 +4,10 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod acquire;
+mod errors;
+mod exec;
 mod fixture;
+mod generated;
+mod release_extend;
+mod status;

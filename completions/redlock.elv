@@ -1,0 +1,129 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[redlock] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'redlock'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'redlock'= {
+            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand --server-timeout 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl'
+            cand --tls-ca-cert 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)'
+            cand --prefix 'Prepended to every lock name to form the Redis key (empty by default)'
+            cand --json 'Print a result as one JSON object on stdout'
+            cand -q 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+            cand --quiet 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+            cand -v 'Describe each step on stderr: servers, timings, validity'
+            cand --verbose 'Describe each step on stderr: servers, timings, validity'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand acquire 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given'
+            cand release 'Release the lock, if TOKEN still holds it'
+            cand extend 'Push the lock''s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
+            cand status 'Show what every server holds for the lock. Exits 0 when a majority holds it, 1 when it is free'
+            cand generate 'Write shell completions or man pages (for packagers and the project''s own generated files)'
+        }
+        &'redlock;acquire'= {
+            cand --ttl 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)'
+            cand -w 'Retry for at most DUR, then exit 75 (-w 0 is -n)'
+            cand --wait 'Retry for at most DUR, then exit 75 (-w 0 is -n)'
+            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand --server-timeout 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl'
+            cand --tls-ca-cert 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)'
+            cand --prefix 'Prepended to every lock name to form the Redis key (empty by default)'
+            cand -n 'Fail at once (exit 75) if the lock is held'
+            cand --nonblock 'Fail at once (exit 75) if the lock is held'
+            cand --json 'Print a result as one JSON object on stdout'
+            cand -q 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+            cand --quiet 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+            cand -v 'Describe each step on stderr: servers, timings, validity'
+            cand --verbose 'Describe each step on stderr: servers, timings, validity'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'redlock;release'= {
+            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand --server-timeout 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl'
+            cand --tls-ca-cert 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)'
+            cand --prefix 'Prepended to every lock name to form the Redis key (empty by default)'
+            cand --json 'Print a result as one JSON object on stdout'
+            cand -q 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+            cand --quiet 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+            cand -v 'Describe each step on stderr: servers, timings, validity'
+            cand --verbose 'Describe each step on stderr: servers, timings, validity'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'redlock;extend'= {
+            cand --ttl 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)'
+            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand --server-timeout 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl'
+            cand --tls-ca-cert 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)'
+            cand --prefix 'Prepended to every lock name to form the Redis key (empty by default)'
+            cand --json 'Print a result as one JSON object on stdout'
+            cand -q 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+            cand --quiet 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+            cand -v 'Describe each step on stderr: servers, timings, validity'
+            cand --verbose 'Describe each step on stderr: servers, timings, validity'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'redlock;status'= {
+            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand --server-timeout 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl'
+            cand --tls-ca-cert 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)'
+            cand --prefix 'Prepended to every lock name to form the Redis key (empty by default)'
+            cand --json 'Print a result as one JSON object on stdout'
+            cand -q 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+            cand --quiet 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+            cand -v 'Describe each step on stderr: servers, timings, validity'
+            cand --verbose 'Describe each step on stderr: servers, timings, validity'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'redlock;generate'= {
+            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand --server-timeout 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl'
+            cand --tls-ca-cert 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)'
+            cand --prefix 'Prepended to every lock name to form the Redis key (empty by default)'
+            cand --json 'Print a result as one JSON object on stdout'
+            cand -q 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+            cand --quiet 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+            cand -v 'Describe each step on stderr: servers, timings, validity'
+            cand --verbose 'Describe each step on stderr: servers, timings, validity'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+    ]
+    $completions[$command]
+}

@@ -1,0 +1,89 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_redlock_global_optspecs
+    string join \n s/server= server-timeout= tls-ca-cert= prefix= json q/quiet v/verbose h/help V/version
+end
+
+function __fish_redlock_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_redlock_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_redlock_using_subcommand
+    set -l cmd (__fish_redlock_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c redlock -n "__fish_redlock_needs_command" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_needs_command" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
+complete -c redlock -n "__fish_redlock_needs_command" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
+complete -c redlock -n "__fish_redlock_needs_command" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
+complete -c redlock -n "__fish_redlock_needs_command" -l json -d 'Print a result as one JSON object on stdout'
+complete -c redlock -n "__fish_redlock_needs_command" -s q -l quiet -d 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+complete -c redlock -n "__fish_redlock_needs_command" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
+complete -c redlock -n "__fish_redlock_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c redlock -n "__fish_redlock_needs_command" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "acquire" -d 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "release" -d 'Release the lock, if TOKEN still holds it'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "extend" -d 'Push the lock\'s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "status" -d 'Show what every server holds for the lock. Exits 0 when a majority holds it, 1 when it is free'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "generate" -d 'Write shell completions or man pages (for packagers and the project\'s own generated files)'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'Retry for at most DUR, then exit 75 (-w 0 is -n)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s n -l nonblock -d 'Fail at once (exit 75) if the lock is held'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l json -d 'Print a result as one JSON object on stdout'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -d 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s h -l help -d 'Print help'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l json -d 'Print a result as one JSON object on stdout'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -s q -l quiet -d 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -s h -l help -d 'Print help'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l json -d 'Print a result as one JSON object on stdout'
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -s q -l quiet -d 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -s h -l help -d 'Print help'
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand status" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l json -d 'Print a result as one JSON object on stdout'
+complete -c redlock -n "__fish_redlock_using_subcommand status" -s q -l quiet -d 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+complete -c redlock -n "__fish_redlock_using_subcommand status" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
+complete -c redlock -n "__fish_redlock_using_subcommand status" -s h -l help -d 'Print help'
+complete -c redlock -n "__fish_redlock_using_subcommand status" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand generate" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand generate" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
+complete -c redlock -n "__fish_redlock_using_subcommand generate" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand generate" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand generate" -l json -d 'Print a result as one JSON object on stdout'
+complete -c redlock -n "__fish_redlock_using_subcommand generate" -s q -l quiet -d 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+complete -c redlock -n "__fish_redlock_using_subcommand generate" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
+complete -c redlock -n "__fish_redlock_using_subcommand generate" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c redlock -n "__fish_redlock_using_subcommand generate" -s V -l version -d 'Print version'

@@ -1,0 +1,420 @@
+//! `redlock exec`: run a command only while holding the lock, keep extending
+//! the lock while it runs, and stop the command before the lock can lapse.
+//!
+//! Three parties keep the child inside the lock's validity:
+//! - the keeper (a future on the supervisor's runtime) extends the lock every
+//!   TTL/3 and publishes each new deadline;
+//! - the supervisor stops the child when a loss is *seen* (a majority says
+//!   the token is gone) and, independently, on a schedule against the
+//!   deadline ([`StopPlan`]), even while extensions are still being retried;
+//! - the watchdog process enforces the same schedule when the supervisor is
+//!   frozen or dead.
+
+mod child;
+mod watchdog;
+
+use std::ffi::OsString;
+use std::io::IsTerminal as _;
+use std::os::unix::ffi::OsStrExt as _;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use tokio::sync::watch;
+
+use crate::config::Output;
+use crate::exit_code::Exit;
+use crate::lock::{BootInstant, Lease, LockError, LockKey, Redlock, Token, Verdict, Wait};
+use crate::output::{human, note};
+use crate::signals::{interrupted, Listener};
+use child::Target;
+use watchdog::Watchdog;
+
+pub use watchdog::run as watchdog_main;
+
+/// A validated `redlock exec` invocation.
+#[derive(Debug)]
+pub struct ExecSpec {
+    pub key: LockKey,
+    /// The name as given or derived, exported to the child as REDLOCK_NAME.
+    pub name: OsString,
+    pub derived_name: bool,
+    pub ttl: Duration,
+    pub wait: Wait,
+    pub conflict_exit: u8,
+    pub stop: StopPlan,
+    pub signal: Signal,
+    pub argv: Vec<OsString>,
+}
+
+/// When the child is stopped, relative to the lock's validity deadline: the
+/// stop signal `grace + margin` before it, SIGKILL `margin` before it, so
+/// that the child and its group are gone before the lock can lapse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StopPlan {
+    /// Time between the stop signal and SIGKILL: `-k`, capped at TTL/3 so
+    /// that a successful extension every TTL/3 always comes first.
+    pub grace: Duration,
+    /// How long before the deadline SIGKILL is sent: TTL/20, within 5–200ms.
+    pub margin: Duration,
+}
+
+impl StopPlan {
+    pub fn new(ttl: Duration, kill_after: Duration) -> Self {
+        StopPlan {
+            grace: kill_after.min(ttl / 3),
+            margin: (ttl / 20).clamp(Duration::from_millis(5), Duration::from_millis(200)),
+        }
+    }
+
+    pub fn term_at(self, deadline: BootInstant) -> BootInstant {
+        deadline - self.margin - self.grace
+    }
+
+    pub fn kill_at(self, deadline: BootInstant) -> BootInstant {
+        deadline - self.margin
+    }
+}
+
+/// The longest the supervisor sleeps before it looks at the boot clock again
+/// (tokio's timers do not count time spent suspended).
+const TICK: Duration = Duration::from_millis(50);
+
+/// Signals sent to `redlock exec` that are passed on to the child.
+const FORWARDED: [Signal; 6] = [
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+];
+
+pub async fn run(redlock: &Redlock, spec: ExecSpec, out: Output) -> anyhow::Result<Exit> {
+    if out.verbose && spec.derived_name {
+        note(&format!("lock name derived from the command: {}", spec.key));
+    }
+    if let Some(exit) = run_nested(redlock, &spec, out).await? {
+        return Ok(exit);
+    }
+    let token = Token::generate();
+    let acquired = tokio::select! {
+        acquired = redlock.acquire(&spec.key, &token, spec.ttl, spec.wait) => acquired,
+        signal = interrupted() => {
+            let _ = redlock.release(&spec.key, &token).await;
+            return Ok(Exit::Signal(signal));
+        }
+    };
+    let lease = match acquired {
+        Ok(lease) => lease,
+        Err(err @ LockError::Busy { .. }) => {
+            // `-E 0` is the cron idiom "skip quietly": no message either.
+            if !out.quiet && spec.conflict_exit != 0 {
+                note(&err.to_string());
+            }
+            return Ok(Exit::Code(spec.conflict_exit));
+        }
+        Err(err) => return Err(err.into()),
+    };
+    if out.verbose {
+        note(&format!(
+            "acquired {} on {} of {} servers; valid for {}",
+            spec.key,
+            lease.held_on.len(),
+            redlock.len(),
+            human(lease.validity)
+        ));
+    }
+    let exit = supervise(redlock, &spec, &lease, out).await;
+    match redlock.release(&spec.key, &lease.token).await {
+        Ok(_) if out.verbose => note(&format!("released {}", spec.key)),
+        Ok(_) => {}
+        // After a loss the release only tidies up; after a normal end the
+        // child's status matters more than a lock that lapsed at the very end.
+        Err(err) if !out.quiet && !matches!(exit, Ok(Exit::Lost)) => {
+            note(&format!("release after the command ended: {err}"));
+        }
+        Err(_) => {}
+    }
+    exit
+}
+
+/// A `redlock exec` inside the command of another one for the same lock
+/// (REDLOCK_NAME and REDLOCK_TOKEN set, and that token holds a majority) runs
+/// its command in place instead of waiting for itself forever: the outer
+/// exec already holds and extends the lock.
+async fn run_nested(
+    redlock: &Redlock,
+    spec: &ExecSpec,
+    out: Output,
+) -> anyhow::Result<Option<Exit>> {
+    let (Some(name), Some(token)) = (
+        std::env::var_os("REDLOCK_NAME"),
+        std::env::var_os("REDLOCK_TOKEN"),
+    ) else {
+        return Ok(None);
+    };
+    if name != spec.name || token.is_empty() {
+        return Ok(None);
+    }
+    let inspection = redlock.inspect(&spec.key).await;
+    match inspection.verdict() {
+        Verdict::Held { value, .. } if value == token.as_bytes() => {
+            if out.verbose {
+                note(&format!(
+                    "{} is already held by the enclosing redlock exec; running the command under it",
+                    spec.key
+                ));
+            }
+            let err = child::exec_in_place(&spec.argv);
+            note(&format!("cannot run {}: {err}", shown(&spec.argv)));
+            Ok(Some(child::exit_for_spawn_error(&err)))
+        }
+        // A stale or foreign REDLOCK_TOKEN: take the lock as usual.
+        Verdict::Held { .. } | Verdict::Free => Ok(None),
+        // Waiting for the lock could mean waiting for ourselves forever.
+        Verdict::Unknown => Err(inspection.no_quorum().into()),
+    }
+}
+
+/// Why the child had to be stopped, and when SIGKILL follows the signal.
+struct Loss {
+    reason: String,
+    kill_at: BootInstant,
+}
+
+/// Runs the child under the lease until it ends; returns its status, or
+/// `Exit::Lost` when the lock was lost while it ran.
+async fn supervise(
+    redlock: &Redlock,
+    spec: &ExecSpec,
+    lease: &Lease,
+    out: Output,
+) -> anyhow::Result<Exit> {
+    // On a terminal the child stays in our (foreground) process group, so
+    // Ctrl-C and Ctrl-Z reach it directly and job control works as without
+    // redlock; stops then reach the child itself, not its own children.
+    let own_group = !std::io::stdin().is_terminal();
+    let mut watchdog = Watchdog::spawn(spec.signal, spec.stop)
+        .map_err(|err| anyhow::anyhow!("cannot start the watchdog process: {err}"))?;
+    let token = OsString::from(lease.token.as_str());
+    let env = [("REDLOCK_NAME", &spec.name), ("REDLOCK_TOKEN", &token)];
+    let mut child = match child::spawn(&spec.argv, &env, own_group) {
+        Ok(child) => child,
+        Err(err) => {
+            watchdog.done();
+            note(&format!("cannot run {}: {err}", shown(&spec.argv)));
+            return Ok(child::exit_for_spawn_error(&err));
+        }
+    };
+    let target = Target {
+        // A spawned child has a pid until it is reaped, which only we do.
+        pid: child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .unwrap_or(0),
+        group: own_group,
+    };
+    if watchdog.watch(target, lease.deadline).is_err() && !out.quiet {
+        note("the watchdog process is gone; a frozen supervisor would not stop the command");
+    }
+    let mut forwarded = Listener::new(&FORWARDED)?;
+    let (deadlines, mut new_deadline) = watch::channel(lease.deadline);
+    let keeper = keep(redlock, lease, deadlines, out);
+    tokio::pin!(keeper);
+    let plan = spec.stop;
+    let mut loss: Option<Loss> = None;
+    let mut killed = false;
+    let status = loop {
+        let deadline = *new_deadline.borrow();
+        let now = BootInstant::now();
+        if loss.is_none() && now >= plan.term_at(deadline) {
+            let reason = if now >= plan.kill_at(deadline) {
+                // We were frozen or suspended past the point of stopping.
+                "ran out of validity while redlock itself was not running".to_owned()
+            } else {
+                format!(
+                    "could not be extended in time; its validity ends in {}",
+                    human(deadline.saturating_since(now))
+                )
+            };
+            loss = Some(Loss {
+                reason,
+                kill_at: plan.kill_at(deadline),
+            });
+            target.signal(spec.signal);
+        }
+        if let Some(loss) = &loss {
+            if !killed && now >= loss.kill_at {
+                target.signal(Signal::SIGKILL);
+                killed = true;
+            }
+        }
+        let next_step = match &loss {
+            None => plan.term_at(deadline),
+            Some(loss) if !killed => loss.kill_at,
+            Some(_) => now + TICK,
+        };
+        let nap = next_step.saturating_since(now).min(TICK);
+        tokio::select! {
+            status = child.wait() => break status?,
+            lost = &mut keeper, if loss.is_none() => {
+                loss = Some(Loss {
+                    reason: format!("was lost ({lost})"),
+                    kill_at: (BootInstant::now() + plan.grace).min(plan.kill_at(deadline)),
+                });
+                target.signal(spec.signal);
+            }
+            Ok(()) = new_deadline.changed() => {
+                let _ = watchdog.deadline(*new_deadline.borrow_and_update());
+            }
+            signal = forwarded.recv() => {
+                // On a terminal, INT and QUIT came from the keyboard and
+                // already reached the child's (shared) process group.
+                if own_group || !matches!(signal, Signal::SIGINT | Signal::SIGQUIT) {
+                    target.signal(signal);
+                }
+            }
+            () = tokio::time::sleep(nap) => {}
+        }
+    };
+    watchdog.done();
+    // A frozen supervisor can wake up after the watchdog stopped the child.
+    if loss.is_none() && BootInstant::now() >= plan.term_at(*new_deadline.borrow()) {
+        loss = Some(Loss {
+            reason: "ran out of validity while redlock itself was not running".into(),
+            kill_at: BootInstant::now(),
+        });
+    }
+    match loss {
+        Some(loss) => {
+            // Grandchildren that outlived the child must not outlive the lock.
+            target.signal(Signal::SIGKILL);
+            note(&format!(
+                "lock {} {}; the command was stopped",
+                spec.key, loss.reason
+            ));
+            Ok(Exit::Lost)
+        }
+        None => Ok(child::exit_for(status)),
+    }
+}
+
+/// Extends the lease every TTL/3 and publishes each new deadline; retries a
+/// failed extension after a short pause. Returns only when a majority says
+/// the token is gone.
+async fn keep(
+    redlock: &Redlock,
+    lease: &Lease,
+    deadlines: watch::Sender<BootInstant>,
+    out: Output,
+) -> LockError {
+    let interval = lease.ttl / 3;
+    let retry = (lease.ttl / 20).clamp(Duration::from_millis(10), Duration::from_millis(250));
+    let mut pause = interval;
+    loop {
+        tokio::time::sleep(pause).await;
+        match redlock.extend(&lease.key, &lease.token, lease.ttl).await {
+            Ok(extended) => {
+                deadlines.send_replace(extended.deadline);
+                pause = interval;
+            }
+            Err(err @ LockError::NotHeld { .. }) => return err,
+            Err(err) => {
+                if !out.quiet {
+                    note(&format!("extending failed, retrying: {err}"));
+                }
+                pause = retry;
+            }
+        }
+    }
+}
+
+/// The command line for messages, each word escaped.
+fn shown(argv: &[OsString]) -> String {
+    argv.iter()
+        .map(|word| crate::lock::escape_bytes(word.as_bytes()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The lock name used when none is given: `exec:` and the command line, each
+/// word shell-quoted where needed, so that the same command on any host
+/// contends for the same lock.
+pub fn derived_name(argv: &[OsString]) -> OsString {
+    let words: Vec<Vec<u8>> = argv
+        .iter()
+        .map(|word| shell_quote(word.as_bytes()))
+        .collect();
+    let mut name = b"exec:".to_vec();
+    name.extend(words.join(&b' '));
+    std::os::unix::ffi::OsStringExt::from_vec(name)
+}
+
+fn shell_quote(word: &[u8]) -> Vec<u8> {
+    let plain = |b: &u8| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(b);
+    if !word.is_empty() && word.iter().all(plain) {
+        return word.to_vec();
+    }
+    let mut quoted = vec![b'\''];
+    for &b in word {
+        if b == b'\'' {
+            quoted.extend_from_slice(b"'\\''");
+        } else {
+            quoted.push(b);
+        }
+    }
+    quoted.push(b'\'');
+    quoted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    #[test]
+    fn stop_plan_lands_the_kill_before_the_deadline() {
+        let plan = StopPlan::new(MS(30_000), MS(5_000));
+        assert_eq!(
+            plan,
+            StopPlan {
+                grace: MS(5_000),
+                margin: MS(200)
+            }
+        );
+        let short = StopPlan::new(MS(1_000), MS(5_000));
+        assert_eq!(
+            short,
+            StopPlan {
+                grace: MS(333),
+                margin: MS(50)
+            }
+        );
+        let deadline = BootInstant::from_nanos(10_000_000_000);
+        assert_eq!(
+            short.kill_at(deadline),
+            BootInstant::from_nanos(9_950_000_000)
+        );
+        assert_eq!(
+            short.term_at(deadline),
+            BootInstant::from_nanos(10_000_000_000 - 50_000_000 - 333_333_333)
+        );
+        assert_eq!(StopPlan::new(MS(20), MS(0)).margin, MS(5));
+    }
+
+    #[test]
+    fn derived_names_are_stable_and_readable() {
+        let argv = |words: &[&str]| words.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(derived_name(&argv(&["cron-job.sh"])), "exec:cron-job.sh");
+        assert_eq!(
+            derived_name(&argv(&["sh", "-c", "echo 'hi' there"])),
+            "exec:sh -c 'echo '\\''hi'\\'' there'"
+        );
+        assert_eq!(derived_name(&argv(&["a", ""])), "exec:a ''");
+        assert_ne!(
+            derived_name(&argv(&["a b"])),
+            derived_name(&argv(&["a", "b"]))
+        );
+    }
+}

@@ -1,0 +1,171 @@
+//! A second process that enforces the lock's deadline even when the
+//! supervisor is frozen (SIGSTOP, a debugger, swap) or killed.
+//!
+//! The supervisor starts it as `redlock __watchdog` in its own process group
+//! (so terminal signals do not reach it) and talks to it over a pipe, one
+//! line per message:
+//!
+//! - `target PID GROUP`: what to stop (GROUP 1: the process group PID);
+//! - `deadline NANOS`: the validity deadline on CLOCK_BOOTTIME, system-wide;
+//! - `done`: the child has ended, exit quietly.
+//!
+//! It stops the target on the same schedule as the supervisor (see
+//! [`StopPlan`]). End of file without `done` means the supervisor died: the
+//! target is stopped at once. It wakes at least every [`TICK`] to read the
+//! boot clock, so that after a suspend it acts on resume, not a whole timeout
+//! later (poll's own timeout does not count suspended time).
+
+use std::io::{self, Write as _};
+use std::os::fd::AsFd as _;
+use std::os::unix::process::CommandExt as _;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::Signal;
+
+use super::child::Target;
+use super::StopPlan;
+use crate::lock::BootInstant;
+
+/// The longest the watchdog sleeps before it looks at the clock again.
+const TICK: Duration = Duration::from_millis(20);
+
+/// The supervisor's handle on its watchdog.
+pub struct Watchdog {
+    process: Child,
+    pipe: Option<ChildStdin>,
+}
+
+impl Watchdog {
+    pub fn spawn(signal: Signal, plan: StopPlan) -> io::Result<Self> {
+        let mut process = Command::new(std::env::current_exe()?)
+            .arg("__watchdog")
+            .args(["--signal", &(signal as i32).to_string()])
+            .args(["--grace-ms", &plan.grace.as_millis().to_string()])
+            .args(["--margin-ms", &plan.margin.as_millis().to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .process_group(0)
+            .spawn()?;
+        let pipe = process.stdin.take();
+        Ok(Watchdog { process, pipe })
+    }
+
+    pub fn watch(&mut self, target: Target, deadline: BootInstant) -> io::Result<()> {
+        self.send(&format!(
+            "target {} {}\n",
+            target.pid,
+            u8::from(target.group)
+        ))?;
+        self.deadline(deadline)
+    }
+
+    pub fn deadline(&mut self, deadline: BootInstant) -> io::Result<()> {
+        self.send(&format!("deadline {}\n", deadline.as_nanos()))
+    }
+
+    /// Tells the watchdog the child has ended and reaps it.
+    pub fn done(mut self) {
+        let _ = self.send("done\n");
+        self.pipe = None;
+        let _ = self.process.wait();
+    }
+
+    fn send(&mut self, message: &str) -> io::Result<()> {
+        match &mut self.pipe {
+            Some(pipe) => pipe.write_all(message.as_bytes()),
+            None => Err(io::ErrorKind::BrokenPipe.into()),
+        }
+    }
+}
+
+/// The watchdog process itself: returns when the child is done or stopped.
+pub fn run(signal: Signal, plan: StopPlan) -> anyhow::Result<()> {
+    let stdin = io::stdin();
+    let mut target: Option<Target> = None;
+    let mut deadline: Option<BootInstant> = None;
+    let mut signalled = false;
+    let mut unread = Vec::new();
+    loop {
+        let now = BootInstant::now();
+        let mut next_step = now + TICK;
+        if let (Some(target), Some(deadline)) = (target, deadline) {
+            if now >= plan.kill_at(deadline) {
+                target.signal(Signal::SIGKILL);
+                return Ok(());
+            }
+            if now >= plan.term_at(deadline) && !signalled {
+                target.signal(signal);
+                signalled = true;
+            }
+            next_step = if signalled {
+                plan.kill_at(deadline)
+            } else {
+                plan.term_at(deadline)
+            };
+        }
+        let wait = next_step.saturating_since(now).min(TICK);
+        let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+        match poll(
+            &mut fds,
+            PollTimeout::try_from(wait).unwrap_or(PollTimeout::ZERO),
+        ) {
+            Ok(0) | Err(Errno::EINTR) => continue,
+            Ok(_) => {}
+            Err(err) => return Err(err.into()),
+        }
+        let mut buffer = [0u8; 1024];
+        let read = match nix::unistd::read(stdin.as_fd(), &mut buffer) {
+            Ok(read) => read,
+            Err(Errno::EINTR | Errno::EAGAIN) => continue,
+            Err(err) => return Err(err.into()),
+        };
+        if read == 0 {
+            // The supervisor died without saying `done`.
+            if let Some(target) = target {
+                stop_now(target, signal, plan, deadline);
+            }
+            return Ok(());
+        }
+        unread.extend_from_slice(&buffer[..read]);
+        while let Some(end) = unread.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = unread.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line);
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                ["done"] => return Ok(()),
+                ["target", pid, group] => {
+                    if let Ok(pid) = pid.parse() {
+                        target = Some(Target {
+                            pid,
+                            group: *group == "1",
+                        });
+                    }
+                }
+                ["deadline", nanos] => {
+                    if let Ok(nanos) = nanos.parse() {
+                        deadline = Some(BootInstant::from_nanos(nanos));
+                        signalled = false;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Signal now, SIGKILL after the grace period or just before the deadline.
+fn stop_now(target: Target, signal: Signal, plan: StopPlan, deadline: Option<BootInstant>) {
+    target.signal(signal);
+    let now = BootInstant::now();
+    let kill_at = match deadline {
+        Some(deadline) => (now + plan.grace).min(plan.kill_at(deadline)),
+        None => now + plan.grace,
+    };
+    while BootInstant::now() < kill_at && !target.is_gone() {
+        std::thread::sleep(kill_at.remaining().min(TICK));
+    }
+    target.signal(Signal::SIGKILL);
+}
