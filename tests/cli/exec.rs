@@ -1,0 +1,466 @@
+//! `redlock exec`: the child runs only under the lock, keeps it while it runs,
+//! and is stopped (with its grandchildren) before the lock can lapse. Every
+//! test uses real redis-server processes and real child processes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::support::{exit_code, pid_alive, run, wait_until, Cluster};
+
+/// Starts `redlock exec ARGS` in the background with stdin closed, as cron does.
+fn spawn_exec(cluster: &Cluster, args: &[&str]) -> Child {
+    cluster
+        .redlock()
+        .arg("exec")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn redlock exec")
+}
+
+/// Waits for `child` (bounded) and returns its exit code and stderr.
+fn finish(child: Child, limit: Duration) -> (i32, String) {
+    let pid = Pid::from_raw(child.id() as i32);
+    let waiter = std::thread::spawn(move || child.wait_with_output().expect("wait for redlock"));
+    let started = Instant::now();
+    while !waiter.is_finished() {
+        if started.elapsed() > limit {
+            let _ = kill(pid, Signal::SIGKILL);
+            panic!("redlock exec still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let output = waiter.join().unwrap();
+    (
+        exit_code(output.status),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Reads a pid a child script wrote to `path`, waiting for it to appear.
+fn read_pid(path: &Path) -> i32 {
+    assert!(
+        wait_until(Duration::from_secs(5), || std::fs::read_to_string(path)
+            .is_ok_and(|s| s.trim().parse::<i32>().is_ok())),
+        "{} never appeared",
+        path.display()
+    );
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// A child script that records its own pid and a grandchild's, then waits.
+/// Both ignore nothing: they die on TERM.
+fn family_script(dir: &Path) -> String {
+    format!(
+        "echo $$ > {dir}/child.pid; sleep 60 & echo $! > {dir}/grandchild.pid; wait",
+        dir = dir.display()
+    )
+}
+
+fn family(dir: &Path) -> (i32, i32) {
+    (
+        read_pid(&dir.join("child.pid")),
+        read_pid(&dir.join("grandchild.pid")),
+    )
+}
+
+fn temp() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+fn path_str(path: &Path) -> String {
+    path.display().to_string()
+}
+
+#[test]
+fn passes_the_childs_exit_code_through() {
+    let cluster = Cluster::start(3);
+    run(cluster.redlock().args(["exec", "codes", "--", "true"])).assert_code(0, "true");
+    run(cluster
+        .redlock()
+        .args(["exec", "codes", "--", "sh", "-c", "exit 7"]))
+    .assert_code(7, "exit 7");
+    run(cluster
+        .redlock()
+        .args(["exec", "codes", "-c", "kill -9 $$"]))
+    .assert_code(137, "SIGKILL");
+    run(cluster
+        .redlock()
+        .args(["exec", "codes", "-c", "kill -TERM $$"]))
+    .assert_code(143, "SIGTERM");
+    assert_eq!(
+        cluster.get_all(b"codes"),
+        vec![None, None, None],
+        "released after each run"
+    );
+}
+
+#[test]
+fn missing_or_unrunnable_command_gives_127_or_126_and_releases() {
+    let cluster = Cluster::start(3);
+    let out = run(cluster
+        .redlock()
+        .args(["exec", "nope", "--", "/nonexistent/command"]));
+    out.assert_code(127, "missing command");
+    assert!(
+        out.stderr.contains("/nonexistent/command"),
+        "{}",
+        out.stderr
+    );
+    let dir = temp();
+    let script = dir.path().join("not-executable");
+    std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+    run(cluster.redlock().args(["exec", "nope", "--"]).arg(&script))
+        .assert_code(126, "not executable");
+    assert_eq!(
+        cluster.get_all(b"nope"),
+        vec![None, None, None],
+        "lock released"
+    );
+    run(cluster.redlock().args(["acquire", "-n", "nope"])).assert_code(0, "free again");
+}
+
+#[test]
+fn child_sees_its_lock_name_and_the_token_stored_in_redis() {
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let env_file = dir.path().join("env");
+    let script = format!(
+        "printf '%s\\n%s\\n' \"$REDLOCK_NAME\" \"$REDLOCK_TOKEN\" > {}.tmp && mv {0}.tmp {0}; sleep 1",
+        path_str(&env_file)
+    );
+    let child = spawn_exec(&cluster, &["env-check", "-c", &script]);
+    assert!(
+        wait_until(Duration::from_secs(5), || env_file.exists()),
+        "child never ran"
+    );
+    let env = std::fs::read_to_string(&env_file).unwrap();
+    let lines: Vec<&str> = env.lines().collect();
+    assert_eq!(lines[0], "env-check");
+    let token = lines[1].as_bytes().to_vec();
+    assert_eq!(token.len(), 32);
+    for value in cluster.get_all(b"env-check") {
+        assert_eq!(value.as_deref(), Some(token.as_slice()), "token in Redis");
+    }
+    let (code, stderr) = finish(child, Duration::from_secs(10));
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn busy_lock_does_not_run_the_command() {
+    let cluster = Cluster::start(3);
+    let holder = run(cluster.redlock().args(["acquire", "busy"]));
+    holder.assert_code(0, "holder");
+    let dir = temp();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", path_str(&marker));
+    let out = run(cluster.redlock().args(["exec", "busy", "-n", "-c", &touch]));
+    out.assert_code(75, "-n on a busy lock");
+    assert!(out.stderr.contains("busy"), "{}", out.stderr);
+    let out = run(cluster
+        .redlock()
+        .args(["exec", "busy", "-n", "-E", "0", "-c", &touch]));
+    out.assert_code(0, "-E 0");
+    assert_eq!(out.stderr, "", "-E 0 skips quietly");
+    let out = run(cluster
+        .redlock()
+        .args(["exec", "busy", "-w", "300ms", "-E", "3", "-c", &touch]));
+    out.assert_code(3, "-w ran out, -E 3");
+    assert!(
+        !marker.exists(),
+        "the command must not run while the lock is busy"
+    );
+    let token = holder.stdout.trim().as_bytes().to_vec();
+    assert_eq!(
+        cluster.get_all(b"busy"),
+        vec![Some(token.clone()), Some(token.clone()), Some(token)]
+    );
+}
+
+#[test]
+fn no_quorum_before_the_start_gives_69_and_does_not_run() {
+    let mut cluster = Cluster::start(3);
+    cluster[0].kill();
+    cluster[1].kill();
+    let dir = temp();
+    let marker = dir.path().join("ran");
+    let out = run(cluster
+        .redlock()
+        .args(["exec", "nq", "-n", "--", "touch"])
+        .arg(&marker));
+    out.assert_code(69, "majority down");
+    assert!(!marker.exists());
+}
+
+#[test]
+fn short_ttl_is_kept_alive_while_the_child_runs() {
+    let cluster = Cluster::start(3);
+    let started = Instant::now();
+    let child = spawn_exec(&cluster, &["--ttl", "1s", "kept", "--", "sleep", "3"]);
+    std::thread::sleep(Duration::from_millis(2500));
+    let held = cluster
+        .get_all(b"kept")
+        .iter()
+        .filter(|v| v.is_some())
+        .count();
+    assert!(
+        held >= 2,
+        "lock must still be held at 2.5s with a 1s TTL (held on {held})"
+    );
+    let (code, stderr) = finish(child, Duration::from_secs(10));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(started.elapsed() >= Duration::from_secs(3));
+    assert_eq!(
+        cluster.get_all(b"kept"),
+        vec![None, None, None],
+        "released after exit"
+    );
+}
+
+#[test]
+fn a_lock_taken_over_stops_child_and_grandchild_before_the_deadline() {
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let child = spawn_exec(
+        &cluster,
+        &["--ttl", "2s", "taken", "-c", &family_script(dir.path())],
+    );
+    let (pid, grandchild) = family(dir.path());
+    // Someone else takes the lock on a majority (e.g. after a restart).
+    cluster[0].set(b"taken", b"someone-else");
+    cluster[1].set(b"taken", b"someone-else");
+    let taken_at = Instant::now();
+    // The lock's validity ends at most one TTL after its last extension.
+    assert!(
+        wait_until(Duration::from_millis(1900), || !pid_alive(pid)
+            && !pid_alive(grandchild)),
+        "child or grandchild outlived the lock's validity"
+    );
+    let stopped_after = taken_at.elapsed();
+    let (code, stderr) = finish(child, Duration::from_secs(10));
+    assert_eq!(code, 79, "{stderr}");
+    assert!(stderr.contains("was lost"), "{stderr}");
+    assert!(
+        stopped_after < Duration::from_millis(1900),
+        "{stopped_after:?}"
+    );
+    assert_eq!(
+        cluster[0].get(b"taken").as_deref(),
+        Some(&b"someone-else"[..]),
+        "not released"
+    );
+}
+
+#[test]
+fn a_majority_paused_stops_the_child_before_the_deadline() {
+    let mut cluster = Cluster::start(3);
+    let dir = temp();
+    let child = spawn_exec(
+        &cluster,
+        &["--ttl", "2s", "paused", "-c", &family_script(dir.path())],
+    );
+    let (pid, grandchild) = family(dir.path());
+    cluster[0].pause();
+    cluster[1].pause();
+    let paused_at = Instant::now();
+    assert!(
+        wait_until(Duration::from_millis(1950), || !pid_alive(pid)
+            && !pid_alive(grandchild)),
+        "child or grandchild outlived the lock's validity"
+    );
+    cluster[0].resume();
+    cluster[1].resume();
+    let (code, stderr) = finish(child, Duration::from_secs(10));
+    assert_eq!(code, 79, "{stderr}");
+    assert!(paused_at.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn a_frozen_supervisor_cannot_let_the_child_outlive_the_lock() {
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let child = spawn_exec(
+        &cluster,
+        &["--ttl", "1s", "frozen", "-c", &family_script(dir.path())],
+    );
+    let supervisor = Pid::from_raw(child.id() as i32);
+    let (pid, grandchild) = family(dir.path());
+    kill(supervisor, Signal::SIGSTOP).unwrap();
+    let frozen_at = Instant::now();
+    // The watchdog alone must stop both within one TTL.
+    let stopped = wait_until(Duration::from_millis(950), || {
+        !pid_alive(pid) && !pid_alive(grandchild)
+    });
+    let still_frozen = crate::support::proc_state(supervisor.as_raw()) == Some('T');
+    std::thread::sleep(Duration::from_secs(2).saturating_sub(frozen_at.elapsed()));
+    kill(supervisor, Signal::SIGCONT).unwrap();
+    assert!(
+        stopped,
+        "child or grandchild outlived the lock while the supervisor was frozen"
+    );
+    assert!(still_frozen, "the supervisor must not have been running");
+    let (code, stderr) = finish(child, Duration::from_secs(10));
+    assert_eq!(code, 79, "{stderr}");
+}
+
+#[test]
+fn sigterm_to_exec_reaches_the_child_and_releases_the_lock() {
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let got = dir.path().join("got-term");
+    let script = format!(
+        "trap 'echo term > {}; exit 42' TERM; echo $$ > {}; sleep 60 & wait",
+        path_str(&got),
+        path_str(&dir.path().join("child.pid"))
+    );
+    let child = spawn_exec(&cluster, &["term", "-c", &script]);
+    read_pid(&dir.path().join("child.pid"));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    let (code, stderr) = finish(child, Duration::from_secs(10));
+    assert_eq!(code, 42, "exec exits with the child's status: {stderr}");
+    assert_eq!(std::fs::read_to_string(&got).unwrap().trim(), "term");
+    assert_eq!(cluster.get_all(b"term"), vec![None, None, None], "released");
+}
+
+#[test]
+fn sigkill_to_exec_kills_the_child_and_grandchild() {
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let child = spawn_exec(&cluster, &["killed", "-c", &family_script(dir.path())]);
+    let (pid, grandchild) = family(dir.path());
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
+    let _ = finish(child, Duration::from_secs(5));
+    assert!(
+        wait_until(Duration::from_secs(6), || !pid_alive(pid)
+            && !pid_alive(grandchild)),
+        "the command ran on without its supervisor"
+    );
+}
+
+#[test]
+fn a_child_outlives_the_first_ten_seconds() {
+    // PR_SET_PDEATHSIG fires when the *thread* that spawned the child exits;
+    // tokio's idle blocking threads exit after 10s. The child must not care.
+    let cluster = Cluster::start(3);
+    let out = run(cluster
+        .redlock()
+        .args(["exec", "--ttl", "3s", "long", "--", "sleep", "11"]));
+    out.assert_code(0, "an 11s child under a 3s TTL");
+}
+
+#[test]
+fn derived_name_makes_identical_commands_contend() {
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let started = dir.path().join("started");
+    let script = format!("touch {}; sleep 2", path_str(&started));
+    let first = spawn_exec(&cluster, &["-c", &script]);
+    assert!(wait_until(Duration::from_secs(5), || started.exists()));
+    let out = run(cluster.redlock().args(["exec", "-n", "-v", "-c", &script]));
+    out.assert_code(75, "the same command is already running");
+    let expected = format!("exec:sh -c 'touch {}; sleep 2'", path_str(&started));
+    assert!(
+        out.stderr.contains(&expected),
+        "-v names the derived lock: {}",
+        out.stderr
+    );
+    let (code, stderr) = finish(first, Duration::from_secs(10));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        cluster[0].get(expected.as_bytes()).is_none(),
+        "released under the derived name"
+    );
+}
+
+#[test]
+fn nested_exec_of_the_same_lock_runs_in_place() {
+    let cluster = Cluster::start(3);
+    let redlock = env!("CARGO_BIN_EXE_redlock");
+    let script = format!("{redlock} exec -n nested -- sh -c 'echo inner-ran'");
+    let out = run(cluster.redlock().args(["exec", "nested", "-c", &script]));
+    out.assert_code(0, "nested exec");
+    assert!(out.stdout.contains("inner-ran"), "{}", out.stdout);
+}
+
+/// `rounds` rounds of `clients` concurrent execs around a critical section that
+/// detects overlap with mkdir (atomic test-and-set).
+fn contend(cluster: &Cluster, clients: usize, rounds: usize, mid_run: impl FnOnce()) -> PathBuf {
+    let dir = temp().keep();
+    let inside = dir.join("inside");
+    let entered = dir.join("entered");
+    let script = format!(
+        "mkdir {inside} || {{ echo overlap >> {overlap}; exit 99; }}; echo x >> {entered}; \
+         sleep 0.05; rmdir {inside}",
+        inside = path_str(&inside),
+        overlap = path_str(&dir.join("overlap")),
+        entered = path_str(&entered),
+    );
+    let mut children: Vec<Child> = (0..clients)
+        .map(|_| {
+            spawn_exec(
+                cluster,
+                &["mutex", "--ttl", "3s", "-w", "60s", "-c", &script],
+            )
+        })
+        .collect();
+    let mut mid_run = Some(mid_run);
+    for round in 0..rounds {
+        if round == rounds / 2 {
+            (mid_run.take().unwrap())();
+        }
+        for child in children.drain(..) {
+            let (code, stderr) = finish(child, Duration::from_secs(90));
+            assert_eq!(code, 0, "round {round}: {stderr}\n{}", cluster.logs());
+        }
+        if round + 1 < rounds {
+            children = (0..clients)
+                .map(|_| {
+                    spawn_exec(
+                        cluster,
+                        &["mutex", "--ttl", "3s", "-w", "60s", "-c", &script],
+                    )
+                })
+                .collect();
+        }
+    }
+    assert!(
+        !dir.join("overlap").exists(),
+        "two holders were inside at once"
+    );
+    let entries = std::fs::read_to_string(&entered).unwrap().lines().count();
+    assert_eq!(
+        entries,
+        clients * rounds,
+        "every client entered every round"
+    );
+    dir
+}
+
+#[test]
+fn eight_contenders_never_overlap() {
+    let cluster = Cluster::start(3);
+    let dir = contend(&cluster, 8, 3, || {});
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn eight_contenders_never_overlap_with_two_of_five_servers_killed_mid_run() {
+    let cluster = Cluster::start(5);
+    let victims = [cluster[0].pid(), cluster[3].pid()];
+    let dir = contend(&cluster, 8, 4, || {
+        for pid in victims {
+            kill(Pid::from_raw(pid as i32), Signal::SIGKILL).unwrap();
+        }
+    });
+    let _ = std::fs::remove_dir_all(dir);
+}
