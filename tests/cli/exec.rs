@@ -464,3 +464,38 @@ fn eight_contenders_never_overlap_with_two_of_five_servers_killed_mid_run() {
     });
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn on_a_terminal_ctrl_c_reaches_the_child_and_its_status_is_kept() {
+    // `script` (util-linux) gives the command a pseudo-terminal; a ^C byte
+    // written to it makes the terminal send SIGINT to its foreground group.
+    let cluster = Cluster::start(3);
+    let command = format!(
+        "{} exec tty-lock -- sh -c 'trap \"echo got-int; exit 5\" INT; sleep 30 & wait'",
+        env!("CARGO_BIN_EXE_redlock")
+    );
+    let mut script = std::process::Command::new("script")
+        .args(["-qefc", &command, "/dev/null"])
+        .env("REDLOCK_SERVERS", cluster.servers_arg())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script(1) from util-linux");
+    assert!(
+        wait_until(Duration::from_secs(5), || cluster[0]
+            .get(b"tty-lock")
+            .is_some()),
+        "exec never took the lock"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    use std::io::Write as _;
+    script.stdin.as_mut().unwrap().write_all(b"\x03").unwrap();
+    let (code, _) = finish(script, Duration::from_secs(10));
+    assert_eq!(code, 5, "the child's own status after its INT trap");
+    assert_eq!(
+        cluster.get_all(b"tty-lock"),
+        vec![None, None, None],
+        "released"
+    );
+}
