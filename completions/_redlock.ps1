@@ -39,7 +39,9 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'Release the lock, if TOKEN still holds it')
             [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Push the lock''s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show what every server holds for the lock. Exits 0 when a majority holds it, 1 when it is free')
+            [CompletionResult]::new('exec', 'exec', [CompletionResultType]::ParameterValue, 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write shell completions or man pages (for packagers and the project''s own generated files)')
+            [CompletionResult]::new('__watchdog', '__watchdog', [CompletionResultType]::ParameterValue, 'The process that enforces an exec''s deadline when the supervisor cannot (internal; started by `exec` itself)')
             break
         }
         'redlock;acquire' {
@@ -116,6 +118,35 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'redlock;exec' {
+            [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)')
+            [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Retry for at most DUR, then exit 75 (-w 0 is -n)')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Retry for at most DUR, then exit 75 (-w 0 is -n)')
+            [CompletionResult]::new('-E', '-E ', [CompletionResultType]::ParameterName, 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out); -E 0 skips quietly, the cron idiom')
+            [CompletionResult]::new('--conflict-exit-code', '--conflict-exit-code', [CompletionResultType]::ParameterName, 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out); -E 0 skips quietly, the cron idiom')
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse')
+            [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse')
+            [CompletionResult]::new('--signal', '--signal', [CompletionResultType]::ParameterName, 'The signal that asks the command to stop when the lock is lost, e.g. TERM, SIGINT or 2')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Run STRING with `sh -c` instead of CMD')
+            [CompletionResult]::new('--command', '--command', [CompletionResultType]::ParameterName, 'Run STRING with `sh -c` instead of CMD')
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]')
+            [CompletionResult]::new('--server', '--server', [CompletionResultType]::ParameterName, 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]')
+            [CompletionResult]::new('--server-timeout', '--server-timeout', [CompletionResultType]::ParameterName, 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl')
+            [CompletionResult]::new('--tls-ca-cert', '--tls-ca-cert', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)')
+            [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Prepended to every lock name to form the Redis key (empty by default)')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Fail at once (exit 75) if the lock is held')
+            [CompletionResult]::new('--nonblock', '--nonblock', [CompletionResultType]::ParameterName, 'Fail at once (exit 75) if the lock is held')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a result as one JSON object on stdout')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Describe each step on stderr: servers, timings, validity')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Describe each step on stderr: servers, timings, validity')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'redlock;generate' {
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]')
             [CompletionResult]::new('--server', '--server', [CompletionResultType]::ParameterName, 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]')
@@ -129,6 +160,26 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Describe each step on stderr: servers, timings, validity')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'redlock;__watchdog' {
+            [CompletionResult]::new('--signal', '--signal', [CompletionResultType]::ParameterName, 'signal')
+            [CompletionResult]::new('--grace-ms', '--grace-ms', [CompletionResultType]::ParameterName, 'grace-ms')
+            [CompletionResult]::new('--margin-ms', '--margin-ms', [CompletionResultType]::ParameterName, 'margin-ms')
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]')
+            [CompletionResult]::new('--server', '--server', [CompletionResultType]::ParameterName, 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]')
+            [CompletionResult]::new('--server-timeout', '--server-timeout', [CompletionResultType]::ParameterName, 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl')
+            [CompletionResult]::new('--tls-ca-cert', '--tls-ca-cert', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)')
+            [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Prepended to every lock name to form the Redis key (empty by default)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a result as one JSON object on stdout')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Describe each step on stderr: servers, timings, validity')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Describe each step on stderr: servers, timings, validity')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break

@@ -37,7 +37,9 @@ complete -c redlock -n "__fish_redlock_needs_command" -f -a "acquire" -d 'Take t
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "release" -d 'Release the lock, if TOKEN still holds it'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "extend" -d 'Push the lock\'s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "status" -d 'Show what every server holds for the lock. Exits 0 when a majority holds it, 1 when it is free'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "exec" -d 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "generate" -d 'Write shell completions or man pages (for packagers and the project\'s own generated files)'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "__watchdog" -d 'The process that enforces an exec\'s deadline when the supervisor cannot (internal; started by `exec` itself)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'Retry for at most DUR, then exit 75 (-w 0 is -n)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
@@ -78,6 +80,22 @@ complete -c redlock -n "__fish_redlock_using_subcommand status" -s q -l quiet -d
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -s w -l wait -d 'Retry for at most DUR, then exit 75 (-w 0 is -n)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -s E -l conflict-exit-code -d 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out); -E 0 skips quietly, the cron idiom' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -s k -l kill-after -d 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -l signal -d 'The signal that asks the command to stop when the lock is lost, e.g. TERM, SIGINT or 2' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -s c -l command -d 'Run STRING with `sh -c` instead of CMD' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -s n -l nonblock -d 'Fail at once (exit 75) if the lock is held'
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -l json -d 'Print a result as one JSON object on stdout'
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -s q -l quiet -d 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -s h -l help -d 'Print help'
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
@@ -87,3 +105,15 @@ complete -c redlock -n "__fish_redlock_using_subcommand generate" -s q -l quiet 
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l signal -r
+complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l grace-ms -r
+complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l margin-ms -r
+complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
+complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l json -d 'Print a result as one JSON object on stdout'
+complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -s q -l quiet -d 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
+complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -s h -l help -d 'Print help'
+complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -s V -l version -d 'Print version'
