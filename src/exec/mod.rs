@@ -60,9 +60,15 @@ pub struct StopPlan {
 
 impl StopPlan {
     pub fn new(ttl: Duration, kill_after: Duration) -> Self {
+        // Whole milliseconds, the unit the watchdog receives them in, so
+        // that both processes follow exactly the same schedule.
+        let whole_ms =
+            |d: Duration| Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         StopPlan {
-            grace: kill_after.min(ttl / 3),
-            margin: (ttl / 20).clamp(Duration::from_millis(5), Duration::from_millis(200)),
+            grace: whole_ms(kill_after.min(ttl / 3)),
+            margin: whole_ms(
+                (ttl / 20).clamp(Duration::from_millis(5), Duration::from_millis(200)),
+            ),
         }
     }
 
@@ -194,6 +200,9 @@ async fn supervise(
     // Ctrl-C and Ctrl-Z reach it directly and job control works as without
     // redlock; stops then reach the child itself, not its own children.
     let own_group = !std::io::stdin().is_terminal();
+    // Listen before the child exists, so that a signal sent right after it
+    // starts is forwarded instead of killing the supervisor.
+    let mut forwarded = Listener::new(&FORWARDED)?;
     let mut watchdog = Watchdog::spawn(spec.signal, spec.stop)
         .map_err(|err| anyhow::anyhow!("cannot start the watchdog process: {err}"))?;
     let token = OsString::from(lease.token.as_str());
@@ -217,7 +226,6 @@ async fn supervise(
     if watchdog.watch(target, lease.deadline).is_err() && !out.quiet {
         note("the watchdog process is gone; a frozen supervisor would not stop the command");
     }
-    let mut forwarded = Listener::new(&FORWARDED)?;
     let (deadlines, mut new_deadline) = watch::channel(lease.deadline);
     let keeper = keep(redlock, lease, deadlines, out);
     tokio::pin!(keeper);
@@ -398,7 +406,7 @@ mod tests {
         );
         assert_eq!(
             short.term_at(deadline),
-            BootInstant::from_nanos(10_000_000_000 - 50_000_000 - 333_333_333)
+            BootInstant::from_nanos(10_000_000_000 - 50_000_000 - 333_000_000)
         );
         assert_eq!(StopPlan::new(MS(20), MS(0)).margin, MS(5));
     }
