@@ -90,8 +90,8 @@ pub struct GlobalArgs {
     #[arg(long, global = true)]
     pub json: bool,
 
-    /// Say nothing on stderr about expected outcomes (busy, free, not held); only
-    /// errors are printed.
+    /// Print nothing but errors: no messages about expected outcomes (busy, free, not
+    /// held) and no status table; the exit code tells.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
 

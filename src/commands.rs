@@ -113,6 +113,7 @@ fn fail<T>(out: Output, key: &LockKey, err: LockError) -> anyhow::Result<T> {
             LockError::NoQuorum { .. } => "no_quorum",
             LockError::TooSlow { .. } => "too_slow",
             LockError::NotHeld { .. } => "not_held",
+            LockError::Refused { .. } => "refused",
         };
         output::line(
             &Json::new()
@@ -159,17 +160,25 @@ fn status_json(inspection: &Inspection, verdict: &Verdict) -> Json {
             }
         })
         .collect();
-    let (state, token, held_on) = match verdict {
-        Verdict::Held { value, on } => ("held", Some(crate::lock::escape_bytes(value)), *on),
-        Verdict::Free => ("free", None, 0),
-        Verdict::Unknown => ("unknown", None, 0),
+    let (state, token) = match verdict {
+        Verdict::Held { value, .. } => ("held", Some(value.as_slice())),
+        Verdict::Free => ("free", None),
+        Verdict::Unknown => ("unknown", None),
     };
+    // The same shape as acquire's `held_on`: the servers holding the token.
+    let held_on: Vec<String> = inspection
+        .servers
+        .iter()
+        .filter(|s| matches!((&s.state, token), (Ok(KeyState { value: Some(v), .. }), Some(t)) if v == t))
+        .map(|s| s.server.clone())
+        .collect();
+    let token = token.map(crate::lock::escape_bytes);
     Json::new()
         .bytes("name", inspection.key.bytes())
         .str("state", state)
         .bool("held", state == "held")
         .opt_str("token", token.as_deref())
-        .num("held_on", held_on as i128)
+        .strs("held_on", &held_on)
         .num("quorum", inspection.quorum as i128)
         .objects("servers", servers)
 }

@@ -222,9 +222,16 @@ fn token(token: Option<String>) -> Result<Token, UsageError> {
     }
 }
 
+/// The longest TTL accepted: far beyond any sane lock, and far inside what
+/// Redis accepts for PX.
+const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
+
 fn ttl(ttl: Duration) -> Result<Duration, UsageError> {
     if ttl < Duration::from_millis(1) {
         return Err(UsageError("--ttl must be at least 1ms".into()));
+    }
+    if ttl > MAX_TTL {
+        return Err(UsageError("--ttl must be at most 365 days".into()));
     }
     Ok(ttl)
 }

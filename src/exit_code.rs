@@ -65,6 +65,7 @@ impl From<&LockError> for Exit {
             // the caller, the same as servers that do not answer in time.
             LockError::NoQuorum { .. } | LockError::TooSlow { .. } => Exit::NoQuorum,
             LockError::NotHeld { .. } => Exit::Lost,
+            LockError::Refused { .. } => Exit::Config,
         }
     }
 }
@@ -147,9 +148,15 @@ mod tests {
             quorum: 2,
             failures: Failures::default(),
         };
+        let refused = LockError::Refused {
+            key: key.clone(),
+            refused: 2,
+            total: 3,
+            failures: Failures::default(),
+        };
         let no_quorum = LockError::NoQuorum {
             key: key.clone(),
-            answered: 1,
+            failed: 2,
             total: 3,
             quorum: 2,
             failures: Failures::default(),
@@ -159,7 +166,8 @@ mod tests {
             elapsed: std::time::Duration::from_secs(1),
             ttl: std::time::Duration::from_secs(1),
         };
-        let cases: [(anyhow::Error, Exit); 6] = [
+        let cases: [(anyhow::Error, Exit); 7] = [
+            (refused.into(), Exit::Config),
             (busy.into(), Exit::Busy),
             (not_held.into(), Exit::Lost),
             (no_quorum.into(), Exit::NoQuorum),

@@ -67,6 +67,31 @@ pub struct Lease {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Failures(pub Vec<(String, ServerError)>);
 
+impl Failures {
+    /// The error for a round that failed for lack of answers: `Refused` when
+    /// enough servers refuse us that no majority is ever possible, else
+    /// `NoQuorum`.
+    fn into_error(self, key: &LockKey, total: usize, quorum: usize) -> LockError {
+        let refused = self.0.iter().filter(|(_, err)| err.is_refusal()).count();
+        if refused > total - quorum {
+            LockError::Refused {
+                key: key.clone(),
+                refused,
+                total,
+                failures: self,
+            }
+        } else {
+            LockError::NoQuorum {
+                key: key.clone(),
+                failed: self.0.len(),
+                total,
+                quorum,
+                failures: self,
+            }
+        }
+    }
+}
+
 impl fmt::Display for Failures {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, (server, err)) in self.0.iter().enumerate() {
@@ -90,12 +115,23 @@ pub enum LockError {
         total: usize,
         failures: Failures,
     },
-    #[error("no quorum for lock {key}: {answered} of {total} servers answered, {quorum} needed{failures}")]
+    #[error("no quorum for lock {key}: {failed} of {total} servers failed, and {quorum} must agree{failures}")]
     NoQuorum {
         key: LockKey,
-        answered: usize,
+        /// Servers that failed or did not answer in time.
+        failed: usize,
         total: usize,
         quorum: usize,
+        failures: Failures,
+    },
+    #[error(
+        "lock {key}: {refused} of {total} servers refuse the request (authentication, \
+         permissions or a read-only replica), so no majority is possible{failures}"
+    )]
+    Refused {
+        key: LockKey,
+        refused: usize,
+        total: usize,
         failures: Failures,
     },
     #[error(
@@ -195,18 +231,13 @@ impl Inspection {
 
     /// The error for an inspection whose verdict is [`Verdict::Unknown`].
     pub fn no_quorum(&self) -> LockError {
-        LockError::NoQuorum {
-            key: self.key.clone(),
-            answered: self.servers.iter().filter(|s| s.state.is_ok()).count(),
-            total: self.servers.len(),
-            quorum: self.quorum,
-            failures: Failures(
-                self.servers
-                    .iter()
-                    .filter_map(|s| s.state.clone().err().map(|e| (s.server.clone(), e)))
-                    .collect(),
-            ),
-        }
+        let failures = Failures(
+            self.servers
+                .iter()
+                .filter_map(|s| s.state.clone().err().map(|e| (s.server.clone(), e)))
+                .collect(),
+        );
+        failures.into_error(&self.key, self.servers.len(), self.quorum)
     }
 
     fn values(&self) -> impl Iterator<Item = &[u8]> {
@@ -498,18 +529,25 @@ impl Redlock {
             });
         }
         drop(sender);
+        let started = tokio::time::Instant::now();
         let mut tally = Tally::new(self.len(), self.quorum);
         while let Some((index, reply)) = replies.recv().await {
-            match reply {
-                Ok(true) => tally.yes.push(index),
-                Ok(false) => tally.no += 1,
-                Err(err) => tally
-                    .failures
-                    .0
-                    .push((self.servers[index].spec().to_string(), err)),
-            }
+            tally.record(index, reply, &self.servers);
             if until == Until::Decided && tally.is_decided() {
                 break;
+            }
+        }
+        if until == Until::Decided && tally.yes.len() >= self.quorum {
+            // A server that answers within about the time the quorum took is
+            // fast, not hung: wait for it too, so that it holds the lock (or
+            // its new expiry) before this process moves on or exits.
+            let patience = started.elapsed().max(STRAGGLER_PATIENCE);
+            let give_up_at = tokio::time::Instant::now() + patience;
+            while tally.pending() > 0 {
+                match tokio::time::timeout_at(give_up_at, replies.recv()).await {
+                    Ok(Some((index, reply))) => tally.record(index, reply, &self.servers),
+                    _ => break,
+                }
             }
         }
         tally
@@ -530,13 +568,7 @@ impl Redlock {
     }
 
     fn no_quorum(&self, key: &LockKey, tally: Tally) -> LockError {
-        LockError::NoQuorum {
-            key: key.clone(),
-            answered: tally.answered(),
-            total: self.len(),
-            quorum: self.quorum,
-            failures: tally.failures,
-        }
+        tally.failures.into_error(key, self.len(), self.quorum)
     }
 }
 
@@ -594,6 +626,17 @@ impl Tally {
                 && (self.answered() >= self.quorum || can_still_answer < self.quorum))
     }
 
+    fn record(&mut self, index: usize, reply: Result<bool, ServerError>, servers: &[Arc<Server>]) {
+        match reply {
+            Ok(true) => self.yes.push(index),
+            Ok(false) => self.no += 1,
+            Err(err) => self
+                .failures
+                .0
+                .push((servers[index].spec().to_string(), err)),
+        }
+    }
+
     fn yes_servers(&self, servers: &[Arc<Server>]) -> Vec<String> {
         self.yes
             .iter()
@@ -601,6 +644,10 @@ impl Tally {
             .collect()
     }
 }
+
+/// The least time a decided round waits for the servers that have not
+/// answered yet (see [`Redlock::round`]).
+const STRAGGLER_PATIENCE: Duration = Duration::from_millis(2);
 
 /// A random pause between attempts, so that competing clients that failed
 /// together do not retry in lockstep: uniform in [base/2, 3·base/2), with the

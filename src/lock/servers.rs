@@ -7,7 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, ConnectionAddr, ErrorKind, IntoConnectionInfo, RedisError};
+use redis::{
+    AsyncConnectionConfig, ConnectionAddr, ErrorKind, IntoConnectionInfo, RedisError,
+    ServerErrorKind,
+};
 use tokio::sync::Mutex;
 
 /// A server URL that was parsed and may be shown: its display form never
@@ -58,6 +61,30 @@ impl ServerSpec {
         })
     }
 
+    /// Which server process this is, as far as the URL can tell: the same
+    /// host and port (or socket) is the same master whatever the database,
+    /// user or spelling of the URL.
+    pub fn identity(&self) -> String {
+        match self.info.addr() {
+            ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
+                let host = host
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_ascii_lowercase();
+                let host = match host.as_str() {
+                    "localhost" | "127.0.0.1" | "::1" => "loopback",
+                    other => other,
+                };
+                format!("tcp {host} {port}")
+            }
+            ConnectionAddr::Unix(path) => {
+                let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+                format!("unix {}", path.display())
+            }
+            _ => self.shown.clone(),
+        }
+    }
+
     pub fn is_tls(&self) -> bool {
         matches!(self.info.addr(), ConnectionAddr::TcpTls { .. })
     }
@@ -87,41 +114,42 @@ pub fn redact_url(url: &str) -> String {
         Some(at) => url.split_at(at + 3),
         None => ("", url),
     };
-    let (rest, query) = match rest.find('?') {
-        Some(at) => rest.split_at(at),
-        None => (rest, ""),
-    };
-    let rest = match rest.rfind('@') {
+    // The last '@' ends the user-info part, even when an unencoded password
+    // holds '?', '/' or '@' itself.
+    let (user_info, rest) = match rest.rfind('@') {
         Some(at) => {
             let (user_info, host) = rest.split_at(at);
-            match user_info.split_once(':') {
-                Some((user, _password)) => format!("{user}:***{host}"),
+            let shown = match user_info.split_once(':') {
+                Some((user, _password)) => format!("{user}:***"),
                 // `redis://secret@host`: a lone user-info part may well be a
                 // password written in the wrong place, so it is hidden too.
-                None => format!("***{host}"),
-            }
+                None => "***".to_owned(),
+            };
+            (shown, host)
         }
-        None => rest.to_owned(),
+        None => (String::new(), rest),
     };
-    let query: Vec<String> = query
-        .strip_prefix('?')
-        .map(|q| {
-            q.split('&')
-                .map(|pair| match pair.split_once('=') {
-                    Some((k, _))
-                        if k.eq_ignore_ascii_case("pass") || k.eq_ignore_ascii_case("password") =>
-                    {
-                        format!("{k}=***")
-                    }
-                    _ => pair.to_owned(),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    if query.is_empty() {
-        format!("{scheme}{rest}")
-    } else {
-        format!("{scheme}{rest}?{}", query.join("&"))
+    let (path, query) = match rest.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (rest, None),
+    };
+    let query = query.map(|query| {
+        query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((k, _))
+                    if k.eq_ignore_ascii_case("pass") || k.eq_ignore_ascii_case("password") =>
+                {
+                    format!("{k}=***")
+                }
+                _ => pair.to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join("&")
+    });
+    match query {
+        Some(query) => format!("{scheme}{user_info}{path}?{query}"),
+        None => format!("{scheme}{user_info}{path}"),
     }
 }
 
@@ -137,8 +165,19 @@ fn scrub(message: &str, password: Option<&str>) -> String {
 pub enum ServerError {
     #[error("no answer within {}", humantime::format_duration(*.0))]
     Timeout(Duration),
+    /// Unreachable, disconnected or a passing error: another attempt may work.
     #[error("{0}")]
     Failed(String),
+    /// The server refuses us for a reason no retry will fix: authentication,
+    /// ACL permissions, a read-only replica.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl ServerError {
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, ServerError::Refused(_))
+    }
 }
 
 /// One configured master: its spec, a lazily opened connection that is reused
@@ -187,7 +226,11 @@ impl Server {
         F: FnOnce(MultiplexedConnection) -> Fut,
         Fut: Future<Output = redis::RedisResult<T>>,
     {
-        let connection = self.connect().await?;
+        // One bound for getting a connection, including the wait for another
+        // request that is connecting to the same server right now.
+        let connection = tokio::time::timeout(self.timeout, self.connect())
+            .await
+            .map_err(|_| ServerError::Timeout(self.timeout))??;
         match tokio::time::timeout(self.timeout, request(connection)).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(err)) => {
@@ -208,14 +251,11 @@ impl Server {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(Some(self.timeout));
-        let connecting = self
+        let connection = self
             .client
-            .get_multiplexed_async_connection_with_config(&config);
-        let connection = match tokio::time::timeout(self.timeout, connecting).await {
-            Ok(Ok(connection)) => connection,
-            Ok(Err(err)) => return Err(self.failed(&err)),
-            Err(_) => return Err(ServerError::Timeout(self.timeout)),
-        };
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(|err| self.failed(&err))?;
         *cached = Some(connection.clone());
         Ok(connection)
     }
@@ -224,7 +264,20 @@ impl Server {
         if err.is_timeout() {
             return ServerError::Timeout(self.timeout);
         }
-        ServerError::Failed(self.spec.scrub(&err.to_string()))
+        let message = self.spec.scrub(&err.to_string());
+        let refused = matches!(
+            err.kind(),
+            ErrorKind::AuthenticationFailed
+                | ErrorKind::Server(ServerErrorKind::NoPerm | ServerErrorKind::ReadOnly)
+        ) || matches!(
+            err.code(),
+            Some("NOAUTH" | "WRONGPASS" | "NOPERM" | "READONLY")
+        );
+        if refused {
+            ServerError::Refused(message)
+        } else {
+            ServerError::Failed(message)
+        }
     }
 }
 
@@ -251,7 +304,7 @@ mod tests {
         ];
         for (raw, shown) in cases {
             assert_eq!(redact_url(raw), shown);
-            assert!(!redact_url(raw).contains("hunter2"));
+            assert!(!redact_url(raw).contains("ter2"));
         }
     }
 
@@ -272,6 +325,20 @@ mod tests {
             "redis://10.0.0.1:7000"
         );
         assert!(ServerSpec::parse("rediss://h:1").unwrap().is_tls());
+        let same = [
+            "redis://LocalHost:7000/1",
+            "127.0.0.1:7000",
+            "redis://:pw@127.0.0.1:7000/",
+        ];
+        let ids: Vec<_> = same
+            .iter()
+            .map(|u| ServerSpec::parse(u).unwrap().identity())
+            .collect();
+        assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
+        assert_ne!(
+            ServerSpec::parse("h:1").unwrap().identity(),
+            ServerSpec::parse("h:2").unwrap().identity()
+        );
     }
 
     #[test]
