@@ -29,7 +29,7 @@ complete -c redlock -n "__fish_redlock_needs_command" -l server-timeout -d 'Boun
 complete -c redlock -n "__fish_redlock_needs_command" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_needs_command" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
 complete -c redlock -n "__fish_redlock_needs_command" -l json -d 'Print a result as one JSON object on stdout'
-complete -c redlock -n "__fish_redlock_needs_command" -s q -l quiet -d 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+complete -c redlock -n "__fish_redlock_needs_command" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
 complete -c redlock -n "__fish_redlock_needs_command" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_needs_command" -s V -l version -d 'Print version'
@@ -48,7 +48,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca-cert 
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s n -l nonblock -d 'Fail at once (exit 75) if the lock is held'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l json -d 'Print a result as one JSON object on stdout'
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -d 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s V -l version -d 'Print version'
@@ -57,7 +57,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -l server-timeo
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l json -d 'Print a result as one JSON object on stdout'
-complete -c redlock -n "__fish_redlock_using_subcommand release" -s q -l quiet -d 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s V -l version -d 'Print version'
@@ -67,7 +67,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand extend" -l server-timeou
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l json -d 'Print a result as one JSON object on stdout'
-complete -c redlock -n "__fish_redlock_using_subcommand extend" -s q -l quiet -d 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s V -l version -d 'Print version'
@@ -76,7 +76,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand status" -l server-timeou
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l json -d 'Print a result as one JSON object on stdout'
-complete -c redlock -n "__fish_redlock_using_subcommand status" -s q -l quiet -d 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+complete -c redlock -n "__fish_redlock_using_subcommand status" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s V -l version -d 'Print version'
@@ -92,7 +92,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand exec" -l tls-ca-cert -d 
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s n -l nonblock -d 'Fail at once (exit 75) if the lock is held'
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -l json -d 'Print a result as one JSON object on stdout'
-complete -c redlock -n "__fish_redlock_using_subcommand exec" -s q -l quiet -d 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s V -l version -d 'Print version'
@@ -101,7 +101,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand generate" -l server-time
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -l json -d 'Print a result as one JSON object on stdout'
-complete -c redlock -n "__fish_redlock_using_subcommand generate" -s q -l quiet -d 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+complete -c redlock -n "__fish_redlock_using_subcommand generate" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -s V -l version -d 'Print version'
@@ -113,7 +113,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l server-ti
 complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l json -d 'Print a result as one JSON object on stdout'
-complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -s q -l quiet -d 'Say nothing on stderr about expected outcomes (busy, free, not held); only errors are printed'
+complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
 complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -s V -l version -d 'Print version'

@@ -178,13 +178,7 @@ impl Config {
             servers: Servers {
                 specs: server_specs(&servers)?,
                 timeout: server_timeout_for(server_timeout, ttl)?,
-                tls_root_cert: tls_ca_cert
-                    .map(|path| {
-                        std::fs::read(&path).map_err(|err| {
-                            ConfigError(format!("--tls-ca-cert {}: {err}", path.display()))
-                        })
-                    })
-                    .transpose()?,
+                tls_root_cert: tls_ca_cert.map(|path| read_ca_cert(&path)).transpose()?,
             },
             output: Output {
                 json,
@@ -253,14 +247,31 @@ fn server_specs(urls: &[String]) -> Result<Vec<ServerSpec>, ConfigError> {
         .collect::<Result<Vec<_>, _>>()?;
     // The same master listed twice would count twice towards the quorum.
     for (i, spec) in specs.iter().enumerate() {
-        if specs[..i]
+        if let Some(earlier) = specs[..i]
             .iter()
-            .any(|earlier| earlier.to_string() == spec.to_string())
+            .find(|earlier| earlier.identity() == spec.identity())
         {
-            return Err(ConfigError(format!("--server: {spec} is listed twice")));
+            return Err(ConfigError(format!(
+                "--server: {spec} is listed twice (as {earlier}): the same host and port is one master, \
+                 whatever the database"
+            )));
         }
     }
     Ok(specs)
+}
+
+/// The CA certificate(s) for `rediss://`, checked here so that a wrong file
+/// is a configuration error, not an endless series of failed handshakes.
+fn read_ca_cert(path: &std::path::Path) -> Result<Vec<u8>, ConfigError> {
+    let pem = std::fs::read(path)
+        .map_err(|err| ConfigError(format!("--tls-ca-cert {}: {err}", path.display())))?;
+    if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+        return Err(ConfigError(format!(
+            "--tls-ca-cert {}: no PEM certificate in the file",
+            path.display()
+        )));
+    }
+    Ok(pem)
 }
 
 /// The per-server bound. An explicit value must stay well below the TTL (under
@@ -341,6 +352,10 @@ mod tests {
         assert!(
             server_specs(&["a:1".into(), "redis://a:1".into()]).is_err(),
             "duplicate"
+        );
+        assert!(
+            server_specs(&["a:1/0".into(), "a:1/1".into()]).is_err(),
+            "two databases of one server"
         );
     }
 }

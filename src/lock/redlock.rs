@@ -8,13 +8,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::MultiplexedConnection;
 use redis::Value;
 use tokio::sync::mpsc;
 
 use super::clock::BootInstant;
 use super::scripts;
-use super::servers::{Server, ServerError, ServerSpec, SpecError};
+use super::servers::{Connection, Server, ServerError, ServerSpec, SpecError};
 use super::{LockKey, Token};
 use crate::duration::millis_ceil;
 
@@ -125,8 +124,8 @@ pub enum LockError {
         failures: Failures,
     },
     #[error(
-        "lock {key}: {refused} of {total} servers refuse the request (authentication, \
-         permissions or a read-only replica), so no majority is possible{failures}"
+        "lock {key}: {refused} of {total} servers cannot be used as configured, so no majority \
+         is possible{failures}"
     )]
     Refused {
         key: LockKey,
@@ -145,7 +144,9 @@ pub enum LockError {
         elapsed: Duration,
         ttl: Duration,
     },
-    #[error("lock {key} is not held by this token: it holds {held} of {total} servers, {quorum} needed{failures}")]
+    #[error(
+        "lock {key} is not held by this token: {held} of {total} servers confirmed it, {quorum} needed{failures}"
+    )]
     NotHeld {
         key: LockKey,
         held: usize,
@@ -332,23 +333,19 @@ impl Redlock {
         let ttl_ms = millis_ceil(ttl);
         let (request_key, request_token) = (key.clone(), token.clone());
         let tally = self
-            .round(
-                Until::Decided,
-                move |mut connection: MultiplexedConnection| {
-                    let (key, token) = (request_key.clone(), request_token.clone());
-                    async move {
-                        let reply: Value = redis::cmd("SET")
-                            .arg(key.bytes())
-                            .arg(token.as_str())
-                            .arg("NX")
-                            .arg("PX")
-                            .arg(ttl_ms)
-                            .query_async(&mut connection)
-                            .await?;
-                        Ok(matches!(reply, Value::Okay))
-                    }
-                },
-            )
+            .round(Until::Decided, move |mut connection: Connection| {
+                let (key, token) = (request_key.clone(), request_token.clone());
+                async move {
+                    let mut set = redis::cmd("SET");
+                    set.arg(key.bytes())
+                        .arg(token.as_str())
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(ttl_ms);
+                    let reply: Value = connection.query(&set).await?;
+                    Ok(matches!(reply, Value::Okay))
+                }
+            })
             .await;
         let elapsed = started.elapsed();
         let validity = validity(ttl, elapsed);
@@ -396,21 +393,20 @@ impl Redlock {
         let ttl_ms = millis_ceil(ttl);
         let (request_key, request_token) = (key.clone(), token.clone());
         let tally = self
-            .round(
-                Until::Decided,
-                move |mut connection: MultiplexedConnection| {
-                    let (key, token) = (request_key.clone(), request_token.clone());
-                    async move {
-                        let extended: i64 = scripts::EXTEND
-                            .key(key.bytes())
-                            .arg(token.as_str())
-                            .arg(ttl_ms)
-                            .invoke_async(&mut connection)
-                            .await?;
-                        Ok(extended == 1)
-                    }
-                },
-            )
+            .round(Until::Decided, move |mut connection: Connection| {
+                let (key, token) = (request_key.clone(), request_token.clone());
+                async move {
+                    let ttl_ms = ttl_ms.to_string();
+                    let extended: i64 = connection
+                        .run_script(
+                            &scripts::EXTEND,
+                            &[key.bytes()],
+                            &[token.as_str().as_bytes(), ttl_ms.as_bytes()],
+                        )
+                        .await?;
+                    Ok(extended == 1)
+                }
+            })
             .await;
         let elapsed = started.elapsed();
         let validity = validity(ttl, elapsed);
@@ -458,11 +454,9 @@ impl Redlock {
             tokio::spawn(async move {
                 let state = server
                     .call(|mut connection| async move {
-                        let (kind, value, pttl_ms): (String, Option<Vec<u8>>, i64) =
-                            scripts::INSPECT
-                                .key(key.bytes())
-                                .invoke_async(&mut connection)
-                                .await?;
+                        let (kind, value, pttl_ms): (String, Option<Vec<u8>>, i64) = connection
+                            .run_script(&scripts::INSPECT, &[key.bytes()], &[])
+                            .await?;
                         Ok(KeyState {
                             kind,
                             value,
@@ -495,20 +489,19 @@ impl Redlock {
 
     async fn release_round(&self, key: &LockKey, token: &Token) -> Tally {
         let (request_key, request_token) = (key.clone(), token.clone());
-        self.round(
-            Until::AllAnswered,
-            move |mut connection: MultiplexedConnection| {
-                let (key, token) = (request_key.clone(), request_token.clone());
-                async move {
-                    let deleted: i64 = scripts::RELEASE
-                        .key(key.bytes())
-                        .arg(token.as_str())
-                        .invoke_async(&mut connection)
-                        .await?;
-                    Ok(deleted == 1)
-                }
-            },
-        )
+        self.round(Until::AllAnswered, move |mut connection: Connection| {
+            let (key, token) = (request_key.clone(), request_token.clone());
+            async move {
+                let deleted: i64 = connection
+                    .run_script(
+                        &scripts::RELEASE,
+                        &[key.bytes()],
+                        &[token.as_str().as_bytes()],
+                    )
+                    .await?;
+                Ok(deleted == 1)
+            }
+        })
         .await
     }
 
@@ -518,7 +511,7 @@ impl Redlock {
     /// compare-and-delete that follows it on the same connection.
     async fn round<F, Fut>(&self, until: Until, request: F) -> Tally
     where
-        F: FnOnce(MultiplexedConnection) -> Fut + Clone + Send + 'static,
+        F: FnOnce(Connection) -> Fut + Clone + Send + 'static,
         Fut: Future<Output = redis::RedisResult<bool>> + Send + 'static,
     {
         let (sender, mut replies) = mpsc::unbounded_channel();

@@ -1,17 +1,20 @@
 //! The N independent Redis masters: parsing their URLs, connecting to them with
 //! a per-server time bound, and naming them in messages without secrets.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 use redis::{
-    AsyncConnectionConfig, ConnectionAddr, ErrorKind, IntoConnectionInfo, RedisError,
-    ServerErrorKind,
+    AsyncConnectionConfig, ConnectionAddr, ErrorKind, FromRedisValue, IntoConnectionInfo,
+    RedisError, ServerErrorKind,
 };
 use tokio::sync::Mutex;
+
+use super::scripts::LuaScript;
 
 /// A server URL that was parsed and may be shown: its display form never
 /// contains the password.
@@ -168,8 +171,9 @@ pub enum ServerError {
     /// Unreachable, disconnected or a passing error: another attempt may work.
     #[error("{0}")]
     Failed(String),
-    /// The server refuses us for a reason no retry will fix: authentication,
-    /// ACL permissions, a read-only replica.
+    /// The server cannot be used as configured, and no retry will fix it:
+    /// authentication, ACL permissions, a read-only replica, a rejected URL
+    /// option, a certificate that does not verify.
     #[error("{0}")]
     Refused(String),
 }
@@ -186,7 +190,72 @@ pub struct Server {
     spec: ServerSpec,
     client: redis::Client,
     timeout: Duration,
-    connection: Mutex<Option<MultiplexedConnection>>,
+    connection: Mutex<Option<Connection>>,
+}
+
+/// A connection to one server, and the scripts it has sent on it.
+#[derive(Clone)]
+pub struct Connection {
+    inner: MultiplexedConnection,
+    sent_scripts: Arc<StdMutex<HashSet<&'static str>>>,
+}
+
+impl Connection {
+    pub async fn query<T: FromRedisValue>(
+        &mut self,
+        command: &redis::Cmd,
+    ) -> redis::RedisResult<T> {
+        command.query_async(&mut self.inner).await
+    }
+
+    /// Runs `script` with EVALSHA once this connection has sent it with EVAL
+    /// (which also caches it on the server), falling back to EVAL when the
+    /// server answers NOSCRIPT (it restarted, or flushed its scripts).
+    ///
+    /// The first use on a connection is EVAL on purpose: a request must be
+    /// complete in one round trip. After a decided round the process may exit
+    /// at once, and an EVALSHA answered NOSCRIPT by a slow server would never
+    /// get its EVAL sent.
+    pub async fn run_script<T: FromRedisValue>(
+        &mut self,
+        script: &'static LuaScript,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+    ) -> redis::RedisResult<T> {
+        let sent = |this: &Self| {
+            this.sent_scripts
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .contains(script.sha1.as_str())
+        };
+        if sent(self) {
+            let reply = redis::cmd("EVALSHA")
+                .arg(&script.sha1)
+                .arg(keys.len())
+                .arg(keys)
+                .arg(args)
+                .query_async(&mut self.inner)
+                .await;
+            match reply {
+                Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {}
+                reply => return reply,
+            }
+        }
+        let reply = redis::cmd("EVAL")
+            .arg(script.source)
+            .arg(keys.len())
+            .arg(keys)
+            .arg(args)
+            .query_async(&mut self.inner)
+            .await;
+        if reply.is_ok() {
+            self.sent_scripts
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .insert(script.sha1.as_str());
+        }
+        reply
+    }
 }
 
 impl Server {
@@ -223,7 +292,7 @@ impl Server {
     /// that the next request reconnects.
     pub async fn call<T, F, Fut>(&self, request: F) -> Result<T, ServerError>
     where
-        F: FnOnce(MultiplexedConnection) -> Fut,
+        F: FnOnce(Connection) -> Fut,
         Fut: Future<Output = redis::RedisResult<T>>,
     {
         // One bound for getting a connection, including the wait for another
@@ -243,7 +312,7 @@ impl Server {
         }
     }
 
-    async fn connect(&self) -> Result<MultiplexedConnection, ServerError> {
+    async fn connect(&self) -> Result<Connection, ServerError> {
         let mut cached = self.connection.lock().await;
         if let Some(connection) = cached.as_ref() {
             return Ok(connection.clone());
@@ -251,11 +320,15 @@ impl Server {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(Some(self.timeout));
-        let connection = self
+        let inner = self
             .client
             .get_multiplexed_async_connection_with_config(&config)
             .await
             .map_err(|err| self.failed(&err))?;
+        let connection = Connection {
+            inner,
+            sent_scripts: Arc::default(),
+        };
         *cached = Some(connection.clone());
         Ok(connection)
     }
@@ -265,14 +338,17 @@ impl Server {
             return ServerError::Timeout(self.timeout);
         }
         let message = self.spec.scrub(&err.to_string());
+        // Settings no retry can fix: credentials, ACLs, a replica, a URL
+        // option the client rejects, a certificate that does not verify.
         let refused = matches!(
             err.kind(),
             ErrorKind::AuthenticationFailed
+                | ErrorKind::InvalidClientConfig
                 | ErrorKind::Server(ServerErrorKind::NoPerm | ServerErrorKind::ReadOnly)
         ) || matches!(
             err.code(),
             Some("NOAUTH" | "WRONGPASS" | "NOPERM" | "READONLY")
-        );
+        ) || message.contains("invalid peer certificate");
         if refused {
             ServerError::Refused(message)
         } else {
