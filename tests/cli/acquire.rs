@@ -1,0 +1,701 @@
+//! `redlock acquire`: the canonical key layout other Redlock clients share,
+//! quorum and unlock-all against foreign values and failing servers, the
+//! `-n`/`-w` waiting rules, concurrent contenders, and the transports
+//! (unix socket, `/db`, TLS). Every test runs real `redis-server` processes.
+//!
+//! The small helpers at the top are shared with the other test modules of
+//! this binary (`crate::acquire::...`).
+
+use std::fs;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::status::json::Json;
+use crate::support::{self, exit_code, run, wait_until, Cluster, Output, RedisServer};
+
+// ---------------------------------------------------------------------------
+// Shared helpers
+// ---------------------------------------------------------------------------
+
+/// Whether `text` is a token as `acquire` prints it: 32 lowercase hex digits.
+pub(crate) fn is_token(text: &str) -> bool {
+    text.len() == 32 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Panics if the binary panicked (in either stream).
+#[track_caller]
+pub(crate) fn assert_no_panic(out: &Output, context: &str) {
+    assert!(
+        !out.stderr.contains("panicked") && !out.stdout.contains("panicked"),
+        "{context}: the binary panicked\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+/// Runs `cmd` and also returns how long it took.
+#[track_caller]
+pub(crate) fn timed(cmd: &mut Command) -> (Output, Duration) {
+    let started = Instant::now();
+    let out = run(cmd);
+    (out, started.elapsed())
+}
+
+/// `acquire -n NAME EXTRA...` on `cluster`; asserts exit 0 and that stdout is
+/// exactly one token line, and returns the token.
+#[track_caller]
+pub(crate) fn acquire(cluster: &Cluster, name: &str, extra: &[&str]) -> String {
+    let out = run(cluster.redlock().args(["acquire", "-n", name]).args(extra));
+    out.assert_code(0, &format!("acquire -n {name:?} {extra:?}"));
+    token_of(&out)
+}
+
+/// The token of a successful `acquire` (stdout is exactly `TOKEN\n`).
+#[track_caller]
+pub(crate) fn token_of(out: &Output) -> String {
+    let token = out
+        .stdout
+        .strip_suffix('\n')
+        .unwrap_or_else(|| panic!("stdout is not one line: {:?}", out.stdout));
+    assert!(
+        is_token(token),
+        "stdout is not a token: {:?}\nstderr: {}",
+        out.stdout,
+        out.stderr
+    );
+    token.to_owned()
+}
+
+/// Asserts that every *running* server of `cluster` holds exactly `token`
+/// under `key` (byte for byte).
+#[track_caller]
+pub(crate) fn assert_held_everywhere(cluster: &Cluster, key: &[u8], token: &str) {
+    for (i, value) in cluster.get_all(key).into_iter().enumerate() {
+        if cluster[i].is_running() && !cluster[i].is_paused() {
+            assert_eq!(
+                value.as_deref(),
+                Some(token.as_bytes()),
+                "server {i} should hold the token under {key:?}\n{}",
+                cluster.logs()
+            );
+        }
+    }
+}
+
+/// Asserts that no running server of `cluster` has `key` at all.
+#[track_caller]
+pub(crate) fn assert_gone_everywhere(cluster: &Cluster, key: &[u8]) {
+    let values = cluster.get_all(key);
+    assert!(
+        values.iter().all(Option::is_none),
+        "{key:?} should be gone from every server, found {values:?}"
+    );
+}
+
+/// The URL of server `i` as it appears in messages (`redis://127.0.0.1:PORT`).
+pub(crate) fn port_of(cluster: &Cluster, i: usize) -> String {
+    format!("127.0.0.1:{}", cluster[i].port())
+}
+
+/// How many times `SET` ran on `server` since it started or since the last
+/// `CONFIG RESETSTAT`.
+fn set_calls(server: &RedisServer) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut server.client())
+        .unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_set:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |calls| calls.parse().unwrap())
+}
+
+// ---------------------------------------------------------------------------
+// Output and canonical layout
+// ---------------------------------------------------------------------------
+
+#[test]
+fn acquire_prints_only_the_token_and_stores_it_canonically_on_every_server() {
+    let cluster = Cluster::start(3);
+    let out = run(cluster.redlock().args(["acquire", "-n", "deploy"]));
+    out.assert_code(0, "acquire");
+    let token = token_of(&out);
+    assert_eq!(out.stdout, format!("{token}\n"), "stdout is the token only");
+    assert_eq!(out.stderr, "", "nothing on stderr on success");
+
+    // Another Redlock client sees a plain string key named exactly NAME whose
+    // value is exactly the token, with a PX expiry close to the TTL.
+    assert_held_everywhere(&cluster, b"deploy", &token);
+    for (i, server) in cluster.servers.iter().enumerate() {
+        let pttl = server.pttl(b"deploy");
+        assert!(
+            (29_000..=30_000).contains(&pttl),
+            "server {i}: PTTL {pttl} is not about 30s"
+        );
+    }
+    // Nothing else was written: the key is the only one.
+    for server in &cluster.servers {
+        let keys: Vec<Vec<u8>> = redis::cmd("KEYS")
+            .arg("*")
+            .query(&mut server.client())
+            .unwrap();
+        assert_eq!(keys, vec![b"deploy".to_vec()], "only the lock key exists");
+    }
+}
+
+#[test]
+fn acquire_ttl_is_set_in_milliseconds() {
+    let cluster = Cluster::start(3);
+    let token = acquire(&cluster, "short", &["--ttl", "2500ms"]);
+    assert_held_everywhere(&cluster, b"short", &token);
+    for server in &cluster.servers {
+        let pttl = server.pttl(b"short");
+        assert!(
+            (1_500..=2_500).contains(&pttl),
+            "PTTL {pttl} for --ttl 2500ms"
+        );
+    }
+}
+
+#[test]
+fn acquire_with_prefix_stores_prefix_followed_by_name() {
+    let cluster = Cluster::start(3);
+    let token = acquire(&cluster, "deploy", &["--prefix", "app:"]);
+    assert_held_everywhere(&cluster, b"app:deploy", &token);
+    assert_gone_everywhere(&cluster, b"deploy");
+
+    // The environment variable works the same way, and status finds it.
+    let out = run(cluster
+        .redlock()
+        .env("REDLOCK_PREFIX", "app:")
+        .args(["status", "deploy"]));
+    out.assert_code(0, "status with REDLOCK_PREFIX");
+    assert!(out.stdout.contains(&token), "{}", out.stdout);
+    // Without the prefix the lock "deploy" is another, free lock.
+    run(cluster.redlock().args(["status", "deploy"])).assert_code(1, "unprefixed is free");
+}
+
+#[test]
+fn acquire_json_is_one_object_with_the_documented_fields() {
+    let cluster = Cluster::start(3);
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "-n", "--json", "--ttl", "20s", "report"]));
+    out.assert_code(0, "acquire --json");
+    assert_eq!(out.stdout.lines().count(), 1, "one line: {:?}", out.stdout);
+    assert!(out.stdout.starts_with('{') && out.stdout.trim_end().ends_with('}'));
+    let json = Json::parse(&out.stdout);
+    assert_eq!(json.get("name").str(), "report");
+    let token = json.get("token").str().to_owned();
+    assert!(is_token(&token), "{token}");
+    assert!(out.stdout.contains(&format!("\"token\":\"{token}\"")));
+    assert_eq!(json.get("ttl_ms").int(), 20_000);
+    let validity = json.get("validity_ms").int();
+    assert!(
+        (10_000..20_000).contains(&validity),
+        "validity_ms {validity} must be below the TTL but most of it"
+    );
+    let held_on: Vec<&str> = json.get("held_on").arr().iter().map(Json::str).collect();
+    assert!(held_on.len() >= 2, "a quorum: {held_on:?}");
+    for server in &held_on {
+        assert!(cluster.urls().iter().any(|u| u == server), "{server}");
+    }
+    assert_eq!(json.get("attempts").int(), 1);
+    assert_held_everywhere(&cluster, b"report", &token);
+}
+
+// ---------------------------------------------------------------------------
+// Foreign values and unlock-all
+// ---------------------------------------------------------------------------
+
+#[test]
+fn foreign_value_on_a_minority_does_not_prevent_the_lock_and_is_untouched() {
+    let cluster = Cluster::start(3);
+    cluster[1].set(b"job", b"someone-elses-value");
+    let token = acquire(&cluster, "job", &[]);
+    assert_eq!(cluster[0].get(b"job"), Some(token.clone().into_bytes()));
+    assert_eq!(cluster[2].get(b"job"), Some(token.clone().into_bytes()));
+    assert_eq!(
+        cluster[1].get(b"job"),
+        Some(b"someone-elses-value".to_vec()),
+        "a foreign value is never overwritten"
+    );
+    assert_eq!(cluster[1].pttl(b"job"), -1, "nor given a TTL");
+
+    // Releasing deletes only our copies.
+    run(cluster.redlock().args(["release", "job", &token])).assert_code(0, "release");
+    assert_eq!(
+        cluster.get_all(b"job"),
+        vec![None, Some(b"someone-elses-value".to_vec()), None]
+    );
+}
+
+#[test]
+fn foreign_values_on_a_majority_mean_busy_and_nothing_of_ours_is_left() {
+    let cluster = Cluster::start(3);
+    cluster[0].set(b"job", b"foreign-a");
+    cluster[2].set_px(b"job", b"foreign-b", 60_000);
+    let out = run(cluster.redlock().args(["acquire", "-n", "job"]));
+    out.assert_code(75, "busy on a majority");
+    assert_eq!(out.stdout, "", "no token printed");
+    assert!(out.stderr.starts_with("redlock: "), "{}", out.stderr);
+    assert!(out.stderr.contains("busy"), "{}", out.stderr);
+    assert_eq!(
+        cluster.get_all(b"job"),
+        vec![
+            Some(b"foreign-a".to_vec()),
+            None,
+            Some(b"foreign-b".to_vec())
+        ],
+        "foreign values untouched, and the server that said yes was unlocked"
+    );
+    assert_eq!(cluster[0].pttl(b"job"), -1);
+    assert!(cluster[2].pttl(b"job") > 50_000);
+}
+
+#[test]
+fn a_key_of_another_type_counts_as_held_by_someone_else() {
+    let cluster = Cluster::start(3);
+    for i in [0, 1] {
+        redis::cmd("RPUSH")
+            .arg("queue")
+            .arg("x")
+            .query::<i64>(&mut cluster[i].client())
+            .unwrap();
+    }
+    let out = run(cluster.redlock().args(["acquire", "-n", "queue"]));
+    out.assert_code(75, "a list on a majority");
+    assert_no_panic(&out, "list");
+    assert_eq!(cluster[2].get(b"queue"), None, "unlocked");
+    for i in [0, 1] {
+        let len: i64 = redis::cmd("LLEN")
+            .arg("queue")
+            .query(&mut cluster[i].client())
+            .unwrap();
+        assert_eq!(len, 1, "the list is untouched");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// -n, -w and waiting
+// ---------------------------------------------------------------------------
+
+#[test]
+fn nonblocking_acquire_of_a_held_lock_is_busy_at_once() {
+    let cluster = Cluster::start(3);
+    let holder = acquire(&cluster, "nightly", &[]);
+    for flags in [
+        &["-n"][..],
+        &["-w", "0"],
+        &["--nonblock"],
+        &["--wait", "0s"],
+    ] {
+        for server in &cluster.servers {
+            redis::cmd("CONFIG")
+                .arg("RESETSTAT")
+                .query::<()>(&mut server.client())
+                .unwrap();
+        }
+        let (out, took) = timed(cluster.redlock().arg("acquire").args(flags).arg("nightly"));
+        let sets: u64 = cluster.servers.iter().map(set_calls).sum();
+        assert!(
+            (1..=3).contains(&sets),
+            "{flags:?}: {sets} SETs on 3 servers; exactly one round expected"
+        );
+        out.assert_code(75, &format!("{flags:?} on a held lock"));
+        assert_eq!(out.stdout, "", "{flags:?}");
+        assert_eq!(out.stderr.lines().count(), 1, "{flags:?}: {}", out.stderr);
+        assert!(out.stderr.contains("busy"), "{}", out.stderr);
+        assert!(
+            took < Duration::from_millis(1000),
+            "{flags:?} took {took:?}: no retry expected"
+        );
+    }
+    assert_held_everywhere(&cluster, b"nightly", &holder);
+
+    // -q silences the expected "busy" outcome but keeps the exit code.
+    let out = run(cluster.redlock().args(["acquire", "-q", "-n", "nightly"]));
+    out.assert_code(75, "-q busy");
+    assert_eq!(out.stderr, "", "-q prints nothing for busy");
+
+    // --json reports the failure as an object on stdout.
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "--json", "-n", "nightly"]));
+    out.assert_code(75, "--json busy");
+    let json = Json::parse(&out.stdout);
+    assert_eq!(json.get("name").str(), "nightly");
+    assert_eq!(json.get("error").str(), "busy");
+    assert!(!json.get("message").str().is_empty());
+}
+
+#[test]
+fn wait_takes_the_lock_once_the_holders_ttl_runs_out() {
+    let cluster = Cluster::start(3);
+    let holder = acquire(&cluster, "handover", &["--ttl", "1s"]);
+    let started = Instant::now();
+    let out = run(cluster.redlock().args(["acquire", "-w", "5s", "handover"]));
+    let took = started.elapsed();
+    out.assert_code(0, "-w 5s against a 1s holder");
+    let token = token_of(&out);
+    assert_ne!(token, holder);
+    assert!(
+        took >= Duration::from_millis(700),
+        "took the lock after {took:?}, before the holder's 1s TTL ran out"
+    );
+    assert!(took < Duration::from_secs(4), "took {took:?}");
+    assert_held_everywhere(&cluster, b"handover", &token);
+}
+
+#[test]
+fn wait_runs_out_against_a_long_holder() {
+    let cluster = Cluster::start(3);
+    let holder = acquire(&cluster, "long", &[]);
+    let (out, took) = timed(cluster.redlock().args(["acquire", "-w", "300ms", "long"]));
+    out.assert_code(75, "-w 300ms against a 30s holder");
+    assert_eq!(out.stdout, "");
+    assert!(out.stderr.contains("busy"), "{}", out.stderr);
+    assert!(
+        took >= Duration::from_millis(300),
+        "gave up after {took:?}, before -w 300ms"
+    );
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert_held_everywhere(&cluster, b"long", &holder);
+}
+
+#[test]
+fn blocking_acquire_waits_until_the_holder_releases() {
+    let cluster = Cluster::start(3);
+    let holder = acquire(&cluster, "queue", &[]);
+    let waiter = cluster
+        .redlock()
+        .args(["acquire", "queue"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    run(cluster.redlock().args(["release", "queue", &holder])).assert_code(0, "release");
+    let pid = Pid::from_raw(waiter.id() as i32);
+    let done = std::thread::spawn(move || waiter.wait_with_output().unwrap());
+    if !wait_until(Duration::from_secs(5), || done.is_finished()) {
+        let _ = kill(pid, Signal::SIGKILL);
+        panic!("blocking acquire did not take the released lock within 5s");
+    }
+    let output = done.join().unwrap();
+    assert_eq!(exit_code(output.status), 0);
+    let token = String::from_utf8(output.stdout).unwrap();
+    let token = token.trim_end();
+    assert!(is_token(token), "{token:?}");
+    assert_held_everywhere(&cluster, b"queue", token);
+}
+
+#[test]
+fn sigterm_while_waiting_exits_143_and_leaves_the_holder_alone() {
+    let cluster = Cluster::start(3);
+    let holder = acquire(&cluster, "held", &[]);
+    let waiter = cluster
+        .redlock()
+        .args(["acquire", "held"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    kill(Pid::from_raw(waiter.id() as i32), Signal::SIGTERM).unwrap();
+    let pid = Pid::from_raw(waiter.id() as i32);
+    let done = std::thread::spawn(move || waiter.wait_with_output().unwrap());
+    if !wait_until(Duration::from_secs(5), || done.is_finished()) {
+        let _ = kill(pid, Signal::SIGKILL);
+        panic!("acquire ignored SIGTERM for 5s");
+    }
+    let output = done.join().unwrap();
+    assert_eq!(exit_code(output.status), 143, "128 + SIGTERM");
+    assert!(output.stdout.is_empty(), "no token printed");
+    assert_held_everywhere(&cluster, b"held", &holder);
+}
+
+#[test]
+fn concurrent_contenders_exactly_one_wins() {
+    let cluster = Cluster::start(3);
+    // A split vote (each contender wins a different minority, so nobody
+    // wins) is correct Redlock behaviour; it is retried on a fresh name. Two
+    // winners, or a 69 on healthy servers, fail at once.
+    for round in 0..5 {
+        let name = format!("race-{round}");
+        let outs: Vec<Output> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..5)
+                .map(|_| {
+                    let mut cmd = cluster.redlock();
+                    cmd.args(["acquire", "-n", &name]);
+                    scope.spawn(move || run(&mut cmd))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let codes: Vec<i32> = outs.iter().map(|o| o.code).collect();
+        for out in &outs {
+            assert!(
+                out.code == 0 || out.code == 75,
+                "contender exited {} on healthy servers: {}",
+                out.code,
+                out.stderr
+            );
+        }
+        let winners: Vec<&Output> = outs.iter().filter(|o| o.code == 0).collect();
+        assert!(winners.len() <= 1, "two winners: {codes:?}");
+        if let [winner] = winners[..] {
+            let token = token_of(winner);
+            let held = cluster
+                .get_all(name.as_bytes())
+                .iter()
+                .filter(|v| v.as_deref() == Some(token.as_bytes()))
+                .count();
+            assert!(held >= 2, "the winner holds only {held} servers");
+            for loser in outs.iter().filter(|o| o.code == 75) {
+                assert_eq!(loser.stdout, "", "a loser printed a token");
+            }
+            return;
+        }
+        // Nobody won: every contender must have cleaned up after itself.
+        assert_gone_everywhere(&cluster, name.as_bytes());
+    }
+    panic!("5 rounds of 5 contenders without a winner");
+}
+
+// ---------------------------------------------------------------------------
+// Failing servers
+// ---------------------------------------------------------------------------
+
+#[test]
+fn one_paused_server_of_three_does_not_delay_acquire() {
+    let mut cluster = Cluster::start(3);
+    cluster[2].pause();
+    let (out, took) = timed(cluster.redlock().args([
+        "acquire",
+        "-n",
+        "--server-timeout",
+        "2s",
+        "--ttl",
+        "30s",
+        "paused",
+    ]));
+    out.assert_code(0, "acquire with one paused server");
+    assert!(
+        took < Duration::from_secs(1),
+        "acquire waited {took:?} for a paused server; it must return at quorum"
+    );
+    let token = token_of(&out);
+    assert_held_everywhere(&cluster, b"paused", &token);
+
+    // With the default 250ms server timeout it is just as fast.
+    let (out, took) = timed(cluster.redlock().args(["acquire", "-n", "paused2"]));
+    out.assert_code(0, "default timeout");
+    assert!(took < Duration::from_millis(250), "took {took:?}");
+}
+
+#[test]
+fn a_minority_down_does_not_matter() {
+    let mut cluster = Cluster::start(5);
+    cluster[1].kill();
+    cluster[3].kill();
+    let token = acquire(&cluster, "five", &[]);
+    assert_held_everywhere(&cluster, b"five", &token);
+    let out = run(cluster.redlock().args(["acquire", "-n", "five"]));
+    out.assert_code(75, "still exclusive with 3 of 5");
+}
+
+#[test]
+fn an_even_number_of_servers_needs_a_strict_majority() {
+    let mut four = Cluster::start(4);
+    four[3].kill();
+    let token = acquire(&four, "even", &[]);
+    assert_held_everywhere(&four, b"even", &token);
+    four[2].kill();
+    let out = run(four.redlock().args(["acquire", "-n", "even-2"]));
+    out.assert_code(69, "2 of 4 is not a majority");
+    run(four.redlock().args(["status", "even"])).assert_code(69, "status with 2 of 4");
+
+    let mut two = Cluster::start(2);
+    two[1].kill();
+    let out = run(two.redlock().args(["acquire", "-n", "pair"]));
+    out.assert_code(69, "1 of 2 is not a majority");
+    assert_eq!(two[0].get(b"pair"), None, "unlocked");
+}
+
+#[test]
+fn a_majority_killed_is_no_quorum_at_once_and_names_the_servers() {
+    let mut cluster = Cluster::start(3);
+    cluster[0].kill();
+    cluster[2].kill();
+    let (out, took) = timed(cluster.redlock().args(["acquire", "-n", "down"]));
+    out.assert_code(69, "2 of 3 killed");
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+    assert_eq!(out.stdout, "");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    for i in [0, 2] {
+        assert!(
+            out.stderr.contains(&port_of(&cluster, i)),
+            "stderr does not name killed server {i}: {}",
+            out.stderr
+        );
+    }
+    assert_eq!(cluster[1].get(b"down"), None, "the survivor was unlocked");
+
+    // -q does not hide an outage, and --json names it.
+    let out = run(cluster.redlock().args(["acquire", "-q", "-n", "down"]));
+    out.assert_code(69, "-q");
+    assert!(out.stderr.starts_with("redlock: "), "-q hid an outage");
+    let out = run(cluster.redlock().args(["acquire", "--json", "-n", "down"]));
+    out.assert_code(69, "--json");
+    let json = Json::parse(&out.stdout);
+    assert_eq!(json.get("error").str(), "no_quorum");
+    assert_eq!(json.get("name").str(), "down");
+}
+
+#[test]
+fn a_majority_paused_is_no_quorum_within_the_timeouts() {
+    let mut cluster = Cluster::start(3);
+    cluster[0].pause();
+    cluster[1].pause();
+    let (out, took) = timed(cluster.redlock().args(["acquire", "-n", "stuck"]));
+    out.assert_code(69, "2 of 3 paused");
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert!(
+        took >= Duration::from_millis(250),
+        "gave up after {took:?}, before the 250ms server timeout"
+    );
+    for i in [0, 1] {
+        assert!(
+            out.stderr.contains(&port_of(&cluster, i)),
+            "stderr does not name paused server {i}: {}",
+            out.stderr
+        );
+    }
+    assert_eq!(
+        cluster[2].get(b"stuck"),
+        None,
+        "the answering server was unlocked"
+    );
+}
+
+#[test]
+fn waiting_on_a_cluster_without_quorum_ends_with_69_not_75() {
+    let mut cluster = Cluster::start(3);
+    cluster[0].kill();
+    cluster[1].kill();
+    let (out, took) = timed(cluster.redlock().args(["acquire", "-w", "500ms", "gone"]));
+    out.assert_code(69, "-w against a dead majority");
+    assert!(took >= Duration::from_millis(500), "took {took:?}");
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+}
+
+#[test]
+fn unwritable_stdout_releases_the_lock() {
+    let cluster = Cluster::start(3);
+    let full = fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let output = cluster
+        .redlock()
+        .args(["acquire", "-n", "lost-token"])
+        .stdin(Stdio::null())
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(exit_code(output.status), 70, "stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.starts_with("redlock: "), "{stderr}");
+    assert_gone_everywhere(&cluster, b"lost-token");
+}
+
+// ---------------------------------------------------------------------------
+// Transports: unix socket, database number, TLS
+// ---------------------------------------------------------------------------
+
+#[test]
+fn unix_socket_servers_work() {
+    let server = RedisServer::start_unix();
+    let socket = server.unix_socket().unwrap();
+    let url = format!("redis+unix://{}", socket.display());
+    let out = run(support::redlock().args(["-s", &url, "acquire", "-n", "sock"]));
+    out.assert_code(0, "acquire over a unix socket");
+    let token = token_of(&out);
+    assert_eq!(server.get(b"sock"), Some(token.clone().into_bytes()));
+    run(support::redlock().args(["-s", &url, "status", "sock"])).assert_code(0, "status");
+    run(support::redlock().args(["-s", &url, "release", "sock", &token])).assert_code(0, "release");
+    assert_eq!(server.get(b"sock"), None);
+}
+
+#[test]
+fn database_number_in_the_url_selects_that_database() {
+    let server = RedisServer::start();
+    let url = format!("redis://127.0.0.1:{}/3", server.port());
+    let out = run(support::redlock().args(["-s", &url, "acquire", "-n", "in-db3"]));
+    out.assert_code(0, "acquire in db 3");
+    let token = token_of(&out);
+    assert_eq!(server.get(b"in-db3"), None, "db 0 is untouched");
+    let mut con = server.client();
+    redis::cmd("SELECT").arg(3).query::<()>(&mut con).unwrap();
+    let value: Option<Vec<u8>> = redis::cmd("GET").arg("in-db3").query(&mut con).unwrap();
+    assert_eq!(value, Some(token.clone().into_bytes()));
+    run(support::redlock().args(["-s", &url, "release", "in-db3", &token]))
+        .assert_code(0, "release");
+    let value: Option<Vec<u8>> = redis::cmd("GET").arg("in-db3").query(&mut con).unwrap();
+    assert_eq!(value, None, "released in db 3");
+}
+
+#[test]
+fn tls_servers_work_with_the_ca_certificate() {
+    let server = RedisServer::start_tls();
+    let url = server.tls_url();
+    let ca = server.tls_ca_cert().unwrap();
+    let out = run(support::redlock()
+        .args(["-s", &url, "--tls-ca-cert"])
+        .arg(&ca)
+        .args(["--server-timeout", "2s", "acquire", "-n", "secure"]));
+    out.assert_code(0, "acquire over TLS");
+    let token = token_of(&out);
+    assert_eq!(server.get(b"secure"), Some(token.clone().into_bytes()));
+
+    // The environment variable works too.
+    let out = run(support::redlock()
+        .env("REDLOCK_SERVERS", &url)
+        .env("REDLOCK_TLS_CA_CERT", &ca)
+        .args(["--server-timeout", "2s", "release", "secure", &token]));
+    out.assert_code(0, "release over TLS");
+    assert_eq!(server.get(b"secure"), None);
+}
+
+#[test]
+fn tls_servers_without_the_ca_certificate_fail_cleanly() {
+    let server = RedisServer::start_tls();
+    let url = server.tls_url();
+    let out = run(support::redlock().args([
+        "-s",
+        &url,
+        "--server-timeout",
+        "2s",
+        "acquire",
+        "-n",
+        "secure",
+    ]));
+    assert_ne!(out.code, 0, "an untrusted certificate must not be accepted");
+    assert_no_panic(&out, "TLS without CA");
+    assert_eq!(out.stdout, "");
+    assert!(out.stderr.starts_with("redlock: "), "{}", out.stderr);
+    assert_eq!(server.get(b"secure"), None);
+
+    // A plain redis:// URL to the TLS port fails too, without hanging.
+    let plain = format!("redis://127.0.0.1:{}", server.port());
+    let (out, took) = timed(support::redlock().args(["-s", &plain, "acquire", "-n", "secure"]));
+    assert_ne!(out.code, 0);
+    assert_no_panic(&out, "plain to TLS");
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+}
