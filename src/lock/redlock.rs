@@ -114,7 +114,7 @@ pub enum LockError {
         total: usize,
         failures: Failures,
     },
-    #[error("no quorum for lock {key}: {failed} of {total} servers failed, and {quorum} must agree{failures}")]
+    #[error("no quorum for lock {key}: {failed} of {total} servers failed, and a majority needs {quorum}{failures}")]
     NoQuorum {
         key: LockKey,
         /// Servers that failed or did not answer in time.
