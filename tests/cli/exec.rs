@@ -499,3 +499,34 @@ fn on_a_terminal_ctrl_c_reaches_the_child_and_its_status_is_kept() {
         "released"
     );
 }
+
+#[test]
+fn other_signals_to_exec_are_passed_to_the_whole_group() {
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    // The grandchild (a second shell) records the USR1 it gets from the group.
+    let script = format!(
+        "sh -c 'trap \"echo usr1 >> {d}/grandchild-got\" USR1; echo $$ > {d}/grandchild.pid; \
+         while [ ! -e {d}/stop ]; do sleep 0.05; done' & \
+         trap 'echo usr1 >> {d}/child-got' USR1; echo $$ > {d}/child.pid; \
+         while [ ! -e {d}/stop ]; do sleep 0.05; done; wait",
+        d = dir.path().display()
+    );
+    let child = spawn_exec(&cluster, &["usr1", "-c", &script]);
+    read_pid(&dir.path().join("child.pid"));
+    read_pid(&dir.path().join("grandchild.pid"));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGUSR1).unwrap();
+    let got = |who: &str| dir.path().join(format!("{who}-got")).exists();
+    assert!(
+        wait_until(Duration::from_secs(5), || got("child") && got("grandchild")),
+        "USR1 reached child: {}, grandchild: {}",
+        got("child"),
+        got("grandchild")
+    );
+    std::fs::write(dir.path().join("stop"), "").unwrap();
+    let (code, stderr) = finish(child, Duration::from_secs(10));
+    assert_eq!(
+        code, 0,
+        "exec survived USR1 and kept the child's status: {stderr}"
+    );
+}
