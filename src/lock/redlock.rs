@@ -347,27 +347,14 @@ impl Redlock {
                 }
             })
             .await;
-        let elapsed = started.elapsed();
-        let validity = validity(ttl, elapsed);
-        if tally.yes.len() >= self.quorum && !validity.is_zero() {
-            return Ok(Lease {
-                key: key.clone(),
-                token: token.clone(),
-                ttl,
-                validity,
-                deadline: started + ttl.saturating_sub(drift(ttl)),
-                held_on: tally.yes_servers(&self.servers),
-                attempts: 1,
-            });
-        }
+        let too_slow = match self.lease(key, token, ttl, started, &tally) {
+            Ok(lease) => return Ok(lease),
+            Err(too_slow) => too_slow,
+        };
         // Unlock-all: a server that timed out may still have taken the key.
         let _ = self.release_round(key, token).await;
-        Err(if tally.yes.len() >= self.quorum {
-            LockError::TooSlow {
-                key: key.clone(),
-                elapsed,
-                ttl,
-            }
+        Err(if let Some(too_slow) = too_slow {
+            too_slow
         } else if tally.answered() >= self.quorum {
             LockError::Busy {
                 key: key.clone(),
@@ -408,28 +395,8 @@ impl Redlock {
                 }
             })
             .await;
-        let elapsed = started.elapsed();
-        let validity = validity(ttl, elapsed);
-        if tally.yes.len() >= self.quorum && !validity.is_zero() {
-            return Ok(Lease {
-                key: key.clone(),
-                token: token.clone(),
-                ttl,
-                validity,
-                deadline: started + ttl.saturating_sub(drift(ttl)),
-                held_on: tally.yes_servers(&self.servers),
-                attempts: 1,
-            });
-        }
-        Err(if tally.yes.len() >= self.quorum {
-            LockError::TooSlow {
-                key: key.clone(),
-                elapsed,
-                ttl,
-            }
-        } else {
-            self.not_held_or_no_quorum(key, tally)
-        })
+        self.lease(key, token, ttl, started, &tally)
+            .map_err(|too_slow| too_slow.unwrap_or_else(|| self.not_held_or_no_quorum(key, tally)))
     }
 
     /// Deletes the key on every server where it still holds `token`, waiting
@@ -544,6 +511,40 @@ impl Redlock {
             }
         }
         tally
+    }
+
+    /// The lease a round that started at `started` grants: when a quorum said
+    /// yes with validity left. Otherwise `Err(Some(TooSlow))` when the quorum
+    /// came too late, `Err(None)` when there was none.
+    fn lease(
+        &self,
+        key: &LockKey,
+        token: &Token,
+        ttl: Duration,
+        started: BootInstant,
+        tally: &Tally,
+    ) -> Result<Lease, Option<LockError>> {
+        if tally.yes.len() < self.quorum {
+            return Err(None);
+        }
+        let elapsed = started.elapsed();
+        let validity = validity(ttl, elapsed);
+        if validity.is_zero() {
+            return Err(Some(LockError::TooSlow {
+                key: key.clone(),
+                elapsed,
+                ttl,
+            }));
+        }
+        Ok(Lease {
+            key: key.clone(),
+            token: token.clone(),
+            ttl,
+            validity,
+            deadline: started + ttl.saturating_sub(drift(ttl)),
+            held_on: tally.yes_servers(&self.servers),
+            attempts: 1,
+        })
     }
 
     fn not_held_or_no_quorum(&self, key: &LockKey, tally: Tally) -> LockError {
