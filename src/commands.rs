@@ -5,25 +5,27 @@ use anyhow::Context as _;
 
 use crate::config::{LockTask, Output};
 use crate::exit_code::Exit;
-use crate::lock::{Inspection, KeyState, Lease, LockError, LockKey, Redlock, Token, Verdict};
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::lock::{
+    InFlight, Inspection, KeyState, Lease, LockError, LockKey, Redlock, Verdict, Wait,
+};
 use crate::output::{self, human, note, Json};
-use crate::signals::interrupted;
+use crate::signals::Listener;
 
 pub async fn run(redlock: &Redlock, task: LockTask, out: Output) -> anyhow::Result<Exit> {
     match task {
         LockTask::Acquire { key, ttl, wait } => {
-            let token = Token::generate();
-            let outcome = tokio::select! {
-                outcome = redlock.acquire(&key, &token, ttl, wait) => outcome,
-                signal = interrupted() => {
-                    // Whatever the interrupted round took must not outlive us.
-                    let _ = redlock.release(&key, &token).await;
-                    if out.verbose {
-                        note(&format!("interrupted by signal {signal}; released {key}"));
-                    }
-                    return Ok(Exit::Signal(signal));
-                }
-            };
+            let mut interrupts = Listener::new(&[Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP])?;
+            let outcome =
+                match acquire_unless_interrupted(redlock, &key, ttl, wait, &mut interrupts, out)
+                    .await
+                {
+                    Ok(outcome) => outcome,
+                    Err(signal) => return Ok(Exit::Signal(signal as i32)),
+                };
             let lease = outcome.or_else(|err| fail(out, &key, err))?;
             if out.verbose {
                 note(&format!(
@@ -42,7 +44,7 @@ pub async fn run(redlock: &Redlock, task: LockTask, out: Output) -> anyhow::Resu
             };
             if let Err(err) = printed {
                 // Nobody could ever release a lock whose token was lost.
-                let _ = redlock.release(&key, &token).await;
+                let _ = redlock.release(&key, &lease.token).await;
                 return Err(err).context("could not print the token, so the lock was released");
             }
             Ok(Exit::Success)
@@ -105,6 +107,32 @@ pub async fn run(redlock: &Redlock, task: LockTask, out: Output) -> anyhow::Resu
         LockTask::Exec(spec) => crate::exec::run(redlock, spec, out).await,
     }
 }
+/// Takes the lock unless a signal from `interrupts` arrives first; then
+/// whatever the attempt in flight took is released, so that an interrupted
+/// acquire never leaves a lock behind, and the signal is returned.
+pub async fn acquire_unless_interrupted(
+    redlock: &Redlock,
+    key: &LockKey,
+    ttl: Duration,
+    wait: Wait,
+    interrupts: &mut Listener,
+    out: Output,
+) -> Result<Result<Lease, LockError>, Signal> {
+    let in_flight = InFlight::default();
+    tokio::select! {
+        outcome = redlock.acquire(key, ttl, wait, &in_flight) => Ok(outcome),
+        signal = interrupts.recv() => {
+            if let Some(token) = in_flight.token() {
+                let _ = redlock.release(key, &token).await;
+            }
+            if out.verbose {
+                note(&format!("interrupted by {signal}; released what was taken of {key}"));
+            }
+            Err(signal)
+        }
+    }
+}
+
 /// With `--json`, a failure is a result too: one object on stdout naming it.
 fn fail<T>(out: Output, key: &LockKey, err: LockError) -> anyhow::Result<T> {
     if out.json {

@@ -98,7 +98,7 @@ impl Config {
         let key = |name: &cli::NameArg| lock_key(&prefix, &name.name);
         let (task, ttl) = match cli.command {
             Command::Acquire(args) => {
-                let ttl = ttl(args.ttl.ttl)?;
+                let ttl = ttl(args.ttl.ttl, MIN_TTL)?;
                 let task = LockTask::Acquire {
                     key: key(&args.name)?,
                     ttl,
@@ -114,7 +114,7 @@ impl Config {
                 (Task::Lock(task), None)
             }
             Command::Extend(args) => {
-                let ttl = ttl(args.ttl.ttl)?;
+                let ttl = ttl(args.ttl.ttl, MIN_TTL)?;
                 let task = LockTask::Extend {
                     key: key(&args.lock.name)?,
                     token: token(args.lock.token)?,
@@ -124,7 +124,7 @@ impl Config {
             }
             Command::Status(name) => (Task::Lock(LockTask::Status { key: key(&name)? }), None),
             Command::Exec(args) => {
-                let ttl = ttl(args.ttl.ttl)?;
+                let ttl = ttl(args.ttl.ttl, MIN_EXEC_TTL)?;
                 let argv = match args.shell {
                     Some(line) if line.is_empty() => {
                         return Err(UsageError("-c needs a non-empty command line".into()).into())
@@ -220,9 +220,20 @@ fn token(token: Option<String>) -> Result<Token, UsageError> {
 /// Redis accepts for PX.
 const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
 
-fn ttl(ttl: Duration) -> Result<Duration, UsageError> {
-    if ttl < Duration::from_millis(1) {
-        return Err(UsageError("--ttl must be at least 1ms".into()));
+/// The shortest TTL that leaves any validity after the clock drift allowance
+/// (1% + 2ms) and a round trip.
+const MIN_TTL: Duration = Duration::from_millis(10);
+
+/// The shortest TTL for `exec`: room for an extension every TTL/3 and for a
+/// stop signal, a grace period and SIGKILL before the deadline.
+const MIN_EXEC_TTL: Duration = Duration::from_millis(100);
+
+fn ttl(ttl: Duration, min: Duration) -> Result<Duration, UsageError> {
+    if ttl < min {
+        return Err(UsageError(format!(
+            "--ttl must be at least {}",
+            humantime::format_duration(min)
+        )));
     }
     if ttl > MAX_TTL {
         return Err(UsageError("--ttl must be at most 365 days".into()));

@@ -54,8 +54,12 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             return Ok(Exit::Success);
         }
         Task::Watchdog { signal, plan } => {
-            exec::watchdog_main(signal, plan)?;
-            return Ok(Exit::Success);
+            let acted = exec::watchdog_main(signal, plan)?;
+            return Ok(if acted {
+                Exit::Code(exec::WATCHDOG_ACTED)
+            } else {
+                Exit::Success
+            });
         }
     };
     // rustls needs one process-wide crypto provider before any TLS connection;

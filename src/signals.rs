@@ -34,12 +34,3 @@ impl Listener {
         .await
     }
 }
-
-/// Resolves with the number of the first INT, TERM or HUP signal received;
-/// never, if the handlers cannot be installed.
-pub async fn interrupted() -> i32 {
-    match Listener::new(&[Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP]) {
-        Ok(mut listener) => listener.recv().await as i32,
-        Err(_) => std::future::pending().await,
-    }
-}

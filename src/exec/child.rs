@@ -12,8 +12,10 @@ use nix::unistd::{getpid, getppid, Pid};
 
 use crate::exit_code::Exit;
 
-/// What a stop signal is sent to: the child's whole process group, or only
-/// the child when it shares the terminal's foreground group with us.
+/// What a stop signal is sent to: the child's whole process group, or, when
+/// it shares the terminal's foreground group with us, the child and its
+/// descendants. Either way, descendants the child moved to other process
+/// groups (an interactive shell's jobs, say) are signalled too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Target {
     pub pid: i32,
@@ -21,14 +23,21 @@ pub struct Target {
 }
 
 impl Target {
-    /// Sends `signal`; a target that is already gone is not an error.
+    /// Sends `signal`; processes that are already gone are not an error.
     pub fn signal(self, signal: Signal) {
         let pid = Pid::from_raw(self.pid);
+        let outside_group = descendants(self.pid)
+            .into_iter()
+            .filter(|process| !self.group || process.pgid != self.pid);
+        let outside_group: Vec<Process> = outside_group.collect();
         let _ = if self.group {
             killpg(pid, signal)
         } else {
             kill(pid, signal)
         };
+        for process in outside_group {
+            let _ = kill(Pid::from_raw(process.pid), signal);
+        }
     }
 
     /// Whether no process is left to stop.
@@ -41,6 +50,45 @@ impl Target {
         };
         probe == Err(nix::errno::Errno::ESRCH)
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Process {
+    pid: i32,
+    pgid: i32,
+}
+
+/// Every live descendant of `ancestor`, from /proc (empty where there is no
+/// /proc). A snapshot: a process may fork right after it was read.
+fn descendants(ancestor: i32) -> Vec<Process> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    // (pid, parent, process group) of every process.
+    let table: Vec<(i32, i32, i32)> = entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // The command name (field 2) may hold spaces and parentheses;
+            // the fields after its closing parenthesis are plain numbers.
+            let mut fields = stat.get(stat.rfind(')')? + 1..)?.split_whitespace();
+            let _state = fields.next()?;
+            let parent = fields.next()?.parse().ok()?;
+            let pgid = fields.next()?.parse().ok()?;
+            Some((pid, parent, pgid))
+        })
+        .collect();
+    let mut found: Vec<Process> = Vec::new();
+    let mut frontier = vec![ancestor];
+    while let Some(parent) = frontier.pop() {
+        for &(pid, ppid, pgid) in &table {
+            if ppid == parent && !found.iter().any(|p| p.pid == pid) {
+                found.push(Process { pid, pgid });
+                frontier.push(pid);
+            }
+        }
+    }
+    found
 }
 
 /// Starts `argv` with `env` added. With `own_group` the child leads a new
@@ -113,6 +161,31 @@ pub fn exit_for_spawn_error(err: &io::Error) -> Exit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn descendants_are_found_through_proc() {
+        let mut shell = std::process::Command::new("sh")
+            .args(["-c", "sleep 5 & sleep 5 & wait"])
+            .spawn()
+            .unwrap();
+        let shell_pid = shell.id() as i32;
+        let mut found = Vec::new();
+        for _ in 0..200 {
+            found = descendants(shell_pid);
+            if found.len() == 2 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        Target {
+            pid: shell_pid,
+            group: false,
+        }
+        .signal(Signal::SIGKILL);
+        let _ = shell.wait();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(descendants(i32::MAX).is_empty());
+    }
 
     #[test]
     fn statuses_map_like_a_shell() {

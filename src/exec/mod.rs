@@ -21,15 +21,16 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use tokio::sync::watch;
 
+use crate::commands::acquire_unless_interrupted;
 use crate::config::Output;
 use crate::exit_code::Exit;
-use crate::lock::{BootInstant, Lease, LockError, LockKey, Redlock, Token, Verdict, Wait};
+use crate::lock::{BootInstant, Lease, LockError, LockKey, Redlock, Verdict, Wait};
 use crate::output::{human, note};
-use crate::signals::{interrupted, Listener};
+use crate::signals::Listener;
 use child::Target;
 use watchdog::Watchdog;
 
-pub use watchdog::run as watchdog_main;
+pub use watchdog::{run as watchdog_main, ACTED as WATCHDOG_ACTED};
 
 /// A validated `redlock exec` invocation.
 #[derive(Debug)]
@@ -83,7 +84,7 @@ impl StopPlan {
 
 /// The longest the supervisor sleeps before it looks at the boot clock again
 /// (tokio's timers do not count time spent suspended).
-const TICK: Duration = Duration::from_millis(50);
+const CLOCK_CHECK: Duration = Duration::from_millis(50);
 
 /// Signals sent to `redlock exec` that are passed on to the child.
 const FORWARDED: [Signal; 6] = [
@@ -102,13 +103,22 @@ pub async fn run(redlock: &Redlock, spec: ExecSpec, out: Output) -> anyhow::Resu
     if let Some(exit) = run_nested(redlock, &spec, out).await? {
         return Ok(exit);
     }
-    let token = Token::generate();
-    let acquired = tokio::select! {
-        acquired = redlock.acquire(&spec.key, &token, spec.ttl, spec.wait) => acquired,
-        signal = interrupted() => {
-            let _ = redlock.release(&spec.key, &token).await;
-            return Ok(Exit::Signal(signal));
-        }
+    // Listen from the start: a signal during the wait releases what was
+    // taken; one that comes right after the lock was taken is passed on to
+    // the command instead of being lost.
+    let mut signals = Listener::new(&FORWARDED)?;
+    let acquired = match acquire_unless_interrupted(
+        redlock,
+        &spec.key,
+        spec.ttl,
+        spec.wait,
+        &mut signals,
+        out,
+    )
+    .await
+    {
+        Ok(acquired) => acquired,
+        Err(signal) => return Ok(Exit::Signal(signal as i32)),
     };
     let lease = match acquired {
         Ok(lease) => lease,
@@ -130,7 +140,7 @@ pub async fn run(redlock: &Redlock, spec: ExecSpec, out: Output) -> anyhow::Resu
             human(lease.validity)
         ));
     }
-    let exit = supervise(redlock, &spec, &lease, out).await;
+    let exit = supervise(redlock, &spec, &lease, &mut signals, out).await;
     match redlock.release(&spec.key, &lease.token).await {
         Ok(_) if out.verbose => note(&format!("released {}", spec.key)),
         Ok(_) => {}
@@ -188,21 +198,17 @@ struct Loss {
     kill_at: BootInstant,
 }
 
-/// Runs the child under the lease until it ends; returns its status, or
-/// `Exit::Lost` when the lock was lost while it ran.
+/// Runs the child under the lease until it and the processes it left in its
+/// group have ended; returns its status, or `Exit::Lost` when the lock was
+/// lost while they ran.
 async fn supervise(
     redlock: &Redlock,
     spec: &ExecSpec,
     lease: &Lease,
+    signals: &mut Listener,
     out: Output,
 ) -> anyhow::Result<Exit> {
-    // On a terminal the child stays in our (foreground) process group, so
-    // Ctrl-C and Ctrl-Z reach it directly and job control works as without
-    // redlock; stops then reach the child itself, not its own children.
-    let own_group = !std::io::stdin().is_terminal();
-    // Listen before the child exists, so that a signal sent right after it
-    // starts is forwarded instead of killing the supervisor.
-    let mut forwarded = Listener::new(&FORWARDED)?;
+    let own_group = !in_terminal_foreground();
     let mut watchdog = Watchdog::spawn(spec.signal, spec.stop)
         .map_err(|err| anyhow::anyhow!("cannot start the watchdog process: {err}"))?;
     let token = OsString::from(lease.token.as_str());
@@ -215,26 +221,39 @@ async fn supervise(
             return Ok(child::exit_for_spawn_error(&err));
         }
     };
+    // A spawned child keeps its pid until it is reaped, which only we do.
+    let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
+        let _ = child.start_kill();
+        watchdog.done();
+        anyhow::bail!("the command started without a process id");
+    };
     let target = Target {
-        // A spawned child has a pid until it is reaped, which only we do.
-        pid: child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .unwrap_or(0),
+        pid,
         group: own_group,
     };
-    if watchdog.watch(target, lease.deadline).is_err() && !out.quiet {
-        note("the watchdog process is gone; a frozen supervisor would not stop the command");
+    let mut watchdog_alive = watchdog.watch(target, lease.deadline).is_ok();
+    if !watchdog_alive {
+        note("the watchdog process is gone; a frozen redlock could not stop the command in time");
     }
     let (deadlines, mut new_deadline) = watch::channel(lease.deadline);
     let keeper = keep(redlock, lease, deadlines, out);
     tokio::pin!(keeper);
     let plan = spec.stop;
     let mut loss: Option<Loss> = None;
-    let mut killed = false;
+    let mut killed_at: Option<BootInstant> = None;
+    // The command's own status, once it has exited; in its own group we go on
+    // holding the lock until the processes it left there have ended too.
+    let mut exited: Option<std::process::ExitStatus> = None;
     let status = loop {
         let deadline = *new_deadline.borrow();
         let now = BootInstant::now();
+        if let Some(status) = exited {
+            let unkillable =
+                killed_at.is_some_and(|at| now.saturating_since(at) > Duration::from_secs(1));
+            if !own_group || target.is_gone() || unkillable {
+                break status;
+            }
+        }
         if loss.is_none() && now >= plan.term_at(deadline) {
             let reason = if now >= plan.kill_at(deadline) {
                 // We were frozen or suspended past the point of stopping.
@@ -249,45 +268,64 @@ async fn supervise(
                 reason,
                 kill_at: plan.kill_at(deadline),
             });
-            target.signal(spec.signal);
+            stop(target, spec.signal);
         }
         if let Some(loss) = &loss {
-            if !killed && now >= loss.kill_at {
+            if killed_at.is_none() && now >= loss.kill_at {
                 target.signal(Signal::SIGKILL);
-                killed = true;
+                killed_at = Some(now);
             }
         }
         let next_step = match &loss {
             None => plan.term_at(deadline),
-            Some(loss) if !killed => loss.kill_at,
-            Some(_) => now + TICK,
+            Some(loss) if killed_at.is_none() => loss.kill_at,
+            Some(_) => now + CLOCK_CHECK,
         };
-        let nap = next_step.saturating_since(now).min(TICK);
+        let nap = next_step.saturating_since(now).min(CLOCK_CHECK);
         tokio::select! {
-            status = child.wait() => break status?,
+            status = child.wait(), if exited.is_none() => match status {
+                Ok(status) => {
+                    exited = Some(status);
+                    if own_group && !target.is_gone() && out.verbose {
+                        note("the command exited; holding the lock until the processes it left behind end");
+                    }
+                }
+                Err(err) => {
+                    target.signal(Signal::SIGKILL);
+                    watchdog.done();
+                    return Err(anyhow::Error::from(err).context("waiting for the command"));
+                }
+            },
             lost = &mut keeper, if loss.is_none() => {
                 loss = Some(Loss {
                     reason: format!("was lost ({lost})"),
                     kill_at: (BootInstant::now() + plan.grace).min(plan.kill_at(deadline)),
                 });
-                target.signal(spec.signal);
+                stop(target, spec.signal);
             }
             Ok(()) = new_deadline.changed() => {
-                let _ = watchdog.deadline(*new_deadline.borrow_and_update());
+                let sent = watchdog.deadline(*new_deadline.borrow_and_update());
+                if sent.is_err() && watchdog_alive {
+                    watchdog_alive = false;
+                    note("the watchdog process is gone; a frozen redlock could not stop the command in time");
+                }
             }
-            signal = forwarded.recv() => {
+            signal = signals.recv() => {
                 // On a terminal, INT and QUIT came from the keyboard and
-                // already reached the child's (shared) process group.
+                // already reached the command in our shared process group.
                 if own_group || !matches!(signal, Signal::SIGINT | Signal::SIGQUIT) {
-                    target.signal(signal);
+                    stop(target, signal);
                 }
             }
             () = tokio::time::sleep(nap) => {}
         }
     };
-    watchdog.done();
-    // A frozen supervisor can wake up after the watchdog stopped the child.
-    if loss.is_none() && BootInstant::now() >= plan.term_at(*new_deadline.borrow()) {
+    let watchdog_acted = watchdog.done();
+    // The watchdog acts only when we did not in time: when we were frozen,
+    // or woke up right at the deadline.
+    if loss.is_none()
+        && (watchdog_acted || BootInstant::now() >= plan.term_at(*new_deadline.borrow()))
+    {
         loss = Some(Loss {
             reason: "ran out of validity while redlock itself was not running".into(),
             kill_at: BootInstant::now(),
@@ -295,8 +333,6 @@ async fn supervise(
     }
     match loss {
         Some(loss) => {
-            // Grandchildren that outlived the child must not outlive the lock.
-            target.signal(Signal::SIGKILL);
             note(&format!(
                 "lock {} {}; the command was stopped",
                 spec.key, loss.reason
@@ -305,6 +341,25 @@ async fn supervise(
         }
         None => Ok(child::exit_for(status)),
     }
+}
+
+/// Sends `signal` and then SIGCONT, so that a stopped process (Ctrl-Z, or a
+/// background read from the terminal) wakes up to handle it.
+fn stop(target: Target, signal: Signal) {
+    target.signal(signal);
+    if signal != Signal::SIGCONT {
+        target.signal(Signal::SIGCONT);
+    }
+}
+
+/// Whether we run in the foreground of a terminal: stdin is the terminal and
+/// our process group is its foreground group. Then the command shares our
+/// group, so that Ctrl-C and Ctrl-Z reach it and job control works.
+fn in_terminal_foreground() -> bool {
+    let stdin = std::io::stdin();
+    stdin.is_terminal()
+        && nix::unistd::tcgetpgrp(&stdin)
+            .is_ok_and(|foreground| foreground == nix::unistd::getpgrp())
 }
 
 /// Extends the lease every TTL/3 and publishes each new deadline; retries a

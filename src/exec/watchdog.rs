@@ -11,11 +11,14 @@
 //!
 //! It stops the target on the same schedule as the supervisor (see
 //! [`StopPlan`]). End of file without `done` means the supervisor died: the
-//! target is stopped at once. It wakes at least every [`TICK`] to read the
+//! target is stopped at once. It wakes at least every [`CLOCK_CHECK`] to read the
 //! boot clock, so that after a suspend it acts on resume, not a whole timeout
 //! later (poll's own timeout does not count suspended time).
+//!
+//! It says `ready` on stdout once it listens, and exits with [`ACTED`] when
+//! it had to signal the command.
 
-use std::io::{self, Write as _};
+use std::io::{self, Read as _, Write as _};
 use std::os::fd::AsFd as _;
 use std::os::unix::process::CommandExt as _;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -29,8 +32,15 @@ use super::child::Target;
 use super::StopPlan;
 use crate::lock::BootInstant;
 
-/// The longest the watchdog sleeps before it looks at the clock again.
-const TICK: Duration = Duration::from_millis(20);
+/// The longest the watchdog sleeps before it looks at the boot clock again.
+const CLOCK_CHECK: Duration = Duration::from_millis(20);
+
+/// The watchdog's exit status when it signalled the command: the supervisor
+/// then reports the lock as lost, whatever the command's status.
+pub const ACTED: u8 = 3;
+
+/// What the watchdog writes on stdout once it is running and listening.
+const READY: &[u8] = b"ready\n";
 
 /// The supervisor's handle on its watchdog.
 pub struct Watchdog {
@@ -39,16 +49,36 @@ pub struct Watchdog {
 }
 
 impl Watchdog {
+    /// Starts the watchdog and waits until it says it is ready, so that no
+    /// command ever runs unguarded.
     pub fn spawn(signal: Signal, plan: StopPlan) -> io::Result<Self> {
-        let mut process = Command::new(std::env::current_exe()?)
+        let mut command = Command::new(std::env::current_exe()?);
+        command
             .arg("__watchdog")
             .args(["--signal", &(signal as i32).to_string()])
             .args(["--grace-ms", &plan.grace.as_millis().to_string()])
             .args(["--margin-ms", &plan.margin.as_millis().to_string()])
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .process_group(0)
-            .spawn()?;
+            .stdout(Stdio::piped())
+            .process_group(0);
+        // It takes nothing from the environment; a REDLOCK_* variable that
+        // this exec overrode with a flag must not make it fail.
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("REDLOCK_") {
+                command.env_remove(name);
+            }
+        }
+        let mut process = command.spawn()?;
+        let mut ready = [0u8; READY.len()];
+        let said_ready = match process.stdout.take() {
+            Some(mut stdout) => stdout.read_exact(&mut ready).is_ok() && ready == READY,
+            None => false,
+        };
+        if !said_ready {
+            let _ = process.kill();
+            let _ = process.wait();
+            return Err(io::Error::other("it exited before it was ready"));
+        }
         let pipe = process.stdin.take();
         Ok(Watchdog { process, pipe })
     }
@@ -66,11 +96,14 @@ impl Watchdog {
         self.send(&format!("deadline {}\n", deadline.as_nanos()))
     }
 
-    /// Tells the watchdog the child has ended and reaps it.
-    pub fn done(mut self) {
+    /// Tells the watchdog the command has ended, reaps it, and says whether
+    /// it had to signal the command.
+    pub fn done(mut self) -> bool {
         let _ = self.send("done\n");
         self.pipe = None;
-        let _ = self.process.wait();
+        self.process
+            .wait()
+            .is_ok_and(|status| status.code() == Some(i32::from(ACTED)))
     }
 
     fn send(&mut self, message: &str) -> io::Result<()> {
@@ -81,24 +114,34 @@ impl Watchdog {
     }
 }
 
-/// The watchdog process itself: returns when the child is done or stopped.
-pub fn run(signal: Signal, plan: StopPlan) -> anyhow::Result<()> {
+/// The watchdog process itself: returns when the command is done (false) or
+/// after it signalled the command (true).
+pub fn run(signal: Signal, plan: StopPlan) -> anyhow::Result<bool> {
+    {
+        let mut stdout = io::stdout().lock();
+        stdout.write_all(READY)?;
+        stdout.flush()?;
+    }
     let stdin = io::stdin();
     let mut target: Option<Target> = None;
     let mut deadline: Option<BootInstant> = None;
+    // `signalled` follows the current deadline; `acted` remembers for good.
     let mut signalled = false;
+    let mut acted = false;
     let mut unread = Vec::new();
     loop {
         let now = BootInstant::now();
-        let mut next_step = now + TICK;
+        let mut next_step = now + CLOCK_CHECK;
         if let (Some(target), Some(deadline)) = (target, deadline) {
             if now >= plan.kill_at(deadline) {
                 target.signal(Signal::SIGKILL);
-                return Ok(());
+                return Ok(true);
             }
             if now >= plan.term_at(deadline) && !signalled {
                 target.signal(signal);
+                target.signal(Signal::SIGCONT);
                 signalled = true;
+                acted = true;
             }
             next_step = if signalled {
                 plan.kill_at(deadline)
@@ -106,7 +149,7 @@ pub fn run(signal: Signal, plan: StopPlan) -> anyhow::Result<()> {
                 plan.term_at(deadline)
             };
         }
-        let wait = next_step.saturating_since(now).min(TICK);
+        let wait = next_step.saturating_since(now).min(CLOCK_CHECK);
         let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
         match poll(
             &mut fds,
@@ -127,7 +170,7 @@ pub fn run(signal: Signal, plan: StopPlan) -> anyhow::Result<()> {
             if let Some(target) = target {
                 stop_now(target, signal, plan, deadline);
             }
-            return Ok(());
+            return Ok(target.is_some());
         }
         unread.extend_from_slice(&buffer[..read]);
         while let Some(end) = unread.iter().position(|&b| b == b'\n') {
@@ -135,7 +178,7 @@ pub fn run(signal: Signal, plan: StopPlan) -> anyhow::Result<()> {
             let line = String::from_utf8_lossy(&line);
             let words: Vec<&str> = line.split_whitespace().collect();
             match words.as_slice() {
-                ["done"] => return Ok(()),
+                ["done"] => return Ok(acted),
                 ["target", pid, group] => {
                     if let Ok(pid) = pid.parse() {
                         target = Some(Target {
@@ -159,13 +202,14 @@ pub fn run(signal: Signal, plan: StopPlan) -> anyhow::Result<()> {
 /// Signal now, SIGKILL after the grace period or just before the deadline.
 fn stop_now(target: Target, signal: Signal, plan: StopPlan, deadline: Option<BootInstant>) {
     target.signal(signal);
+    target.signal(Signal::SIGCONT);
     let now = BootInstant::now();
     let kill_at = match deadline {
         Some(deadline) => (now + plan.grace).min(plan.kill_at(deadline)),
         None => now + plan.grace,
     };
     while BootInstant::now() < kill_at && !target.is_gone() {
-        std::thread::sleep(kill_at.remaining().min(TICK));
+        std::thread::sleep(kill_at.remaining().min(CLOCK_CHECK));
     }
     target.signal(Signal::SIGKILL);
 }

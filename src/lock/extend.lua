@@ -1,7 +1,14 @@
--- Compare-and-expire: push the expiry out only while the key still holds our
--- token. A missing key is never re-created: once it expired, it may already
--- belong to someone else on the other servers.
-if redis.pcall("GET", KEYS[1]) == ARGV[1] then
-  return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+-- Compare-and-expire: push the expiry out to ARGV[2] ms from now, only while
+-- the key still holds our token. Never shortens it: a process that extends
+-- with a shorter TTL must not cut short a lease its supervisor relies on.
+-- A missing key is never re-created: once it expired, it may already belong
+-- to someone else on the other servers. Returns 1 if the token holds the key.
+if redis.pcall("GET", KEYS[1]) ~= ARGV[1] then
+  return 0
 end
-return 0
+local wanted = tonumber(ARGV[2])
+local left = redis.call("PTTL", KEYS[1])
+if left >= 0 and left < wanted then
+  redis.call("PEXPIRE", KEYS[1], wanted)
+end
+return 1

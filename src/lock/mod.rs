@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 pub use clock::BootInstant;
 pub use redlock::{
-    drift, quorum, validity, Failures, Inspection, KeyState, Lease, LockError, Redlock, Released,
-    ServerState, Verdict, Wait,
+    drift, quorum, validity, Failures, InFlight, Inspection, KeyState, Lease, LockError, Redlock,
+    Released, ServerState, Verdict, Wait,
 };
 pub use servers::{redact_url, ServerError, ServerSpec, SpecError};
 

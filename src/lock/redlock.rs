@@ -249,6 +249,26 @@ impl Inspection {
     }
 }
 
+/// The token of the `acquire` attempt in flight (see [`Redlock::acquire`]).
+#[derive(Debug, Default)]
+pub struct InFlight(std::sync::Mutex<Option<Token>>);
+
+impl InFlight {
+    fn set(&self, token: Token) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(token);
+    }
+
+    pub fn token(&self) -> Option<Token> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+}
+
 /// The configured masters and the protocol over them.
 pub struct Redlock {
     servers: Vec<Arc<Server>>,
@@ -272,10 +292,6 @@ impl Redlock {
         Ok(Redlock { servers, quorum })
     }
 
-    pub fn quorum(&self) -> usize {
-        self.quorum
-    }
-
     pub fn len(&self) -> usize {
         self.servers.len()
     }
@@ -284,16 +300,20 @@ impl Redlock {
         self.servers.is_empty()
     }
 
-    /// Takes the lock with `token` (see [`Token::generate`]), retrying after a
-    /// random delay while `wait` allows. On failure the last attempt's reason
-    /// is returned. The caller knows the token before the first attempt, so
-    /// that it can release whatever an interrupted call took.
+    /// Takes the lock, retrying after a random delay while `wait` allows. On
+    /// failure the last attempt's reason is returned.
+    ///
+    /// Every attempt has a fresh token: a compare-and-delete of a failed
+    /// attempt that reaches a stalled server late must not match the next
+    /// attempt's key. `in_flight` always holds the current attempt's token,
+    /// so that a caller that abandons this future (on a signal) can release
+    /// whatever that attempt took.
     pub async fn acquire(
         &self,
         key: &LockKey,
-        token: &Token,
         ttl: Duration,
         wait: Wait,
+        in_flight: &InFlight,
     ) -> Result<Lease, LockError> {
         let give_up_at = match wait {
             Wait::No => Some(BootInstant::now()),
@@ -303,7 +323,9 @@ impl Redlock {
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let error = match self.try_acquire(key, token, ttl).await {
+            let token = Token::generate();
+            in_flight.set(token.clone());
+            let error = match self.try_acquire(key, &token, ttl).await {
                 Ok(lease) => return Ok(Lease { attempts, ..lease }),
                 Err(error) if error.is_transient() => error,
                 Err(error) => return Err(error),
@@ -368,8 +390,8 @@ impl Redlock {
     }
 
     /// Pushes the expiry of a lock we hold out to `ttl` from now, on every
-    /// server where the key still holds `token`. A missing key is never
-    /// re-created.
+    /// server where the key still holds `token`; never shortens it, and never
+    /// re-creates a missing key.
     pub async fn extend(
         &self,
         key: &LockKey,

@@ -74,9 +74,18 @@ impl ServerSpec {
                     .trim_start_matches('[')
                     .trim_end_matches(']')
                     .to_ascii_lowercase();
-                let host = match host.as_str() {
-                    "localhost" | "127.0.0.1" | "::1" => "loopback",
-                    other => other,
+                // One address has many spellings: ::ffff:10.0.0.1 is
+                // 10.0.0.1, and every loopback address and `localhost` is
+                // this machine.
+                let ip = host
+                    .parse::<std::net::IpAddr>()
+                    .ok()
+                    .map(|ip| ip.to_canonical());
+                let host = match ip {
+                    Some(ip) if ip.is_loopback() => "loopback".to_owned(),
+                    Some(ip) => ip.to_string(),
+                    None if host == "localhost" => "loopback".to_owned(),
+                    None => host,
                 };
                 format!("tcp {host} {port}")
             }
@@ -130,7 +139,20 @@ pub fn redact_url(url: &str) -> String {
             };
             (shown, host)
         }
-        None => (String::new(), rest),
+        // `redis://user:secret` (no host), or a URL cut short at a comma
+        // inside its password: a ':' not followed by a port number may be
+        // followed by a password.
+        None => match rest.split_once(':') {
+            Some((user, after)) if !rest.starts_with('[') => {
+                let (port, tail) = after.split_at(after.find('/').unwrap_or(after.len()));
+                if port.bytes().all(|b| b.is_ascii_digit()) {
+                    (String::new(), rest)
+                } else {
+                    (format!("{user}:***"), tail)
+                }
+            }
+            _ => (String::new(), rest),
+        },
     };
     let (path, query) = match rest.split_once('?') {
         Some((path, query)) => (path, Some(query)),
@@ -377,6 +399,12 @@ mod tests {
                 "redis+unix:///tmp/r.sock?PASSWORD=hunter2",
                 "redis+unix:///tmp/r.sock?PASSWORD=***",
             ),
+            ("redis://:hun?ter2@h:1", "redis://:***@h:1"),
+            ("redis://:hu/n@ter2@h:1/0", "redis://:***@h:1/0"),
+            ("redis://alice:hunter2", "redis://alice:***"),
+            ("redis://admin:hunter2/0", "redis://admin:***/0"),
+            ("redis://h:6379", "redis://h:6379"),
+            ("redis://[::1]:6379/1", "redis://[::1]:6379/1"),
         ];
         for (raw, shown) in cases {
             assert_eq!(redact_url(raw), shown);
@@ -405,6 +433,8 @@ mod tests {
             "redis://LocalHost:7000/1",
             "127.0.0.1:7000",
             "redis://:pw@127.0.0.1:7000/",
+            "redis://[::ffff:127.0.0.1]:7000",
+            "redis://127.0.0.2:7000",
         ];
         let ids: Vec<_> = same
             .iter()

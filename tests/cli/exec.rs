@@ -289,10 +289,25 @@ fn a_majority_paused_stops_the_child_before_the_deadline() {
 fn a_frozen_supervisor_cannot_let_the_child_outlive_the_lock() {
     let cluster = Cluster::start(3);
     let dir = temp();
-    let child = spawn_exec(
-        &cluster,
-        &["--ttl", "1s", "frozen", "-c", &family_script(dir.path())],
-    );
+    // A bad variable that the flag overrides must not disable the watchdog.
+    let child = cluster
+        .redlock()
+        .env("REDLOCK_SERVERS", "127.0.0.1:1,127.0.0.1:1")
+        .args([
+            "exec",
+            "-s",
+            &cluster.servers_arg(),
+            "--ttl",
+            "1s",
+            "frozen",
+            "-c",
+        ])
+        .arg(family_script(dir.path()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn redlock exec");
     let supervisor = Pid::from_raw(child.id() as i32);
     let (pid, grandchild) = family(dir.path());
     kill(supervisor, Signal::SIGSTOP).unwrap();
@@ -529,4 +544,66 @@ fn other_signals_to_exec_are_passed_to_the_whole_group() {
         code, 0,
         "exec survived USR1 and kept the child's status: {stderr}"
     );
+}
+
+#[test]
+fn the_command_cannot_shorten_its_own_lock() {
+    let cluster = Cluster::start(3);
+    let redlock = env!("CARGO_BIN_EXE_redlock");
+    let dir = temp();
+    let extended = dir.path().join("extended");
+    let script = format!(
+        "{redlock} extend --ttl 1s \"$REDLOCK_NAME\" && touch {}; sleep 2",
+        path_str(&extended)
+    );
+    let child = spawn_exec(&cluster, &["--ttl", "30s", "shorten", "-c", &script]);
+    assert!(
+        wait_until(Duration::from_secs(5), || extended.exists()),
+        "the inner extend failed"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    run(cluster.redlock().args(["acquire", "-n", "shorten"])).assert_code(75, "still held");
+    let (code, stderr) = finish(child, Duration::from_secs(10));
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn the_lock_is_held_until_processes_left_in_the_group_end() {
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let done = dir.path().join("background-done");
+    let script = format!("(sleep 1; touch {}) & exit 3", path_str(&done));
+    let started = Instant::now();
+    let child = spawn_exec(&cluster, &["leftover", "-c", &script]);
+    std::thread::sleep(Duration::from_millis(500));
+    run(cluster.redlock().args(["acquire", "-n", "leftover"]))
+        .assert_code(75, "held while the background process runs");
+    let (code, stderr) = finish(child, Duration::from_secs(10));
+    assert_eq!(code, 3, "the command's own status: {stderr}");
+    assert!(
+        done.exists(),
+        "the background process finished under the lock"
+    );
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    assert_eq!(
+        cluster.get_all(b"leftover"),
+        vec![None, None, None],
+        "released after"
+    );
+}
+
+#[test]
+fn exec_rejects_ttls_too_short_to_supervise() {
+    let cluster = Cluster::start(1);
+    let out = run(cluster
+        .redlock()
+        .args(["exec", "--ttl", "50ms", "x", "--", "true"]));
+    out.assert_code(64, "--ttl 50ms");
+    assert!(
+        out.stderr.contains("--ttl must be at least 100ms"),
+        "{}",
+        out.stderr
+    );
+    run(cluster.redlock().args(["acquire", "--ttl", "5ms", "x"]))
+        .assert_code(64, "acquire --ttl 5ms");
 }
