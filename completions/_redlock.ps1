@@ -46,8 +46,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;acquire' {
             [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)')
-            [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Retry for at most DUR, then exit 75 (-w 0 is -n)')
-            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Retry for at most DUR, then exit 75 (-w 0 is -n)')
+            [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Retry for at most DUR, then exit with the last attempt''s status: 75 busy, 69 no quorum (-w 0 is -n)')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Retry for at most DUR, then exit with the last attempt''s status: 75 busy, 69 no quorum (-w 0 is -n)')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]')
             [CompletionResult]::new('--server', '--server', [CompletionResultType]::ParameterName, 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]')
             [CompletionResult]::new('--server-timeout', '--server-timeout', [CompletionResultType]::ParameterName, 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl')
@@ -120,8 +120,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;exec' {
             [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)')
-            [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Retry for at most DUR, then exit 75 (-w 0 is -n)')
-            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Retry for at most DUR, then exit 75 (-w 0 is -n)')
+            [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Retry for at most DUR, then exit with the last attempt''s status: 75 busy, 69 no quorum (-w 0 is -n)')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Retry for at most DUR, then exit with the last attempt''s status: 75 busy, 69 no quorum (-w 0 is -n)')
             [CompletionResult]::new('-E', '-E ', [CompletionResultType]::ParameterName, 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out); -E 0 skips quietly, the cron idiom')
             [CompletionResult]::new('--conflict-exit-code', '--conflict-exit-code', [CompletionResultType]::ParameterName, 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out); -E 0 skips quietly, the cron idiom')
             [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse')

@@ -42,8 +42,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;acquire'= {
             cand --ttl 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)'
-            cand -w 'Retry for at most DUR, then exit 75 (-w 0 is -n)'
-            cand --wait 'Retry for at most DUR, then exit 75 (-w 0 is -n)'
+            cand -w 'Retry for at most DUR, then exit with the last attempt''s status: 75 busy, 69 no quorum (-w 0 is -n)'
+            cand --wait 'Retry for at most DUR, then exit with the last attempt''s status: 75 busy, 69 no quorum (-w 0 is -n)'
             cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
             cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
             cand --server-timeout 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl'
@@ -112,8 +112,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;exec'= {
             cand --ttl 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)'
-            cand -w 'Retry for at most DUR, then exit 75 (-w 0 is -n)'
-            cand --wait 'Retry for at most DUR, then exit 75 (-w 0 is -n)'
+            cand -w 'Retry for at most DUR, then exit with the last attempt''s status: 75 busy, 69 no quorum (-w 0 is -n)'
+            cand --wait 'Retry for at most DUR, then exit with the last attempt''s status: 75 busy, 69 no quorum (-w 0 is -n)'
             cand -E 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out); -E 0 skips quietly, the cron idiom'
             cand --conflict-exit-code 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out); -E 0 skips quietly, the cron idiom'
             cand -k 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse'

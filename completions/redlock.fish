@@ -41,7 +41,7 @@ complete -c redlock -n "__fish_redlock_needs_command" -f -a "exec" -d 'Run a com
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "generate" -d 'Write shell completions or man pages (for packagers and the project\'s own generated files)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "__watchdog" -d 'The process that enforces an exec\'s deadline when the supervisor cannot (internal; started by `exec` itself)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)' -r
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'Retry for at most DUR, then exit 75 (-w 0 is -n)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'Retry for at most DUR, then exit with the last attempt\'s status: 75 busy, 69 no quorum (-w 0 is -n)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
@@ -81,7 +81,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand status" -s v -l verbose 
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)' -r
-complete -c redlock -n "__fish_redlock_using_subcommand exec" -s w -l wait -d 'Retry for at most DUR, then exit 75 (-w 0 is -n)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -s w -l wait -d 'Retry for at most DUR, then exit with the last attempt\'s status: 75 busy, 69 no quorum (-w 0 is -n)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s E -l conflict-exit-code -d 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out); -E 0 skips quietly, the cron idiom' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s k -l kill-after -d 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -l signal -d 'The signal that asks the command to stop when the lock is lost, e.g. TERM, SIGINT or 2' -r

@@ -17,7 +17,7 @@ Exit codes:
   69  no quorum: fewer than N/2+1 servers answered
   70  internal error
   75  busy: held by someone else (-n), or the -w wait ran out
-  78  configuration error: unusable server URL or TLS setting
+  78  configuration error: unusable server URL, TLS setting or credentials
   79  lost / not held: the token no longer holds a majority";
 
 /// A distributed mutex for shell scripts, cron jobs and CI pipelines: the
@@ -177,7 +177,8 @@ pub struct WaitArgs {
     #[arg(short = 'n', long = "nonblock", conflicts_with = "wait")]
     pub nonblock: bool,
 
-    /// Retry for at most DUR, then exit 75 (-w 0 is -n).
+    /// Retry for at most DUR, then exit with the last attempt's status: 75 busy, 69 no quorum
+    /// (-w 0 is -n).
     #[arg(short = 'w', long = "wait", value_name = "DUR", value_parser = duration::parse)]
     pub wait: Option<Duration>,
 }

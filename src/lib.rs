@@ -95,7 +95,7 @@ fn parse_error(err: &clap::Error) -> Exit {
         // clap's list of subcommands would include the hidden ones.
         ErrorKind::MissingSubcommand => {
             output::note(
-                "a subcommand is needed: acquire, release, extend or status; see 'redlock --help'",
+                "a subcommand is needed: acquire, release, extend, status or exec; see 'redlock --help'",
             );
             Exit::Usage
         }
