@@ -325,7 +325,10 @@ impl Server {
         match tokio::time::timeout(self.timeout, request(connection)).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(err)) => {
-                if !matches!(err.kind(), ErrorKind::Server(_)) {
+                // A broken connection is replaced on the next request. A slow
+                // one is kept: requests on it stay in order, and a stalled
+                // server does not collect a new connection per attempt.
+                if !matches!(err.kind(), ErrorKind::Server(_)) && !err.is_timeout() {
                     self.connection.lock().await.take();
                 }
                 Err(self.failed(&err))
