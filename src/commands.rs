@@ -178,10 +178,7 @@ fn status_json(inspection: &Inspection, verdict: &Verdict) -> Json {
                 }) => json
                     .bool("exists", kind != "none")
                     .str("type", kind)
-                    .opt_str(
-                        "token",
-                        value.as_deref().map(crate::lock::escape_bytes).as_deref(),
-                    )
+                    .opt_bytes("token", value.as_deref())
                     .num("ttl_ms", *pttl_ms)
                     .raw("error", "null"),
                 Err(err) => json.str("error", &err.to_string()),
@@ -200,12 +197,11 @@ fn status_json(inspection: &Inspection, verdict: &Verdict) -> Json {
         .filter(|s| matches!((&s.state, token), (Ok(KeyState { value: Some(v), .. }), Some(t)) if v == t))
         .map(|s| s.server.clone())
         .collect();
-    let token = token.map(crate::lock::escape_bytes);
     Json::new()
         .bytes("name", inspection.key.bytes())
         .str("state", state)
         .bool("held", state == "held")
-        .opt_str("token", token.as_deref())
+        .opt_bytes("token", token)
         .strs("held_on", &held_on)
         .num("quorum", inspection.quorum as i128)
         .objects("servers", servers)

@@ -29,15 +29,19 @@ impl Json {
         self
     }
 
-    /// Arbitrary bytes (lock names, foreign values), escaped as `redlock`
-    /// shows them in text.
+    /// Arbitrary bytes (lock names, foreign values): exactly, when they are
+    /// UTF-8 (JSON's own escapes cover control characters); otherwise as
+    /// `redlock` shows them in text, with `\xNN` for the invalid bytes.
     pub fn bytes(self, key: &str, value: &[u8]) -> Self {
-        self.str(key, &escape_bytes(value))
+        match std::str::from_utf8(value) {
+            Ok(text) => self.str(key, text),
+            Err(_) => self.str(key, &escape_bytes(value)),
+        }
     }
 
-    pub fn opt_str(self, key: &str, value: Option<&str>) -> Self {
+    pub fn opt_bytes(self, key: &str, value: Option<&[u8]>) -> Self {
         match value {
-            Some(value) => self.str(key, value),
+            Some(value) => self.bytes(key, value),
             None => self.raw(key, "null"),
         }
     }
@@ -131,7 +135,7 @@ mod tests {
             .num("n", -3)
             .bool("ok", true)
             .strs("list", &["x".into(), "y\"".into()])
-            .opt_str("none", None)
+            .opt_bytes("none", None)
             .objects("objs", vec![Json::new().num("i", 1), Json::new()])
             .finish();
         assert_eq!(
@@ -139,6 +143,11 @@ mod tests {
             r#"{"name":"a\"b\\c\n\u0001","n":-3,"ok":true,"list":["x","y\""],"none":null,"objs":[{"i":1},{}]}"#
         );
         assert_eq!(Json::new().finish(), "{}");
+        let names = Json::new()
+            .bytes("utf8", "a\"b\n\u{1b}é".as_bytes())
+            .bytes("raw", b"a\xff")
+            .finish();
+        assert_eq!(names, r#"{"utf8":"a\"b\n\u001bé","raw":"a\\xff"}"#);
     }
 
     #[test]
