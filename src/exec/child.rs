@@ -1,99 +1,61 @@
-//! Starting the command and stopping it: its own process group (so that
-//! `sh -c` grandchildren go with it), death with its supervisor, and exit
-//! statuses passed through unchanged.
+//! Starting the command and stopping it: it always leads a process group of
+//! its own, so that `sh -c` grandchildren and background jobs go with it; it
+//! dies with its supervisor; its exit status is passed through unchanged.
 
 use std::ffi::OsString;
 use std::io;
 use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::process::ExitStatus;
 
-use nix::sys::signal::{kill, killpg, Signal};
+use nix::errno::Errno;
+use nix::sys::signal::{killpg, Signal};
+use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::{getpid, getppid, Pid};
 
 use crate::exit_code::Exit;
 
-/// What a stop signal is sent to: the child's whole process group, or, when
-/// it shares the terminal's foreground group with us, the child and its
-/// descendants. Either way, descendants the child moved to other process
-/// groups (an interactive shell's jobs, say) are signalled too.
+/// The command's process group: what a stop is sent to. Its id is the
+/// command's pid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Target {
-    pub pid: i32,
-    pub group: bool,
-}
+pub struct Group(pub i32);
 
-impl Target {
-    /// Sends `signal`; processes that are already gone are not an error.
+impl Group {
+    /// Sends `signal` to every process in the group; an empty group is not
+    /// an error.
     pub fn signal(self, signal: Signal) {
-        let pid = Pid::from_raw(self.pid);
-        let outside_group = descendants(self.pid)
-            .into_iter()
-            .filter(|process| !self.group || process.pgid != self.pid);
-        let outside_group: Vec<Process> = outside_group.collect();
-        let _ = if self.group {
-            killpg(pid, signal)
-        } else {
-            kill(pid, signal)
-        };
-        for process in outside_group {
-            let _ = kill(Pid::from_raw(process.pid), signal);
-        }
+        let _ = killpg(Pid::from_raw(self.0), signal);
     }
 
-    /// Whether no process is left to stop.
+    /// Whether no process is left in the group.
     pub fn is_gone(self) -> bool {
-        let pid = Pid::from_raw(self.pid);
-        let probe = if self.group {
-            killpg(pid, None)
-        } else {
-            kill(pid, None)
-        };
-        probe == Err(nix::errno::Errno::ESRCH)
+        killpg(Pid::from_raw(self.0), None) == Err(Errno::ESRCH)
     }
-}
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Process {
-    pid: i32,
-    pgid: i32,
-}
-
-/// Every live descendant of `ancestor`, from /proc (empty where there is no
-/// /proc). A snapshot: a process may fork right after it was read.
-fn descendants(ancestor: i32) -> Vec<Process> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    // (pid, parent, process group) of every process.
-    let table: Vec<(i32, i32, i32)> = entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // The command name (field 2) may hold spaces and parentheses;
-            // the fields after its closing parenthesis are plain numbers.
-            let mut fields = stat.get(stat.rfind(')')? + 1..)?.split_whitespace();
-            let _state = fields.next()?;
-            let parent = fields.next()?.parse().ok()?;
-            let pgid = fields.next()?.parse().ok()?;
-            Some((pid, parent, pgid))
-        })
-        .collect();
-    let mut found: Vec<Process> = Vec::new();
-    let mut frontier = vec![ancestor];
-    while let Some(parent) = frontier.pop() {
-        for &(pid, ppid, pgid) in &table {
-            if ppid == parent && !found.iter().any(|p| p.pid == pid) {
-                found.push(Process { pid, pgid });
-                frontier.push(pid);
+    /// Reaps members of the group that ended and are our children: the ones
+    /// we adopted as a subreaper after their parent exited. Without this a
+    /// zombie would keep the group, and so the lock, alive.
+    pub fn reap_adopted(self) {
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG;
+        while let Ok(status) = waitid(Id::PGid(Pid::from_raw(self.0)), flags) {
+            if status == WaitStatus::StillAlive {
+                break;
             }
         }
     }
-    found
 }
 
-/// Starts `argv` with `env` added. With `own_group` the child leads a new
-/// process group; either way it is SIGKILLed if this process dies, since it
-/// must not run on without a supervisor (the lock would lapse under it).
+/// Makes this process the parent of every orphan among its descendants, so
+/// that processes the command leaves behind stay in reach and are reaped by
+/// us (also when we run as PID 1 in a container).
+pub fn adopt_orphans() {
+    #[cfg(target_os = "linux")]
+    let _ = nix::sys::prctl::set_child_subreaper(true);
+}
+
+/// Starts `argv` with `env` added, as the leader of a new process group.
+/// With `terminal`, that group becomes the terminal's foreground group, as a
+/// shell does for a job, so that Ctrl-C and Ctrl-Z reach it. The command is
+/// SIGKILLed if this process dies: it must not run on without a supervisor.
 ///
 /// The current thread must live as long as the child: PR_SET_PDEATHSIG fires
 /// when the *thread* that forked exits. `exec` runs on the main thread's
@@ -101,28 +63,33 @@ fn descendants(ancestor: i32) -> Vec<Process> {
 pub fn spawn(
     argv: &[OsString],
     env: &[(&str, &OsString)],
-    own_group: bool,
+    terminal: bool,
 ) -> io::Result<tokio::process::Child> {
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty command"))?;
     let mut command = tokio::process::Command::new(program);
-    command.args(args);
+    command.args(args).process_group(0);
     for (name, value) in env {
         command.env(name, value);
     }
-    if own_group {
-        command.process_group(0);
-    }
     let supervisor = getpid();
-    // SAFETY: only async-signal-safe system calls (prctl, getppid) run
-    // between fork and exec.
+    // SAFETY: only async-signal-safe system calls (prctl, getppid, signal,
+    // tcsetpgrp) run between fork and exec.
     unsafe {
         command.pre_exec(move || {
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
             // The supervisor may have died before prctl took effect.
             if getppid() != supervisor {
                 return Err(io::Error::other("the supervisor exited"));
+            }
+            if terminal {
+                // Our supervisor ignores SIGTTOU (see `Terminal`), and so do
+                // we until we have the terminal; then the command gets the
+                // default back.
+                let stdin = std::io::stdin();
+                nix::unistd::tcsetpgrp(&stdin, getpid())?;
+                nix::sys::signal::signal(Signal::SIGTTOU, nix::sys::signal::SigHandler::SigDfl)?;
             }
             Ok(())
         });
@@ -161,31 +128,6 @@ pub fn exit_for_spawn_error(err: &io::Error) -> Exit {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn descendants_are_found_through_proc() {
-        let mut shell = std::process::Command::new("sh")
-            .args(["-c", "sleep 5 & sleep 5 & wait"])
-            .spawn()
-            .unwrap();
-        let shell_pid = shell.id() as i32;
-        let mut found = Vec::new();
-        for _ in 0..200 {
-            found = descendants(shell_pid);
-            if found.len() == 2 {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        Target {
-            pid: shell_pid,
-            group: false,
-        }
-        .signal(Signal::SIGKILL);
-        let _ = shell.wait();
-        assert_eq!(found.len(), 2, "{found:?}");
-        assert!(descendants(i32::MAX).is_empty());
-    }
 
     #[test]
     fn statuses_map_like_a_shell() {

@@ -11,10 +11,10 @@
 //!   frozen or dead.
 
 mod child;
+mod terminal;
 mod watchdog;
 
 use std::ffi::OsString;
-use std::io::IsTerminal as _;
 use std::os::unix::ffi::OsStrExt as _;
 use std::time::Duration;
 
@@ -27,7 +27,8 @@ use crate::exit_code::Exit;
 use crate::lock::{BootInstant, Lease, LockError, LockKey, Redlock, Verdict, Wait};
 use crate::output::{human, note};
 use crate::signals::Listener;
-use child::Target;
+use child::Group;
+use terminal::Terminal;
 use watchdog::Watchdog;
 
 pub use watchdog::{run as watchdog_main, ACTED as WATCHDOG_ACTED};
@@ -208,12 +209,13 @@ async fn supervise(
     signals: &mut Listener,
     out: Output,
 ) -> anyhow::Result<Exit> {
-    let own_group = !in_terminal_foreground();
+    let terminal = Terminal::foreground();
+    child::adopt_orphans();
     let mut watchdog = Watchdog::spawn(spec.signal, spec.stop)
         .map_err(|err| anyhow::anyhow!("cannot start the watchdog process: {err}"))?;
     let token = OsString::from(lease.token.as_str());
     let env = [("REDLOCK_NAME", &spec.name), ("REDLOCK_TOKEN", &token)];
-    let mut child = match child::spawn(&spec.argv, &env, own_group) {
+    let mut child = match child::spawn(&spec.argv, &env, terminal.is_some()) {
         Ok(child) => child,
         Err(err) => {
             watchdog.done();
@@ -227,11 +229,12 @@ async fn supervise(
         watchdog.done();
         anyhow::bail!("the command started without a process id");
     };
-    let target = Target {
-        pid,
-        group: own_group,
-    };
-    let mut watchdog_alive = watchdog.watch(target, lease.deadline).is_ok();
+    let group = Group(pid);
+    if let Some(terminal) = &terminal {
+        // The child does this too; whichever comes first wins the race.
+        terminal.give_to(group);
+    }
+    let mut watchdog_alive = watchdog.watch(group, lease.deadline).is_ok();
     if !watchdog_alive {
         note("the watchdog process is gone; a frozen redlock could not stop the command in time");
     }
@@ -241,17 +244,23 @@ async fn supervise(
     let plan = spec.stop;
     let mut loss: Option<Loss> = None;
     let mut killed_at: Option<BootInstant> = None;
-    // The command's own status, once it has exited; in its own group we go on
-    // holding the lock until the processes it left there have ended too.
+    // The command's own status, once it has exited. We go on holding the
+    // lock until the processes it left in its group have ended too.
     let mut exited: Option<std::process::ExitStatus> = None;
     let status = loop {
         let deadline = *new_deadline.borrow();
         let now = BootInstant::now();
         if let Some(status) = exited {
+            group.reap_adopted();
             let unkillable =
                 killed_at.is_some_and(|at| now.saturating_since(at) > Duration::from_secs(1));
-            if !own_group || target.is_gone() || unkillable {
+            if group.is_gone() || unkillable {
                 break status;
+            }
+        } else if let Some(terminal) = &terminal {
+            if terminal::is_stopped(pid) {
+                terminal.suspend_with(group);
+                continue;
             }
         }
         if loss.is_none() && now >= plan.term_at(deadline) {
@@ -268,11 +277,11 @@ async fn supervise(
                 reason,
                 kill_at: plan.kill_at(deadline),
             });
-            stop(target, spec.signal);
+            stop(group, spec.signal);
         }
         if let Some(loss) = &loss {
             if killed_at.is_none() && now >= loss.kill_at {
-                target.signal(Signal::SIGKILL);
+                group.signal(Signal::SIGKILL);
                 killed_at = Some(now);
             }
         }
@@ -286,12 +295,12 @@ async fn supervise(
             status = child.wait(), if exited.is_none() => match status {
                 Ok(status) => {
                     exited = Some(status);
-                    if own_group && !target.is_gone() && out.verbose {
+                    if !group.is_gone() && out.verbose {
                         note("the command exited; holding the lock until the processes it left behind end");
                     }
                 }
                 Err(err) => {
-                    target.signal(Signal::SIGKILL);
+                    group.signal(Signal::SIGKILL);
                     watchdog.done();
                     return Err(anyhow::Error::from(err).context("waiting for the command"));
                 }
@@ -301,7 +310,7 @@ async fn supervise(
                     reason: format!("was lost ({lost})"),
                     kill_at: (BootInstant::now() + plan.grace).min(plan.kill_at(deadline)),
                 });
-                stop(target, spec.signal);
+                stop(group, spec.signal);
             }
             Ok(()) = new_deadline.changed() => {
                 let sent = watchdog.deadline(*new_deadline.borrow_and_update());
@@ -310,16 +319,13 @@ async fn supervise(
                     note("the watchdog process is gone; a frozen redlock could not stop the command in time");
                 }
             }
-            signal = signals.recv() => {
-                // On a terminal, INT and QUIT came from the keyboard and
-                // already reached the command in our shared process group.
-                if own_group || !matches!(signal, Signal::SIGINT | Signal::SIGQUIT) {
-                    stop(target, signal);
-                }
-            }
+            signal = signals.recv() => group.signal(signal),
             () = tokio::time::sleep(nap) => {}
         }
     };
+    if let Some(terminal) = &terminal {
+        terminal.take_back();
+    }
     let watchdog_acted = watchdog.done();
     // The watchdog acts only when we did not in time: when we were frozen,
     // or woke up right at the deadline.
@@ -343,23 +349,13 @@ async fn supervise(
     }
 }
 
-/// Sends `signal` and then SIGCONT, so that a stopped process (Ctrl-Z, or a
-/// background read from the terminal) wakes up to handle it.
-fn stop(target: Target, signal: Signal) {
-    target.signal(signal);
+/// Sends the stop `signal`, then SIGCONT, so that stopped processes (Ctrl-Z,
+/// a background read from the terminal) wake up to handle it.
+fn stop(group: Group, signal: Signal) {
+    group.signal(signal);
     if signal != Signal::SIGCONT {
-        target.signal(Signal::SIGCONT);
+        group.signal(Signal::SIGCONT);
     }
-}
-
-/// Whether we run in the foreground of a terminal: stdin is the terminal and
-/// our process group is its foreground group. Then the command shares our
-/// group, so that Ctrl-C and Ctrl-Z reach it and job control works.
-fn in_terminal_foreground() -> bool {
-    let stdin = std::io::stdin();
-    stdin.is_terminal()
-        && nix::unistd::tcgetpgrp(&stdin)
-            .is_ok_and(|foreground| foreground == nix::unistd::getpgrp())
 }
 
 /// Extends the lease every TTL/3 and publishes each new deadline; retries a

@@ -5,7 +5,7 @@
 //! (so terminal signals do not reach it) and talks to it over a pipe, one
 //! line per message:
 //!
-//! - `target PID GROUP`: what to stop (GROUP 1: the process group PID);
+//! - `group PGID`: the command's process group, what to stop;
 //! - `deadline NANOS`: the validity deadline on CLOCK_BOOTTIME, system-wide;
 //! - `done`: the child has ended, exit quietly.
 //!
@@ -28,7 +28,7 @@ use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::Signal;
 
-use super::child::Target;
+use super::child::Group;
 use super::StopPlan;
 use crate::lock::BootInstant;
 
@@ -83,12 +83,8 @@ impl Watchdog {
         Ok(Watchdog { process, pipe })
     }
 
-    pub fn watch(&mut self, target: Target, deadline: BootInstant) -> io::Result<()> {
-        self.send(&format!(
-            "target {} {}\n",
-            target.pid,
-            u8::from(target.group)
-        ))?;
+    pub fn watch(&mut self, group: Group, deadline: BootInstant) -> io::Result<()> {
+        self.send(&format!("group {}\n", group.0))?;
         self.deadline(deadline)
     }
 
@@ -123,7 +119,7 @@ pub fn run(signal: Signal, plan: StopPlan) -> anyhow::Result<bool> {
         stdout.flush()?;
     }
     let stdin = io::stdin();
-    let mut target: Option<Target> = None;
+    let mut target: Option<Group> = None;
     let mut deadline: Option<BootInstant> = None;
     // `signalled` follows the current deadline; `acted` remembers for good.
     let mut signalled = false;
@@ -179,12 +175,9 @@ pub fn run(signal: Signal, plan: StopPlan) -> anyhow::Result<bool> {
             let words: Vec<&str> = line.split_whitespace().collect();
             match words.as_slice() {
                 ["done"] => return Ok(acted),
-                ["target", pid, group] => {
-                    if let Ok(pid) = pid.parse() {
-                        target = Some(Target {
-                            pid,
-                            group: *group == "1",
-                        });
+                ["group", pgid] => {
+                    if let Ok(pgid) = pgid.parse() {
+                        target = Some(Group(pgid));
                     }
                 }
                 ["deadline", nanos] => {
@@ -200,7 +193,7 @@ pub fn run(signal: Signal, plan: StopPlan) -> anyhow::Result<bool> {
 }
 
 /// Signal now, SIGKILL after the grace period or just before the deadline.
-fn stop_now(target: Target, signal: Signal, plan: StopPlan, deadline: Option<BootInstant>) {
+fn stop_now(target: Group, signal: Signal, plan: StopPlan, deadline: Option<BootInstant>) {
     target.signal(signal);
     target.signal(Signal::SIGCONT);
     let now = BootInstant::now();
