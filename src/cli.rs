@@ -54,7 +54,6 @@ pub struct GlobalArgs {
         value_name = "URL",
         env = "REDLOCK_SERVERS",
         hide_env_values = true,
-        value_delimiter = ',',
         global = true
     )]
     pub servers: Vec<String>,

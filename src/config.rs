@@ -241,7 +241,25 @@ fn ttl(ttl: Duration, min: Duration) -> Result<Duration, UsageError> {
     Ok(ttl)
 }
 
+/// Splits `-s`/`REDLOCK_SERVERS` values at commas. A piece with an '@' but
+/// no scheme is the rest of a password that held an unencoded comma: it is
+/// joined back, so that the password is parsed (and hidden) as one.
+fn split_server_list(values: &[String]) -> Vec<String> {
+    let mut urls: Vec<String> = Vec::new();
+    for piece in values.iter().flat_map(|value| value.split(',')) {
+        match urls.last_mut() {
+            Some(previous) if piece.contains('@') && !piece.contains("://") => {
+                previous.push(',');
+                previous.push_str(piece);
+            }
+            _ => urls.push(piece.to_owned()),
+        }
+    }
+    urls
+}
+
 fn server_specs(urls: &[String]) -> Result<Vec<ServerSpec>, ConfigError> {
+    let urls = split_server_list(urls);
     let urls: Vec<&str> = urls
         .iter()
         .map(|u| u.trim())
@@ -350,6 +368,19 @@ mod tests {
         assert!(token(None).is_err());
         assert!(token(Some(String::new())).is_err());
         assert_eq!(token(Some("abc".into())).unwrap().as_str(), "abc");
+    }
+
+    #[test]
+    fn server_lists_split_at_commas_but_not_inside_passwords() {
+        let list = |values: &[&str]| {
+            split_server_list(&values.iter().map(|v| v.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(list(&["a:1,b:2", "c:3"]), ["a:1", "b:2", "c:3"]);
+        assert_eq!(
+            list(&["redis://u:p,w@h:1,h:2"]),
+            ["redis://u:p,w@h:1", "h:2"]
+        );
+        assert_eq!(list(&["redis://:1,2@h:1"]), ["redis://:1,2@h:1"]);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
@@ -75,14 +76,20 @@ impl ServerSpec {
                     .trim_end_matches(']')
                     .to_ascii_lowercase();
                 // One address has many spellings: ::ffff:10.0.0.1 is
-                // 10.0.0.1, and every loopback address and `localhost` is
-                // this machine.
+                // 10.0.0.1.
                 let ip = host
                     .parse::<std::net::IpAddr>()
                     .ok()
                     .map(|ip| ip.to_canonical());
                 let host = match ip {
-                    Some(ip) if ip.is_loopback() => "loopback".to_owned(),
+                    // `localhost` is 127.0.0.1 or ::1; other loopback
+                    // addresses (127.0.0.2) can be other servers.
+                    Some(ip)
+                        if ip == std::net::Ipv4Addr::LOCALHOST
+                            || ip == std::net::Ipv6Addr::LOCALHOST =>
+                    {
+                        "loopback".to_owned()
+                    }
                     Some(ip) => ip.to_string(),
                     None if host == "localhost" => "loopback".to_owned(),
                     None => host,
@@ -139,20 +146,20 @@ pub fn redact_url(url: &str) -> String {
             };
             (shown, host)
         }
-        // `redis://user:secret` (no host), or a URL cut short at a comma
-        // inside its password: a ':' not followed by a port number may be
-        // followed by a password.
-        None => match rest.split_once(':') {
-            Some((user, after)) if !rest.starts_with('[') => {
-                let (port, tail) = after.split_at(after.find('/').unwrap_or(after.len()));
-                if port.bytes().all(|b| b.is_ascii_digit()) {
-                    (String::new(), rest)
-                } else {
+        // `redis://user:secret`, with no host: a ':' in the host part that
+        // is not followed by a port number may be followed by a password.
+        None => {
+            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            let (authority, tail) = rest.split_at(end);
+            match authority.split_once(':') {
+                Some((user, port))
+                    if !authority.starts_with('[') && !port.bytes().all(|b| b.is_ascii_digit()) =>
+                {
                     (format!("{user}:***"), tail)
                 }
+                _ => (String::new(), rest),
             }
-            _ => (String::new(), rest),
-        },
+        }
     };
     let (path, query) = match rest.split_once('?') {
         Some((path, query)) => (path, Some(query)),
@@ -213,6 +220,7 @@ pub struct Server {
     client: redis::Client,
     timeout: Duration,
     connection: Mutex<Option<Connection>>,
+    timeouts_in_a_row: AtomicU32,
 }
 
 /// A connection to one server, and the scripts it has sent on it.
@@ -302,6 +310,7 @@ impl Server {
             client,
             timeout,
             connection: Mutex::new(None),
+            timeouts_in_a_row: AtomicU32::new(0),
         }))
     }
 
@@ -322,17 +331,30 @@ impl Server {
         let connection = tokio::time::timeout(self.timeout, self.connect())
             .await
             .map_err(|_| ServerError::Timeout(self.timeout))??;
-        match tokio::time::timeout(self.timeout, request(connection)).await {
+        let reply = tokio::time::timeout(self.timeout, request(connection)).await;
+        let timed_out = match &reply {
+            Ok(Err(err)) => err.is_timeout(),
+            Ok(Ok(_)) => false,
+            Err(_) => true,
+        };
+        // A slow connection is kept once (requests on it stay in order, and
+        // a paused server does not collect a new connection per attempt);
+        // one that times out twice in a row may be silently dead (a lost NAT
+        // entry) and is replaced, as is one that failed outright.
+        let timeouts = if timed_out {
+            self.timeouts_in_a_row.fetch_add(1, Ordering::Relaxed) + 1
+        } else {
+            self.timeouts_in_a_row.store(0, Ordering::Relaxed);
+            0
+        };
+        let broken = matches!(&reply, Ok(Err(err)) if !err.is_timeout() && !matches!(err.kind(), ErrorKind::Server(_)));
+        if broken || timeouts >= 2 {
+            self.connection.lock().await.take();
+            self.timeouts_in_a_row.store(0, Ordering::Relaxed);
+        }
+        match reply {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(err)) => {
-                // A broken connection is replaced on the next request. A slow
-                // one is kept: requests on it stay in order, and a stalled
-                // server does not collect a new connection per attempt.
-                if !matches!(err.kind(), ErrorKind::Server(_)) && !err.is_timeout() {
-                    self.connection.lock().await.take();
-                }
-                Err(self.failed(&err))
-            }
+            Ok(Err(err)) => Err(self.failed(&err)),
             Err(_) => Err(ServerError::Timeout(self.timeout)),
         }
     }
@@ -407,6 +429,11 @@ mod tests {
             ("redis://alice:hunter2", "redis://alice:***"),
             ("redis://admin:hunter2/0", "redis://admin:***/0"),
             ("redis://h:6379", "redis://h:6379"),
+            (
+                "redis://127.0.0.1:7000?protocol=resp3",
+                "redis://127.0.0.1:7000?protocol=resp3",
+            ),
+            ("rediss://h:1#insecure", "rediss://h:1#insecure"),
             ("redis://[::1]:6379/1", "redis://[::1]:6379/1"),
         ];
         for (raw, shown) in cases {
@@ -437,13 +464,18 @@ mod tests {
             "127.0.0.1:7000",
             "redis://:pw@127.0.0.1:7000/",
             "redis://[::ffff:127.0.0.1]:7000",
-            "redis://127.0.0.2:7000",
+            "redis://[::1]:7000",
         ];
         let ids: Vec<_> = same
             .iter()
             .map(|u| ServerSpec::parse(u).unwrap().identity())
             .collect();
         assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
+        assert_ne!(
+            ServerSpec::parse("127.0.0.2:7000").unwrap().identity(),
+            ids[0],
+            "another loopback address can be another server"
+        );
         assert_ne!(
             ServerSpec::parse("h:1").unwrap().identity(),
             ServerSpec::parse("h:2").unwrap().identity()
