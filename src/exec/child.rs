@@ -74,6 +74,7 @@ pub fn spawn(
         command.env(name, value);
     }
     let supervisor = getpid();
+    let supervisor_group = nix::unistd::getpgrp();
     // SAFETY: only async-signal-safe system calls (prctl, getppid, signal,
     // tcsetpgrp) run between fork and exec.
     unsafe {
@@ -84,11 +85,14 @@ pub fn spawn(
                 return Err(io::Error::other("the supervisor exited"));
             }
             if terminal {
-                // Our supervisor ignores SIGTTOU (see `Terminal`), and so do
-                // we until we have the terminal; then the command gets the
-                // default back.
+                // Take the terminal only from our supervisor, never from a
+                // shell that took it back meanwhile (Ctrl-Z and `bg`). Our
+                // supervisor ignores SIGTTOU (see `Terminal`), and so do we
+                // until then; the command gets the default back.
                 let stdin = std::io::stdin();
-                nix::unistd::tcsetpgrp(&stdin, getpid())?;
+                if nix::unistd::tcgetpgrp(&stdin) == Ok(supervisor_group) {
+                    nix::unistd::tcsetpgrp(&stdin, getpid())?;
+                }
                 nix::sys::signal::signal(Signal::SIGTTOU, nix::sys::signal::SigHandler::SigDfl)?;
             }
             Ok(())

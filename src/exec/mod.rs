@@ -16,6 +16,7 @@ mod watchdog;
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::process::ExitStatusExt as _;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
@@ -209,7 +210,7 @@ async fn supervise(
     signals: &mut Listener,
     out: Output,
 ) -> anyhow::Result<Exit> {
-    let terminal = Terminal::foreground();
+    let mut terminal = Terminal::foreground();
     child::adopt_orphans();
     let mut watchdog = Watchdog::spawn(spec.signal, spec.stop)
         .map_err(|err| anyhow::anyhow!("cannot start the watchdog process: {err}"))?;
@@ -218,6 +219,10 @@ async fn supervise(
     let mut child = match child::spawn(&spec.argv, &env, terminal.is_some()) {
         Ok(child) => child,
         Err(err) => {
+            if let Some(terminal) = &terminal {
+                // The child may have taken the terminal before exec failed.
+                terminal.take_back(None, false);
+            }
             watchdog.done();
             note(&format!("cannot run {}: {err}", shown(&spec.argv)));
             return Ok(child::exit_for_spawn_error(&err));
@@ -247,6 +252,7 @@ async fn supervise(
     // The command's own status, once it has exited. We go on holding the
     // lock until the processes it left in its group have ended too.
     let mut exited: Option<std::process::ExitStatus> = None;
+    let mut was_stopped = false;
     let status = loop {
         let deadline = *new_deadline.borrow();
         let now = BootInstant::now();
@@ -257,11 +263,13 @@ async fn supervise(
             if group.is_gone() || unkillable {
                 break status;
             }
-        } else if let Some(terminal) = &terminal {
-            if terminal::is_stopped(pid) {
+        } else if let Some(terminal) = &mut terminal {
+            // Act once per stop: without a job-control shell it stays.
+            let stopped = terminal::is_stopped(pid);
+            if stopped && !was_stopped {
                 terminal.suspend_with(group);
-                continue;
             }
+            was_stopped = stopped && terminal::is_stopped(pid);
         }
         if loss.is_none() && now >= plan.term_at(deadline) {
             let reason = if now >= plan.kill_at(deadline) {
@@ -295,12 +303,20 @@ async fn supervise(
             status = child.wait(), if exited.is_none() => match status {
                 Ok(status) => {
                     exited = Some(status);
+                    // What the command left behind runs on in the
+                    // background; the terminal goes back to our job.
+                    if let Some(terminal) = &terminal {
+                        terminal.take_back(Some(group), status.signal().is_some());
+                    }
                     if !group.is_gone() && out.verbose {
                         note("the command exited; holding the lock until the processes it left behind end");
                     }
                 }
                 Err(err) => {
                     group.signal(Signal::SIGKILL);
+                    if let Some(terminal) = &terminal {
+                        terminal.take_back(Some(group), true);
+                    }
                     watchdog.done();
                     return Err(anyhow::Error::from(err).context("waiting for the command"));
                 }
@@ -324,7 +340,7 @@ async fn supervise(
         }
     };
     if let Some(terminal) = &terminal {
-        terminal.take_back();
+        terminal.take_back(Some(group), loss.is_some() || status.signal().is_some());
     }
     let watchdog_acted = watchdog.done();
     // The watchdog acts only when we did not in time: when we were frozen,

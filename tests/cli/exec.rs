@@ -312,10 +312,10 @@ fn a_frozen_supervisor_cannot_let_the_child_outlive_the_lock() {
     let (pid, grandchild) = family(dir.path());
     kill(supervisor, Signal::SIGSTOP).unwrap();
     let frozen_at = Instant::now();
-    // The watchdog alone must stop both within one TTL.
-    let stopped = wait_until(Duration::from_millis(950), || {
-        !pid_alive(pid) && !pid_alive(grandchild)
-    });
+    // Nothing extends the lock any more: it expires on the servers after
+    // its remaining PTTL. The watchdog alone must stop both before that.
+    let expires_in = Duration::from_millis(cluster[0].pttl(b"frozen").max(0) as u64);
+    let stopped = wait_until(expires_in, || !pid_alive(pid) && !pid_alive(grandchild));
     let still_frozen = crate::support::proc_state(supervisor.as_raw()) == Some('T');
     std::thread::sleep(Duration::from_secs(2).saturating_sub(frozen_at.elapsed()));
     kill(supervisor, Signal::SIGCONT).unwrap();
@@ -626,13 +626,9 @@ fn redlock_pid_with(marker: &str) -> Option<i32> {
     })
 }
 
-#[test]
-fn on_a_terminal_ctrl_z_stops_the_command_and_exec_and_fg_resumes_both() {
-    // An interactive bash on a pseudo-terminal (from script(1)) is the job
-    // control shell here: it must get control back on ^Z, and `fg` must
-    // continue exec and the command.
-    let cluster = Cluster::start(3);
-    let dir = temp();
+/// An interactive bash on a pseudo-terminal (from script(1)): the
+/// job-control shell a person would use. Returns it and its keyboard.
+fn interactive_bash(cluster: &Cluster) -> (Child, std::process::ChildStdin) {
     let mut bash = std::process::Command::new("script")
         .args(["-qfc", "bash --norc --noprofile -i", "/dev/null"])
         .env("REDLOCK_SERVERS", cluster.servers_arg())
@@ -642,15 +638,45 @@ fn on_a_terminal_ctrl_z_stops_the_command_and_exec_and_fg_resumes_both() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("script(1) from util-linux");
+    let keyboard = bash.stdin.take().unwrap();
+    (bash, keyboard)
+}
+
+/// Types `lines` and `exit`, and returns what the terminal showed; fails if
+/// bash does not exit (it would have lost its terminal, for instance).
+fn type_and_exit(bash: Child, mut keyboard: std::process::ChildStdin, lines: &str) -> String {
     use std::io::Write as _;
-    let mut keyboard = bash.stdin.take().unwrap();
-    let command = format!(
-        "{} exec tty-stop -- sh -c 'echo $$ > {}/child.pid; i=0; \
+    keyboard.write_all(lines.as_bytes()).unwrap();
+    keyboard.write_all(b"exit\n").unwrap();
+    drop(keyboard);
+    let waiter = std::thread::spawn(move || bash.wait_with_output().unwrap());
+    assert!(
+        wait_until(Duration::from_secs(15), || waiter.is_finished()),
+        "bash hung"
+    );
+    String::from_utf8_lossy(&waiter.join().unwrap().stdout).into_owned()
+}
+
+/// A command for the terminal tests: records its pid, runs about a second,
+/// exits 6.
+fn second_long_command(name: &str, dir: &Path) -> String {
+    format!(
+        "{} exec {name} -- sh -c 'echo $$ > {}/child.pid; i=0; \
          while [ $i -lt 10 ]; do sleep 0.1; i=$((i+1)); done; exit 6'\n",
         env!("CARGO_BIN_EXE_redlock"),
-        dir.path().display()
-    );
-    keyboard.write_all(command.as_bytes()).unwrap();
+        dir.display()
+    )
+}
+
+#[test]
+fn on_a_terminal_ctrl_z_stops_the_command_and_exec_and_fg_resumes_both() {
+    use std::io::Write as _;
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let (bash, mut keyboard) = interactive_bash(&cluster);
+    keyboard
+        .write_all(second_long_command("tty-stop", dir.path()).as_bytes())
+        .unwrap();
     let child = read_pid(&dir.path().join("child.pid"));
     let exec = redlock_pid_with("tty-stop").expect("the exec process");
     keyboard.write_all(b"\x1a").unwrap();
@@ -660,18 +686,7 @@ fn on_a_terminal_ctrl_z_stops_the_command_and_exec_and_fg_resumes_both() {
     });
     let states = (state(child), state(exec));
     let held = cluster[0].get(b"tty-stop").is_some();
-    keyboard.write_all(b"fg\n").unwrap();
-    keyboard.write_all(b"echo status=$?; exit\n").unwrap();
-    drop(keyboard);
-    let output = {
-        let waiter = std::thread::spawn(move || bash.wait_with_output().unwrap());
-        assert!(
-            wait_until(Duration::from_secs(15), || waiter.is_finished()),
-            "bash hung"
-        );
-        waiter.join().unwrap()
-    };
-    let screen = String::from_utf8_lossy(&output.stdout);
+    let screen = type_and_exit(bash, keyboard, "fg\necho status=$?\n");
     assert!(
         stopped,
         "after ^Z: command and exec states {states:?}\n{screen}"
@@ -685,6 +700,44 @@ fn on_a_terminal_ctrl_z_stops_the_command_and_exec_and_fg_resumes_both() {
         cluster.get_all(b"tty-stop"),
         vec![None, None, None],
         "released"
+    );
+}
+
+#[test]
+fn on_a_terminal_bg_after_ctrl_z_leaves_the_shell_its_terminal() {
+    use std::io::Write as _;
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let (bash, mut keyboard) = interactive_bash(&cluster);
+    keyboard
+        .write_all(second_long_command("tty-bg", dir.path()).as_bytes())
+        .unwrap();
+    let child = read_pid(&dir.path().join("child.pid"));
+    keyboard.write_all(b"\x1a").unwrap();
+    assert!(wait_until(
+        Duration::from_secs(5),
+        || crate::support::proc_state(child) == Some('T')
+    ));
+    // The shell must still have its terminal afterwards, to run `wait`.
+    let screen = type_and_exit(bash, keyboard, "bg\nwait %1; echo status=$?\n");
+    assert!(
+        screen.contains("status=6"),
+        "the job finished in the background:\n{screen}"
+    );
+}
+
+#[test]
+fn in_a_pipeline_on_a_terminal_the_job_keeps_working() {
+    let cluster = Cluster::start(3);
+    let (bash, keyboard) = interactive_bash(&cluster);
+    let line = format!(
+        "{} exec tty-pipe -- seq 1 20000 | tail -n 1; echo status=$?\n",
+        env!("CARGO_BIN_EXE_redlock")
+    );
+    let screen = type_and_exit(bash, keyboard, &line);
+    assert!(
+        screen.contains("20000") && screen.contains("status=0"),
+        "{screen}"
     );
 }
 
