@@ -247,11 +247,11 @@ fn extend_reaches_a_server_that_answers_late() {
     // waits for it: otherwise the lock is extended on a bare majority and is
     // lost as soon as one of those servers fails.
     //
-    // What goes wrong: extend decides at quorum and exits. The late server
-    // then runs the EVALSHA, which fails with NOSCRIPT on a server that has
-    // never run the script (any fresh or restarted server), and the EVAL
-    // fallback is never sent because the process is gone. With the script
-    // already cached on that server, the late EVALSHA does extend it.
+    // extend decides at quorum and may exit before the late server answers,
+    // so the request it sent must be complete on its own: an EVALSHA answered
+    // NOSCRIPT by a server that never ran the script would need an EVAL
+    // fallback that an exited process never sends. (That is why a script is
+    // sent with EVAL the first time on a connection.)
     let cluster = Cluster::start_with(3, &["--enable-debug-command", "yes"]);
     let token = acquire(&cluster, "job", &["--ttl", "5s"]);
     let sleeper = busy_for_100ms(&cluster[2]);
