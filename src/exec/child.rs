@@ -86,15 +86,16 @@ pub fn spawn(
             }
             if terminal {
                 // Take the terminal only from our supervisor, never from a
-                // shell that took it back meanwhile (Ctrl-Z and `bg`). Our
-                // supervisor ignores SIGTTOU (see `Terminal`), and so do we
-                // until then; the command gets the default back.
+                // shell that took it back meanwhile (Ctrl-Z and `bg`).
                 let stdin = std::io::stdin();
                 if nix::unistd::tcgetpgrp(&stdin) == Ok(supervisor_group) {
                     nix::unistd::tcsetpgrp(&stdin, getpid())?;
                 }
-                nix::sys::signal::signal(Signal::SIGTTOU, nix::sys::signal::SigHandler::SigDfl)?;
             }
+            // Our supervisor ignores SIGTTOU when it has a terminal (see
+            // `Terminal`), and so did we until here; the command gets the
+            // default back.
+            nix::sys::signal::signal(Signal::SIGTTOU, nix::sys::signal::SigHandler::SigDfl)?;
             Ok(())
         });
     }

@@ -29,7 +29,7 @@ use crate::lock::{BootInstant, Lease, LockError, LockKey, Redlock, Verdict, Wait
 use crate::output::{human, note};
 use crate::signals::Listener;
 use child::Group;
-use terminal::Terminal;
+use terminal::{Owner, Terminal};
 use watchdog::Watchdog;
 
 pub use watchdog::{run as watchdog_main, ACTED as WATCHDOG_ACTED};
@@ -210,13 +210,14 @@ async fn supervise(
     signals: &mut Listener,
     out: Output,
 ) -> anyhow::Result<Exit> {
-    let mut terminal = Terminal::foreground();
+    let mut terminal = Terminal::open();
     child::adopt_orphans();
     let mut watchdog = Watchdog::spawn(spec.signal, spec.stop)
         .map_err(|err| anyhow::anyhow!("cannot start the watchdog process: {err}"))?;
     let token = OsString::from(lease.token.as_str());
     let env = [("REDLOCK_NAME", &spec.name), ("REDLOCK_TOKEN", &token)];
-    let mut child = match child::spawn(&spec.argv, &env, terminal.is_some()) {
+    let eager_terminal = terminal.as_ref().is_some_and(Terminal::eager);
+    let mut child = match child::spawn(&spec.argv, &env, eager_terminal) {
         Ok(child) => child,
         Err(err) => {
             if let Some(terminal) = &terminal {
@@ -235,7 +236,7 @@ async fn supervise(
         anyhow::bail!("the command started without a process id");
     };
     let group = Group(pid);
-    if let Some(terminal) = &terminal {
+    if let (Some(terminal), true) = (&terminal, eager_terminal) {
         // The child does this too; whichever comes first wins the race.
         terminal.give_to(group);
     }
@@ -264,12 +265,21 @@ async fn supervise(
                 break status;
             }
         } else if let Some(terminal) = &mut terminal {
-            // Act once per stop: without a job-control shell it stays.
-            let stopped = terminal::is_stopped(pid);
-            if stopped && !was_stopped {
-                terminal.suspend_with(group);
+            if terminal::is_stopped(pid) {
+                match terminal.owner(group) {
+                    // It needs the terminal (a prompt), or `fg` continued
+                    // us after a Ctrl-Z: the command gets it and goes on.
+                    Owner::Us => {
+                        terminal.give_to(group);
+                        group.signal(Signal::SIGCONT);
+                    }
+                    // Ctrl-Z; once per stop.
+                    Owner::Command if !was_stopped => terminal.suspend_with(group),
+                    // A background job waiting for the shell's `fg`.
+                    _ => {}
+                }
             }
-            was_stopped = stopped && terminal::is_stopped(pid);
+            was_stopped = terminal::is_stopped(pid);
         }
         if loss.is_none() && now >= plan.term_at(deadline) {
             let reason = if now >= plan.kill_at(deadline) {
@@ -335,7 +345,13 @@ async fn supervise(
                     note("the watchdog process is gone; a frozen redlock could not stop the command in time");
                 }
             }
-            signal = signals.recv() => group.signal(signal),
+            signal = signals.recv() => {
+                group.signal(signal);
+                // A stopped command would keep these pending forever.
+                if matches!(signal, Signal::SIGINT | Signal::SIGTERM | Signal::SIGHUP | Signal::SIGQUIT) {
+                    group.signal(Signal::SIGCONT);
+                }
+            }
             () = tokio::time::sleep(nap) => {}
         }
     };

@@ -1,75 +1,103 @@
-//! Job control for a command run from an interactive terminal. The command's
-//! process group gets the terminal, as a shell gives it to a job, so that
-//! Ctrl-C and Ctrl-Z reach the command. When the command is stopped (Ctrl-Z),
-//! `redlock exec` takes the terminal back and stops its own job, so that the
-//! shell that started it gets control; when the shell continues it, the
-//! command is continued too, and given the terminal again if we have it
-//! (`fg`), not if we run in the background (`bg`).
+//! Job control for a command run on a terminal, done the way a shell does
+//! it for a job. The command's process group gets the terminal:
 //!
-//! The terminal only ever changes hands between our own group and the
-//! command's: never while the shell (or anyone else) has it.
+//! - at once, when `exec` is alone in the foreground of the terminal, so
+//!   that Ctrl-C and Ctrl-Z reach the command;
+//! - otherwise (a script or pipeline that shares `exec`'s job, or stdin not
+//!   the terminal) only when the command stops on reading or writing the
+//!   terminal while `exec`'s job owns it, so that a prompt works.
+//!
+//! When the command is stopped from the terminal (Ctrl-Z), `exec` takes the
+//! terminal back and stops its own job, so that the shell gets control;
+//! continued (`fg`, `bg`), it continues the command too, and gives it the
+//! terminal again when its job owns it. The terminal only ever changes hands
+//! between `exec`'s job and the command's, never while someone else has it.
 
+use std::fs::File;
 use std::io::IsTerminal as _;
 
 use nix::errno::Errno;
 use nix::sys::signal::{killpg, signal, SigHandler, Signal};
 use nix::sys::termios::{tcgetattr, tcsetattr, SetArg, Termios};
-use nix::unistd::{getpgid, getpgrp, getpid, getppid, getsid, tcgetpgrp, tcsetpgrp, Pid};
+use nix::unistd::{getpgrp, getpid, getsid, tcgetpgrp, tcsetpgrp, Pid};
 
 use super::child::Group;
 
-/// The terminal we run in the foreground of.
+/// Our controlling terminal.
 pub struct Terminal {
-    stdin: std::io::Stdin,
+    tty: File,
+    /// Whether the command gets the terminal as soon as it starts.
+    eager: bool,
     /// Our modes, restored when the command dies of a signal or is stopped
     /// (a full-screen program may leave the terminal raw), as shells do.
     modes: Option<Termios>,
-    /// The command's modes when it was stopped, given back on `fg`.
+    /// The command's modes when it was stopped, given back with the terminal.
     stopped_modes: Option<Termios>,
-    /// Whether a job-control shell can continue us: our parent is in the
-    /// same session but another process group. Otherwise (`script -c`,
-    /// `ssh -t cmd`) our group is orphaned and cannot be stopped.
+    /// Whether a shell can continue our job once it is stopped: our process
+    /// group is not orphaned. Otherwise (`script -c`, `ssh -t host cmd`,
+    /// PID 1) a stop from the terminal is undone, as the kernel does for
+    /// orphaned groups.
     job_control: bool,
 }
 
+/// Who has the terminal now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// `exec`'s own job.
+    Us,
+    /// The command's process group.
+    Command,
+    /// Someone else: the shell, when we run in the background.
+    Other,
+}
+
 impl Terminal {
-    /// Some when stdin is a terminal whose foreground process group is ours
-    /// and we are alone in it; None for cron, CI, pipes, jobs in the
-    /// background, and pipelines or scripts that share our group (their
-    /// other members must keep Ctrl-C and Ctrl-Z as they were).
+    /// Our controlling terminal, if we have one (never under cron or CI).
     ///
     /// From then on this process ignores SIGTTOU: while the command has the
     /// terminal we are in the background, and must still be able to take it
     /// back and to write messages.
-    pub fn foreground() -> Option<Terminal> {
-        let stdin = std::io::stdin();
-        let ours = stdin.is_terminal()
-            && tcgetpgrp(&stdin).is_ok_and(|group| group == getpgrp())
-            && alone_in_our_group();
-        if !ours {
-            return None;
-        }
+    pub fn open() -> Option<Terminal> {
+        let tty = File::options()
+            .read(true)
+            .write(true)
+            .open("/dev/tty")
+            .ok()?;
+        let job = Job::ours();
+        let in_foreground = tcgetpgrp(&tty).is_ok_and(|group| group == getpgrp());
+        let stdin_is_it = std::io::stdin().is_terminal();
         // SAFETY: SIG_IGN installs no handler code.
         unsafe { signal(Signal::SIGTTOU, SigHandler::SigIgn) }.ok()?;
-        let parent = getppid();
-        let job_control = getsid(Some(parent)) == getsid(None)
-            && getpgid(Some(parent)).is_ok_and(|group| group != getpgrp());
         Some(Terminal {
-            modes: tcgetattr(&stdin).ok(),
-            stdin,
+            eager: stdin_is_it && in_foreground && job.alone,
+            modes: tcgetattr(&tty).ok(),
+            tty,
             stopped_modes: None,
-            job_control,
+            job_control: !job.orphaned,
         })
     }
 
-    fn foreground_group(&self) -> Option<Pid> {
-        tcgetpgrp(&self.stdin).ok()
+    /// Whether the command is to get the terminal from the start.
+    pub fn eager(&self) -> bool {
+        self.eager
     }
 
-    /// Gives the terminal to the command, if we have it.
+    pub fn owner(&self, group: Group) -> Owner {
+        match tcgetpgrp(&self.tty) {
+            Ok(owner) if owner == getpgrp() => Owner::Us,
+            Ok(owner) if owner.as_raw() == group.0 => Owner::Command,
+            _ => Owner::Other,
+        }
+    }
+
+    /// Gives the terminal to the command, with the modes it had when it was
+    /// stopped, if our job has the terminal.
     pub fn give_to(&self, group: Group) {
-        if self.foreground_group() == Some(getpgrp()) {
-            let _ = tcsetpgrp(&self.stdin, Pid::from_raw(group.0));
+        if self.owner(group) == Owner::Us {
+            if let Some(modes) = &self.stopped_modes {
+                let _ = tcsetattr(&self.tty, SetArg::TCSADRAIN, modes);
+            }
+            let _ = tcsetpgrp(&self.tty, Pid::from_raw(group.0));
         }
     }
 
@@ -77,63 +105,86 @@ impl Terminal {
     /// left to a group that no longer exists (a command that failed to
     /// start). With `restore`, our own terminal modes are put back too.
     pub fn take_back(&self, group: Option<Group>, restore: bool) {
-        let Some(foreground) = self.foreground_group() else {
+        let Ok(owner) = tcgetpgrp(&self.tty) else {
             return;
         };
-        let abandoned = killpg(foreground, None) == Err(Errno::ESRCH);
-        if group.is_some_and(|group| foreground.as_raw() == group.0) || abandoned {
-            let _ = tcsetpgrp(&self.stdin, getpgrp());
+        let abandoned = killpg(owner, None) == Err(Errno::ESRCH);
+        if group.is_some_and(|group| owner.as_raw() == group.0) || abandoned {
+            let _ = tcsetpgrp(&self.tty, getpgrp());
             if let (true, Some(modes)) = (restore, &self.modes) {
-                let _ = tcsetattr(&self.stdin, SetArg::TCSADRAIN, modes);
+                let _ = tcsetattr(&self.tty, SetArg::TCSADRAIN, modes);
             }
         }
     }
 
-    /// The command was stopped (Ctrl-Z): stop our job with it, so that the
-    /// shell gets control; when continued, continue the command as well.
-    /// Without a job-control shell the stop is left as it is.
+    /// The command, which has the terminal, was stopped (Ctrl-Z): stop our
+    /// job with it, so that the shell gets control; once continued, continue
+    /// the command too, in the foreground if our job has the terminal.
     pub fn suspend_with(&mut self, group: Group) {
-        if !self.job_control {
-            return;
-        }
-        self.stopped_modes = tcgetattr(&self.stdin).ok();
-        self.take_back(Some(group), true);
-        let _ = killpg(getpgrp(), Signal::SIGTSTP);
-        // Continued: in the foreground (`fg`), or in the background (`bg`,
-        // or `kill %1`, which continues its target to deliver the signal).
-        if self.foreground_group() == Some(getpgrp()) {
-            if let Some(modes) = &self.stopped_modes {
-                let _ = tcsetattr(&self.stdin, SetArg::TCSADRAIN, modes);
-            }
+        if self.job_control {
+            self.stopped_modes = tcgetattr(&self.tty).ok();
+            self.take_back(Some(group), true);
+            let _ = killpg(getpgrp(), Signal::SIGTSTP);
+            // Continued by `fg` (our job has the terminal), or by `bg` or
+            // `kill %1` (it has not).
             self.give_to(group);
         }
         group.signal(Signal::SIGCONT);
     }
 }
 
-/// Whether no other process shares our process group (one /proc scan).
-fn alone_in_our_group() -> bool {
-    let (us, group) = (getpid().as_raw(), getpgrp().as_raw());
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return true;
-    };
-    !entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| pid != us)
-        .any(|pid| stat_field(pid, 2).is_some_and(|pgrp| pgrp == group.to_string()))
+/// What one scan of /proc tells about our process group.
+struct Job {
+    /// No other process shares our group.
+    alone: bool,
+    /// No member of our group has its parent in another group of our
+    /// session: no job-control shell can continue the group once stopped.
+    orphaned: bool,
 }
 
-/// Field `index` after the command name of /proc/PID/stat (0: state,
-/// 1: parent, 2: process group).
-fn stat_field(pid: i32, index: usize) -> Option<String> {
+impl Job {
+    fn ours() -> Job {
+        let (us, group, session) = (
+            getpid().as_raw(),
+            getpgrp().as_raw(),
+            getsid(None).map(Pid::as_raw),
+        );
+        // (pid, parent, group, session) of every process.
+        let table: Vec<[i32; 4]> = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter_map(|pid| {
+                let fields = stat_fields(pid)?;
+                let number = |i: usize| fields.get(i)?.parse::<i32>().ok();
+                Some([pid, number(1)?, number(2)?, number(3)?])
+            })
+            .collect();
+        let members: Vec<&[i32; 4]> = table.iter().filter(|p| p[2] == group).collect();
+        let outside_parent = |member: &&[i32; 4]| {
+            table
+                .iter()
+                .find(|p| p[0] == member[1])
+                .is_some_and(|parent| parent[2] != group && Ok(parent[3]) == session)
+        };
+        Job {
+            alone: members.iter().all(|p| p[0] == us),
+            orphaned: !members.iter().any(outside_parent),
+        }
+    }
+}
+
+/// The fields of /proc/PID/stat after the command name: 0 state, 1 parent,
+/// 2 process group, 3 session.
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may hold spaces and parentheses; what follows its
     // closing parenthesis is plain.
     let rest = stat.get(stat.rfind(')')? + 1..)?;
-    rest.split_whitespace().nth(index).map(str::to_owned)
+    Some(rest.split_whitespace().take(4).map(str::to_owned).collect())
 }
 
 /// Whether the process `pid` is stopped by a signal or job control.
 pub fn is_stopped(pid: i32) -> bool {
-    stat_field(pid, 0).is_some_and(|state| state == "T")
+    stat_fields(pid).is_some_and(|fields| fields.first().is_some_and(|state| state == "T"))
 }

@@ -765,3 +765,32 @@ fn a_grandchild_that_ignores_the_stop_signal_is_killed_before_the_deadline() {
     let (code, stderr) = finish(child, Duration::from_secs(10));
     assert_eq!(code, 79, "{stderr}");
 }
+
+#[test]
+fn a_command_run_from_a_script_on_a_terminal_can_prompt() {
+    use std::io::Write as _;
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    // exec shares its job with the script's shell, so the command starts in
+    // the background; when it reads the terminal it must get it.
+    let script = dir.path().join("deploy.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "{} exec tty-prompt -- sh -c 'printf \"Continue? \"; read a; echo answer=$a'\n",
+            env!("CARGO_BIN_EXE_redlock")
+        ),
+    )
+    .unwrap();
+    let (bash, mut keyboard) = interactive_bash(&cluster);
+    keyboard
+        .write_all(format!("bash {}; echo status=$?\n", script.display()).as_bytes())
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    keyboard.write_all(b"yes\n").unwrap();
+    let screen = type_and_exit(bash, keyboard, "");
+    assert!(
+        screen.contains("answer=yes") && screen.contains("status=0"),
+        "{screen}"
+    );
+}
