@@ -13,8 +13,12 @@ use crate::support::{exit_code, pid_alive, run, wait_until, Cluster};
 
 /// Starts `redlock exec ARGS` in the background with stdin closed, as cron does.
 fn spawn_exec(cluster: &Cluster, args: &[&str]) -> Child {
-    cluster
-        .redlock()
+    spawn_exec_with(&mut cluster.redlock(), args)
+}
+
+/// The same, from a prepared `redlock` command (extra environment, say).
+fn spawn_exec_with(redlock: &mut std::process::Command, args: &[&str]) -> Child {
+    redlock
         .arg("exec")
         .args(args)
         .stdin(Stdio::null())
@@ -290,24 +294,14 @@ fn a_frozen_supervisor_cannot_let_the_child_outlive_the_lock() {
     let cluster = Cluster::start(3);
     let dir = temp();
     // A bad variable that the flag overrides must not disable the watchdog.
-    let child = cluster
-        .redlock()
-        .env("REDLOCK_SERVERS", "127.0.0.1:1,127.0.0.1:1")
-        .args([
-            "exec",
-            "-s",
-            &cluster.servers_arg(),
-            "--ttl",
-            "1s",
-            "frozen",
-            "-c",
-        ])
-        .arg(family_script(dir.path()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn redlock exec");
+    let servers = cluster.servers_arg();
+    let script = family_script(dir.path());
+    let child = spawn_exec_with(
+        cluster
+            .redlock()
+            .env("REDLOCK_SERVERS", "127.0.0.1:1,127.0.0.1:1"),
+        &["-s", &servers, "--ttl", "1s", "frozen", "-c", &script],
+    );
     let supervisor = Pid::from_raw(child.id() as i32);
     let (pid, grandchild) = family(dir.path());
     kill(supervisor, Signal::SIGSTOP).unwrap();
