@@ -88,6 +88,10 @@ impl StopPlan {
 /// (tokio's timers do not count time spent suspended).
 const CLOCK_CHECK: Duration = Duration::from_millis(50);
 
+/// How often processes left behind by the command are checked for being
+/// stopped on the terminal (a /proc scan each time).
+const ORPHAN_CHECK: Duration = Duration::from_secs(1);
+
 /// Signals sent to `redlock exec` that are passed on to the child.
 const FORWARDED: [Signal; 6] = [
     Signal::SIGINT,
@@ -254,11 +258,22 @@ async fn supervise(
     // lock until the processes it left in its group have ended too.
     let mut exited: Option<std::process::ExitStatus> = None;
     let mut was_stopped = false;
+    let mut next_orphan_check = BootInstant::now();
     let status = loop {
         let deadline = *new_deadline.borrow();
         let now = BootInstant::now();
         if let Some(status) = exited {
             group.reap_adopted();
+            // What the command left behind is no job of the shell's: one
+            // that stops on the terminal would hold the lock for good. Treat
+            // it as the kernel treats an orphaned group: SIGHUP, SIGCONT.
+            if terminal.is_some() && now >= next_orphan_check {
+                next_orphan_check = now + ORPHAN_CHECK;
+                if terminal::any_stopped(group) {
+                    group.signal(Signal::SIGHUP);
+                    group.signal(Signal::SIGCONT);
+                }
+            }
             let unkillable =
                 killed_at.is_some_and(|at| now.saturating_since(at) > Duration::from_secs(1));
             if group.is_gone() || unkillable {

@@ -184,6 +184,17 @@ fn stat_fields(pid: i32) -> Option<Vec<String>> {
     Some(rest.split_whitespace().take(4).map(str::to_owned).collect())
 }
 
+/// Whether some process of `group` is stopped (one /proc scan).
+pub fn any_stopped(group: Group) -> bool {
+    let group = group.0.to_string();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(stat_fields)
+        .any(|fields| fields.first().is_some_and(|s| s == "T") && fields.get(2) == Some(&group))
+}
+
 /// Whether the process `pid` is stopped by a signal or job control.
 pub fn is_stopped(pid: i32) -> bool {
     stat_fields(pid).is_some_and(|fields| fields.first().is_some_and(|state| state == "T"))

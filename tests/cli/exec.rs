@@ -790,3 +790,33 @@ fn a_command_run_from_a_script_on_a_terminal_can_prompt() {
         "{screen}"
     );
 }
+
+#[test]
+fn on_a_terminal_a_leftover_stopped_on_the_terminal_does_not_hold_the_lock() {
+    use std::io::Write as _;
+    let cluster = Cluster::start(3);
+    let (bash, mut keyboard) = interactive_bash(&cluster);
+    // The background reader outlives the command, then stops on the
+    // terminal it no longer has.
+    let line = format!(
+        "{} exec tty-left -- sh -c '(sleep 0.3; read a </dev/tty; echo left=$a) & exit 0'; \
+         echo status=$?\n",
+        env!("CARGO_BIN_EXE_redlock")
+    );
+    keyboard.write_all(line.as_bytes()).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(8), || cluster[0]
+            .get(b"tty-left")
+            .is_some()),
+        "exec never took the lock"
+    );
+    let released = wait_until(Duration::from_secs(8), || {
+        cluster.get_all(b"tty-left") == vec![None, None, None]
+    });
+    let screen = type_and_exit(bash, keyboard, "");
+    assert!(
+        released,
+        "the lock stayed held by a stopped leftover:\n{screen}"
+    );
+    assert!(screen.contains("status=0"), "{screen}");
+}
