@@ -220,8 +220,8 @@ async fn supervise(
         .map_err(|err| anyhow::anyhow!("cannot start the watchdog process: {err}"))?;
     let token = OsString::from(lease.token.as_str());
     let env = [("REDLOCK_NAME", &spec.name), ("REDLOCK_TOKEN", &token)];
-    let eager_terminal = terminal.as_ref().is_some_and(Terminal::eager);
-    let mut child = match child::spawn(&spec.argv, &env, eager_terminal) {
+    let exclusive_terminal = terminal.as_ref().is_some_and(Terminal::exclusive);
+    let mut child = match child::spawn(&spec.argv, &env, exclusive_terminal) {
         Ok(child) => child,
         Err(err) => {
             if let Some(terminal) = &terminal {
@@ -240,7 +240,7 @@ async fn supervise(
         anyhow::bail!("the command started without a process id");
     };
     let group = Group(pid);
-    if let (Some(terminal), true) = (&terminal, eager_terminal) {
+    if let (Some(terminal), true) = (&terminal, exclusive_terminal) {
         // The child does this too; whichever comes first wins the race.
         terminal.give_to(group);
     }
@@ -293,6 +293,8 @@ async fn supervise(
                     // A background job waiting for the shell's `fg`.
                     _ => {}
                 }
+            } else if terminal.exclusive() && terminal.owner(group) == Owner::Us {
+                terminal.give_to(group);
             }
             was_stopped = terminal::is_stopped(pid);
         }

@@ -1,8 +1,8 @@
 //! Job control for a command run on a terminal, done the way a shell does
 //! it for a job. The command's process group gets the terminal:
 //!
-//! - at once, when `exec` is alone in the foreground of the terminal, so
-//!   that Ctrl-C and Ctrl-Z reach the command;
+//! - whenever `exec`'s job has the terminal, when `exec` is alone in its job
+//!   and stdin is the terminal, so that Ctrl-C and Ctrl-Z reach the command;
 //! - otherwise (a script or pipeline that shares `exec`'s job, or stdin not
 //!   the terminal) only when the command stops on reading or writing the
 //!   terminal while `exec`'s job owns it, so that a prompt works.
@@ -26,8 +26,9 @@ use super::child::Group;
 /// Our controlling terminal.
 pub struct Terminal {
     tty: File,
-    /// Whether the command gets the terminal as soon as it starts.
-    eager: bool,
+    /// Whether the command is to have the terminal whenever our job has it:
+    /// we are alone in our job and stdin is the terminal.
+    exclusive: bool,
     /// Our modes, restored when the command dies of a signal or is stopped
     /// (a full-screen program may leave the terminal raw), as shells do.
     modes: Option<Termios>,
@@ -64,12 +65,11 @@ impl Terminal {
             .open("/dev/tty")
             .ok()?;
         let job = Job::ours();
-        let in_foreground = tcgetpgrp(&tty).is_ok_and(|group| group == getpgrp());
         let stdin_is_it = std::io::stdin().is_terminal();
         // SAFETY: SIG_IGN installs no handler code.
         unsafe { signal(Signal::SIGTTOU, SigHandler::SigIgn) }.ok()?;
         Some(Terminal {
-            eager: stdin_is_it && in_foreground && job.alone,
+            exclusive: stdin_is_it && job.alone,
             modes: tcgetattr(&tty).ok(),
             tty,
             stopped_modes: None,
@@ -77,9 +77,13 @@ impl Terminal {
         })
     }
 
-    /// Whether the command is to get the terminal from the start.
-    pub fn eager(&self) -> bool {
-        self.eager
+    /// Whether the command is to have the terminal whenever our job has it.
+    /// Checked again all along, not only at the start: the shell that
+    /// started us may give its job the terminal after we did (bash does it
+    /// from the parent as well as from the child), and `fg` after `bg`
+    /// gives it to our job.
+    pub fn exclusive(&self) -> bool {
+        self.exclusive
     }
 
     pub fn owner(&self, group: Group) -> Owner {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+use crate::acquire::assert_gone_everywhere;
 use crate::support::{exit_code, pid_alive, run, wait_until, Cluster};
 
 /// Starts `redlock exec ARGS` in the background with stdin closed, as cron does.
@@ -102,11 +103,7 @@ fn passes_the_childs_exit_code_through() {
         .redlock()
         .args(["exec", "codes", "-c", "kill -TERM $$"]))
     .assert_code(143, "SIGTERM");
-    assert_eq!(
-        cluster.get_all(b"codes"),
-        vec![None, None, None],
-        "released after each run"
-    );
+    assert_gone_everywhere(&cluster, b"codes");
 }
 
 #[test]
@@ -126,11 +123,7 @@ fn missing_or_unrunnable_command_gives_127_or_126_and_releases() {
     std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
     run(cluster.redlock().args(["exec", "nope", "--"]).arg(&script))
         .assert_code(126, "not executable");
-    assert_eq!(
-        cluster.get_all(b"nope"),
-        vec![None, None, None],
-        "lock released"
-    );
+    assert_gone_everywhere(&cluster, b"nope");
     run(cluster.redlock().args(["acquire", "-n", "nope"])).assert_code(0, "free again");
 }
 
@@ -224,11 +217,7 @@ fn short_ttl_is_kept_alive_while_the_child_runs() {
     let (code, stderr) = finish(child, Duration::from_secs(10));
     assert_eq!(code, 0, "{stderr}");
     assert!(started.elapsed() >= Duration::from_secs(3));
-    assert_eq!(
-        cluster.get_all(b"kept"),
-        vec![None, None, None],
-        "released after exit"
-    );
+    assert_gone_everywhere(&cluster, b"kept");
 }
 
 #[test]
@@ -338,7 +327,7 @@ fn sigterm_to_exec_reaches_the_child_and_releases_the_lock() {
     let (code, stderr) = finish(child, Duration::from_secs(10));
     assert_eq!(code, 42, "exec exits with the child's status: {stderr}");
     assert_eq!(std::fs::read_to_string(&got).unwrap().trim(), "term");
-    assert_eq!(cluster.get_all(b"term"), vec![None, None, None], "released");
+    assert_gone_everywhere(&cluster, b"term");
 }
 
 #[test]
@@ -502,11 +491,7 @@ fn on_a_terminal_ctrl_c_reaches_the_child_and_its_status_is_kept() {
     script.stdin.as_mut().unwrap().write_all(b"\x03").unwrap();
     let (code, _) = finish(script, Duration::from_secs(10));
     assert_eq!(code, 5, "the child's own status after its INT trap");
-    assert_eq!(
-        cluster.get_all(b"tty-lock"),
-        vec![None, None, None],
-        "released"
-    );
+    assert_gone_everywhere(&cluster, b"tty-lock");
 }
 
 #[test]
@@ -585,11 +570,7 @@ fn the_lock_is_held_until_processes_left_in_the_group_end() {
         took >= Duration::from_secs(1) && took < Duration::from_secs(3),
         "{took:?}"
     );
-    assert_eq!(
-        cluster.get_all(b"leftover"),
-        vec![None, None, None],
-        "released after"
-    );
+    assert_gone_everywhere(&cluster, b"leftover");
 }
 
 #[test]
@@ -653,6 +634,35 @@ fn type_and_exit(bash: Child, mut keyboard: std::process::ChildStdin, lines: &st
     String::from_utf8_lossy(&waiter.join().unwrap().stdout).into_owned()
 }
 
+/// Whether the process group of `pid` is the foreground group of its
+/// terminal (fields 2 and 5 after the command name in /proc/PID/stat).
+fn owns_terminal(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let fields: Vec<&str> = stat[stat.rfind(')').map_or(0, |end| end + 1)..]
+        .split_whitespace()
+        .collect();
+    fields.get(2).is_some() && fields.get(2) == fields.get(5)
+}
+
+/// Waits until the command `pid` has the terminal for good, so that a ^Z
+/// reaches it. bash gives its job the terminal from the forked child and
+/// again from the parent, which may come after exec handed the terminal on;
+/// exec gives it back within one clock check (50ms).
+fn wait_for_terminal(pid: i32) {
+    let settled = || {
+        wait_until(Duration::from_secs(5), || owns_terminal(pid)) && {
+            std::thread::sleep(Duration::from_millis(150));
+            owns_terminal(pid)
+        }
+    };
+    assert!(
+        settled() || settled(),
+        "the command never kept the terminal"
+    );
+}
+
 /// A command for the terminal tests: records its pid, runs about a second,
 /// exits 6.
 fn second_long_command(name: &str, dir: &Path) -> String {
@@ -675,6 +685,7 @@ fn on_a_terminal_ctrl_z_stops_the_command_and_exec_and_fg_resumes_both() {
         .unwrap();
     let child = read_pid(&dir.path().join("child.pid"));
     let exec = redlock_pid_with("tty-stop").expect("the exec process");
+    wait_for_terminal(child);
     keyboard.write_all(b"\x1a").unwrap();
     let state = |pid| crate::support::proc_state(pid);
     let stopped = wait_until(Duration::from_secs(5), || {
@@ -692,11 +703,7 @@ fn on_a_terminal_ctrl_z_stops_the_command_and_exec_and_fg_resumes_both() {
         screen.contains("status=6"),
         "fg resumed the command to its end:\n{screen}"
     );
-    assert_eq!(
-        cluster.get_all(b"tty-stop"),
-        vec![None, None, None],
-        "released"
-    );
+    assert_gone_everywhere(&cluster, b"tty-stop");
 }
 
 #[test]
@@ -709,11 +716,18 @@ fn on_a_terminal_bg_after_ctrl_z_leaves_the_shell_its_terminal() {
         .write_all(second_long_command("tty-bg", dir.path()).as_bytes())
         .unwrap();
     let child = read_pid(&dir.path().join("child.pid"));
+    wait_for_terminal(child);
+    let exec = redlock_pid_with("tty-bg").expect("the exec process");
     keyboard.write_all(b"\x1a").unwrap();
-    assert!(wait_until(
-        Duration::from_secs(5),
-        || crate::support::proc_state(child) == Some('T')
-    ));
+    // Both stopped: the shell has its prompt back before `bg` is typed.
+    let state = |pid| crate::support::proc_state(pid);
+    assert!(
+        wait_until(Duration::from_secs(5), || state(child) == Some('T')
+            && state(exec) == Some('T')),
+        "after ^Z: command {:?}, exec {:?}",
+        state(child),
+        state(exec)
+    );
     // The shell must still have its terminal afterwards, to run `wait`.
     let screen = type_and_exit(bash, keyboard, "bg\nwait %1; echo status=$?\n");
     assert!(
