@@ -468,9 +468,14 @@ fn on_a_terminal_ctrl_c_reaches_the_child_and_its_status_is_kept() {
     // `script` (util-linux) gives the command a pseudo-terminal; a ^C byte
     // written to it makes the terminal send SIGINT to its foreground group.
     let cluster = Cluster::start(3);
+    let dir = temp();
+    // The child records its pid only once its trap is in place: a ^C that
+    // came before would kill it with 130, which is not what is tested here.
     let command = format!(
-        "{} exec tty-lock -- sh -c 'trap \"echo got-int; exit 5\" INT; while :; do sleep 0.1; done'",
-        env!("CARGO_BIN_EXE_redlock")
+        "{} exec tty-lock -- sh -c 'trap \"echo got-int; exit 5\" INT; echo $$ > {}/child.pid; \
+         while :; do sleep 0.1; done'",
+        env!("CARGO_BIN_EXE_redlock"),
+        dir.path().display()
     );
     let mut script = std::process::Command::new("script")
         .args(["-qefc", &command, "/dev/null"])
@@ -486,7 +491,7 @@ fn on_a_terminal_ctrl_c_reaches_the_child_and_its_status_is_kept() {
             .is_some()),
         "exec never took the lock"
     );
-    std::thread::sleep(Duration::from_millis(200));
+    wait_for_terminal(read_pid(&dir.path().join("child.pid")));
     use std::io::Write as _;
     script.stdin.as_mut().unwrap().write_all(b"\x03").unwrap();
     let (code, _) = finish(script, Duration::from_secs(10));
@@ -787,8 +792,10 @@ fn a_command_run_from_a_script_on_a_terminal_can_prompt() {
     std::fs::write(
         &script,
         format!(
-            "{} exec tty-prompt -- sh -c 'printf \"Continue? \"; read a; echo answer=$a'\n",
-            env!("CARGO_BIN_EXE_redlock")
+            "{} exec tty-prompt -- sh -c 'touch {}/asking; printf \"Continue? \"; read a; \
+             echo answer=$a'\n",
+            env!("CARGO_BIN_EXE_redlock"),
+            dir.path().display()
         ),
     )
     .unwrap();
@@ -796,7 +803,13 @@ fn a_command_run_from_a_script_on_a_terminal_can_prompt() {
     keyboard
         .write_all(format!("bash {}; echo status=$?\n", script.display()).as_bytes())
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    assert!(
+        wait_until(Duration::from_secs(8), || dir
+            .path()
+            .join("asking")
+            .exists()),
+        "the command never started"
+    );
     keyboard.write_all(b"go-ahead\n").unwrap();
     let screen = type_and_exit(bash, keyboard, "");
     assert!(
