@@ -61,8 +61,17 @@ pub struct GlobalArgs {
     /// Bound for connecting to each server and for each reply. Default: 250ms, or a
     /// fifth of --ttl when that is shorter; an explicit value must be below a third of
     /// --ttl.
-    #[arg(long, value_name = "DUR", env = "REDLOCK_SERVER_TIMEOUT", hide_env_values = true, value_parser = duration::parse, global = true)]
-    pub server_timeout: Option<Duration>,
+    // Parsed in config, not by clap: clap would reject an invalid
+    // REDLOCK_SERVER_TIMEOUT even when the flag, given after the subcommand,
+    // overrides it.
+    #[arg(
+        long,
+        value_name = "DUR",
+        env = "REDLOCK_SERVER_TIMEOUT",
+        hide_env_values = true,
+        global = true
+    )]
+    pub server_timeout: Option<OsString>,
 
     /// PEM file of the CA that signed the servers' certificates, for rediss:// URLs
     /// (instead of the system's roots).

@@ -7,6 +7,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use crate::cli::{self, Cli, Command, GlobalArgs};
+use crate::duration;
 use crate::exec::{derived_name, ExecSpec, StopPlan};
 use crate::lock::{LockKey, ServerSpec, Token, Wait};
 
@@ -177,7 +178,13 @@ impl Config {
             task,
             servers: Servers {
                 specs: server_specs(&servers)?,
-                timeout: server_timeout_for(server_timeout, ttl)?,
+                timeout: server_timeout_for(
+                    server_timeout
+                        .as_deref()
+                        .map(parse_server_timeout)
+                        .transpose()?,
+                    ttl,
+                )?,
                 tls_root_cert: tls_ca_cert.map(|path| read_ca_cert(&path)).transpose()?,
             },
             output: Output {
@@ -301,6 +308,16 @@ fn read_ca_cert(path: &std::path::Path) -> Result<Vec<u8>, ConfigError> {
         )));
     }
     Ok(pem)
+}
+
+/// `--server-timeout` or `REDLOCK_SERVER_TIMEOUT`, whichever clap chose.
+fn parse_server_timeout(text: &std::ffi::OsStr) -> Result<Duration, UsageError> {
+    let text = text.to_string_lossy();
+    duration::parse(&text).map_err(|err| {
+        UsageError(format!(
+            "invalid value '{text}' for '--server-timeout <DUR>': {err}"
+        ))
+    })
 }
 
 /// The per-server bound. An explicit value must stay well below the TTL (under

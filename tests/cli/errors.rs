@@ -163,6 +163,42 @@ fn an_empty_token_from_the_environment_is_a_usage_error() {
 }
 
 #[test]
+fn a_server_timeout_flag_overrides_an_unusable_environment_value() {
+    let server = RedisServer::start();
+    let redlock = || {
+        let mut cmd = support::redlock();
+        cmd.args(["-s", &server.url()]);
+        cmd
+    };
+    for (env, why) in [
+        ("garbage", "not a duration"),
+        ("10s", "too long for --ttl 1s"),
+    ] {
+        let given = |args: &[&str]| {
+            let mut cmd = redlock();
+            cmd.env("REDLOCK_SERVER_TIMEOUT", env).args(args);
+            run(&mut cmd)
+        };
+        let out = given(&["acquire", "-n", "x", "--ttl", "1s"]);
+        assert_one_line_error(&out, 64, &format!("REDLOCK_SERVER_TIMEOUT={env} ({why})"));
+        let out = given(&[
+            "acquire",
+            "-n",
+            "x",
+            "--ttl",
+            "1s",
+            "--server-timeout",
+            "100ms",
+        ]);
+        out.assert_code(
+            0,
+            &format!("the flag wins over REDLOCK_SERVER_TIMEOUT={env}"),
+        );
+        run(redlock().args(["release", "x", out.stdout.trim()])).assert_code(0, "release");
+    }
+}
+
+#[test]
 fn no_subcommand_is_a_usage_error() {
     for args in [
         &[][..],
