@@ -4,11 +4,12 @@
 
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::{AsRawFd as _, BorrowedFd};
 use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::process::ExitStatus;
 
 use nix::errno::Errno;
-use nix::sys::signal::{killpg, Signal};
+use nix::sys::signal::{killpg, signal, SigHandler, Signal};
 use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::{getpid, getppid, Pid};
 
@@ -60,10 +61,16 @@ pub fn adopt_orphans() {
 /// The current thread must live as long as the child: PR_SET_PDEATHSIG fires
 /// when the *thread* that forked exits. `exec` runs on the main thread's
 /// single-threaded runtime for that reason.
+///
+/// Before it runs anything, the child writes `group PGID` to `watchdog` (the
+/// watchdog's pipe) itself: a supervisor killed between the fork and its own
+/// next step would otherwise leave the watchdog without a target, and the
+/// command's background processes running for good.
 pub fn spawn(
     argv: &[OsString],
     env: &[(&str, &OsString)],
     terminal: bool,
+    watchdog: BorrowedFd<'_>,
 ) -> io::Result<tokio::process::Child> {
     let (program, args) = argv
         .split_first()
@@ -75,8 +82,10 @@ pub fn spawn(
     }
     let supervisor = getpid();
     let supervisor_group = nix::unistd::getpgrp();
+    let watchdog = watchdog.as_raw_fd();
     // SAFETY: only async-signal-safe system calls (prctl, getppid, signal,
-    // tcsetpgrp) run between fork and exec.
+    // write, tcsetpgrp) and no allocation run between fork and exec. The
+    // watchdog's pipe is open in the child until exec closes it (CLOEXEC).
     unsafe {
         command.pre_exec(move || {
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
@@ -84,6 +93,7 @@ pub fn spawn(
             if getppid() != supervisor {
                 return Err(io::Error::other("the supervisor exited"));
             }
+            announce_group(BorrowedFd::borrow_raw(watchdog))?;
             if terminal {
                 // Take the terminal only from our supervisor, never from a
                 // shell that took it back meanwhile (Ctrl-Z and `bg`).
@@ -95,11 +105,51 @@ pub fn spawn(
             // Our supervisor ignores SIGTTOU when it has a terminal (see
             // `Terminal`), and so did we until here; the command gets the
             // default back.
-            nix::sys::signal::signal(Signal::SIGTTOU, nix::sys::signal::SigHandler::SigDfl)?;
+            signal(Signal::SIGTTOU, SigHandler::SigDfl)?;
             Ok(())
         });
     }
     command.spawn()
+}
+
+/// Writes `group PID\n` to the watchdog, in one write (a pipe takes up to
+/// PIPE_BUF bytes at once), without allocating: we are between fork and exec.
+fn announce_group(watchdog: BorrowedFd<'_>) -> io::Result<()> {
+    let mut line = [0u8; 32];
+    let mut len = 0;
+    for &byte in b"group " {
+        line[len] = byte;
+        len += 1;
+    }
+    let pid = getpid().as_raw().unsigned_abs();
+    let mut digits = [0u8; 10];
+    let mut count = 0;
+    let mut rest = pid;
+    loop {
+        digits[count] = b'0' + (rest % 10) as u8;
+        count += 1;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for &digit in digits[..count].iter().rev() {
+        line[len] = digit;
+        len += 1;
+    }
+    line[len] = b'\n';
+    len += 1;
+    // A dead watchdog must fail the spawn with EPIPE, not kill us by SIGPIPE.
+    // SAFETY: SIG_IGN and the default install no handler code.
+    let pipe_default = unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) }?;
+    let written = nix::unistd::write(watchdog, &line[..len]);
+    // SAFETY: as above; this is what std left there for the command.
+    unsafe { signal(Signal::SIGPIPE, pipe_default) }?;
+    match written {
+        Ok(n) if n == len => Ok(()),
+        Ok(_) => Err(io::Error::other("short write to the watchdog")),
+        Err(errno) => Err(errno.into()),
+    }
 }
 
 /// Replaces this process with `argv`: for a nested `exec` whose lock is

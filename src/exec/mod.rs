@@ -19,6 +19,7 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use nix::sys::signal::Signal;
 use tokio::sync::watch;
 
@@ -221,8 +222,20 @@ async fn supervise(
     let token = OsString::from(lease.token.as_str());
     let env = [("REDLOCK_NAME", &spec.name), ("REDLOCK_TOKEN", &token)];
     let exclusive_terminal = terminal.as_ref().is_some_and(Terminal::exclusive);
-    let mut child = match child::spawn(&spec.argv, &env, exclusive_terminal) {
+    // The deadline goes first and the command announces its group itself,
+    // so that the watchdog is never without either once the command runs.
+    // Without a watchdog the command does not start (the lock is released).
+    const NO_WATCHDOG: &str = "the watchdog process is gone; not starting the command without it";
+    watchdog.deadline(lease.deadline).context(NO_WATCHDOG)?;
+    let spawned = watchdog
+        .pipe()
+        .and_then(|pipe| child::spawn(&spec.argv, &env, exclusive_terminal, pipe));
+    let mut child = match spawned {
         Ok(child) => child,
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {
+            watchdog.done();
+            return Err(err).context(NO_WATCHDOG);
+        }
         Err(err) => {
             if let Some(terminal) = &terminal {
                 // The child may have taken the terminal before exec failed.
@@ -244,10 +257,7 @@ async fn supervise(
         // The child does this too; whichever comes first wins the race.
         terminal.give_to(group);
     }
-    let mut watchdog_alive = watchdog.watch(group, lease.deadline).is_ok();
-    if !watchdog_alive {
-        note("the watchdog process is gone; a frozen redlock could not stop the command in time");
-    }
+    let mut watchdog_alive = true;
     let (deadlines, mut new_deadline) = watch::channel(lease.deadline);
     let keeper = keep(redlock, lease, deadlines, out);
     tokio::pin!(keeper);

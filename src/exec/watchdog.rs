@@ -5,7 +5,8 @@
 //! (so terminal signals do not reach it) and talks to it over a pipe, one
 //! line per message:
 //!
-//! - `group PGID`: the command's process group, what to stop;
+//! - `group PGID`: the command's process group, what to stop, written by the
+//!   command itself between fork and exec;
 //! - `deadline NANOS`: the validity deadline on CLOCK_BOOTTIME, system-wide;
 //! - `done`: the child has ended, exit quietly.
 //!
@@ -19,7 +20,7 @@
 //! it had to signal the command.
 
 use std::io::{self, Read as _, Write as _};
-use std::os::fd::AsFd as _;
+use std::os::fd::{AsFd as _, BorrowedFd};
 use std::os::unix::process::CommandExt as _;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
@@ -83,9 +84,13 @@ impl Watchdog {
         Ok(Watchdog { process, pipe })
     }
 
-    pub fn watch(&mut self, group: Group, deadline: BootInstant) -> io::Result<()> {
-        self.send(&format!("group {}\n", group.0))?;
-        self.deadline(deadline)
+    /// The pipe to the watchdog, for the command to announce its own group
+    /// (`group PGID`) before it runs anything; see [`super::child::spawn`].
+    pub fn pipe(&self) -> io::Result<BorrowedFd<'_>> {
+        match &self.pipe {
+            Some(pipe) => Ok(pipe.as_fd()),
+            None => Err(io::ErrorKind::BrokenPipe.into()),
+        }
     }
 
     pub fn deadline(&mut self, deadline: BootInstant) -> io::Result<()> {

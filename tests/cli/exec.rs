@@ -316,8 +316,11 @@ fn sigterm_to_exec_reaches_the_child_and_releases_the_lock() {
     let cluster = Cluster::start(3);
     let dir = temp();
     let got = dir.path().join("got-term");
+    // The pid is written once the background sleep exists: a TERM that came
+    // while the shell forks would hold the fork back until after the trap,
+    // and the sleep, started then, would keep the lock for a minute.
     let script = format!(
-        "trap 'echo term > {}; exit 42' TERM; echo $$ > {}; sleep 60 & wait",
+        "trap 'echo term > {}; exit 42' TERM; sleep 60 & echo $$ > {}; wait",
         path_str(&got),
         path_str(&dir.path().join("child.pid"))
     );
