@@ -22,6 +22,7 @@
 use std::io::{self, Read as _, Write as _};
 use std::os::fd::{AsFd as _, BorrowedFd};
 use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
 
@@ -40,6 +41,9 @@ const CLOCK_CHECK: Duration = Duration::from_millis(20);
 /// then reports the lock as lost, whatever the command's status.
 pub const ACTED: u8 = 3;
 
+/// This process's own binary, on Linux.
+const SELF_EXE: &str = "/proc/self/exe";
+
 /// What the watchdog writes on stdout once it is running and listening.
 const READY: &[u8] = b"ready\n";
 
@@ -53,8 +57,17 @@ impl Watchdog {
     /// Starts the watchdog and waits until it says it is ready, so that no
     /// command ever runs unguarded.
     pub fn spawn(signal: Signal, plan: StopPlan) -> io::Result<Self> {
-        let mut command = Command::new(std::env::current_exe()?);
+        // /proc/self/exe is this very binary even after it was replaced or
+        // deleted on disk (an upgrade while `exec -w` waited for the lock);
+        // its path is not.
+        let program = if Path::new(SELF_EXE).exists() {
+            PathBuf::from(SELF_EXE)
+        } else {
+            std::env::current_exe()?
+        };
+        let mut command = Command::new(program);
         command
+            .arg0("redlock")
             .arg("__watchdog")
             .args(["--signal", &(signal as i32).to_string()])
             .args(["--grace-ms", &plan.grace.as_millis().to_string()])

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use crate::acquire::assert_gone_everywhere;
+use crate::acquire::{acquire, assert_gone_everywhere};
 use crate::support::{exit_code, pid_alive, run, wait_until, Cluster};
 
 /// Starts `redlock exec ARGS` in the background with stdin closed, as cron does.
@@ -579,6 +579,42 @@ fn the_lock_is_held_until_processes_left_in_the_group_end() {
         "{took:?}"
     );
     assert_gone_everywhere(&cluster, b"leftover");
+}
+
+#[test]
+fn an_exec_waiting_while_its_binary_is_replaced_still_runs_guarded() {
+    // An upgrade while `exec -w` waits for the lock replaces the file exec
+    // was started from; the watchdog it starts later must still be exec.
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let installed = dir.path().join("redlock");
+    std::fs::copy(env!("CARGO_BIN_EXE_redlock"), &installed).unwrap();
+    let holder = acquire(&cluster, "upgrade", &["--ttl", "30s"]);
+    let mut redlock = std::process::Command::new(&installed);
+    redlock
+        .env("REDLOCK_SERVERS", cluster.servers_arg())
+        .args(["exec", "upgrade", "-w", "20s", "--", "true"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // Another test thread forking while the copy was open for writing makes
+    // the new file briefly "text file busy".
+    let child = (0..50)
+        .find_map(|_| match redlock.spawn() {
+            Err(err) if err.raw_os_error() == Some(nix::libc::ETXTBSY) => {
+                std::thread::sleep(Duration::from_millis(20));
+                None
+            }
+            spawned => Some(spawned.expect("spawn the copied redlock")),
+        })
+        .expect("the copied binary stayed busy");
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::remove_file(&installed).unwrap();
+    std::fs::write(&installed, "#!/bin/sh\nexit 99\n").unwrap();
+    run(cluster.redlock().args(["release", "upgrade", &holder])).assert_code(0, "release");
+    let (code, stderr) = finish(child, Duration::from_secs(20));
+    assert_eq!(code, 0, "the command ran under a watchdog: {stderr}");
+    assert_gone_everywhere(&cluster, b"upgrade");
 }
 
 #[test]
