@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use nix::sys::signal::Signal;
+use tokio::signal::unix::SignalKind;
 use tokio::sync::watch;
 
 use crate::commands::acquire_unless_interrupted;
@@ -216,6 +217,8 @@ async fn supervise(
     out: Output,
 ) -> anyhow::Result<Exit> {
     let mut terminal = Terminal::open();
+    // From here on SIGTSTP no longer stops exec alone (see `suspend_job`).
+    let mut suspends = tokio::signal::unix::signal(SignalKind::from_raw(Signal::SIGTSTP as i32))?;
     child::adopt_orphans();
     let mut watchdog = Watchdog::spawn(spec.signal, spec.stop)
         .map_err(|err| anyhow::anyhow!("cannot start the watchdog process: {err}"))?;
@@ -372,6 +375,9 @@ async fn supervise(
                     note("the watchdog process is gone; a frozen redlock could not stop the command in time");
                 }
             }
+            Some(()) = suspends.recv() => {
+                suspend_job(group, terminal.as_ref());
+            }
             signal = signals.recv() => {
                 group.signal(signal);
                 // A stopped command would keep these pending forever.
@@ -406,6 +412,25 @@ async fn supervise(
         }
         None => Ok(child::exit_for(status)),
     }
+}
+
+/// SIGTSTP reached exec itself: a Ctrl-Z while exec's job had the terminal
+/// (a script or pipeline around exec, or the moment before the command got
+/// the terminal), or `kill -TSTP`. The command is stopped with us, as if it
+/// had got the Ctrl-Z, and continued with us. Without job control above us
+/// nobody could continue us, so it is ignored, as the kernel ignores a
+/// Ctrl-Z for an orphaned process group.
+fn suspend_job(group: Group, terminal: Option<&Terminal>) {
+    if terminal.is_some_and(|terminal| !terminal.job_control()) {
+        return;
+    }
+    group.signal(Signal::SIGTSTP);
+    let _ = nix::sys::signal::raise(Signal::SIGSTOP);
+    // Continued: by `fg` (our job has the terminal) or `bg`, or by SIGCONT.
+    if let Some(terminal) = terminal.filter(|terminal| terminal.exclusive()) {
+        terminal.give_to(group);
+    }
+    group.signal(Signal::SIGCONT);
 }
 
 /// Sends the stop `signal`, then SIGCONT, so that stopped processes (Ctrl-Z,

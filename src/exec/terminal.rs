@@ -86,6 +86,11 @@ impl Terminal {
         self.exclusive
     }
 
+    /// Whether a shell can continue our job once it is stopped.
+    pub fn job_control(&self) -> bool {
+        self.job_control
+    }
+
     pub fn owner(&self, group: Group) -> Owner {
         match tcgetpgrp(&self.tty) {
             Ok(owner) if owner == getpgrp() => Owner::Us,
@@ -128,7 +133,8 @@ impl Terminal {
         if self.job_control {
             self.stopped_modes = tcgetattr(&self.tty).ok();
             self.take_back(Some(group), true);
-            let _ = killpg(getpgrp(), Signal::SIGTSTP);
+            // SIGSTOP: exec handles SIGTSTP itself (see `suspend_job`).
+            let _ = killpg(getpgrp(), Signal::SIGSTOP);
             // Continued by `fg` (our job has the terminal), or by `bg` or
             // `kill %1` (it has not).
             self.give_to(group);

@@ -503,6 +503,40 @@ fn on_a_terminal_ctrl_c_reaches_the_child_and_its_status_is_kept() {
 }
 
 #[test]
+fn sigtstp_to_exec_stops_the_command_with_it_and_sigcont_resumes_both() {
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let script = format!(
+        "sh -c 'echo $$ > {d}/grandchild.pid; i=0; while [ $i -lt 10 ]; do sleep 0.1; i=$((i+1)); done' & \
+         echo $$ > {d}/child.pid; wait; exit 4",
+        d = dir.path().display()
+    );
+    let exec = spawn_exec(&cluster, &["tstp", "-c", &script]);
+    let (child, grandchild) = family(dir.path());
+    let supervisor = Pid::from_raw(exec.id() as i32);
+    kill(supervisor, Signal::SIGTSTP).unwrap();
+    let state = |pid| crate::support::proc_state(pid);
+    let stopped = wait_until(Duration::from_secs(5), || {
+        [child, grandchild, supervisor.as_raw()]
+            .iter()
+            .all(|&pid| state(pid) == Some('T'))
+    });
+    let states = (state(child), state(grandchild), state(supervisor.as_raw()));
+    // Longer than the command would have run had it not been stopped.
+    std::thread::sleep(Duration::from_millis(1500));
+    let still_there = pid_alive(grandchild);
+    kill(supervisor, Signal::SIGCONT).unwrap();
+    let (code, stderr) = finish(exec, Duration::from_secs(10));
+    assert!(
+        stopped,
+        "command, grandchild and exec states after SIGTSTP: {states:?}"
+    );
+    assert!(still_there, "the grandchild ran on while exec was stopped");
+    assert_eq!(code, 4, "continued to the command's own end: {stderr}");
+    assert_gone_everywhere(&cluster, b"tstp");
+}
+
+#[test]
 fn other_signals_to_exec_are_passed_to_the_whole_group() {
     let cluster = Cluster::start(3);
     let dir = temp();
@@ -748,6 +782,48 @@ fn on_a_terminal_ctrl_z_stops_the_command_and_exec_and_fg_resumes_both() {
         "fg resumed the command to its end:\n{screen}"
     );
     assert_gone_everywhere(&cluster, b"tty-stop");
+}
+
+#[test]
+fn on_a_terminal_ctrl_z_in_a_script_stops_the_command_with_the_script() {
+    use std::io::Write as _;
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    // exec shares its job with the script's shell, so the ^Z goes to that
+    // job, not to the command's group: exec must stop the command with it.
+    let script = dir.path().join("job.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "{} exec tty-script -- sh -c 'echo $$ > {}/child.pid; i=0; \
+             while [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done; exit 6'\n",
+            env!("CARGO_BIN_EXE_redlock"),
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let (bash, mut keyboard) = interactive_bash(&cluster);
+    keyboard
+        .write_all(format!("bash {}\n", script.display()).as_bytes())
+        .unwrap();
+    let child = read_pid(&dir.path().join("child.pid"));
+    let exec = redlock_pid_with("tty-script").expect("the exec process");
+    keyboard.write_all(b"\x1a").unwrap();
+    let state = |pid| crate::support::proc_state(pid);
+    let stopped = wait_until(Duration::from_secs(5), || {
+        state(child) == Some('T') && state(exec) == Some('T')
+    });
+    let states = (state(child), state(exec));
+    let screen = type_and_exit(bash, keyboard, "fg\necho status=$?\n");
+    assert!(
+        stopped,
+        "after ^Z: command and exec states {states:?}\n{screen}"
+    );
+    assert!(
+        screen.contains("status=6"),
+        "fg resumed the command to its end:\n{screen}"
+    );
+    assert_gone_everywhere(&cluster, b"tty-script");
 }
 
 #[test]
