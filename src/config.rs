@@ -315,7 +315,7 @@ fn parse_server_timeout(text: &std::ffi::OsStr) -> Result<Duration, UsageError> 
     let text = text.to_string_lossy();
     duration::parse(&text).map_err(|err| {
         UsageError(format!(
-            "invalid value '{text}' for '--server-timeout <DUR>': {err}"
+            "invalid value '{text}' for '--server-timeout <DUR>' (or REDLOCK_SERVER_TIMEOUT): {err}"
         ))
     })
 }

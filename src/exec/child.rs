@@ -91,7 +91,7 @@ pub fn spawn(
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
             // The supervisor may have died before prctl took effect.
             if getppid() != supervisor {
-                return Err(io::Error::other("the supervisor exited"));
+                return Err(Errno::ESRCH.into());
             }
             announce_group(BorrowedFd::borrow_raw(watchdog))?;
             if terminal {
@@ -147,7 +147,7 @@ fn announce_group(watchdog: BorrowedFd<'_>) -> io::Result<()> {
     unsafe { signal(Signal::SIGPIPE, pipe_default) }?;
     match written {
         Ok(n) if n == len => Ok(()),
-        Ok(_) => Err(io::Error::other("short write to the watchdog")),
+        Ok(_) => Err(Errno::EIO.into()),
         Err(errno) => Err(errno.into()),
     }
 }

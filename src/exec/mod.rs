@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use nix::sys::signal::Signal;
-use tokio::signal::unix::SignalKind;
+use tokio::signal::unix::{signal as unix_signal, SignalKind};
 use tokio::sync::watch;
 
 use crate::commands::acquire_unless_interrupted;
@@ -217,8 +217,10 @@ async fn supervise(
     out: Output,
 ) -> anyhow::Result<Exit> {
     let mut terminal = Terminal::open();
-    // From here on SIGTSTP no longer stops exec alone (see `suspend_job`).
-    let mut suspends = tokio::signal::unix::signal(SignalKind::from_raw(Signal::SIGTSTP as i32))?;
+    // From here on SIGTSTP no longer stops exec alone (see `suspend_job`),
+    // and SIGCONT is passed on.
+    let mut suspends = unix_signal(SignalKind::from_raw(Signal::SIGTSTP as i32))?;
+    let mut continues = unix_signal(SignalKind::from_raw(Signal::SIGCONT as i32))?;
     child::adopt_orphans();
     let mut watchdog = Watchdog::spawn(spec.signal, spec.stop)
         .map_err(|err| anyhow::anyhow!("cannot start the watchdog process: {err}"))?;
@@ -293,7 +295,8 @@ async fn supervise(
                 break status;
             }
         } else if let Some(terminal) = &mut terminal {
-            if terminal::is_stopped(pid) {
+            let stopped = terminal::is_stopped(group);
+            if stopped {
                 match terminal.owner(group) {
                     // It needs the terminal (a prompt), or `fg` continued
                     // us after a Ctrl-Z: the command gets it and goes on.
@@ -309,7 +312,7 @@ async fn supervise(
             } else if terminal.exclusive() && terminal.owner(group) == Owner::Us {
                 terminal.give_to(group);
             }
-            was_stopped = terminal::is_stopped(pid);
+            was_stopped = stopped;
         }
         if loss.is_none() && now >= plan.term_at(deadline) {
             let reason = if now >= plan.kill_at(deadline) {
@@ -376,8 +379,9 @@ async fn supervise(
                 }
             }
             Some(()) = suspends.recv() => {
-                suspend_job(group, terminal.as_ref());
+                suspend_job(group, terminal.as_ref(), exited.is_none());
             }
+            Some(()) = continues.recv() => group.signal(Signal::SIGCONT),
             signal = signals.recv() => {
                 group.signal(signal);
                 // A stopped command would keep these pending forever.
@@ -416,21 +420,33 @@ async fn supervise(
 
 /// SIGTSTP reached exec itself: a Ctrl-Z while exec's job had the terminal
 /// (a script or pipeline around exec, or the moment before the command got
-/// the terminal), or `kill -TSTP`. The command is stopped with us, as if it
-/// had got the Ctrl-Z, and continued with us. Without job control above us
-/// nobody could continue us, so it is ignored, as the kernel ignores a
-/// Ctrl-Z for an orphaned process group.
-fn suspend_job(group: Group, terminal: Option<&Terminal>) {
-    if terminal.is_some_and(|terminal| !terminal.job_control()) {
-        return;
+/// the terminal), or `kill -TSTP`. The command is stopped as if it had got
+/// it itself.
+///
+/// - On a terminal under a job-control shell, we stop too, so that the shell
+///   sees the job stopped and takes the terminal; `fg` or `bg` continue us,
+///   and we continue the command (in the foreground if it is ours to have).
+/// - Without a terminal nobody waits for us to stop: we stay up, holding
+///   and extending the lock, until SIGCONT to us continues the command.
+///   Stopping ourselves there would race with that SIGCONT.
+/// - On a terminal without job control (an orphaned group), it is ignored,
+///   as the kernel ignores a Ctrl-Z for an orphaned group: nobody could
+///   continue us.
+fn suspend_job(group: Group, terminal: Option<&Terminal>, command_running: bool) {
+    match terminal {
+        None => group.signal(Signal::SIGTSTP),
+        Some(terminal) if terminal::job_control() => {
+            group.signal(Signal::SIGTSTP);
+            let _ = nix::sys::signal::raise(Signal::SIGSTOP);
+            // What the command left behind after it exited stays in the
+            // background.
+            if command_running && terminal.exclusive() {
+                terminal.give_to(group);
+            }
+            group.signal(Signal::SIGCONT);
+        }
+        Some(_) => {}
     }
-    group.signal(Signal::SIGTSTP);
-    let _ = nix::sys::signal::raise(Signal::SIGSTOP);
-    // Continued: by `fg` (our job has the terminal) or `bg`, or by SIGCONT.
-    if let Some(terminal) = terminal.filter(|terminal| terminal.exclusive()) {
-        terminal.give_to(group);
-    }
-    group.signal(Signal::SIGCONT);
 }
 
 /// Sends the stop `signal`, then SIGCONT, so that stopped processes (Ctrl-Z,

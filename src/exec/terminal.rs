@@ -17,7 +17,9 @@ use std::fs::File;
 use std::io::IsTerminal as _;
 
 use nix::errno::Errno;
-use nix::sys::signal::{killpg, signal, SigHandler, Signal};
+use nix::sys::signal::{
+    killpg, raise, sigaction, signal, SaFlags, SigAction, SigHandler, SigSet, Signal,
+};
 use nix::sys::termios::{tcgetattr, tcsetattr, SetArg, Termios};
 use nix::unistd::{getpgrp, getpid, getsid, tcgetpgrp, tcsetpgrp, Pid};
 
@@ -34,11 +36,6 @@ pub struct Terminal {
     modes: Option<Termios>,
     /// The command's modes when it was stopped, given back with the terminal.
     stopped_modes: Option<Termios>,
-    /// Whether a shell can continue our job once it is stopped: our process
-    /// group is not orphaned. Otherwise (`script -c`, `ssh -t host cmd`,
-    /// PID 1) a stop from the terminal is undone, as the kernel does for
-    /// orphaned groups.
-    job_control: bool,
 }
 
 /// Who has the terminal now.
@@ -73,7 +70,6 @@ impl Terminal {
             modes: tcgetattr(&tty).ok(),
             tty,
             stopped_modes: None,
-            job_control: !job.orphaned,
         })
     }
 
@@ -84,11 +80,6 @@ impl Terminal {
     /// gives it to our job.
     pub fn exclusive(&self) -> bool {
         self.exclusive
-    }
-
-    /// Whether a shell can continue our job once it is stopped.
-    pub fn job_control(&self) -> bool {
-        self.job_control
     }
 
     pub fn owner(&self, group: Group) -> Owner {
@@ -130,17 +121,41 @@ impl Terminal {
     /// job with it, so that the shell gets control; once continued, continue
     /// the command too, in the foreground if our job has the terminal.
     pub fn suspend_with(&mut self, group: Group) {
-        if self.job_control {
+        if job_control() {
             self.stopped_modes = tcgetattr(&self.tty).ok();
             self.take_back(Some(group), true);
-            // SIGSTOP: exec handles SIGTSTP itself (see `suspend_job`).
-            let _ = killpg(getpgrp(), Signal::SIGSTOP);
+            stop_our_job();
             // Continued by `fg` (our job has the terminal), or by `bg` or
             // `kill %1` (it has not).
             self.give_to(group);
         }
         group.signal(Signal::SIGCONT);
     }
+}
+
+/// Whether a shell can continue our job once it is stopped: our process
+/// group is not orphaned. Otherwise (`script -c`, `ssh -t host cmd`, PID 1)
+/// a stop from the terminal is undone, as the kernel does for orphaned
+/// groups. Looked up when needed: the shell above us may be gone by then.
+pub fn job_control() -> bool {
+    !Job::ours().orphaned
+}
+
+/// Stops our job as a Ctrl-Z would: the other members (the shell running a
+/// script, `less` at the end of a pipeline) get SIGTSTP, which they may
+/// handle, as `less` does to restore the terminal first. We ignore it for
+/// that moment, since our own handler would take it for a new Ctrl-Z, and
+/// stop with SIGSTOP. Returns once we are continued.
+pub fn stop_our_job() {
+    let ignore = SigAction::new(SigHandler::SigIgn, SaFlags::empty(), SigSet::empty());
+    // SAFETY: SIG_IGN installs no handler code, and the previous action is
+    // put back as it was. An ignored signal is discarded when it is sent.
+    if let Ok(previous) = unsafe { sigaction(Signal::SIGTSTP, &ignore) } {
+        let _ = killpg(getpgrp(), Signal::SIGTSTP);
+        // SAFETY: as above.
+        let _ = unsafe { sigaction(Signal::SIGTSTP, &previous) };
+    }
+    let _ = raise(Signal::SIGSTOP);
 }
 
 /// What one scan of /proc tells about our process group.
@@ -205,7 +220,14 @@ pub fn any_stopped(group: Group) -> bool {
         .any(|fields| fields.first().is_some_and(|s| s == "T") && fields.get(2) == Some(&group))
 }
 
-/// Whether the process `pid` is stopped by a signal or job control.
-pub fn is_stopped(pid: i32) -> bool {
-    stat_fields(pid).is_some_and(|fields| fields.first().is_some_and(|state| state == "T"))
+/// Whether the command `group` is stopped by a signal or job control: its
+/// leader is, or its leader waits (state D) on a stopped member, as a shell
+/// does when a Ctrl-Z stops the child it has just vforked.
+pub fn is_stopped(group: Group) -> bool {
+    let state = stat_fields(group.0).and_then(|fields| fields.into_iter().next());
+    match state.as_deref() {
+        Some("T") => true,
+        Some("D") => any_stopped(group),
+        _ => false,
+    }
 }

@@ -22,7 +22,6 @@
 use std::io::{self, Read as _, Write as _};
 use std::os::fd::{AsFd as _, BorrowedFd};
 use std::os::unix::process::CommandExt as _;
-use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
 
@@ -60,12 +59,7 @@ impl Watchdog {
         // /proc/self/exe is this very binary even after it was replaced or
         // deleted on disk (an upgrade while `exec -w` waited for the lock);
         // its path is not.
-        let program = if Path::new(SELF_EXE).exists() {
-            PathBuf::from(SELF_EXE)
-        } else {
-            std::env::current_exe()?
-        };
-        let mut command = Command::new(program);
+        let mut command = Command::new(SELF_EXE);
         command
             .arg0("redlock")
             .arg("__watchdog")
@@ -131,6 +125,8 @@ impl Watchdog {
 /// The watchdog process itself: returns when the command is done (false) or
 /// after it signalled the command (true).
 pub fn run(signal: Signal, plan: StopPlan) -> anyhow::Result<bool> {
+    // Started from /proc/self/exe, we would show as `exe` in ps and top.
+    let _ = nix::sys::prctl::set_name(c"redlock");
     {
         let mut stdout = io::stdout().lock();
         stdout.write_all(READY)?;

@@ -503,36 +503,44 @@ fn on_a_terminal_ctrl_c_reaches_the_child_and_its_status_is_kept() {
 }
 
 #[test]
-fn sigtstp_to_exec_stops_the_command_with_it_and_sigcont_resumes_both() {
+fn sigtstp_to_exec_pauses_the_command_under_the_lock_until_sigcont() {
     let cluster = Cluster::start(3);
     let dir = temp();
+    // No loops: a shell stopped while it vforks shows state D, not T.
     let script = format!(
-        "sh -c 'echo $$ > {d}/grandchild.pid; i=0; while [ $i -lt 10 ]; do sleep 0.1; i=$((i+1)); done' & \
-         echo $$ > {d}/child.pid; wait; exit 4",
+        "sleep 1 & echo $! > {d}/grandchild.pid; echo $$ > {d}/child.pid; wait; exit 4",
         d = dir.path().display()
     );
-    let exec = spawn_exec(&cluster, &["tstp", "-c", &script]);
+    let exec = spawn_exec(&cluster, &["--ttl", "1s", "tstp", "-c", &script]);
     let (child, grandchild) = family(dir.path());
     let supervisor = Pid::from_raw(exec.id() as i32);
     kill(supervisor, Signal::SIGTSTP).unwrap();
     let state = |pid| crate::support::proc_state(pid);
     let stopped = wait_until(Duration::from_secs(5), || {
-        [child, grandchild, supervisor.as_raw()]
-            .iter()
-            .all(|&pid| state(pid) == Some('T'))
+        state(child) == Some('T') && state(grandchild) == Some('T')
     });
     let states = (state(child), state(grandchild), state(supervisor.as_raw()));
-    // Longer than the command would have run had it not been stopped.
-    std::thread::sleep(Duration::from_millis(1500));
-    let still_there = pid_alive(grandchild);
+    // Longer than the TTL, and than the sleep would have run on.
+    std::thread::sleep(Duration::from_millis(2000));
+    let paused = pid_alive(grandchild);
+    let supervising = state(supervisor.as_raw()) != Some('T');
+    let held = cluster.get_all(b"tstp").iter().all(Option::is_some);
     kill(supervisor, Signal::SIGCONT).unwrap();
     let (code, stderr) = finish(exec, Duration::from_secs(10));
     assert!(
         stopped,
         "command, grandchild and exec states after SIGTSTP: {states:?}"
     );
-    assert!(still_there, "the grandchild ran on while exec was stopped");
-    assert_eq!(code, 4, "continued to the command's own end: {stderr}");
+    assert!(paused, "the grandchild ran on after SIGTSTP");
+    assert!(
+        supervising,
+        "exec stopped itself with nobody to continue it"
+    );
+    assert!(
+        held,
+        "the lock was not extended while the command was paused"
+    );
+    assert_eq!(code, 4, "SIGCONT resumed the command to its end: {stderr}");
     assert_gone_everywhere(&cluster, b"tstp");
 }
 
@@ -742,11 +750,11 @@ fn wait_for_terminal(pid: i32) {
 }
 
 /// A command for the terminal tests: records its pid, runs about a second,
-/// exits 6.
+/// exits 6. It forks before it records its pid and not after: a shell that
+/// a Ctrl-Z stops while it vforks shows state D instead of T.
 fn second_long_command(name: &str, dir: &Path) -> String {
     format!(
-        "{} exec {name} -- sh -c 'echo $$ > {}/child.pid; i=0; \
-         while [ $i -lt 10 ]; do sleep 0.1; i=$((i+1)); done; exit 6'\n",
+        "{} exec {name} -- sh -c 'sleep 1 & echo $$ > {}/child.pid; wait; exit 6'\n",
         env!("CARGO_BIN_EXE_redlock"),
         dir.display()
     )
@@ -795,8 +803,7 @@ fn on_a_terminal_ctrl_z_in_a_script_stops_the_command_with_the_script() {
     std::fs::write(
         &script,
         format!(
-            "{} exec tty-script -- sh -c 'echo $$ > {}/child.pid; i=0; \
-             while [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done; exit 6'\n",
+            "{} exec tty-script -- sh -c 'sleep 3 & echo $$ > {}/child.pid; wait; exit 6'\n",
             env!("CARGO_BIN_EXE_redlock"),
             dir.path().display()
         ),
@@ -824,6 +831,45 @@ fn on_a_terminal_ctrl_z_in_a_script_stops_the_command_with_the_script() {
         "fg resumed the command to its end:\n{screen}"
     );
     assert_gone_everywhere(&cluster, b"tty-script");
+}
+
+#[test]
+fn on_a_terminal_ctrl_z_and_fg_leave_what_the_command_left_behind_in_the_background() {
+    use std::io::Write as _;
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let (bash, mut keyboard) = interactive_bash(&cluster);
+    let line = format!(
+        "{} exec tty-behind -- sh -c 'sleep 2 & echo $! > {}/left.pid; exit 0'\n",
+        env!("CARGO_BIN_EXE_redlock"),
+        dir.path().display()
+    );
+    keyboard.write_all(line.as_bytes()).unwrap();
+    let left = read_pid(&dir.path().join("left.pid"));
+    let exec = redlock_pid_with("tty-behind").expect("the exec process");
+    // The command has exited and exec has the terminal back.
+    wait_for_terminal(exec);
+    keyboard.write_all(b"\x1a").unwrap();
+    let state = |pid| crate::support::proc_state(pid);
+    let stopped = wait_until(Duration::from_secs(5), || {
+        state(left) == Some('T') && state(exec) == Some('T')
+    });
+    let states = (state(left), state(exec));
+    keyboard.write_all(b"fg\n").unwrap();
+    let resumed = wait_until(Duration::from_secs(5), || state(left) == Some('S'));
+    std::thread::sleep(Duration::from_millis(300));
+    let leftover_has_terminal = owns_terminal(left);
+    let screen = type_and_exit(bash, keyboard, "echo status=$?\n");
+    assert!(
+        stopped,
+        "after ^Z: leftover and exec states {states:?}\n{screen}"
+    );
+    assert!(resumed, "fg continued the leftover:\n{screen}");
+    assert!(
+        !leftover_has_terminal,
+        "fg gave the terminal to what the command left behind:\n{screen}"
+    );
+    assert!(screen.contains("status=0"), "{screen}");
 }
 
 #[test]
