@@ -21,7 +21,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use nix::sys::signal::Signal;
-use tokio::signal::unix::{signal as unix_signal, SignalKind};
 use tokio::sync::watch;
 
 use crate::commands::acquire_unless_interrupted;
@@ -29,7 +28,7 @@ use crate::config::Output;
 use crate::exit_code::Exit;
 use crate::lock::{BootInstant, Lease, LockError, LockKey, Redlock, Verdict, Wait};
 use crate::output::{human, note};
-use crate::signals::Listener;
+use crate::signals::{Latest, Listener};
 use child::Group;
 use terminal::{Owner, Terminal};
 use watchdog::Watchdog;
@@ -216,11 +215,10 @@ async fn supervise(
     signals: &mut Listener,
     out: Output,
 ) -> anyhow::Result<Exit> {
-    let mut terminal = Terminal::open();
+    let terminal = Terminal::open();
     // From here on SIGTSTP no longer stops exec alone (see `suspend_job`),
     // and SIGCONT is passed on.
-    let mut suspends = unix_signal(SignalKind::from_raw(Signal::SIGTSTP as i32))?;
-    let mut continues = unix_signal(SignalKind::from_raw(Signal::SIGCONT as i32))?;
+    let mut job_signals = Latest::new(&[Signal::SIGTSTP, Signal::SIGCONT])?;
     child::adopt_orphans();
     let mut watchdog = Watchdog::spawn(spec.signal, spec.stop)
         .map_err(|err| anyhow::anyhow!("cannot start the watchdog process: {err}"))?;
@@ -294,7 +292,7 @@ async fn supervise(
             if group.is_gone() || unkillable {
                 break status;
             }
-        } else if let Some(terminal) = &mut terminal {
+        } else if let Some(terminal) = &terminal {
             let stopped = terminal::is_stopped(group);
             if stopped {
                 match terminal.owner(group) {
@@ -312,7 +310,9 @@ async fn supervise(
             } else if terminal.exclusive() && terminal.owner(group) == Owner::Us {
                 terminal.give_to(group);
             }
-            was_stopped = stopped;
+            // After what was done above: a command continued there and
+            // stopped again before the next look is a new stop.
+            was_stopped = terminal::is_stopped(group);
         }
         if loss.is_none() && now >= plan.term_at(deadline) {
             let reason = if now >= plan.kill_at(deadline) {
@@ -378,10 +378,10 @@ async fn supervise(
                     note("the watchdog process is gone; a frozen redlock could not stop the command in time");
                 }
             }
-            Some(()) = suspends.recv() => {
-                suspend_job(group, terminal.as_ref(), exited.is_none());
-            }
-            Some(()) = continues.recv() => group.signal(Signal::SIGCONT),
+            signal = job_signals.recv() => match signal {
+                Signal::SIGTSTP => suspend_job(group, terminal.as_ref(), exited.is_none()),
+                _ => group.signal(Signal::SIGCONT),
+            },
             signal = signals.recv() => {
                 group.signal(signal);
                 // A stopped command would keep these pending forever.

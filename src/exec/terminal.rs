@@ -13,6 +13,7 @@
 //! terminal again when its job owns it. The terminal only ever changes hands
 //! between `exec`'s job and the command's, never while someone else has it.
 
+use std::cell::Cell;
 use std::fs::File;
 use std::io::IsTerminal as _;
 
@@ -34,8 +35,9 @@ pub struct Terminal {
     /// Our modes, restored when the command dies of a signal or is stopped
     /// (a full-screen program may leave the terminal raw), as shells do.
     modes: Option<Termios>,
-    /// The command's modes when it was stopped, given back with the terminal.
-    stopped_modes: Option<Termios>,
+    /// The command's modes when it was stopped, given back with the terminal
+    /// once, the next time the command gets it.
+    stopped_modes: Cell<Option<Termios>>,
 }
 
 /// Who has the terminal now.
@@ -69,7 +71,7 @@ impl Terminal {
             exclusive: stdin_is_it && job.alone,
             modes: tcgetattr(&tty).ok(),
             tty,
-            stopped_modes: None,
+            stopped_modes: Cell::new(None),
         })
     }
 
@@ -94,8 +96,8 @@ impl Terminal {
     /// stopped, if our job has the terminal.
     pub fn give_to(&self, group: Group) {
         if self.owner(group) == Owner::Us {
-            if let Some(modes) = &self.stopped_modes {
-                let _ = tcsetattr(&self.tty, SetArg::TCSADRAIN, modes);
+            if let Some(modes) = self.stopped_modes.take() {
+                let _ = tcsetattr(&self.tty, SetArg::TCSADRAIN, &modes);
             }
             let _ = tcsetpgrp(&self.tty, Pid::from_raw(group.0));
         }
@@ -120,9 +122,9 @@ impl Terminal {
     /// The command, which has the terminal, was stopped (Ctrl-Z): stop our
     /// job with it, so that the shell gets control; once continued, continue
     /// the command too, in the foreground if our job has the terminal.
-    pub fn suspend_with(&mut self, group: Group) {
+    pub fn suspend_with(&self, group: Group) {
         if job_control() {
-            self.stopped_modes = tcgetattr(&self.tty).ok();
+            self.stopped_modes.set(tcgetattr(&self.tty).ok());
             self.take_back(Some(group), true);
             stop_our_job();
             // Continued by `fg` (our job has the terminal), or by `bg` or
@@ -221,13 +223,26 @@ pub fn any_stopped(group: Group) -> bool {
 }
 
 /// Whether the command `group` is stopped by a signal or job control: its
-/// leader is, or its leader waits (state D) on a stopped member, as a shell
+/// leader is, or its leader waits (state D) on a stopped child, as a shell
 /// does when a Ctrl-Z stops the child it has just vforked.
 pub fn is_stopped(group: Group) -> bool {
-    let state = stat_fields(group.0).and_then(|fields| fields.into_iter().next());
-    match state.as_deref() {
+    let leader = group.0;
+    match state_of(leader).as_deref() {
         Some("T") => true,
-        Some("D") => any_stopped(group),
+        // Only the leader's own children: a leader in D for disk I/O must
+        // not cost a /proc scan every time we look.
+        Some("D") => std::fs::read_to_string(format!("/proc/{leader}/task/{leader}/children"))
+            .is_ok_and(|children| {
+                children
+                    .split_whitespace()
+                    .filter_map(|pid| pid.parse().ok())
+                    .any(|pid| state_of(pid).as_deref() == Some("T"))
+            }),
         _ => false,
     }
+}
+
+/// The state letter of process `pid` (R, S, D, T, Z...).
+fn state_of(pid: i32) -> Option<String> {
+    stat_fields(pid)?.into_iter().next()
 }

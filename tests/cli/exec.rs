@@ -545,6 +545,39 @@ fn sigtstp_to_exec_pauses_the_command_under_the_lock_until_sigcont() {
 }
 
 #[test]
+fn on_a_terminal_without_job_control_every_ctrl_z_is_undone() {
+    use std::io::Write as _;
+    // Under `script -c`, exec's group is orphaned: no shell could continue
+    // it, so a stop from the terminal is undone. Ctrl-Z after Ctrl-Z, each
+    // coming before exec looks again, must not leave the command stopped.
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let command = format!(
+        "exec {} exec tty-orphan -- sh -c 'sleep 2 & echo $$ > {}/child.pid; wait; exit 5'",
+        env!("CARGO_BIN_EXE_redlock"),
+        dir.path().display()
+    );
+    let mut script = std::process::Command::new("script")
+        .args(["-qefc", &command, "/dev/null"])
+        .env("REDLOCK_SERVERS", cluster.servers_arg())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script(1) from util-linux");
+    wait_for_terminal(read_pid(&dir.path().join("child.pid")));
+    let keyboard = script.stdin.as_mut().unwrap();
+    for _ in 0..6 {
+        keyboard.write_all(b"\x1a").unwrap();
+        keyboard.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(15));
+    }
+    let (code, _) = finish(script, Duration::from_secs(10));
+    assert_eq!(code, 5, "the command ran to its end");
+    assert_gone_everywhere(&cluster, b"tty-orphan");
+}
+
+#[test]
 fn other_signals_to_exec_are_passed_to_the_whole_group() {
     let cluster = Cluster::start(3);
     let dir = temp();
@@ -749,12 +782,12 @@ fn wait_for_terminal(pid: i32) {
     );
 }
 
-/// A command for the terminal tests: records its pid, runs about a second,
-/// exits 6. It forks before it records its pid and not after: a shell that
+/// A command for the terminal tests: records its pid, runs about two
+/// seconds, exits 6. It forks before it records its pid and not after: a shell that
 /// a Ctrl-Z stops while it vforks shows state D instead of T.
 fn second_long_command(name: &str, dir: &Path) -> String {
     format!(
-        "{} exec {name} -- sh -c 'sleep 1 & echo $$ > {}/child.pid; wait; exit 6'\n",
+        "{} exec {name} -- sh -c 'sleep 2 & echo $$ > {}/child.pid; wait; exit 6'\n",
         env!("CARGO_BIN_EXE_redlock"),
         dir.display()
     )
@@ -840,7 +873,7 @@ fn on_a_terminal_ctrl_z_and_fg_leave_what_the_command_left_behind_in_the_backgro
     let dir = temp();
     let (bash, mut keyboard) = interactive_bash(&cluster);
     let line = format!(
-        "{} exec tty-behind -- sh -c 'sleep 2 & echo $! > {}/left.pid; exit 0'\n",
+        "{} exec tty-behind -- sh -c 'sleep 3 & echo $! > {}/left.pid; exit 0'\n",
         env!("CARGO_BIN_EXE_redlock"),
         dir.path().display()
     );
@@ -859,12 +892,14 @@ fn on_a_terminal_ctrl_z_and_fg_leave_what_the_command_left_behind_in_the_backgro
     let resumed = wait_until(Duration::from_secs(5), || state(left) == Some('S'));
     std::thread::sleep(Duration::from_millis(300));
     let leftover_has_terminal = owns_terminal(left);
+    let still_running = pid_alive(left);
     let screen = type_and_exit(bash, keyboard, "echo status=$?\n");
     assert!(
         stopped,
         "after ^Z: leftover and exec states {states:?}\n{screen}"
     );
     assert!(resumed, "fg continued the leftover:\n{screen}");
+    assert!(still_running, "the leftover ended before it was checked");
     assert!(
         !leftover_has_terminal,
         "fg gave the terminal to what the command left behind:\n{screen}"
