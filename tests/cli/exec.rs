@@ -708,15 +708,22 @@ fn exec_rejects_ttls_too_short_to_supervise() {
         .assert_code(64, "acquire --ttl 5ms");
 }
 
-/// The pid of the `redlock` process whose arguments include `marker`.
-fn redlock_pid_with(marker: &str) -> Option<i32> {
+/// The pid of the `redlock` process whose arguments include `marker` and
+/// that talks to `cluster` (tests running at the same time, or another copy
+/// of the suite, may use the same marker).
+fn redlock_pid_with(cluster: &Cluster, marker: &str) -> Option<i32> {
+    let servers = format!("REDLOCK_SERVERS={}", cluster.servers_arg());
     std::fs::read_dir("/proc").ok()?.find_map(|entry| {
         let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
         let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
         let is_redlock = args.first()?.ends_with(b"redlock");
         let marked = args.contains(&marker.as_bytes());
-        (is_redlock && marked).then_some(pid)
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        let ours = environ
+            .split(|b| *b == 0)
+            .any(|var| var == servers.as_bytes());
+        (is_redlock && marked && ours).then_some(pid)
     })
 }
 
@@ -746,9 +753,27 @@ fn type_and_exit(bash: Child, mut keyboard: std::process::ChildStdin, lines: &st
     let script = Pid::from_raw(bash.id() as i32);
     let waiter = std::thread::spawn(move || bash.wait_with_output().unwrap());
     if !wait_until(Duration::from_secs(15), || waiter.is_finished()) {
+        let processes = std::process::Command::new("ps")
+            .args(["-e", "-o", "pid,ppid,pgid,tpgid,stat,wchan:20,args"])
+            .output()
+            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+            .unwrap_or_default();
+        let ours: Vec<&str> = processes
+            .lines()
+            .filter(|line| {
+                line.contains("redlock") || line.contains("sh -c") || line.contains("bash")
+            })
+            .collect();
         // Closing the pseudo-terminal hangs up bash and whatever it runs.
         let _ = kill(script, Signal::SIGKILL);
-        panic!("bash did not exit");
+        let screen = waiter
+            .join()
+            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned());
+        panic!(
+            "bash did not exit\n{}\n--- screen ---\n{}",
+            ours.join("\n"),
+            screen.unwrap_or_default()
+        );
     }
     String::from_utf8_lossy(&waiter.join().unwrap().stdout).into_owned()
 }
@@ -803,7 +828,7 @@ fn on_a_terminal_ctrl_z_stops_the_command_and_exec_and_fg_resumes_both() {
         .write_all(second_long_command("tty-stop", dir.path()).as_bytes())
         .unwrap();
     let child = read_pid(&dir.path().join("child.pid"));
-    let exec = redlock_pid_with("tty-stop").expect("the exec process");
+    let exec = redlock_pid_with(&cluster, "tty-stop").expect("the exec process");
     wait_for_terminal(child);
     keyboard.write_all(b"\x1a").unwrap();
     let state = |pid| crate::support::proc_state(pid);
@@ -847,7 +872,7 @@ fn on_a_terminal_ctrl_z_in_a_script_stops_the_command_with_the_script() {
         .write_all(format!("bash {}\n", script.display()).as_bytes())
         .unwrap();
     let child = read_pid(&dir.path().join("child.pid"));
-    let exec = redlock_pid_with("tty-script").expect("the exec process");
+    let exec = redlock_pid_with(&cluster, "tty-script").expect("the exec process");
     keyboard.write_all(b"\x1a").unwrap();
     let state = |pid| crate::support::proc_state(pid);
     let stopped = wait_until(Duration::from_secs(5), || {
@@ -879,7 +904,7 @@ fn on_a_terminal_ctrl_z_and_fg_leave_what_the_command_left_behind_in_the_backgro
     );
     keyboard.write_all(line.as_bytes()).unwrap();
     let left = read_pid(&dir.path().join("left.pid"));
-    let exec = redlock_pid_with("tty-behind").expect("the exec process");
+    let exec = redlock_pid_with(&cluster, "tty-behind").expect("the exec process");
     // The command has exited and exec has the terminal back.
     wait_for_terminal(exec);
     keyboard.write_all(b"\x1a").unwrap();
@@ -918,7 +943,7 @@ fn on_a_terminal_bg_after_ctrl_z_leaves_the_shell_its_terminal() {
         .unwrap();
     let child = read_pid(&dir.path().join("child.pid"));
     wait_for_terminal(child);
-    let exec = redlock_pid_with("tty-bg").expect("the exec process");
+    let exec = redlock_pid_with(&cluster, "tty-bg").expect("the exec process");
     keyboard.write_all(b"\x1a").unwrap();
     // Both stopped: the shell has its prompt back before `bg` is typed.
     let state = |pid| crate::support::proc_state(pid);
