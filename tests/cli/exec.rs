@@ -316,16 +316,18 @@ fn sigterm_to_exec_reaches_the_child_and_releases_the_lock() {
     let cluster = Cluster::start(3);
     let dir = temp();
     let got = dir.path().join("got-term");
-    // The pid is written once the background sleep exists: a TERM that came
-    // while the shell forks would hold the fork back until after the trap,
-    // and the sleep, started then, would keep the lock for a minute.
+    // The background process records its own pid, from a shell of its own:
+    // a TERM that reached the trapping shell's forked child before it reset
+    // its traps would be taken for the trap and lost (dash), and a sleep
+    // started then would keep the lock for a minute.
     let script = format!(
-        "trap 'echo term > {}; exit 42' TERM; sleep 60 & echo $$ > {}; wait",
-        path_str(&got),
-        path_str(&dir.path().join("child.pid"))
+        "trap 'echo term > {got}; exit 42' TERM; \
+         sh -c 'echo $$ > {d}/grandchild.pid; exec sleep 60' & echo $$ > {d}/child.pid; wait",
+        got = path_str(&got),
+        d = dir.path().display()
     );
     let child = spawn_exec(&cluster, &["term", "-c", &script]);
-    read_pid(&dir.path().join("child.pid"));
+    family(dir.path());
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
     let (code, stderr) = finish(child, Duration::from_secs(10));
     assert_eq!(code, 42, "exec exits with the child's status: {stderr}");
