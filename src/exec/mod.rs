@@ -270,7 +270,6 @@ async fn supervise(
     // The command's own status, once it has exited. We go on holding the
     // lock until the processes it left in its group have ended too.
     let mut exited: Option<std::process::ExitStatus> = None;
-    let mut was_stopped = false;
     let mut next_orphan_check = BootInstant::now();
     let status = loop {
         let deadline = *new_deadline.borrow();
@@ -293,8 +292,7 @@ async fn supervise(
                 break status;
             }
         } else if let Some(terminal) = &terminal {
-            let stopped = terminal::is_stopped(group);
-            if stopped {
+            if terminal::is_stopped(group) {
                 match terminal.owner(group) {
                     // It needs the terminal (a prompt), or `fg` continued
                     // us after a Ctrl-Z: the command gets it and goes on.
@@ -302,17 +300,16 @@ async fn supervise(
                         terminal.give_to(group);
                         group.signal(Signal::SIGCONT);
                     }
-                    // Ctrl-Z; once per stop.
-                    Owner::Command if !was_stopped => terminal.suspend_with(group),
+                    // Ctrl-Z. suspend_with always ends with the command
+                    // continued, so a command seen stopped here again has
+                    // been stopped again, however soon after.
+                    Owner::Command => terminal.suspend_with(group),
                     // A background job waiting for the shell's `fg`.
                     _ => {}
                 }
             } else if terminal.exclusive() && terminal.owner(group) == Owner::Us {
                 terminal.give_to(group);
             }
-            // After what was done above: a command continued there and
-            // stopped again before the next look is a new stop.
-            was_stopped = terminal::is_stopped(group);
         }
         if loss.is_none() && now >= plan.term_at(deadline) {
             let reason = if now >= plan.kill_at(deadline) {
