@@ -148,7 +148,7 @@ pub fn job_control() -> bool {
 /// handle, as `less` does to restore the terminal first. We ignore it for
 /// that moment, since our own handler would take it for a new Ctrl-Z, and
 /// stop with SIGSTOP. Returns once we are continued.
-pub fn stop_our_job() {
+fn stop_our_job() {
     let ignore = SigAction::new(SigHandler::SigIgn, SaFlags::empty(), SigSet::empty());
     // SAFETY: SIG_IGN installs no handler code, and the previous action is
     // put back as it was. An ignored signal is discarded when it is sent.
