@@ -482,12 +482,8 @@ fn on_a_terminal_ctrl_c_reaches_the_child_and_its_status_is_kept() {
         env!("CARGO_BIN_EXE_redlock"),
         dir.path().display()
     );
-    let mut script = std::process::Command::new("script")
-        .args(["-qefc", &command, "/dev/null"])
-        .env("REDLOCK_SERVERS", cluster.servers_arg())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    let mut script = on_a_terminal(&cluster, &command)
+        .arg("-e")
         .spawn()
         .expect("script(1) from util-linux");
     assert!(
@@ -559,12 +555,8 @@ fn on_a_terminal_without_job_control_every_ctrl_z_is_undone() {
         env!("CARGO_BIN_EXE_redlock"),
         dir.path().display()
     );
-    let mut script = std::process::Command::new("script")
-        .args(["-qefc", &command, "/dev/null"])
-        .env("REDLOCK_SERVERS", cluster.servers_arg())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    let mut script = on_a_terminal(&cluster, &command)
+        .arg("-e")
         .spawn()
         .expect("script(1) from util-linux");
     wait_for_terminal(read_pid(&dir.path().join("child.pid")));
@@ -729,16 +721,25 @@ fn redlock_pid_with(cluster: &Cluster, marker: &str) -> Option<i32> {
     })
 }
 
+/// `command` run by `sh` on a pseudo-terminal of its own (script(1) from
+/// util-linux), with the cluster's servers and every stream piped. Add
+/// `-e` to get the command's exit status from script.
+fn on_a_terminal(cluster: &Cluster, command: &str) -> std::process::Command {
+    let mut script = std::process::Command::new("script");
+    script
+        .args(["-qfc", command, "/dev/null"])
+        .env("REDLOCK_SERVERS", cluster.servers_arg())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    script
+}
+
 /// An interactive bash on a pseudo-terminal (from script(1)): the
 /// job-control shell a person would use. Returns it and its keyboard.
 fn interactive_bash(cluster: &Cluster) -> (Child, std::process::ChildStdin) {
-    let mut bash = std::process::Command::new("script")
-        .args(["-qfc", "bash --norc --noprofile -i", "/dev/null"])
-        .env("REDLOCK_SERVERS", cluster.servers_arg())
+    let mut bash = on_a_terminal(cluster, "bash --norc --noprofile -i")
         .env("PS1", "$ ")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("script(1) from util-linux");
     let keyboard = bash.stdin.take().unwrap();
