@@ -476,8 +476,9 @@ fn on_a_terminal_ctrl_c_reaches_the_child_and_its_status_is_kept() {
     let dir = temp();
     // The child records its pid only once its trap is in place: a ^C that
     // came before would kill it with 130, which is not what is tested here.
+    // `exec` leaves redlock alone in its job, as a shell's job would be.
     let command = format!(
-        "{} exec tty-lock -- sh -c 'trap \"echo got-int; exit 5\" INT; echo $$ > {}/child.pid; \
+        "exec {} exec tty-lock -- sh -c 'trap \"echo got-int; exit 5\" INT; echo $$ > {}/child.pid; \
          while :; do sleep 0.1; done'",
         env!("CARGO_BIN_EXE_redlock"),
         dir.path().display()
@@ -721,13 +722,22 @@ fn redlock_pid_with(cluster: &Cluster, marker: &str) -> Option<i32> {
     })
 }
 
-/// `command` run by `sh` on a pseudo-terminal of its own (script(1) from
-/// util-linux), with the cluster's servers and every stream piped. Add
+/// `command` run by `/bin/sh` on a pseudo-terminal of its own (script(1)
+/// from util-linux), with the cluster's servers and every stream piped. Add
 /// `-e` to get the command's exit status from script.
+///
+/// The environment is cleared: script runs the command with `$SHELL -c`,
+/// and whether that shell stays in the job beside what it runs (dash does,
+/// bash does not for one command) decides how exec treats the terminal.
+/// A test that wants exec alone in its job says `exec redlock ...`.
 fn on_a_terminal(cluster: &Cluster, command: &str) -> std::process::Command {
     let mut script = std::process::Command::new("script");
     script
         .args(["-qfc", command, "/dev/null"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("SHELL", "/bin/sh")
+        .env("TERM", "dumb")
         .env("REDLOCK_SERVERS", cluster.servers_arg())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
