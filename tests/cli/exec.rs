@@ -728,7 +728,8 @@ fn redlock_pid_with(cluster: &Cluster, marker: &str) -> Option<i32> {
 ///
 /// The environment is cleared: script runs the command with `$SHELL -c`,
 /// and whether that shell stays in the job beside what it runs (dash does,
-/// bash does not for one command) decides how exec treats the terminal.
+/// bash replaces itself with the last command) decides how exec treats the
+/// terminal.
 /// A test that wants exec alone in its job says `exec redlock ...`.
 fn on_a_terminal(cluster: &Cluster, command: &str) -> std::process::Command {
     let mut script = std::process::Command::new("script");
