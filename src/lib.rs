@@ -72,6 +72,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         servers.tls_root_cert.as_deref(),
     )
     .map_err(|err| ConfigError(err.to_string()))?;
+    signals::reset_inherited();
     // One thread is plenty for N sockets, and it keeps the process simple to
     // reason about when it later supervises a child.
     let runtime = tokio::runtime::Builder::new_current_thread()

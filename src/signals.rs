@@ -1,15 +1,21 @@
 //! Waiting for any of several Unix signals at once. Once a signal is listened
 //! for here, its default action (usually: die) no longer applies, so the
 //! process can clean up (release the lock, stop the child) before it exits.
+//!
+//! A signal that was ignored when we started is never listened for: it stays
+//! ignored, for us and for the command `exec` runs, as a shell leaves it.
+//! That is how `nohup` (SIGHUP) and a script's `cmd &` (SIGINT, SIGQUIT)
+//! protect a command.
 
 use std::future::poll_fn;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 
-use nix::sys::signal::Signal;
+use nix::libc;
+use nix::sys::signal::{signal, SigHandler, SigSet, Signal};
 use signal_hook_registry::SigId;
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::SignalKind;
 
 pub struct Listener {
     streams: Vec<(Signal, tokio::signal::unix::Signal)>,
@@ -19,7 +25,8 @@ impl Listener {
     pub fn new(signals: &[Signal]) -> std::io::Result<Self> {
         let streams = signals
             .iter()
-            .map(|&sig| Ok((sig, signal(SignalKind::from_raw(sig as i32))?)))
+            .filter(|&&sig| !ignored(sig))
+            .map(|&sig| Ok((sig, stream(sig)?)))
             .collect::<std::io::Result<_>>()?;
         Ok(Listener { streams })
     }
@@ -54,10 +61,15 @@ pub struct Latest {
 
 impl Latest {
     pub fn new(signals: &[Signal]) -> std::io::Result<Self> {
+        let signals: Vec<Signal> = signals
+            .iter()
+            .copied()
+            .filter(|&sig| !ignored(sig))
+            .collect();
         let latest = Arc::new(AtomicU64::new(0));
         let sequence = Arc::new(AtomicU64::new(0));
         let mut actions = Vec::new();
-        for (index, &sig) in (0u64..).zip(signals) {
+        for (index, &sig) in (0u64..).zip(&signals) {
             let (latest, sequence) = (Arc::clone(&latest), Arc::clone(&sequence));
             let action = move || {
                 let number = sequence.fetch_add(1, Ordering::SeqCst) + 1;
@@ -70,10 +82,10 @@ impl Latest {
         }
         let streams = signals
             .iter()
-            .map(|&sig| signal(SignalKind::from_raw(sig as i32)))
+            .map(|&sig| stream(sig))
             .collect::<std::io::Result<_>>()?;
         Ok(Latest {
-            signals: signals.to_vec(),
+            signals,
             streams,
             latest,
             seen: 0,
@@ -108,6 +120,47 @@ impl Drop for Latest {
             signal_hook_registry::unregister(action);
         }
     }
+}
+
+/// Undoes what a parent may have left behind that would break supervision.
+/// A signal mask survives exec: with the signals we wait for blocked, `exec`
+/// would never see a SIGTERM or its command's end. With SIGCHLD ignored, the
+/// kernel reaps children itself and their exit status is lost. Called before
+/// any thread starts, since threads inherit the mask.
+pub fn reset_inherited() {
+    let mut waited_for = SigSet::empty();
+    for sig in [
+        Signal::SIGINT,
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+        Signal::SIGUSR1,
+        Signal::SIGUSR2,
+        Signal::SIGTSTP,
+        Signal::SIGCONT,
+        Signal::SIGCHLD,
+    ] {
+        waited_for.add(sig);
+    }
+    let _ = waited_for.thread_unblock();
+    // SAFETY: SIG_DFL installs no handler code, and nothing has installed a
+    // handler for SIGCHLD yet (tokio does so when it first spawns).
+    let _ = unsafe { signal(Signal::SIGCHLD, SigHandler::SigDfl) };
+}
+
+/// Whether `sig` is ignored now. Asked before we listen for it, that is
+/// whether it was ignored when we started.
+fn ignored(sig: Signal) -> bool {
+    let mut action = std::mem::MaybeUninit::<libc::sigaction>::uninit();
+    // SAFETY: a null new action only reads the current one into `action`.
+    let read =
+        unsafe { libc::sigaction(sig as libc::c_int, std::ptr::null(), action.as_mut_ptr()) };
+    // SAFETY: sigaction filled `action` in when it returned 0.
+    read == 0 && unsafe { action.assume_init() }.sa_sigaction == libc::SIG_IGN
+}
+
+fn stream(sig: Signal) -> std::io::Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(SignalKind::from_raw(sig as i32))
 }
 
 #[cfg(test)]

@@ -103,9 +103,12 @@ pub fn spawn(
                 }
             }
             // Our supervisor ignores SIGTTOU when it has a terminal (see
-            // `Terminal`), and so did we until here; the command gets the
-            // default back.
+            // `Terminal`), and so did we until here. The command gets the
+            // default back, and SIGTTIN's too, as a shell's job does: a
+            // read from the terminal in the background must stop it, so
+            // that it can be given the terminal, not fail with EIO.
             signal(Signal::SIGTTOU, SigHandler::SigDfl)?;
+            signal(Signal::SIGTTIN, SigHandler::SigDfl)?;
             Ok(())
         });
     }

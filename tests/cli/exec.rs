@@ -2,6 +2,7 @@
 //! and is stopped (with its grandchildren) before the lock can lapse. Every
 //! test uses real redis-server processes and real child processes.
 
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -333,6 +334,101 @@ fn sigterm_to_exec_reaches_the_child_and_releases_the_lock() {
     assert_eq!(code, 42, "exec exits with the child's status: {stderr}");
     assert_eq!(std::fs::read_to_string(&got).unwrap().trim(), "term");
     assert_gone_everywhere(&cluster, b"term");
+}
+
+/// The signals `pid` ignores, from the SigIgn mask in /proc/PID/status.
+fn ignored_signals(pid: i32) -> Vec<Signal> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let mask = status
+        .lines()
+        .find_map(|line| line.strip_prefix("SigIgn:"))
+        .map(|hex| u64::from_str_radix(hex.trim(), 16).unwrap())
+        .unwrap();
+    Signal::iterator()
+        .filter(|&sig| mask & (1 << (sig as i32 - 1)) != 0)
+        .collect()
+}
+
+/// A command that records its pid, then exits 3 once `go` exists.
+fn run_until_go(dir: &Path) -> String {
+    format!(
+        "echo $$ > {d}/child.pid; while [ ! -e {d}/go ]; do sleep 0.05; done; exit 3",
+        d = dir.display()
+    )
+}
+
+#[test]
+fn signals_ignored_when_exec_starts_stay_ignored_for_it_and_the_command() {
+    // `nohup` ignores SIGHUP, and a script's `cmd &` SIGINT and SIGQUIT:
+    // neither exec nor its command may then die of them.
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let protected = [Signal::SIGHUP, Signal::SIGINT, Signal::SIGQUIT];
+    let mut redlock = cluster.redlock();
+    // SAFETY: signal() is async-signal-safe and allocates nothing.
+    unsafe {
+        redlock.pre_exec(move || {
+            for sig in protected {
+                nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigIgn)?;
+            }
+            Ok(())
+        });
+    }
+    let exec = spawn_exec_with(&mut redlock, &["nohup", "-c", &run_until_go(dir.path())]);
+    let child = read_pid(&dir.path().join("child.pid"));
+    let inherited = ignored_signals(child);
+    for sig in protected {
+        assert!(
+            inherited.contains(&sig),
+            "{sig} is not ignored by the command: {inherited:?}"
+        );
+        kill(Pid::from_raw(exec.id() as i32), sig).unwrap();
+        nix::sys::signal::killpg(Pid::from_raw(child), sig).unwrap();
+    }
+    // Time for a handler, had exec installed one, to pass a signal on.
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    let (code, stderr) = finish(exec, Duration::from_secs(10));
+    assert_eq!(code, 3, "the command ran to its end: {stderr}");
+    assert_gone_everywhere(&cluster, b"nohup");
+}
+
+#[test]
+fn blocked_signals_and_an_ignored_sigchld_from_the_parent_do_not_blind_exec() {
+    // A signal mask survives exec; so does an ignored SIGCHLD, which would
+    // make the kernel reap the command and lose its status, and an ignored
+    // SIGTTIN, which would make a background read fail instead of stopping.
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let mut redlock = cluster.redlock();
+    // SAFETY: signal() and pthread_sigmask() are async-signal-safe.
+    unsafe {
+        redlock.pre_exec(|| {
+            use nix::sys::signal::{signal, SigHandler, SigSet};
+            let mut blocked = SigSet::empty();
+            blocked.add(Signal::SIGTERM);
+            blocked.add(Signal::SIGCHLD);
+            blocked.thread_block()?;
+            signal(Signal::SIGCHLD, SigHandler::SigIgn)?;
+            signal(Signal::SIGTTIN, SigHandler::SigIgn)?;
+            Ok(())
+        });
+    }
+    let exec = spawn_exec_with(&mut redlock, &["masked", "-c", &run_until_go(dir.path())]);
+    let child = read_pid(&dir.path().join("child.pid"));
+    let inherited = ignored_signals(child);
+    assert!(
+        !inherited.contains(&Signal::SIGTTIN) && !inherited.contains(&Signal::SIGCHLD),
+        "the command inherited {inherited:?}"
+    );
+    kill(Pid::from_raw(exec.id() as i32), Signal::SIGTERM).unwrap();
+    let (code, stderr) = finish(exec, Duration::from_secs(10));
+    assert_eq!(
+        code,
+        128 + 15,
+        "the command died of the forwarded SIGTERM: {stderr}"
+    );
+    assert_gone_everywhere(&cluster, b"masked");
 }
 
 #[test]
