@@ -490,11 +490,6 @@ fn one_paused_server_of_three_does_not_delay_acquire() {
     );
     let token = token_of(&out);
     assert_held_everywhere(&cluster, b"paused", &token);
-
-    // With the default 250ms server timeout it is just as fast.
-    let (out, took) = timed(cluster.redlock().args(["acquire", "-n", "paused2"]));
-    out.assert_code(0, "default timeout");
-    assert!(took < Duration::from_millis(250), "took {took:?}");
 }
 
 #[test]

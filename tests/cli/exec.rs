@@ -81,7 +81,7 @@ fn family(dir: &Path) -> (i32, i32) {
 }
 
 fn temp() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap()
+    crate::support::temp_dir("redlock-test-exec-")
 }
 
 fn path_str(path: &Path) -> String {
@@ -724,11 +724,18 @@ fn the_command_cannot_shorten_its_own_lock() {
 fn the_lock_is_held_until_processes_left_in_the_group_end() {
     let cluster = Cluster::start(3);
     let dir = temp();
-    let done = dir.path().join("background-done");
-    let script = format!("(sleep 1; touch {}) & exit 3", path_str(&done));
+    let (begun, done) = (dir.path().join("begun"), dir.path().join("done"));
+    let script = format!(
+        "(touch {}; sleep 2; touch {}) & exit 3",
+        path_str(&begun),
+        path_str(&done)
+    );
     let started = Instant::now();
     let child = spawn_exec(&cluster, &["leftover", "-c", &script]);
-    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        wait_until(Duration::from_secs(5), || begun.exists()),
+        "the command never ran"
+    );
     run(cluster.redlock().args(["acquire", "-n", "leftover"]))
         .assert_code(75, "held while the background process runs");
     let (code, stderr) = finish(child, Duration::from_secs(10));
@@ -741,7 +748,7 @@ fn the_lock_is_held_until_processes_left_in_the_group_end() {
     // It ends when the background process does (exec reaps what it adopts),
     // not whenever init gets round to reaping it.
     assert!(
-        took >= Duration::from_secs(1) && took < Duration::from_secs(3),
+        took >= Duration::from_secs(2) && took < Duration::from_secs(5),
         "{took:?}"
     );
     assert_gone_everywhere(&cluster, b"leftover");
@@ -756,7 +763,7 @@ fn an_exec_waiting_while_its_binary_is_replaced_still_runs_guarded() {
     let installed = dir.path().join("redlock");
     std::fs::copy(env!("CARGO_BIN_EXE_redlock"), &installed).unwrap();
     let holder = acquire(&cluster, "upgrade", &["--ttl", "30s"]);
-    let mut redlock = std::process::Command::new(&installed);
+    let mut redlock = crate::support::redlock_at(&installed);
     redlock
         .env("REDLOCK_SERVERS", cluster.servers_arg())
         .args(["exec", "upgrade", "-w", "20s", "--", "true"])
@@ -845,8 +852,12 @@ fn on_a_terminal(cluster: &Cluster, command: &str) -> std::process::Command {
 /// An interactive bash on a pseudo-terminal (from script(1)): the
 /// job-control shell a person would use. Returns it and its keyboard.
 fn interactive_bash(cluster: &Cluster) -> (Child, std::process::ChildStdin) {
+    // Nothing of the user's: no history written to their ~/.bash_history,
+    // no key bindings read from their ~/.inputrc.
     let mut bash = on_a_terminal(cluster, "bash --norc --noprofile -i")
         .env("PS1", "$ ")
+        .env("HISTFILE", "")
+        .env("INPUTRC", "/dev/null")
         .spawn()
         .expect("script(1) from util-linux");
     let keyboard = bash.stdin.take().unwrap();

@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::io::Read;
 use std::net::TcpListener;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt as _, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -154,7 +154,7 @@ impl RedisServer {
     /// [`Self::tls_ca_cert`]. [`Self::client`] and the data helpers speak TLS
     /// to it.
     pub fn start_tls() -> Self {
-        let dir = new_tempdir();
+        let dir = temp_dir("redlock-test-redis-");
         let tls = make_tls_files(dir.path());
         Self::start_inner(&[], false, Some((dir, tls)))
     }
@@ -162,7 +162,7 @@ impl RedisServer {
     fn start_inner(extra_args: &[&str], unix: bool, tls: Option<(tempfile::TempDir, Tls)>) -> Self {
         let (dir, tls) = match tls {
             Some((dir, tls)) => (dir, Some(tls)),
-            None => (new_tempdir(), None),
+            None => (temp_dir("redlock-test-redis-"), None),
         };
         let unix_socket = unix.then(|| dir.path().join(SOCKET_FILE));
         let extra_args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
@@ -580,10 +580,13 @@ impl Drop for RedisServer {
     }
 }
 
-fn new_tempdir() -> tempfile::TempDir {
+/// A directory of our own under /tmp, whatever TMPDIR says: its path goes
+/// unquoted into shell scripts and into unix socket addresses (at most 107
+/// bytes), so it must be short and free of spaces.
+pub fn temp_dir(prefix: &str) -> tempfile::TempDir {
     tempfile::Builder::new()
-        .prefix("redlock-test-redis-")
-        .tempdir()
+        .prefix(prefix)
+        .tempdir_in("/tmp")
         .unwrap_or_else(|e| panic!("cannot create a temporary directory: {e}"))
 }
 
@@ -745,11 +748,28 @@ impl std::ops::IndexMut<usize> for Cluster {
 
 /// The one way integration tests run the binary: no inherited REDLOCK_* variables.
 pub fn redlock() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_redlock"));
+    redlock_at(Path::new(env!("CARGO_BIN_EXE_redlock")))
+}
+
+/// The binary at `path`, run as [`redlock`] runs it: without inherited
+/// REDLOCK_* variables, and in a session of its own, without a terminal,
+/// wherever the tests were started. From a terminal, `exec` would otherwise
+/// share the test runner's job and terminal, and act on them as a shell's
+/// job would (a SIGTSTP would stop the whole job, cargo included). The tests
+/// that are about terminals give `exec` a pseudo-terminal of its own.
+pub fn redlock_at(path: &Path) -> Command {
+    let mut cmd = Command::new(path);
     for (name, _) in std::env::vars_os() {
         if name.as_encoded_bytes().starts_with(b"REDLOCK_") {
             cmd.env_remove(&name);
         }
+    }
+    // SAFETY: setsid() is async-signal-safe and allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setsid()?;
+            Ok(())
+        });
     }
     cmd
 }
