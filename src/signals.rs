@@ -125,8 +125,10 @@ impl Drop for Latest {
 /// Undoes what a parent may have left behind that would break supervision.
 /// A signal mask survives exec: with the signals we wait for blocked, `exec`
 /// would never see a SIGTERM or its command's end. With SIGCHLD ignored, the
-/// kernel reaps children itself and their exit status is lost. Called before
-/// any thread starts, since threads inherit the mask.
+/// kernel reaps children itself and their exit status is lost (tokio waits
+/// for a child through a pidfd, which then fails). Called before any thread
+/// starts, since threads inherit the mask. A signal left pending while it
+/// was blocked takes its default action here, before we hold anything.
 pub fn reset_inherited() {
     let mut waited_for = SigSet::empty();
     for sig in [
@@ -144,19 +146,24 @@ pub fn reset_inherited() {
     }
     let _ = waited_for.thread_unblock();
     // SAFETY: SIG_DFL installs no handler code, and nothing has installed a
-    // handler for SIGCHLD yet (tokio does so when it first spawns).
+    // handler for SIGCHLD.
     let _ = unsafe { signal(Signal::SIGCHLD, SigHandler::SigDfl) };
 }
 
 /// Whether `sig` is ignored now. Asked before we listen for it, that is
-/// whether it was ignored when we started.
+/// whether it was ignored when we started. SIGCONT never counts: it
+/// continues a process whatever its disposition, so ignoring it protects
+/// nothing, and a command paused by SIGTSTP must still be continued.
 fn ignored(sig: Signal) -> bool {
-    let mut action = std::mem::MaybeUninit::<libc::sigaction>::uninit();
+    // Zeroed: some C libraries fill in only part of the struct.
+    let mut action = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
     // SAFETY: a null new action only reads the current one into `action`.
     let read =
         unsafe { libc::sigaction(sig as libc::c_int, std::ptr::null(), action.as_mut_ptr()) };
-    // SAFETY: sigaction filled `action` in when it returned 0.
-    read == 0 && unsafe { action.assume_init() }.sa_sigaction == libc::SIG_IGN
+    // SAFETY: all-zero bytes are a valid sigaction, and sigaction writes
+    // only valid values over them.
+    let action = unsafe { action.assume_init() };
+    sig != Signal::SIGCONT && read == 0 && action.sa_sigaction == libc::SIG_IGN
 }
 
 fn stream(sig: Signal) -> std::io::Result<tokio::signal::unix::Signal> {
@@ -181,6 +188,11 @@ mod tests {
             .build()
             .unwrap();
         runtime.block_on(async {
+            // Whatever the test runner's parent ignored, this test listens.
+            for sig in [Signal::SIGUSR1, Signal::SIGUSR2] {
+                // SAFETY: SIG_DFL installs no handler code.
+                unsafe { signal(sig, SigHandler::SigDfl) }.unwrap();
+            }
             let mut latest = Latest::new(&[Signal::SIGUSR1, Signal::SIGUSR2]).unwrap();
             // Both delivered before anyone looks: the order is kept.
             nix::sys::signal::raise(Signal::SIGUSR2).unwrap();

@@ -271,6 +271,8 @@ async fn supervise(
     // lock until the processes it left in its group have ended too.
     let mut exited: Option<std::process::ExitStatus> = None;
     let mut next_orphan_check = BootInstant::now();
+    // How many times leftovers were found stopped on the terminal.
+    let mut stopped_leftovers = 0;
     let status = loop {
         let deadline = *new_deadline.borrow();
         let now = BootInstant::now();
@@ -279,11 +281,16 @@ async fn supervise(
             // What the command left behind is no job of the shell's: one
             // that stops on the terminal would hold the lock for good. Treat
             // it as the kernel treats an orphaned group: SIGHUP, SIGCONT.
+            // One that ignores SIGHUP (nohup) and stops again gets the stop
+            // signal next, then SIGKILL: the kernel would make its reads
+            // fail instead, which we cannot do for a group of ours.
             if terminal.is_some() && now >= next_orphan_check {
                 next_orphan_check = now + ORPHAN_CHECK;
                 if terminal::any_stopped(group) {
-                    group.signal(Signal::SIGHUP);
+                    let escalation = [Signal::SIGHUP, spec.signal, Signal::SIGKILL];
+                    group.signal(escalation[stopped_leftovers.min(escalation.len() - 1)]);
                     group.signal(Signal::SIGCONT);
+                    stopped_leftovers += 1;
                 }
             }
             let unkillable =

@@ -597,15 +597,50 @@ fn on_a_terminal_ctrl_c_reaches_the_child_and_its_status_is_kept() {
     assert_gone_everywhere(&cluster, b"tty-lock");
 }
 
+/// A command that records its pid and its background sleep's, and exits 4
+/// a second later. No loops: a shell stopped while it vforks shows state D,
+/// not T.
+fn sleep_a_second_then_exit_4(dir: &Path) -> String {
+    format!(
+        "sleep 1 & echo $! > {d}/grandchild.pid; echo $$ > {d}/child.pid; wait; exit 4",
+        d = dir.display()
+    )
+}
+
+#[test]
+fn sigcont_to_exec_continues_the_command_even_if_exec_started_with_it_ignored() {
+    // Ignoring SIGCONT cannot keep a process stopped, so it protects
+    // nothing: exec must pass it on all the same.
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let mut redlock = cluster.redlock();
+    // SAFETY: signal() is async-signal-safe and allocates nothing.
+    unsafe {
+        redlock.pre_exec(|| {
+            nix::sys::signal::signal(Signal::SIGCONT, nix::sys::signal::SigHandler::SigIgn)?;
+            Ok(())
+        });
+    }
+    let script = sleep_a_second_then_exit_4(dir.path());
+    let exec = spawn_exec_with(&mut redlock, &["cont", "-c", &script]);
+    let (child, _) = family(dir.path());
+    let supervisor = Pid::from_raw(exec.id() as i32);
+    kill(supervisor, Signal::SIGTSTP).unwrap();
+    let stopped = wait_until(Duration::from_secs(5), || {
+        crate::support::proc_state(child) == Some('T')
+    });
+    kill(supervisor, Signal::SIGCONT).unwrap();
+    let (code, stderr) = finish(exec, Duration::from_secs(10));
+    assert!(stopped, "SIGTSTP did not pause the command");
+    assert_eq!(code, 4, "SIGCONT resumed the command to its end: {stderr}");
+    assert_gone_everywhere(&cluster, b"cont");
+}
+
 #[test]
 fn sigtstp_to_exec_pauses_the_command_under_the_lock_until_sigcont() {
     let cluster = Cluster::start(3);
     let dir = temp();
-    // No loops: a shell stopped while it vforks shows state D, not T.
-    let script = format!(
-        "sleep 1 & echo $! > {d}/grandchild.pid; echo $$ > {d}/child.pid; wait; exit 4",
-        d = dir.path().display()
-    );
+    let script = sleep_a_second_then_exit_4(dir.path());
     let exec = spawn_exec(&cluster, &["--ttl", "1s", "tstp", "-c", &script]);
     let (child, grandchild) = family(dir.path());
     let supervisor = Pid::from_raw(exec.id() as i32);
@@ -836,7 +871,7 @@ fn redlock_pid_with(cluster: &Cluster, marker: &str) -> Option<i32> {
 /// A test that wants exec alone in its job says `exec redlock ...`.
 fn on_a_terminal(cluster: &Cluster, command: &str) -> std::process::Command {
     let mut script = std::process::Command::new("script");
-    script
+    crate::support::with_default_signals(&mut script)
         .args(["-qfc", command, "/dev/null"])
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -1165,10 +1200,12 @@ fn on_a_terminal_a_leftover_stopped_on_the_terminal_does_not_hold_the_lock() {
     use std::io::Write as _;
     let cluster = Cluster::start(3);
     let (bash, mut keyboard) = interactive_bash(&cluster);
-    // The background reader outlives the command, then stops on the
-    // terminal it no longer has.
+    // Two background readers outlive the command, then stop on the
+    // terminal they no longer have; the second ignores SIGHUP, as under
+    // nohup.
     let line = format!(
-        "{} exec tty-left -- sh -c '(sleep 0.3; read a </dev/tty; echo left=$a) & exit 0'; \
+        "{} exec tty-left -- sh -c '(sleep 0.3; read a </dev/tty; echo left=$a) & \
+         (trap \"\" HUP; sleep 0.3; read b </dev/tty; echo left=$b) & exit 0'; \
          echo status=$?\n",
         env!("CARGO_BIN_EXE_redlock")
     );

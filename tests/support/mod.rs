@@ -752,11 +752,12 @@ pub fn redlock() -> Command {
 }
 
 /// The binary at `path`, run as [`redlock`] runs it: without inherited
-/// REDLOCK_* variables, and in a session of its own, without a terminal,
-/// wherever the tests were started. From a terminal, `exec` would otherwise
-/// share the test runner's job and terminal, and act on them as a shell's
-/// job would (a SIGTSTP would stop the whole job, cargo included). The tests
-/// that are about terminals give `exec` a pseudo-terminal of its own.
+/// REDLOCK_* variables, with default signal actions, and in a session of its
+/// own, without a terminal, wherever the tests were started. From a
+/// terminal, `exec` would otherwise share the test runner's job and
+/// terminal, and act on them as a shell's job would (a SIGTSTP would stop
+/// the whole job, cargo included). The tests that are about terminals give
+/// `exec` a pseudo-terminal of its own.
 pub fn redlock_at(path: &Path) -> Command {
     let mut cmd = Command::new(path);
     for (name, _) in std::env::vars_os() {
@@ -764,6 +765,7 @@ pub fn redlock_at(path: &Path) -> Command {
             cmd.env_remove(&name);
         }
     }
+    with_default_signals(&mut cmd);
     // SAFETY: setsid() is async-signal-safe and allocates nothing.
     unsafe {
         cmd.pre_exec(|| {
@@ -772,6 +774,35 @@ pub fn redlock_at(path: &Path) -> Command {
         });
     }
     cmd
+}
+
+/// Starts `cmd` with the default action for the signals redlock handles or
+/// passes on. A signal ignored by whatever started the tests (`cargo test &`
+/// in a script ignores SIGINT and SIGQUIT) stays ignored for redlock and its
+/// command, by design; the tests must not depend on it. (std clears the
+/// signal mask of every child already.)
+pub fn with_default_signals(cmd: &mut Command) -> &mut Command {
+    use nix::sys::signal::{signal, SigHandler};
+    // SAFETY: signal() with SIG_DFL is async-signal-safe and allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [
+                Signal::SIGINT,
+                Signal::SIGTERM,
+                Signal::SIGHUP,
+                Signal::SIGQUIT,
+                Signal::SIGUSR1,
+                Signal::SIGUSR2,
+                Signal::SIGTSTP,
+                Signal::SIGCONT,
+                Signal::SIGTTIN,
+                Signal::SIGTTOU,
+            ] {
+                signal(sig, SigHandler::SigDfl)?;
+            }
+            Ok(())
+        })
+    }
 }
 
 /// What a finished command left behind.
