@@ -124,27 +124,14 @@ impl Drop for Latest {
 
 /// Undoes what a parent may have left behind that would break supervision.
 /// A signal mask survives exec: with the signals we wait for blocked, `exec`
-/// would never see a SIGTERM or its command's end. With SIGCHLD ignored, the
+/// would never see a SIGTERM or its command's end, so none stays blocked,
+/// as in a process started normally. With SIGCHLD ignored, the
 /// kernel reaps children itself and their exit status is lost (tokio waits
 /// for a child through a pidfd, which then fails). Called before any thread
 /// starts, since threads inherit the mask. A signal left pending while it
 /// was blocked takes its default action here, before we hold anything.
 pub fn reset_inherited() {
-    let mut waited_for = SigSet::empty();
-    for sig in [
-        Signal::SIGINT,
-        Signal::SIGTERM,
-        Signal::SIGHUP,
-        Signal::SIGQUIT,
-        Signal::SIGUSR1,
-        Signal::SIGUSR2,
-        Signal::SIGTSTP,
-        Signal::SIGCONT,
-        Signal::SIGCHLD,
-    ] {
-        waited_for.add(sig);
-    }
-    let _ = waited_for.thread_unblock();
+    let _ = SigSet::all().thread_unblock();
     // SAFETY: SIG_DFL installs no handler code, and nothing has installed a
     // handler for SIGCHLD.
     let _ = unsafe { signal(Signal::SIGCHLD, SigHandler::SigDfl) };

@@ -349,6 +349,33 @@ fn ignored_signals(pid: i32) -> Vec<Signal> {
         .collect()
 }
 
+/// `redlock` for the cluster, started as a parent that ignores `ignored`
+/// and blocks `blocked` would start it (both survive exec).
+fn redlock_inheriting(
+    cluster: &Cluster,
+    ignored: &'static [Signal],
+    blocked: &'static [Signal],
+) -> std::process::Command {
+    let mut redlock = cluster.redlock();
+    // SAFETY: signal() and pthread_sigmask() are async-signal-safe, and
+    // nothing here allocates.
+    unsafe {
+        redlock.pre_exec(move || {
+            use nix::sys::signal::{signal, SigHandler, SigSet};
+            for &sig in ignored {
+                signal(sig, SigHandler::SigIgn)?;
+            }
+            let mut mask = SigSet::empty();
+            for &sig in blocked {
+                mask.add(sig);
+            }
+            mask.thread_block()?;
+            Ok(())
+        });
+    }
+    redlock
+}
+
 /// A command that records its pid, then exits 3 once `go` exists.
 fn run_until_go(dir: &Path) -> String {
     format!(
@@ -363,21 +390,12 @@ fn signals_ignored_when_exec_starts_stay_ignored_for_it_and_the_command() {
     // neither exec nor its command may then die of them.
     let cluster = Cluster::start(3);
     let dir = temp();
-    let protected = [Signal::SIGHUP, Signal::SIGINT, Signal::SIGQUIT];
-    let mut redlock = cluster.redlock();
-    // SAFETY: signal() is async-signal-safe and allocates nothing.
-    unsafe {
-        redlock.pre_exec(move || {
-            for sig in protected {
-                nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigIgn)?;
-            }
-            Ok(())
-        });
-    }
+    let protected = &[Signal::SIGHUP, Signal::SIGINT, Signal::SIGQUIT];
+    let mut redlock = redlock_inheriting(&cluster, protected, &[]);
     let exec = spawn_exec_with(&mut redlock, &["nohup", "-c", &run_until_go(dir.path())]);
     let child = read_pid(&dir.path().join("child.pid"));
     let inherited = ignored_signals(child);
-    for sig in protected {
+    for &sig in protected {
         assert!(
             inherited.contains(&sig),
             "{sig} is not ignored by the command: {inherited:?}"
@@ -400,20 +418,11 @@ fn blocked_signals_and_an_ignored_sigchld_from_the_parent_do_not_blind_exec() {
     // SIGTTIN, which would make a background read fail instead of stopping.
     let cluster = Cluster::start(3);
     let dir = temp();
-    let mut redlock = cluster.redlock();
-    // SAFETY: signal() and pthread_sigmask() are async-signal-safe.
-    unsafe {
-        redlock.pre_exec(|| {
-            use nix::sys::signal::{signal, SigHandler, SigSet};
-            let mut blocked = SigSet::empty();
-            blocked.add(Signal::SIGTERM);
-            blocked.add(Signal::SIGCHLD);
-            blocked.thread_block()?;
-            signal(Signal::SIGCHLD, SigHandler::SigIgn)?;
-            signal(Signal::SIGTTIN, SigHandler::SigIgn)?;
-            Ok(())
-        });
-    }
+    let mut redlock = redlock_inheriting(
+        &cluster,
+        &[Signal::SIGCHLD, Signal::SIGTTIN],
+        &[Signal::SIGTERM, Signal::SIGCHLD],
+    );
     let exec = spawn_exec_with(&mut redlock, &["masked", "-c", &run_until_go(dir.path())]);
     let child = read_pid(&dir.path().join("child.pid"));
     let inherited = ignored_signals(child);
@@ -613,14 +622,7 @@ fn sigcont_to_exec_continues_the_command_even_if_exec_started_with_it_ignored() 
     // nothing: exec must pass it on all the same.
     let cluster = Cluster::start(3);
     let dir = temp();
-    let mut redlock = cluster.redlock();
-    // SAFETY: signal() is async-signal-safe and allocates nothing.
-    unsafe {
-        redlock.pre_exec(|| {
-            nix::sys::signal::signal(Signal::SIGCONT, nix::sys::signal::SigHandler::SigIgn)?;
-            Ok(())
-        });
-    }
+    let mut redlock = redlock_inheriting(&cluster, &[Signal::SIGCONT], &[]);
     let script = sleep_a_second_then_exit_4(dir.path());
     let exec = spawn_exec_with(&mut redlock, &["cont", "-c", &script]);
     let (child, _) = family(dir.path());

@@ -776,29 +776,19 @@ pub fn redlock_at(path: &Path) -> Command {
     cmd
 }
 
-/// Starts `cmd` with the default action for the signals redlock handles or
-/// passes on. A signal ignored by whatever started the tests (`cargo test &`
-/// in a script ignores SIGINT and SIGQUIT) stays ignored for redlock and its
-/// command, by design; the tests must not depend on it. (std clears the
-/// signal mask of every child already.)
+/// Starts `cmd` with every signal at its default action, as a process
+/// normally starts. A signal ignored by whatever started the tests
+/// (`cargo test &` in a script ignores SIGINT and SIGQUIT) stays ignored for
+/// redlock and its command, by design; the tests must not depend on it.
+/// (std clears the signal mask of every child already.)
 pub fn with_default_signals(cmd: &mut Command) -> &mut Command {
     use nix::sys::signal::{signal, SigHandler};
     // SAFETY: signal() with SIG_DFL is async-signal-safe and allocates nothing.
     unsafe {
         cmd.pre_exec(|| {
-            for sig in [
-                Signal::SIGINT,
-                Signal::SIGTERM,
-                Signal::SIGHUP,
-                Signal::SIGQUIT,
-                Signal::SIGUSR1,
-                Signal::SIGUSR2,
-                Signal::SIGTSTP,
-                Signal::SIGCONT,
-                Signal::SIGTTIN,
-                Signal::SIGTTOU,
-            ] {
-                signal(sig, SigHandler::SigDfl)?;
+            for sig in Signal::iterator() {
+                // SIGKILL and SIGSTOP cannot be changed, and are not asked to.
+                let _ = signal(sig, SigHandler::SigDfl);
             }
             Ok(())
         })
