@@ -56,7 +56,7 @@ pub struct GlobalArgs {
         hide_env_values = true,
         global = true
     )]
-    pub servers: Vec<String>,
+    pub servers: Vec<OsString>,
 
     /// Bound for connecting to each server and for each reply. Default: 250ms, or a
     /// fifth of --ttl when that is shorter; an explicit value must be below a third of

@@ -1,6 +1,7 @@
 //! Turns parsed arguments into validated settings: parsed server URLs, the
 //! effective server timeout, raw key bytes. Every rejection names the option.
 
+use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
@@ -251,7 +252,7 @@ fn ttl(ttl: Duration, min: Duration) -> Result<Duration, UsageError> {
 /// Splits `-s`/`REDLOCK_SERVERS` values at commas. A piece with an '@' but
 /// no scheme is the rest of a password that held an unencoded comma: it is
 /// joined back, so that the password is parsed (and hidden) as one.
-fn split_server_list(values: &[String]) -> Vec<String> {
+fn split_server_list(values: &[&str]) -> Vec<String> {
     let mut urls: Vec<String> = Vec::new();
     for piece in values.iter().flat_map(|value| value.split(',')) {
         match urls.last_mut() {
@@ -265,8 +266,18 @@ fn split_server_list(values: &[String]) -> Vec<String> {
     urls
 }
 
-fn server_specs(urls: &[String]) -> Result<Vec<ServerSpec>, ConfigError> {
-    let urls = split_server_list(urls);
+fn server_specs(values: &[OsString]) -> Result<Vec<ServerSpec>, ConfigError> {
+    // Checked here, not by clap, which would reject a REDLOCK_SERVERS that
+    // is not UTF-8 even when -s overrides it.
+    let values = values
+        .iter()
+        .map(|value| {
+            value
+                .to_str()
+                .ok_or_else(|| ConfigError("--server: a server URL is not valid UTF-8".into()))
+        })
+        .collect::<Result<Vec<&str>, _>>()?;
+    let urls = split_server_list(&values);
     let urls: Vec<&str> = urls
         .iter()
         .map(|u| u.trim())
@@ -389,9 +400,7 @@ mod tests {
 
     #[test]
     fn server_lists_split_at_commas_but_not_inside_passwords() {
-        let list = |values: &[&str]| {
-            split_server_list(&values.iter().map(|v| v.to_string()).collect::<Vec<_>>())
-        };
+        let list = split_server_list;
         assert_eq!(list(&["a:1,b:2", "c:3"]), ["a:1", "b:2", "c:3"]);
         assert_eq!(
             list(&["redis://u:p,w@h:1,h:2"]),

@@ -199,6 +199,25 @@ fn a_server_timeout_flag_overrides_an_unusable_environment_value() {
 }
 
 #[test]
+fn a_server_flag_overrides_a_redlock_servers_that_is_not_utf8() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let server = RedisServer::start();
+    let not_utf8 = std::ffi::OsStr::from_bytes(b"redis://127.0.0.1:1\xff");
+    let out = run(support::redlock()
+        .env("REDLOCK_SERVERS", not_utf8)
+        .args(["status", "x"]));
+    assert_one_line_error(&out, 78, "REDLOCK_SERVERS not UTF-8");
+    assert!(out.stderr.contains("not valid UTF-8"), "{}", out.stderr);
+    let out = run(support::redlock().env("REDLOCK_SERVERS", not_utf8).args([
+        "status",
+        "x",
+        "-s",
+        &server.url(),
+    ]));
+    out.assert_code(1, "-s wins over REDLOCK_SERVERS: the lock is free");
+}
+
+#[test]
 fn no_subcommand_is_a_usage_error() {
     for args in [
         &[][..],
