@@ -14,13 +14,15 @@ mod child;
 mod terminal;
 mod watchdog;
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use nix::sys::signal::Signal;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use tokio::sync::watch;
 
 use crate::commands::acquire_unless_interrupted;
@@ -271,8 +273,8 @@ async fn supervise(
     // lock until the processes it left in its group have ended too.
     let mut exited: Option<std::process::ExitStatus> = None;
     let mut next_orphan_check = BootInstant::now();
-    // How many times leftovers were found stopped on the terminal.
-    let mut stopped_leftovers = 0;
+    // How many times each leftover was found stopped on the terminal.
+    let mut stops_seen: HashMap<Pid, usize> = HashMap::new();
     let status = loop {
         let deadline = *new_deadline.borrow();
         let now = BootInstant::now();
@@ -281,17 +283,9 @@ async fn supervise(
             // What the command left behind is no job of the shell's: one
             // that stops on the terminal would hold the lock for good. Treat
             // it as the kernel treats an orphaned group: SIGHUP, SIGCONT.
-            // One that ignores SIGHUP (nohup) and stops again gets the stop
-            // signal next, then SIGKILL: the kernel would make its reads
-            // fail instead, which we cannot do for a group of ours.
             if terminal.is_some() && now >= next_orphan_check {
                 next_orphan_check = now + ORPHAN_CHECK;
-                if terminal::any_stopped(group) {
-                    let escalation = [Signal::SIGHUP, spec.signal, Signal::SIGKILL];
-                    group.signal(escalation[stopped_leftovers.min(escalation.len() - 1)]);
-                    group.signal(Signal::SIGCONT);
-                    stopped_leftovers += 1;
-                }
+                stop_stopped_leftovers(group, spec.signal, &mut stops_seen, out);
             }
             let unkillable =
                 killed_at.is_some_and(|at| now.saturating_since(at) > Duration::from_secs(1));
@@ -455,6 +449,46 @@ fn suspend_job(group: Group, terminal: Option<&Terminal>, command_running: bool)
 
 /// Sends the stop `signal`, then SIGCONT, so that stopped processes (Ctrl-Z,
 /// a background read from the terminal) wake up to handle it.
+/// Ends the stops of processes left in `group` on the terminal. A process
+/// newly found stopped makes the whole group get SIGHUP and SIGCONT, as the
+/// kernel does when an orphaned group has a stopped member. One found
+/// stopped again (it ignores SIGHUP, under nohup) gets `signal`, then
+/// SIGKILL at the next look: the kernel would make its reads fail instead,
+/// which we cannot do for a group whose parent we are. Others, which never
+/// stopped, are left alone.
+fn stop_stopped_leftovers(
+    group: Group,
+    signal: Signal,
+    stops_seen: &mut HashMap<Pid, usize>,
+    out: Output,
+) {
+    let mut hang_up = false;
+    for pid in terminal::stopped_members(group) {
+        let seen = stops_seen.entry(pid).or_default();
+        *seen += 1;
+        let escalation = match *seen {
+            1 => {
+                hang_up = true;
+                continue;
+            }
+            2 => signal,
+            _ => Signal::SIGKILL,
+        };
+        if !out.quiet {
+            note(&format!(
+                "process {pid}, left behind by the command, stopped on the terminal again: sending it {}",
+                escalation.as_str()
+            ));
+        }
+        let _ = kill(pid, escalation);
+        let _ = kill(pid, Signal::SIGCONT);
+    }
+    if hang_up {
+        group.signal(Signal::SIGHUP);
+        group.signal(Signal::SIGCONT);
+    }
+}
+
 fn stop(group: Group, signal: Signal) {
     group.signal(signal);
     if signal != Signal::SIGCONT {

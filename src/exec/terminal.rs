@@ -211,15 +211,20 @@ fn stat_fields(pid: i32) -> Option<Vec<String>> {
     Some(rest.split_whitespace().take(4).map(str::to_owned).collect())
 }
 
-/// Whether some process of `group` is stopped (one /proc scan).
-pub fn any_stopped(group: Group) -> bool {
+/// The processes of `group` that are stopped (one /proc scan).
+pub fn stopped_members(group: Group) -> Vec<Pid> {
     let group = group.0.to_string();
     std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(stat_fields)
-        .any(|fields| fields.first().is_some_and(|s| s == "T") && fields.get(2) == Some(&group))
+        .filter(|&pid| {
+            stat_fields(pid).is_some_and(|fields| {
+                fields.first().is_some_and(|s| s == "T") && fields.get(2) == Some(&group)
+            })
+        })
+        .map(Pid::from_raw)
+        .collect()
 }
 
 /// Whether the command `group` is stopped by a signal or job control: its

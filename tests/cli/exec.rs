@@ -607,11 +607,11 @@ fn on_a_terminal_ctrl_c_reaches_the_child_and_its_status_is_kept() {
 }
 
 /// A command that records its pid and its background sleep's, and exits 4
-/// a second later. No loops: a shell stopped while it vforks shows state D,
-/// not T.
-fn sleep_a_second_then_exit_4(dir: &Path) -> String {
+/// `seconds` later. No loops: a shell stopped while it vforks shows state
+/// D, not T.
+fn sleep_then_exit_4(dir: &Path, seconds: u32) -> String {
     format!(
-        "sleep 1 & echo $! > {d}/grandchild.pid; echo $$ > {d}/child.pid; wait; exit 4",
+        "sleep {seconds} & echo $! > {d}/grandchild.pid; echo $$ > {d}/child.pid; wait; exit 4",
         d = dir.display()
     )
 }
@@ -623,7 +623,8 @@ fn sigcont_to_exec_continues_the_command_even_if_exec_started_with_it_ignored() 
     let cluster = Cluster::start(3);
     let dir = temp();
     let mut redlock = redlock_inheriting(&cluster, &[Signal::SIGCONT], &[]);
-    let script = sleep_a_second_then_exit_4(dir.path());
+    // Long enough that SIGTSTP comes first, even on a loaded machine.
+    let script = sleep_then_exit_4(dir.path(), 3);
     let exec = spawn_exec_with(&mut redlock, &["cont", "-c", &script]);
     let (child, _) = family(dir.path());
     let supervisor = Pid::from_raw(exec.id() as i32);
@@ -642,7 +643,9 @@ fn sigcont_to_exec_continues_the_command_even_if_exec_started_with_it_ignored() 
 fn sigtstp_to_exec_pauses_the_command_under_the_lock_until_sigcont() {
     let cluster = Cluster::start(3);
     let dir = temp();
-    let script = sleep_a_second_then_exit_4(dir.path());
+    // The background sleep would end within the 2s the test waits, unless
+    // it was paused.
+    let script = sleep_then_exit_4(dir.path(), 1);
     let exec = spawn_exec(&cluster, &["--ttl", "1s", "tstp", "-c", &script]);
     let (child, grandchild) = family(dir.path());
     let supervisor = Pid::from_raw(exec.id() as i32);
@@ -1202,14 +1205,15 @@ fn on_a_terminal_a_leftover_stopped_on_the_terminal_does_not_hold_the_lock() {
     use std::io::Write as _;
     let cluster = Cluster::start(3);
     let (bash, mut keyboard) = interactive_bash(&cluster);
-    // Two background readers outlive the command, then stop on the
-    // terminal they no longer have; the second ignores SIGHUP, as under
-    // nohup.
+    // Three background readers outlive the command, then stop on the
+    // terminal they no longer have: one that SIGHUP ends, one that ignores
+    // it (as under nohup), one that ignores SIGTERM too.
     let line = format!(
-        "{} exec tty-left -- sh -c '(sleep 0.3; read a </dev/tty; echo left=$a) & \
-         (trap \"\" HUP; sleep 0.3; read b </dev/tty; echo left=$b) & exit 0'; \
+        "{} exec tty-left -- sh -c '(sleep 0.3; read a </dev/tty) & \
+         (trap \"\" HUP; sleep 0.3; read b </dev/tty) & \
+         (trap \"\" HUP TERM; sleep 0.3; read c </dev/tty) & exit 0'; \
          echo status=$?\n",
-        env!("CARGO_BIN_EXE_redlock")
+        env!("CARGO_BIN_EXE_redlock"),
     );
     keyboard.write_all(line.as_bytes()).unwrap();
     assert!(
@@ -1218,7 +1222,7 @@ fn on_a_terminal_a_leftover_stopped_on_the_terminal_does_not_hold_the_lock() {
             .is_some()),
         "exec never took the lock"
     );
-    let released = wait_until(Duration::from_secs(8), || {
+    let released = wait_until(Duration::from_secs(10), || {
         cluster.get_all(b"tty-left") == vec![None, None, None]
     });
     let screen = type_and_exit(bash, keyboard, "");
@@ -1227,4 +1231,8 @@ fn on_a_terminal_a_leftover_stopped_on_the_terminal_does_not_hold_the_lock() {
         "the lock stayed held by a stopped leftover:\n{screen}"
     );
     assert!(screen.contains("status=0"), "{screen}");
+    assert!(
+        screen.contains("sending it SIGTERM") && screen.contains("sending it SIGKILL"),
+        "the readers that ignore SIGHUP, and SIGTERM, were not stopped in turn:\n{screen}"
+    );
 }
