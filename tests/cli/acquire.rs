@@ -14,7 +14,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use crate::status::json::Json;
-use crate::support::{self, exit_code, run, wait_until, Cluster, Output, RedisServer};
+use crate::support::{self, exit_code, run, wait_until, Cluster, Output, RedisServer, Running};
 
 // ---------------------------------------------------------------------------
 // Shared helpers
@@ -376,10 +376,12 @@ fn blocking_acquire_waits_until_the_holder_releases() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
+        .map(Running::from)
         .unwrap();
     std::thread::sleep(Duration::from_millis(400));
     run(cluster.redlock().args(["release", "queue", &holder])).assert_code(0, "release");
     let pid = Pid::from_raw(waiter.id() as i32);
+    let waiter = waiter.into_child();
     let done = std::thread::spawn(move || waiter.wait_with_output().unwrap());
     if !wait_until(Duration::from_secs(5), || done.is_finished()) {
         let _ = kill(pid, Signal::SIGKILL);
@@ -403,10 +405,12 @@ fn sigterm_while_waiting_exits_143_and_leaves_the_holder_alone() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
+        .map(Running::from)
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     kill(Pid::from_raw(waiter.id() as i32), Signal::SIGTERM).unwrap();
     let pid = Pid::from_raw(waiter.id() as i32);
+    let waiter = waiter.into_child();
     let done = std::thread::spawn(move || waiter.wait_with_output().unwrap());
     if !wait_until(Duration::from_secs(5), || done.is_finished()) {
         let _ = kill(pid, Signal::SIGKILL);

@@ -4,22 +4,22 @@
 
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use crate::acquire::{acquire, assert_gone_everywhere};
-use crate::support::{exit_code, pid_alive, run, wait_until, Cluster};
+use crate::support::{exit_code, pid_alive, run, wait_until, Cluster, Running};
 
 /// Starts `redlock exec ARGS` in the background with stdin closed, as cron does.
-fn spawn_exec(cluster: &Cluster, args: &[&str]) -> Child {
+fn spawn_exec(cluster: &Cluster, args: &[&str]) -> Running {
     spawn_exec_with(&mut cluster.redlock(), args)
 }
 
 /// The same, from a prepared `redlock` command (extra environment, say).
-fn spawn_exec_with(redlock: &mut std::process::Command, args: &[&str]) -> Child {
+fn spawn_exec_with(redlock: &mut std::process::Command, args: &[&str]) -> Running {
     redlock
         .arg("exec")
         .args(args)
@@ -28,10 +28,12 @@ fn spawn_exec_with(redlock: &mut std::process::Command, args: &[&str]) -> Child 
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn redlock exec")
+        .into()
 }
 
 /// Waits for `child` (bounded) and returns its exit code and stderr.
-fn finish(child: Child, limit: Duration) -> (i32, String) {
+fn finish(child: impl Into<Running>, limit: Duration) -> (i32, String) {
+    let child = child.into().into_child();
     let pid = Pid::from_raw(child.id() as i32);
     let waiter = std::thread::spawn(move || child.wait_with_output().expect("wait for redlock"));
     let started = Instant::now();
@@ -513,7 +515,7 @@ fn contend(cluster: &Cluster, clients: usize, rounds: usize, mid_run: impl FnOnc
         overlap = path_str(&dir.join("overlap")),
         entered = path_str(&entered),
     );
-    let mut children: Vec<Child> = (0..clients)
+    let mut children: Vec<Running> = (0..clients)
         .map(|_| {
             spawn_exec(
                 cluster,
@@ -588,10 +590,11 @@ fn on_a_terminal_ctrl_c_reaches_the_child_and_its_status_is_kept() {
         env!("CARGO_BIN_EXE_redlock"),
         dir.path().display()
     );
-    let mut script = on_a_terminal(&cluster, &command)
+    let mut script: Running = on_a_terminal(&cluster, &command)
         .arg("-e")
         .spawn()
-        .expect("script(1) from util-linux");
+        .expect("script(1) from util-linux")
+        .into();
     assert!(
         wait_until(Duration::from_secs(5), || cluster[0]
             .get(b"tty-lock")
@@ -692,10 +695,11 @@ fn on_a_terminal_without_job_control_every_ctrl_z_is_undone() {
         env!("CARGO_BIN_EXE_redlock"),
         dir.path().display()
     );
-    let mut script = on_a_terminal(&cluster, &command)
+    let mut script: Running = on_a_terminal(&cluster, &command)
         .arg("-e")
         .spawn()
-        .expect("script(1) from util-linux");
+        .expect("script(1) from util-linux")
+        .into();
     wait_for_terminal(read_pid(&dir.path().join("child.pid")));
     let keyboard = script.stdin.as_mut().unwrap();
     for _ in 0..6 {
@@ -818,7 +822,7 @@ fn an_exec_waiting_while_its_binary_is_replaced_still_runs_guarded() {
                 std::thread::sleep(Duration::from_millis(20));
                 None
             }
-            spawned => Some(spawned.expect("spawn the copied redlock")),
+            spawned => Some(Running::from(spawned.expect("spawn the copied redlock"))),
         })
         .expect("the copied binary stayed busy");
     std::thread::sleep(Duration::from_millis(300));
@@ -891,7 +895,7 @@ fn on_a_terminal(cluster: &Cluster, command: &str) -> std::process::Command {
 
 /// An interactive bash on a pseudo-terminal (from script(1)): the
 /// job-control shell a person would use. Returns it and its keyboard.
-fn interactive_bash(cluster: &Cluster) -> (Child, std::process::ChildStdin) {
+fn interactive_bash(cluster: &Cluster) -> (Running, std::process::ChildStdin) {
     // Nothing of the user's: no history written to their ~/.bash_history,
     // no key bindings read from their ~/.inputrc.
     let mut bash = on_a_terminal(cluster, "bash --norc --noprofile -i")
@@ -901,17 +905,18 @@ fn interactive_bash(cluster: &Cluster) -> (Child, std::process::ChildStdin) {
         .spawn()
         .expect("script(1) from util-linux");
     let keyboard = bash.stdin.take().unwrap();
-    (bash, keyboard)
+    (bash.into(), keyboard)
 }
 
 /// Types `lines` and `exit`, and returns what the terminal showed; fails if
 /// bash does not exit (it would have lost its terminal, for instance).
-fn type_and_exit(bash: Child, mut keyboard: std::process::ChildStdin, lines: &str) -> String {
+fn type_and_exit(bash: Running, mut keyboard: std::process::ChildStdin, lines: &str) -> String {
     use std::io::Write as _;
     keyboard.write_all(lines.as_bytes()).unwrap();
     keyboard.write_all(b"exit\n").unwrap();
     drop(keyboard);
     let script = Pid::from_raw(bash.id() as i32);
+    let bash = bash.into_child();
     let waiter = std::thread::spawn(move || bash.wait_with_output().unwrap());
     if !wait_until(Duration::from_secs(15), || waiter.is_finished()) {
         let processes = std::process::Command::new("ps")

@@ -795,6 +795,45 @@ pub fn with_default_signals(cmd: &mut Command) -> &mut Command {
     }
 }
 
+/// A process a test started. If the test ends, or fails, before it waited
+/// for it, it is SIGKILLed and reaped: a failing test must not leave `exec`,
+/// its command or a shell running into the next tests.
+pub struct Running(Option<Child>);
+
+impl Running {
+    pub fn into_child(mut self) -> Child {
+        self.0.take().expect("a process is waited for once")
+    }
+}
+
+impl From<Child> for Running {
+    fn from(child: Child) -> Self {
+        Running(Some(child))
+    }
+}
+
+impl std::ops::Deref for Running {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        self.0.as_ref().expect("a process is waited for once")
+    }
+}
+
+impl std::ops::DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.0.as_mut().expect("a process is waited for once")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// What a finished command left behind.
 #[derive(Debug, Clone)]
 pub struct Output {
