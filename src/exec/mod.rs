@@ -447,8 +447,6 @@ fn suspend_job(group: Group, terminal: Option<&Terminal>, command_running: bool)
     }
 }
 
-/// Sends the stop `signal`, then SIGCONT, so that stopped processes (Ctrl-Z,
-/// a background read from the terminal) wake up to handle it.
 /// Ends the stops of processes left in `group` on the terminal. A process
 /// newly found stopped makes the whole group get SIGHUP and SIGCONT, as the
 /// kernel does when an orphaned group has a stopped member. One found
@@ -489,6 +487,8 @@ fn stop_stopped_leftovers(
     }
 }
 
+/// Sends the stop `signal`, then SIGCONT, so that stopped processes (Ctrl-Z,
+/// a background read from the terminal) wake up to handle it.
 fn stop(group: Group, signal: Signal) {
     group.signal(signal);
     if signal != Signal::SIGCONT {
