@@ -590,11 +590,7 @@ fn on_a_terminal_ctrl_c_reaches_the_child_and_its_status_is_kept() {
         env!("CARGO_BIN_EXE_redlock"),
         dir.path().display()
     );
-    let mut script: Running = on_a_terminal(&cluster, &command)
-        .arg("-e")
-        .spawn()
-        .expect("script(1) from util-linux")
-        .into();
+    let mut script = start_on_a_terminal(&cluster, &command);
     assert!(
         wait_until(Duration::from_secs(5), || cluster[0]
             .get(b"tty-lock")
@@ -695,11 +691,7 @@ fn on_a_terminal_without_job_control_every_ctrl_z_is_undone() {
         env!("CARGO_BIN_EXE_redlock"),
         dir.path().display()
     );
-    let mut script: Running = on_a_terminal(&cluster, &command)
-        .arg("-e")
-        .spawn()
-        .expect("script(1) from util-linux")
-        .into();
+    let mut script = start_on_a_terminal(&cluster, &command);
     wait_for_terminal(read_pid(&dir.path().join("child.pid")));
     let keyboard = script.stdin.as_mut().unwrap();
     for _ in 0..6 {
@@ -870,8 +862,7 @@ fn redlock_pid_with(cluster: &Cluster, marker: &str) -> Option<i32> {
 }
 
 /// `command` run by `/bin/sh` on a pseudo-terminal of its own (script(1)
-/// from util-linux), with the cluster's servers and every stream piped. Add
-/// `-e` to get the command's exit status from script.
+/// from util-linux), with the cluster's servers and every stream piped.
 ///
 /// The environment is cleared: script runs the command with `$SHELL -c`,
 /// and whether that shell stays in the job beside what it runs (dash does,
@@ -891,6 +882,15 @@ fn on_a_terminal(cluster: &Cluster, command: &str) -> std::process::Command {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     script
+}
+
+/// Starts `command` with [`on_a_terminal`]; script(1) exits with its status.
+fn start_on_a_terminal(cluster: &Cluster, command: &str) -> Running {
+    on_a_terminal(cluster, command)
+        .arg("-e")
+        .spawn()
+        .expect("script(1) from util-linux")
+        .into()
 }
 
 /// An interactive bash on a pseudo-terminal (from script(1)): the
