@@ -1,36 +1,48 @@
-//! Turns parsed arguments into validated settings: parsed server URLs, the
-//! effective server timeout, raw key bytes. Every rejection names the option.
+//! Turns parsed arguments into validated settings, per command: parsed
+//! server URLs and the effective server timeout only for the commands that
+//! talk to servers, raw key bytes, the stop plan of `exec`. Every rejection
+//! names the option.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::cli::{self, Cli, Command, GlobalArgs};
+use crate::cli::{self, Cli, Command, ExecArgs, GlobalArgs};
 use crate::duration;
-use crate::exec::{derived_name, ExecSpec, StopPlan};
+use crate::error::Error;
 use crate::lock::{LockKey, ServerSpec, Token, Wait};
+use crate::output::OutputMode;
+use crate::supervise::schedule::StopPlan;
 
 const DEFAULT_SERVER: &str = "redis://127.0.0.1:6379";
 const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_millis(250);
 
-/// Input that can never work: exit 64.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+/// One validated invocation.
+#[derive(Debug)]
+pub struct Config {
+    pub task: Task,
+    pub output: OutputMode,
+}
 
-/// A server or TLS setting that cannot be used: exit 78.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ConfigError(pub String);
-
-/// How results and diagnostics are printed.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Output {
-    pub json: bool,
-    pub quiet: bool,
-    pub verbose: bool,
+#[derive(Debug)]
+pub enum Task {
+    /// Work on a lock, which needs the servers.
+    Lock {
+        servers: Servers,
+        job: LockJob,
+    },
+    Generate {
+        what: cli::Generated,
+        dir: PathBuf,
+    },
+    /// The watchdog process `exec` starts.
+    Watchdog {
+        signal: Signal,
+        plan: StopPlan,
+    },
 }
 
 /// Where the lock lives.
@@ -41,23 +53,8 @@ pub struct Servers {
     pub tls_root_cert: Option<Vec<u8>>,
 }
 
-/// One validated invocation.
 #[derive(Debug)]
-pub enum Task {
-    /// Work on a lock, which needs the servers.
-    Lock(LockTask),
-    Generate {
-        what: cli::Generated,
-        dir: std::path::PathBuf,
-    },
-    Watchdog {
-        signal: Signal,
-        plan: StopPlan,
-    },
-}
-
-#[derive(Debug)]
-pub enum LockTask {
+pub enum LockJob {
     Acquire {
         key: LockKey,
         ttl: Duration,
@@ -78,15 +75,23 @@ pub enum LockTask {
     Exec(ExecSpec),
 }
 
+/// A validated `redlock exec` invocation.
 #[derive(Debug)]
-pub struct Config {
-    pub task: Task,
-    pub servers: Servers,
-    pub output: Output,
+pub struct ExecSpec {
+    pub key: LockKey,
+    /// The name as given or derived, exported to the child as REDLOCK_NAME.
+    pub name: OsString,
+    pub derived_name: bool,
+    pub ttl: Duration,
+    pub wait: Wait,
+    pub conflict_exit: u8,
+    pub stop: StopPlan,
+    pub signal: Signal,
+    pub argv: Vec<OsString>,
 }
 
 impl Config {
-    pub fn from_cli(cli: Cli) -> anyhow::Result<Config> {
+    pub fn from_cli(cli: Cli) -> Result<Config, Error> {
         let GlobalArgs {
             servers,
             server_timeout,
@@ -96,105 +101,132 @@ impl Config {
             quiet,
             verbose,
         } = cli.global;
+        let output = OutputMode {
+            json,
+            quiet,
+            verbose,
+        };
         let prefix = prefix.map(|p| p.as_bytes().to_vec()).unwrap_or_default();
         let key = |name: &cli::NameArg| lock_key(&prefix, &name.name);
-        let (task, ttl) = match cli.command {
-            Command::Acquire(args) => {
-                let ttl = ttl(args.ttl.ttl, MIN_TTL)?;
-                let task = LockTask::Acquire {
-                    key: key(&args.name)?,
-                    ttl,
-                    wait: wait(&args.wait),
-                };
-                (Task::Lock(task), Some(ttl))
-            }
-            Command::Release(args) => {
-                let task = LockTask::Release {
-                    key: key(&args.name)?,
-                    token: token(args.token)?,
-                };
-                (Task::Lock(task), None)
-            }
-            Command::Extend(args) => {
-                let ttl = ttl(args.ttl.ttl, MIN_TTL)?;
-                let task = LockTask::Extend {
-                    key: key(&args.lock.name)?,
-                    token: token(args.lock.token)?,
-                    ttl,
-                };
-                (Task::Lock(task), Some(ttl))
-            }
-            Command::Status(name) => (Task::Lock(LockTask::Status { key: key(&name)? }), None),
-            Command::Exec(args) => {
-                let ttl = ttl(args.ttl.ttl, MIN_EXEC_TTL)?;
-                let argv = match args.shell {
-                    Some(line) if line.is_empty() => {
-                        return Err(UsageError("-c needs a non-empty command line".into()).into())
-                    }
-                    Some(line) => vec!["sh".into(), "-c".into(), line],
-                    None if args.argv.first().is_none_or(|program| program.is_empty()) => {
-                        return Err(UsageError("no command to run after --".into()).into())
-                    }
-                    None => args.argv,
-                };
-                let (name, derived_name) = match args.name {
-                    Some(name) => (name, false),
-                    None => (derived_name(&argv), true),
-                };
-                let spec = ExecSpec {
-                    key: lock_key(&prefix, &name)?,
-                    name,
-                    derived_name,
-                    ttl,
-                    wait: wait(&args.wait),
-                    conflict_exit: args.conflict_exit_code,
-                    stop: StopPlan::new(ttl, args.kill_after),
-                    signal: args.signal,
-                    argv,
-                };
-                (Task::Lock(LockTask::Exec(spec)), Some(ttl))
+        let job = match cli.command {
+            Command::Generate(args) => {
+                let (what, dir) = (args.what, args.dir);
+                let task = Task::Generate { what, dir };
+                return Ok(Config { task, output });
             }
             Command::Watchdog(args) => {
                 let plan = StopPlan {
                     grace: Duration::from_millis(args.grace_ms),
                     margin: Duration::from_millis(args.margin_ms),
                 };
-                (
-                    Task::Watchdog {
-                        signal: args.signal,
-                        plan,
-                    },
-                    None,
-                )
-            }
-            Command::Generate(args) => {
-                let task = Task::Generate {
-                    what: args.what,
-                    dir: args.dir,
+                let task = Task::Watchdog {
+                    signal: args.signal,
+                    plan,
                 };
-                (task, None)
+                return Ok(Config { task, output });
             }
+            Command::Acquire(args) => LockJob::Acquire {
+                ttl: ttl(args.ttl.ttl, MIN_TTL)?,
+                key: key(&args.name)?,
+                wait: wait(&args.wait),
+            },
+            Command::Release(args) => LockJob::Release {
+                key: key(&args.name)?,
+                token: token(args.token)?,
+            },
+            Command::Extend(args) => LockJob::Extend {
+                ttl: ttl(args.ttl.ttl, MIN_TTL)?,
+                key: key(&args.lock.name)?,
+                token: token(args.lock.token)?,
+            },
+            Command::Status(name) => LockJob::Status { key: key(&name)? },
+            Command::Exec(args) => LockJob::Exec(exec_spec(args, &prefix)?),
+        };
+        let timeout = server_timeout
+            .as_deref()
+            .map(parse_server_timeout)
+            .transpose()?;
+        let servers = Servers {
+            specs: server_specs(&servers)?,
+            timeout: server_timeout_for(timeout, job.ttl())?,
+            tls_root_cert: tls_ca_cert.map(|path| read_ca_cert(&path)).transpose()?,
         };
         Ok(Config {
-            task,
-            servers: Servers {
-                specs: server_specs(&servers)?,
-                timeout: server_timeout_for(
-                    server_timeout
-                        .as_deref()
-                        .map(parse_server_timeout)
-                        .transpose()?,
-                    ttl,
-                )?,
-                tls_root_cert: tls_ca_cert.map(|path| read_ca_cert(&path)).transpose()?,
-            },
-            output: Output {
-                json,
-                quiet,
-                verbose,
-            },
+            task: Task::Lock { servers, job },
+            output,
         })
     }
+}
+
+impl LockJob {
+    /// The TTL the command asks for, which bounds the server timeout.
+    fn ttl(&self) -> Option<Duration> {
+        match self {
+            LockJob::Acquire { ttl, .. } | LockJob::Extend { ttl, .. } => Some(*ttl),
+            LockJob::Exec(spec) => Some(spec.ttl),
+            LockJob::Release { .. } | LockJob::Status { .. } => None,
+        }
+    }
+}
+
+fn exec_spec(args: ExecArgs, prefix: &[u8]) -> Result<ExecSpec, Error> {
+    let ttl = ttl(args.ttl.ttl, MIN_EXEC_TTL)?;
+    let argv = match args.shell {
+        Some(line) if line.is_empty() => {
+            return Err(Error::Usage("-c needs a non-empty command line".into()))
+        }
+        Some(line) => vec!["sh".into(), "-c".into(), line],
+        None if args.argv.first().is_none_or(|program| program.is_empty()) => {
+            return Err(Error::Usage("no command to run after --".into()))
+        }
+        None => args.argv,
+    };
+    let (name, derived_name) = match args.name {
+        Some(name) => (name, false),
+        None => (derived_name(&argv), true),
+    };
+    Ok(ExecSpec {
+        key: lock_key(prefix, &name)?,
+        name,
+        derived_name,
+        ttl,
+        wait: wait(&args.wait),
+        conflict_exit: args.conflict_exit_code,
+        stop: StopPlan::new(ttl, args.kill_after),
+        signal: args.signal,
+        argv,
+    })
+}
+
+/// The lock name used when none is given: `exec:` and the command line, each
+/// word shell-quoted where needed, so that the same command on any host
+/// contends for the same lock. Names are shared across versions: the quoting
+/// must never change.
+pub fn derived_name(argv: &[OsString]) -> OsString {
+    let words: Vec<Vec<u8>> = argv
+        .iter()
+        .map(|word| shell_quote(word.as_bytes()))
+        .collect();
+    let mut name = b"exec:".to_vec();
+    name.extend(words.join(&b' '));
+    std::os::unix::ffi::OsStringExt::from_vec(name)
+}
+
+fn shell_quote(word: &[u8]) -> Vec<u8> {
+    let plain = |b: &u8| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(b);
+    if !word.is_empty() && word.iter().all(plain) {
+        return word.to_vec();
+    }
+    let mut quoted = vec![b'\''];
+    for &b in word {
+        if b == b'\'' {
+            quoted.extend_from_slice(b"'\\''");
+        } else {
+            quoted.push(b);
+        }
+    }
+    quoted.push(b'\'');
+    quoted
 }
 
 /// Blocking is the default, as in flock; `-w 0` is `-n`.
@@ -207,18 +239,18 @@ fn wait(args: &cli::WaitArgs) -> Wait {
     }
 }
 
-fn lock_key(prefix: &[u8], name: &std::ffi::OsStr) -> Result<LockKey, UsageError> {
+fn lock_key(prefix: &[u8], name: &OsStr) -> Result<LockKey, Error> {
     if name.is_empty() {
-        return Err(UsageError("the lock NAME must not be empty".into()));
+        return Err(Error::Usage("the lock NAME must not be empty".into()));
     }
     Ok(LockKey::new([prefix, name.as_bytes()].concat()))
 }
 
-fn token(token: Option<String>) -> Result<Token, UsageError> {
+fn token(token: Option<String>) -> Result<Token, Error> {
     match token {
         Some(token) if !token.is_empty() => Ok(Token::from_user(&token)),
-        Some(_) => Err(UsageError("the TOKEN must not be empty".into())),
-        None => Err(UsageError(
+        Some(_) => Err(Error::Usage("the TOKEN must not be empty".into())),
+        None => Err(Error::Usage(
             "no TOKEN: pass the token `acquire` printed, or set REDLOCK_TOKEN".into(),
         )),
     }
@@ -236,15 +268,15 @@ const MIN_TTL: Duration = Duration::from_millis(10);
 /// stop signal, a grace period and SIGKILL before the deadline.
 const MIN_EXEC_TTL: Duration = Duration::from_millis(100);
 
-fn ttl(ttl: Duration, min: Duration) -> Result<Duration, UsageError> {
+fn ttl(ttl: Duration, min: Duration) -> Result<Duration, Error> {
     if ttl < min {
-        return Err(UsageError(format!(
+        return Err(Error::Usage(format!(
             "--ttl must be at least {}",
             humantime::format_duration(min)
         )));
     }
     if ttl > MAX_TTL {
-        return Err(UsageError("--ttl must be at most 365 days".into()));
+        return Err(Error::Usage("--ttl must be at most 365 days".into()));
     }
     Ok(ttl)
 }
@@ -266,7 +298,7 @@ fn split_server_list(values: &[&str]) -> Vec<String> {
     urls
 }
 
-fn server_specs(values: &[OsString]) -> Result<Vec<ServerSpec>, ConfigError> {
+fn server_specs(values: &[OsString]) -> Result<Vec<ServerSpec>, Error> {
     // Checked here, not by clap, which would reject a REDLOCK_SERVERS that
     // is not UTF-8 even when -s overrides it.
     let values = values
@@ -274,7 +306,7 @@ fn server_specs(values: &[OsString]) -> Result<Vec<ServerSpec>, ConfigError> {
         .map(|value| {
             value
                 .to_str()
-                .ok_or_else(|| ConfigError("--server: a server URL is not valid UTF-8".into()))
+                .ok_or_else(|| Error::Config("--server: a server URL is not valid UTF-8".into()))
         })
         .collect::<Result<Vec<&str>, _>>()?;
     let urls = split_server_list(&values);
@@ -285,12 +317,12 @@ fn server_specs(values: &[OsString]) -> Result<Vec<ServerSpec>, ConfigError> {
         .collect();
     if urls.is_empty() {
         return Ok(vec![
-            ServerSpec::parse(DEFAULT_SERVER).map_err(|e| ConfigError(e.to_string()))?
+            ServerSpec::parse(DEFAULT_SERVER).map_err(|e| Error::Config(e.to_string()))?
         ]);
     }
     let specs = urls
         .into_iter()
-        .map(|url| ServerSpec::parse(url).map_err(|err| ConfigError(format!("--server: {err}"))))
+        .map(|url| ServerSpec::parse(url).map_err(|err| Error::Config(format!("--server: {err}"))))
         .collect::<Result<Vec<_>, _>>()?;
     // The same master listed twice would count twice towards the quorum.
     for (i, spec) in specs.iter().enumerate() {
@@ -298,7 +330,7 @@ fn server_specs(values: &[OsString]) -> Result<Vec<ServerSpec>, ConfigError> {
             .iter()
             .find(|earlier| earlier.identity() == spec.identity())
         {
-            return Err(ConfigError(format!(
+            return Err(Error::Config(format!(
                 "--server: {spec} is listed twice (as {earlier}): the same host and port is one master, \
                  whatever the database"
             )));
@@ -309,11 +341,11 @@ fn server_specs(values: &[OsString]) -> Result<Vec<ServerSpec>, ConfigError> {
 
 /// The CA certificate(s) for `rediss://`, checked here so that a wrong file
 /// is a configuration error, not an endless series of failed handshakes.
-fn read_ca_cert(path: &std::path::Path) -> Result<Vec<u8>, ConfigError> {
+fn read_ca_cert(path: &std::path::Path) -> Result<Vec<u8>, Error> {
     let pem = std::fs::read(path)
-        .map_err(|err| ConfigError(format!("--tls-ca-cert {}: {err}", path.display())))?;
+        .map_err(|err| Error::Config(format!("--tls-ca-cert {}: {err}", path.display())))?;
     if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
-        return Err(ConfigError(format!(
+        return Err(Error::Config(format!(
             "--tls-ca-cert {}: no PEM certificate in the file",
             path.display()
         )));
@@ -322,10 +354,10 @@ fn read_ca_cert(path: &std::path::Path) -> Result<Vec<u8>, ConfigError> {
 }
 
 /// `--server-timeout` or `REDLOCK_SERVER_TIMEOUT`, whichever clap chose.
-fn parse_server_timeout(text: &std::ffi::OsStr) -> Result<Duration, UsageError> {
+fn parse_server_timeout(text: &OsStr) -> Result<Duration, Error> {
     let text = text.to_string_lossy();
     duration::parse(&text).map_err(|err| {
-        UsageError(format!(
+        Error::Usage(format!(
             "invalid value '{text}' for '--server-timeout <DUR>' (or REDLOCK_SERVER_TIMEOUT): {err}"
         ))
     })
@@ -337,12 +369,12 @@ fn parse_server_timeout(text: &std::ffi::OsStr) -> Result<Duration, UsageError> 
 fn server_timeout_for(
     explicit: Option<Duration>,
     ttl: Option<Duration>,
-) -> Result<Duration, UsageError> {
+) -> Result<Duration, Error> {
     match (explicit, ttl) {
-        (Some(timeout), _) if timeout.is_zero() => {
-            Err(UsageError("--server-timeout must be greater than 0".into()))
-        }
-        (Some(timeout), Some(ttl)) if timeout >= ttl / 3 => Err(UsageError(format!(
+        (Some(timeout), _) if timeout.is_zero() => Err(Error::Usage(
+            "--server-timeout must be greater than 0".into(),
+        )),
+        (Some(timeout), Some(ttl)) if timeout >= ttl / 3 => Err(Error::Usage(format!(
             "--server-timeout {} must be below a third of --ttl {}",
             humantime::format_duration(timeout),
             humantime::format_duration(ttl)
@@ -376,7 +408,7 @@ mod tests {
     #[test]
     fn explicit_server_timeout_must_be_well_below_the_ttl() {
         let err = server_timeout_for(Some(MS(1000)), Some(MS(3000))).unwrap_err();
-        assert!(err.0.contains("--server-timeout"), "{err}");
+        assert!(err.to_string().contains("--server-timeout"), "{err}");
         assert!(server_timeout_for(Some(MS(0)), None).is_err());
         assert!(
             server_timeout_for(Some(MS(5000)), None).is_ok(),
@@ -396,6 +428,26 @@ mod tests {
         assert!(token(None).is_err());
         assert!(token(Some(String::new())).is_err());
         assert_eq!(token(Some("abc".into())).unwrap().as_str(), "abc");
+    }
+
+    #[test]
+    fn derived_names_are_stable_and_readable() {
+        let argv = |words: &[&str]| words.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(derived_name(&argv(&["cron-job.sh"])), "exec:cron-job.sh");
+        assert_eq!(
+            derived_name(&argv(&["sh", "-c", "echo 'hi' there"])),
+            "exec:sh -c 'echo '\\''hi'\\'' there'"
+        );
+        assert_eq!(derived_name(&argv(&["a", ""])), "exec:a ''");
+        assert_eq!(
+            derived_name(&argv(&["/usr/bin/env", "A=1", "x@y", "50%", "a+b,c"])),
+            "exec:/usr/bin/env A=1 x@y 50% a+b,c"
+        );
+        assert_eq!(derived_name(&argv(&["$HOME", "a*"])), "exec:'$HOME' 'a*'");
+        assert_ne!(
+            derived_name(&argv(&["a b"])),
+            derived_name(&argv(&["a", "b"]))
+        );
     }
 
     #[test]

@@ -26,12 +26,6 @@ pub fn parse(text: &str) -> Result<Duration, String> {
         .map_err(|err| format!("'{text}' is not a duration like 30s, 1m30s, 250ms or 2.5 ({err})"))
 }
 
-/// Milliseconds, rounded up so that a lock never gets a shorter TTL than asked.
-pub fn millis_ceil(duration: Duration) -> u64 {
-    let nanos = duration.as_nanos();
-    u64::try_from(nanos.div_ceil(1_000_000)).unwrap_or(u64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,13 +60,5 @@ mod tests {
             assert!(!err.is_empty(), "{bad}");
         }
         assert!(parse("99999999999999999999999").is_err());
-    }
-
-    #[test]
-    fn millis_round_up() {
-        assert_eq!(millis_ceil(Duration::from_micros(1)), 1);
-        assert_eq!(millis_ceil(Duration::from_millis(30)), 30);
-        assert_eq!(millis_ceil(Duration::from_micros(30_001)), 31);
-        assert_eq!(millis_ceil(Duration::ZERO), 0);
     }
 }

@@ -1,14 +1,14 @@
-//! Every exit status `redlock` can return, in one place.
+//! Every exit status `redlock` can return, in one place: the enum, and the one
+//! table from which `--help`, the man pages and the README's table derive or
+//! are checked.
 //!
 //! The numbers follow BSD `sysexits.h` where one fits, so that scripts can tell
 //! "someone else holds the lock" (75, retry later) from "the servers are down"
-//! (69) and from "you typed it wrong" (64). The README's exit-code table mirrors
-//! this enum; `tests::codes_match_the_documented_table` keeps them in step.
+//! (69) and from "you typed it wrong" (64).
+//!
+//! A leaf: this module imports nothing of the crate.
 
 use std::process::ExitCode;
-
-use crate::config::{ConfigError, UsageError};
-use crate::lock::LockError;
 
 /// The outcome of one `redlock` invocation, as the shell sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +39,70 @@ pub enum Exit {
     Code(u8),
 }
 
+/// One documented exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    pub exit: Exit,
+    /// The short name the README's table starts its meaning with.
+    pub name: &'static str,
+    /// The line `--help` shows after the number.
+    pub help: &'static str,
+}
+
+/// Every fixed exit status, in ascending order. `128+N` and the command's own
+/// status under `exec` are described where they apply.
+pub const TABLE: [Row; 8] = [
+    Row {
+        exit: Exit::Success,
+        name: "success",
+        help: "success (status: the lock is held)",
+    },
+    Row {
+        exit: Exit::Free,
+        name: "free",
+        help: "status: the lock is free",
+    },
+    Row {
+        exit: Exit::Usage,
+        name: "usage error",
+        help: "usage error: bad flag, duration, name or missing token",
+    },
+    Row {
+        exit: Exit::NoQuorum,
+        name: "no quorum",
+        help: "no quorum: fewer than N/2+1 servers answered",
+    },
+    Row {
+        exit: Exit::Internal,
+        name: "internal error",
+        help: "internal error",
+    },
+    Row {
+        exit: Exit::Busy,
+        name: "busy",
+        help: "busy: held by someone else (-n), or the -w wait ran out",
+    },
+    Row {
+        exit: Exit::Config,
+        name: "configuration error",
+        help: "configuration error: unusable server URL, TLS setting or credentials",
+    },
+    Row {
+        exit: Exit::Lost,
+        name: "lost / not held",
+        help: "lost / not held: the token no longer holds a majority",
+    },
+];
+
+/// The "Exit codes:" block of `redlock --help`, rendered from [`TABLE`].
+pub fn help_text() -> String {
+    let mut text = String::from("Exit codes:");
+    for row in TABLE {
+        text.push_str(&format!("\n  {:<4}{}", row.exit.code(), row.help));
+    }
+    text
+}
+
 impl Exit {
     /// The numeric status passed to the operating system.
     pub fn code(self) -> u8 {
@@ -53,35 +117,6 @@ impl Exit {
             Exit::Lost => 79,
             Exit::Signal(signal) => u8::try_from(128 + signal.clamp(0, 127)).unwrap_or(u8::MAX),
             Exit::Code(code) => code,
-        }
-    }
-}
-
-impl From<&LockError> for Exit {
-    fn from(error: &LockError) -> Self {
-        match error {
-            LockError::Busy { .. } => Exit::Busy,
-            // A majority that agrees too slowly to leave any validity is, for
-            // the caller, the same as servers that do not answer in time.
-            LockError::NoQuorum { .. } | LockError::TooSlow { .. } => Exit::NoQuorum,
-            LockError::NotHeld { .. } => Exit::Lost,
-            LockError::Refused { .. } => Exit::Config,
-        }
-    }
-}
-
-impl Exit {
-    /// The status for an error that ended the run; anything not typed is a bug
-    /// or an environment failure (e.g. stdout closed).
-    pub fn for_error(error: &anyhow::Error) -> Exit {
-        if let Some(lock) = error.downcast_ref::<LockError>() {
-            Exit::from(lock)
-        } else if error.is::<UsageError>() {
-            Exit::Usage
-        } else if error.is::<ConfigError>() {
-            Exit::Config
-        } else {
-            Exit::Internal
         }
     }
 
@@ -100,105 +135,132 @@ impl From<Exit> for ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use super::Exit;
+    use super::*;
+
+    /// Every fixed status. The match in `is_fixed` is exhaustive on purpose:
+    /// a new variant does not compile until it is sorted there, and a fixed
+    /// one then belongs here, where the test below demands its row.
+    const FIXED: [Exit; 8] = [
+        Exit::Success,
+        Exit::Free,
+        Exit::Usage,
+        Exit::NoQuorum,
+        Exit::Internal,
+        Exit::Busy,
+        Exit::Config,
+        Exit::Lost,
+    ];
+
+    fn is_fixed(exit: Exit) -> bool {
+        match exit {
+            Exit::Success
+            | Exit::Free
+            | Exit::Usage
+            | Exit::NoQuorum
+            | Exit::Internal
+            | Exit::Busy
+            | Exit::Config
+            | Exit::Lost => true,
+            Exit::Signal(_) | Exit::Code(_) => false,
+        }
+    }
 
     #[test]
-    fn codes_match_the_documented_table() {
-        let table = [
-            (Exit::Success, 0),
-            (Exit::Free, 1),
-            (Exit::Usage, 64),
-            (Exit::NoQuorum, 69),
-            (Exit::Internal, 70),
-            (Exit::Busy, 75),
-            (Exit::Config, 78),
-            (Exit::Lost, 79),
-        ];
-        for (exit, code) in table {
-            assert_eq!(exit.code(), code, "{exit:?}");
+    fn every_fixed_status_has_one_row() {
+        assert!(FIXED.iter().all(|&exit| is_fixed(exit)));
+        for exit in FIXED {
+            let rows = TABLE.iter().filter(|row| row.exit == exit).count();
+            assert_eq!(rows, 1, "{exit:?} has {rows} rows in TABLE");
         }
+        assert_eq!(
+            TABLE.len(),
+            FIXED.len(),
+            "TABLE has a row for no fixed status"
+        );
+        let codes: Vec<u8> = TABLE.iter().map(|row| row.exit.code()).collect();
+        let mut sorted = codes.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(
+            codes, sorted,
+            "TABLE must be in ascending order, no repeats"
+        );
+    }
+
+    #[test]
+    fn codes_are_the_documented_numbers() {
+        let expected = [0, 1, 64, 69, 70, 75, 78, 79];
+        let codes: Vec<u8> = TABLE.iter().map(|row| row.exit.code()).collect();
+        assert_eq!(codes, expected);
         assert_eq!(Exit::Signal(2).code(), 130);
         assert_eq!(Exit::Signal(15).code(), 143);
         assert_eq!(Exit::Signal(9).code(), 137);
         assert_eq!(Exit::Code(7).code(), 7);
-        let readme = include_str!("../README.md");
-        for (exit, code) in table {
+    }
+
+    #[test]
+    fn help_text_has_one_line_per_row() {
+        let help = help_text();
+        let lines: Vec<&str> = help.lines().collect();
+        assert_eq!(lines[0], "Exit codes:");
+        assert_eq!(lines.len(), TABLE.len() + 1);
+        assert_eq!(lines[1], "  0   success (status: the lock is held)");
+        assert_eq!(
+            lines[3],
+            "  64  usage error: bad flag, duration, name or missing token"
+        );
+    }
+
+    /// The numeric rows of the README's "Exit codes" table, as
+    /// `(code, meaning)`.
+    fn readme_rows(readme: &str) -> Vec<(u8, String)> {
+        let section = readme
+            .split("\n## Exit codes")
+            .nth(1)
+            .expect("README has an '## Exit codes' section");
+        let section = section.split("\n## ").next().unwrap_or(section);
+        section
+            .lines()
+            .filter_map(|line| {
+                let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+                let code = cells.get(1)?.parse().ok()?;
+                Some((code, cells.get(2)?.to_string()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_readme_table_has_exactly_the_rows_of_table() {
+        let readme = readme_rows(include_str!("../README.md"));
+        let table: Vec<(u8, &str)> = TABLE
+            .iter()
+            .map(|row| (row.exit.code(), row.name))
+            .collect();
+        let codes = |rows: &[(u8, String)]| rows.iter().map(|(code, _)| *code).collect::<Vec<_>>();
+        assert_eq!(
+            codes(&readme),
+            table.iter().map(|(code, _)| *code).collect::<Vec<_>>(),
+            "the README's exit-code table and exit_code::TABLE list different codes"
+        );
+        for ((code, meaning), (_, name)) in readme.iter().zip(&table) {
             assert!(
-                readme.contains(&format!("| {code} |")),
-                "README's exit-code table lacks {code} ({exit:?})"
+                meaning.starts_with(name),
+                "README row {code} says '{meaning}', TABLE names it '{name}'"
             );
         }
     }
 
     #[test]
-    fn errors_map_to_their_codes() {
-        use crate::config::{ConfigError, UsageError};
-        use crate::lock::{Failures, LockError, LockKey};
-        let key = LockKey::new(b"k".to_vec());
-        let busy = LockError::Busy {
-            key: key.clone(),
-            held_elsewhere: 3,
-            total: 3,
-            failures: Failures::default(),
-        };
-        let not_held = LockError::NotHeld {
-            key: key.clone(),
-            held: 0,
-            total: 3,
-            quorum: 2,
-            failures: Failures::default(),
-        };
-        let refused = LockError::Refused {
-            key: key.clone(),
-            refused: 2,
-            total: 3,
-            failures: Failures::default(),
-        };
-        let no_quorum = LockError::NoQuorum {
-            key: key.clone(),
-            failed: 2,
-            total: 3,
-            quorum: 2,
-            failures: Failures::default(),
-        };
-        let too_slow = LockError::TooSlow {
-            key,
-            elapsed: std::time::Duration::from_secs(1),
-            ttl: std::time::Duration::from_secs(1),
-        };
-        let cases: [(anyhow::Error, Exit); 7] = [
-            (refused.into(), Exit::Config),
-            (busy.into(), Exit::Busy),
-            (not_held.into(), Exit::Lost),
-            (no_quorum.into(), Exit::NoQuorum),
-            (too_slow.into(), Exit::NoQuorum),
-            (UsageError("x".into()).into(), Exit::Usage),
-            (ConfigError("x".into()).into(), Exit::Config),
-        ];
-        for (error, exit) in cases {
-            assert_eq!(Exit::for_error(&error), exit, "{error}");
-        }
-        assert_eq!(Exit::for_error(&anyhow::anyhow!("io")), Exit::Internal);
-        let wrapped = anyhow::Error::from(UsageError("x".into())).context("while parsing");
-        assert_eq!(Exit::for_error(&wrapped), Exit::Usage);
-    }
-
-    #[test]
-    fn codes_are_distinct() {
-        let codes = [
-            Exit::Success,
-            Exit::Free,
-            Exit::Usage,
-            Exit::NoQuorum,
-            Exit::Internal,
-            Exit::Busy,
-            Exit::Config,
-            Exit::Lost,
-        ]
-        .map(Exit::code);
-        let mut sorted = codes.to_vec();
-        sorted.sort_unstable();
-        sorted.dedup();
-        assert_eq!(sorted.len(), codes.len());
+    fn the_readme_check_fails_when_a_row_is_missing_or_extra() {
+        let readme = include_str!("../README.md");
+        let full = readme_rows(readme);
+        let without_79: String = readme
+            .lines()
+            .filter(|line| !line.starts_with("| 79 |"))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        assert_eq!(readme_rows(&without_79).len(), full.len() - 1);
+        let with_80 = readme.replacen("\n| 79 |", "\n| 80 | extra | invented |\n| 79 |", 1);
+        assert_eq!(readme_rows(&with_80).len(), full.len() + 1);
     }
 }

@@ -1,19 +1,23 @@
 //! `redlock`: a distributed mutex for shell scripts, cron jobs and CI, using the
 //! Redlock algorithm over N independent Redis masters.
 //!
-//! Data flows one way: `cli` (clap) → `config` (validated settings) →
-//! `commands` on top of `lock` (the protocol) → `output` and `exit_code`.
+//! Data flows one way: `cli` (clap) → `config` (validated settings, per
+//! command) → `commands` on top of `lock` (the protocol) and `supervise`
+//! (processes) → one `Error` or exit status → `output` and `exit_code`.
 
 pub mod cli;
+pub mod clock;
 mod commands;
 pub mod config;
 pub mod duration;
-pub mod exec;
+pub mod error;
 pub mod exit_code;
-pub mod generate;
 pub mod lock;
 mod output;
 mod signals;
+pub mod supervise;
+
+pub use commands::generate;
 
 use std::process::ExitCode;
 
@@ -21,64 +25,34 @@ use clap::error::ErrorKind;
 use clap::Parser;
 
 use crate::cli::Cli;
-use crate::config::{Config, ConfigError, Task};
+use crate::config::Config;
 use crate::exit_code::Exit;
-use crate::lock::Redlock;
+use crate::output::{OutputMode, Reporter};
 
 /// The whole program: parse, run, report, exit. Never panics on bad input.
+/// The only place that decides how the process ends.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => return parse_error(&err).into(),
     };
-    let quiet = cli.global.quiet;
-    match run(cli) {
+    // Errors found before the config is whole are reported under the
+    // options as given.
+    let mode = OutputMode {
+        json: cli.global.json,
+        quiet: cli.global.quiet,
+        verbose: cli.global.verbose,
+    };
+    let out = Reporter::new(mode);
+    let result = Config::from_cli(cli)
+        .and_then(|config| commands::dispatch(config.task, Reporter::new(config.output)));
+    match result {
         Ok(exit) => exit.into(),
         Err(err) => {
-            let exit = Exit::for_error(&err);
-            if !(quiet && exit.is_expected_outcome()) {
-                output::note(&format!("{err:#}"));
-            }
-            exit.into()
+            out.error(&err);
+            err.exit().into()
         }
     }
-}
-
-/// Runs one parsed command line and returns its exit status.
-pub fn run(cli: Cli) -> anyhow::Result<Exit> {
-    let config = Config::from_cli(cli)?;
-    let task = match config.task {
-        Task::Lock(task) => task,
-        Task::Generate { what, dir } => {
-            generate::write(what, &dir)?;
-            return Ok(Exit::Success);
-        }
-        Task::Watchdog { signal, plan } => {
-            let acted = exec::watchdog_main(signal, plan)?;
-            return Ok(if acted {
-                Exit::Code(exec::WATCHDOG_ACTED)
-            } else {
-                Exit::Success
-            });
-        }
-    };
-    // rustls needs one process-wide crypto provider before any TLS connection;
-    // an error only means one is installed already.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let servers = config.servers;
-    let redlock = Redlock::new(
-        servers.specs,
-        servers.timeout,
-        servers.tls_root_cert.as_deref(),
-    )
-    .map_err(|err| ConfigError(err.to_string()))?;
-    signals::reset_inherited();
-    // One thread is plenty for N sockets, and it keeps the process simple to
-    // reason about when it later supervises a child.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(commands::run(&redlock, task, config.output))
 }
 
 /// Help and version go to stdout with status 0; any other parse failure is one

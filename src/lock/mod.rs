@@ -1,131 +1,26 @@
 //! The Redlock protocol over N independent Redis masters. It knows nothing of
-//! the command line: callers hand it keys, tokens and durations and get typed
-//! outcomes back.
+//! the command line and prints nothing: callers hand it keys, tokens and
+//! durations and get typed outcomes back. It imports nothing of the crate but
+//! the shared clock.
 
-mod clock;
-mod redlock;
+mod error;
+mod inspection;
+mod keeper;
+mod key;
+mod mutex;
+mod quorum;
+mod retry;
+mod round;
 mod scripts;
+mod server_url;
 mod servers;
 
-use std::fmt;
-use std::sync::Arc;
-
-pub use clock::BootInstant;
-pub use redlock::{
-    drift, quorum, validity, Failures, InFlight, Inspection, KeyState, Lease, LockError, Redlock,
-    Released, ServerState, Verdict, Wait,
-};
-pub use servers::{redact_url, ServerError, ServerSpec, SpecError};
-
-/// A lock's key as it travels on the wire: arbitrary bytes, escaped only when
-/// shown to a person.
-#[derive(Clone, PartialEq, Eq)]
-pub struct LockKey(Arc<[u8]>);
-
-impl LockKey {
-    pub fn new(bytes: Vec<u8>) -> Self {
-        LockKey(bytes.into())
-    }
-
-    pub fn bytes(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl fmt::Display for LockKey {
-    /// Quoted, with control characters, quotes and invalid UTF-8 escaped, so
-    /// that a name can neither break a log line nor spoof a terminal.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "\"{}\"", escape_bytes(&self.0))
-    }
-}
-
-impl fmt::Debug for LockKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-/// Printable text for arbitrary bytes: valid UTF-8 is kept except for what
-/// `char::escape_debug` escapes (controls, quotes, invisible formatting);
-/// invalid bytes become `\xNN`.
-pub fn escape_bytes(bytes: &[u8]) -> String {
-    let mut shown = String::with_capacity(bytes.len());
-    for chunk in bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            // escape_debug also escapes single quotes, which are common in
-            // shell command lines and harmless inside double quotes.
-            if c == '\'' {
-                shown.push(c);
-            } else {
-                shown.extend(c.escape_debug());
-            }
-        }
-        for byte in chunk.invalid() {
-            shown.push_str(&format!("\\x{byte:02x}"));
-        }
-    }
-    shown
-}
-
-/// The random value that marks one holder's ownership of a lock.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Token(Arc<str>);
-
-impl Token {
-    /// 128 bits from the operating system's CSPRNG, as 32 hex digits.
-    pub fn generate() -> Self {
-        let mut bytes = [0u8; 16];
-        // getrandom fails only where the OS has no CSPRNG at all; there is no
-        // safe way to take a lock without one.
-        getrandom::fill(&mut bytes).expect("the OS random number generator failed");
-        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        Token(hex.into())
-    }
-
-    /// A token given back by the user, e.g. from `$REDLOCK_TOKEN`.
-    pub fn from_user(text: &str) -> Self {
-        Token(text.into())
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for Token {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&escape_bytes(self.0.as_bytes()))
-    }
-}
-
-impl fmt::Debug for Token {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_escaped_only_for_display() {
-        let key = LockKey::new(b"a b\n\x1b[31m\"\xff\xfe\xe2\x80\xae".to_vec());
-        assert_eq!(key.bytes(), b"a b\n\x1b[31m\"\xff\xfe\xe2\x80\xae");
-        assert_eq!(key.to_string(), r#""a b\n\u{1b}[31m\"\xff\xfe\u{202e}""#);
-        assert_eq!(
-            LockKey::new("déploiement 🚀".into()).to_string(),
-            "\"déploiement 🚀\""
-        );
-    }
-
-    #[test]
-    fn tokens_are_128_random_bits() {
-        let a = Token::generate();
-        let b = Token::generate();
-        assert_eq!(a.as_str().len(), 32);
-        assert!(a.as_str().bytes().all(|c| c.is_ascii_hexdigit()));
-        assert_ne!(a, b);
-    }
-}
+pub use error::{Failures, LockError};
+pub use inspection::{Inspection, KeyState, ServerState, Verdict};
+pub use keeper::{interval as keeper_interval, keep};
+pub use key::{escape_bytes, LockKey, Token};
+pub use mutex::{Lease, Redlock, Released};
+pub use quorum::{drift, quorum, validity};
+pub use retry::{acquire_or_cancel, Wait};
+pub use server_url::{redact_url, ServerSpec, SpecError};
+pub use servers::ServerError;

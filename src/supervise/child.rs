@@ -1,19 +1,17 @@
-//! Starting the command and stopping it: it always leads a process group of
-//! its own, so that `sh -c` grandchildren and background jobs go with it; it
-//! dies with its supervisor; its exit status is passed through unchanged.
+//! Starting the command: it always leads a process group of its own, so that
+//! `sh -c` grandchildren and background jobs go with it, and it dies with its
+//! supervisor. Each spawn hook does one thing to the child between fork and
+//! exec, in the manner of process-wrap's wrappers.
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsRawFd as _, BorrowedFd};
-use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
-use std::process::ExitStatus;
+use std::os::fd::{AsRawFd as _, BorrowedFd, RawFd};
+use std::os::unix::process::CommandExt as _;
 
 use nix::errno::Errno;
 use nix::sys::signal::{killpg, signal, SigHandler, Signal};
 use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
-use nix::unistd::{getpid, getppid, Pid};
-
-use crate::exit_code::Exit;
+use nix::unistd::{getpgrp, getpid, getppid, Pid};
 
 /// The command's process group: what a stop is sent to. Its id is the
 /// command's pid.
@@ -68,7 +66,7 @@ pub fn adopt_orphans() {
 /// command's background processes running for good.
 pub fn spawn(
     argv: &[OsString],
-    env: &[(&str, &OsString)],
+    env: &[(&str, OsString)],
     terminal: bool,
     watchdog: BorrowedFd<'_>,
 ) -> io::Result<tokio::process::Child> {
@@ -80,44 +78,62 @@ pub fn spawn(
     for (name, value) in env {
         command.env(name, value);
     }
-    let supervisor = getpid();
-    let supervisor_group = nix::unistd::getpgrp();
+    let (supervisor, supervisor_group) = (getpid(), getpgrp());
     let watchdog = watchdog.as_raw_fd();
-    // SAFETY: only async-signal-safe system calls (prctl, getppid, signal,
-    // write, tcsetpgrp) and no allocation run between fork and exec. The
-    // watchdog's pipe is open in the child until exec closes it (CLOEXEC).
+    // SAFETY: every hook makes only async-signal-safe system calls (prctl,
+    // getppid, signal, write, tcgetpgrp, tcsetpgrp) and allocates nothing, as
+    // is required between fork and exec. The hooks run in this order.
     unsafe {
-        command.pre_exec(move || {
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
-            // The supervisor may have died before prctl took effect.
-            if getppid() != supervisor {
-                return Err(Errno::ESRCH.into());
-            }
-            announce_group(BorrowedFd::borrow_raw(watchdog))?;
-            if terminal {
-                // Take the terminal only from our supervisor, never from a
-                // shell that took it back meanwhile (Ctrl-Z and `bg`).
-                let stdin = std::io::stdin();
-                if nix::unistd::tcgetpgrp(&stdin) == Ok(supervisor_group) {
-                    nix::unistd::tcsetpgrp(&stdin, getpid())?;
-                }
-            }
-            // Our supervisor ignores SIGTTOU when it has a terminal (see
-            // `Terminal`), and so did we until here. The command gets the
-            // default back, and SIGTTIN's too, as a shell's job does: a
-            // read from the terminal in the background must stop it, so
-            // that it can be given the terminal, not fail with EIO.
-            signal(Signal::SIGTTOU, SigHandler::SigDfl)?;
-            signal(Signal::SIGTTIN, SigHandler::SigDfl)?;
-            Ok(())
-        });
+        command.pre_exec(move || die_with(supervisor));
+        command.pre_exec(move || announce_group(watchdog));
+        if terminal {
+            command.pre_exec(move || take_terminal_from(supervisor_group));
+        }
+        command.pre_exec(default_job_signals);
     }
     command.spawn()
 }
 
-/// Writes `group PID\n` to the watchdog, in one write (a pipe takes up to
+/// Hook: SIGKILL us when the supervisor dies, and fail the spawn if it died
+/// before that took effect.
+fn die_with(supervisor: Pid) -> io::Result<()> {
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+    if getppid() != supervisor {
+        return Err(Errno::ESRCH.into());
+    }
+    Ok(())
+}
+
+/// Hook: take the terminal for our new group, but only from our supervisor's
+/// job, never from a shell that took it back meanwhile (Ctrl-Z and `bg`).
+fn take_terminal_from(supervisor_group: Pid) -> io::Result<()> {
+    let stdin = std::io::stdin();
+    if nix::unistd::tcgetpgrp(&stdin) == Ok(supervisor_group) {
+        nix::unistd::tcsetpgrp(&stdin, getpid())?;
+    }
+    Ok(())
+}
+
+/// Hook: our supervisor ignores SIGTTOU when it has a terminal (see
+/// `Terminal`), and so did we until here. The command gets the default back,
+/// and SIGTTIN's too, as a shell's job does: a read from the terminal in the
+/// background must stop it, so that it can be given the terminal, not fail
+/// with EIO.
+fn default_job_signals() -> io::Result<()> {
+    // SAFETY: SIG_DFL installs no handler code.
+    unsafe {
+        signal(Signal::SIGTTOU, SigHandler::SigDfl)?;
+        signal(Signal::SIGTTIN, SigHandler::SigDfl)?;
+    }
+    Ok(())
+}
+
+/// Hook: writes `group PID\n` to the watchdog, in one write (a pipe takes up to
 /// PIPE_BUF bytes at once), without allocating: we are between fork and exec.
-fn announce_group(watchdog: BorrowedFd<'_>) -> io::Result<()> {
+fn announce_group(watchdog: RawFd) -> io::Result<()> {
+    // SAFETY: the supervisor keeps the pipe open until the spawn returns,
+    // and it stays open in the child until exec closes it (CLOEXEC).
+    let watchdog = unsafe { BorrowedFd::borrow_raw(watchdog) };
     let mut line = [0u8; 32];
     let mut len = 0;
     for &byte in b"group " {
@@ -161,41 +177,5 @@ pub fn exec_in_place(argv: &[OsString]) -> io::Error {
     match argv.split_first() {
         Some((program, args)) => std::process::Command::new(program).args(args).exec(),
         None => io::Error::new(io::ErrorKind::InvalidInput, "empty command"),
-    }
-}
-
-/// The child's status as ours: its code unchanged, 128+N for signal N.
-pub fn exit_for(status: ExitStatus) -> Exit {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => Exit::Code(u8::try_from(code & 0xff).unwrap_or(u8::MAX)),
-        (None, Some(signal)) => Exit::Signal(signal),
-        (None, None) => Exit::Internal,
-    }
-}
-
-/// 127 when the command does not exist, 126 when it exists but cannot be run,
-/// as shells do.
-pub fn exit_for_spawn_error(err: &io::Error) -> Exit {
-    if err.kind() == io::ErrorKind::NotFound {
-        Exit::Code(127)
-    } else {
-        Exit::Code(126)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn statuses_map_like_a_shell() {
-        assert_eq!(exit_for(ExitStatus::from_raw(0)), Exit::Code(0));
-        assert_eq!(exit_for(ExitStatus::from_raw(7 << 8)), Exit::Code(7));
-        assert_eq!(exit_for(ExitStatus::from_raw(9)), Exit::Signal(9));
-        assert_eq!(exit_for(ExitStatus::from_raw(9)).code(), 137);
-        let missing = io::Error::from(io::ErrorKind::NotFound);
-        assert_eq!(exit_for_spawn_error(&missing), Exit::Code(127));
-        let denied = io::Error::from(io::ErrorKind::PermissionDenied);
-        assert_eq!(exit_for_spawn_error(&denied), Exit::Code(126));
     }
 }

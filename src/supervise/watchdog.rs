@@ -11,7 +11,7 @@
 //! - `done`: the child has ended, exit quietly.
 //!
 //! It stops the target on the same schedule as the supervisor (see
-//! [`StopPlan`]). End of file without `done` means the supervisor died: the
+//! [`super::schedule`]). End of file without `done` means the supervisor died: the
 //! target is stopped at once. It wakes at least every [`CLOCK_CHECK`] to read the
 //! boot clock, so that after a suspend it acts on resume, not a whole timeout
 //! later (poll's own timeout does not count suspended time).
@@ -30,11 +30,8 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::Signal;
 
 use super::child::Group;
-use super::StopPlan;
-use crate::lock::BootInstant;
-
-/// The longest the watchdog sleeps before it looks at the boot clock again.
-const CLOCK_CHECK: Duration = Duration::from_millis(20);
+use super::schedule::{next_action, Action, Stage, StopPlan, CLOCK_CHECK};
+use crate::clock::BootInstant;
 
 /// The watchdog's exit status when it signalled the command: the supervisor
 /// then reports the lock as lost, whatever the command's status.
@@ -69,13 +66,6 @@ impl Watchdog {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .process_group(0);
-        // It takes nothing from the environment; a REDLOCK_* variable that
-        // this exec overrode with a flag must not make it fail.
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("REDLOCK_") {
-                command.env_remove(name);
-            }
-        }
         let mut process = command.spawn()?;
         let mut ready = [0u8; READY.len()];
         let said_ready = match process.stdout.take() {
@@ -122,9 +112,31 @@ impl Watchdog {
     }
 }
 
+/// What the supervisor said over the pipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Message {
+    Group(Group),
+    Deadline(BootInstant),
+    Done,
+}
+
+impl Message {
+    fn parse(line: &[u8]) -> Option<Message> {
+        let line = std::str::from_utf8(line).ok()?;
+        match line.split_whitespace().collect::<Vec<_>>().as_slice() {
+            ["done"] => Some(Message::Done),
+            ["group", pgid] => Some(Message::Group(Group(pgid.parse().ok()?))),
+            ["deadline", nanos] => Some(Message::Deadline(BootInstant::from_nanos(
+                nanos.parse().ok()?,
+            ))),
+            _ => None,
+        }
+    }
+}
+
 /// The watchdog process itself: returns when the command is done (false) or
 /// after it signalled the command (true).
-pub fn run(signal: Signal, plan: StopPlan) -> anyhow::Result<bool> {
+pub fn run(signal: Signal, plan: StopPlan) -> io::Result<bool> {
     // Started from /proc/self/exe, we would show as `exe` in ps and top.
     let _ = nix::sys::prctl::set_name(c"redlock");
     {
@@ -136,44 +148,34 @@ pub fn run(signal: Signal, plan: StopPlan) -> anyhow::Result<bool> {
     let mut target: Option<Group> = None;
     let mut deadline: Option<BootInstant> = None;
     // `signalled` follows the current deadline; `acted` remembers for good.
-    let mut signalled = false;
-    let mut acted = false;
+    let (mut signalled, mut acted) = (false, false);
     let mut unread = Vec::new();
     loop {
         let now = BootInstant::now();
-        let mut next_step = now + CLOCK_CHECK;
+        let mut wake = now + CLOCK_CHECK;
         if let (Some(target), Some(deadline)) = (target, deadline) {
-            if now >= plan.kill_at(deadline) {
-                target.signal(Signal::SIGKILL);
-                return Ok(true);
-            }
-            if now >= plan.term_at(deadline) && !signalled {
-                target.signal(signal);
-                target.signal(Signal::SIGCONT);
-                signalled = true;
-                acted = true;
-            }
-            next_step = if signalled {
-                plan.kill_at(deadline)
+            let stage = if signalled {
+                Stage::Stopping {
+                    kill_at: plan.kill_at(deadline),
+                }
             } else {
-                plan.term_at(deadline)
+                Stage::Watching
             };
+            match next_action(plan, now, deadline, stage) {
+                Action::Kill => {
+                    target.signal(Signal::SIGKILL);
+                    return Ok(true);
+                }
+                Action::Signal { kill_at } => {
+                    stop(target, signal);
+                    (signalled, acted) = (true, true);
+                    wake = kill_at.min(wake);
+                }
+                Action::Sleep(until) => wake = until,
+            }
         }
-        let wait = next_step.saturating_since(now).min(CLOCK_CHECK);
-        let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
-        match poll(
-            &mut fds,
-            PollTimeout::try_from(wait).unwrap_or(PollTimeout::ZERO),
-        ) {
-            Ok(0) | Err(Errno::EINTR) => continue,
-            Ok(_) => {}
-            Err(err) => return Err(err.into()),
-        }
-        let mut buffer = [0u8; 1024];
-        let read = match nix::unistd::read(stdin.as_fd(), &mut buffer) {
-            Ok(read) => read,
-            Err(Errno::EINTR | Errno::EAGAIN) => continue,
-            Err(err) => return Err(err.into()),
+        let Some(read) = read_within(&stdin, wake.saturating_since(now), &mut unread)? else {
+            continue;
         };
         if read == 0 {
             // The supervisor died without saying `done`.
@@ -182,34 +184,60 @@ pub fn run(signal: Signal, plan: StopPlan) -> anyhow::Result<bool> {
             }
             return Ok(target.is_some());
         }
-        unread.extend_from_slice(&buffer[..read]);
         while let Some(end) = unread.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = unread.drain(..=end).collect();
-            let line = String::from_utf8_lossy(&line);
-            let words: Vec<&str> = line.split_whitespace().collect();
-            match words.as_slice() {
-                ["done"] => return Ok(acted),
-                ["group", pgid] => {
-                    if let Ok(pgid) = pgid.parse() {
-                        target = Some(Group(pgid));
-                    }
+            match Message::parse(&line) {
+                Some(Message::Done) => return Ok(acted),
+                Some(Message::Group(group)) => target = Some(group),
+                Some(Message::Deadline(new)) => {
+                    deadline = Some(new);
+                    signalled = false;
                 }
-                ["deadline", nanos] => {
-                    if let Ok(nanos) = nanos.parse() {
-                        deadline = Some(BootInstant::from_nanos(nanos));
-                        signalled = false;
-                    }
-                }
-                _ => {}
+                None => {}
             }
         }
     }
 }
 
+/// Waits up to `wait` for input and appends it to `unread`: `None` when
+/// there was none (or a signal interrupted), else the bytes read, 0 at end
+/// of file.
+fn read_within(
+    stdin: &io::Stdin,
+    wait: Duration,
+    unread: &mut Vec<u8>,
+) -> io::Result<Option<usize>> {
+    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    match poll(
+        &mut fds,
+        PollTimeout::try_from(wait).unwrap_or(PollTimeout::ZERO),
+    ) {
+        Ok(0) | Err(Errno::EINTR) => return Ok(None),
+        Ok(_) => {}
+        Err(err) => return Err(err.into()),
+    }
+    let mut buffer = [0u8; 1024];
+    match nix::unistd::read(stdin.as_fd(), &mut buffer) {
+        Ok(read) => {
+            unread.extend_from_slice(&buffer[..read]);
+            Ok(Some(read))
+        }
+        Err(Errno::EINTR | Errno::EAGAIN) => Ok(None),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// The stop signal, then SIGCONT so that a stopped command handles it.
+pub fn stop(target: Group, signal: Signal) {
+    target.signal(signal);
+    if signal != Signal::SIGCONT {
+        target.signal(Signal::SIGCONT);
+    }
+}
+
 /// Signal now, SIGKILL after the grace period or just before the deadline.
 fn stop_now(target: Group, signal: Signal, plan: StopPlan, deadline: Option<BootInstant>) {
-    target.signal(signal);
-    target.signal(Signal::SIGCONT);
+    stop(target, signal);
     let now = BootInstant::now();
     let kill_at = match deadline {
         Some(deadline) => (now + plan.grace).min(plan.kill_at(deadline)),
@@ -219,4 +247,24 @@ fn stop_now(target: Group, signal: Signal, plan: StopPlan, deadline: Option<Boot
         std::thread::sleep(kill_at.remaining().min(CLOCK_CHECK));
     }
     target.signal(Signal::SIGKILL);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_parse_and_garbage_is_ignored() {
+        assert_eq!(Message::parse(b"done\n"), Some(Message::Done));
+        assert_eq!(
+            Message::parse(b"group 42\n"),
+            Some(Message::Group(Group(42)))
+        );
+        assert_eq!(
+            Message::parse(b"deadline 7\n"),
+            Some(Message::Deadline(BootInstant::from_nanos(7)))
+        );
+        assert_eq!(Message::parse(b"group x\n"), None);
+        assert_eq!(Message::parse(b"\xff\n"), None);
+    }
 }

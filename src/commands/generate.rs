@@ -9,6 +9,8 @@ use clap::CommandFactory;
 use clap_complete::Shell;
 
 use crate::cli::{Cli, Generated};
+use crate::error::Error;
+use crate::exit_code::Exit;
 
 /// `(file name, contents)` of every completion script.
 pub fn completions() -> Vec<(String, Vec<u8>)> {
@@ -53,7 +55,12 @@ fn render(command: clap::Command) -> anyhow::Result<Vec<u8>> {
     Ok(page)
 }
 
-pub fn write(what: Generated, dir: &Path) -> anyhow::Result<()> {
+pub fn write(what: Generated, dir: &Path) -> Result<Exit, Error> {
+    write_files(what, dir).map_err(Error::Internal)?;
+    Ok(Exit::Success)
+}
+
+fn write_files(what: Generated, dir: &Path) -> anyhow::Result<()> {
     let files = match what {
         Generated::Completions => completions(),
         Generated::Man => man_pages()?,

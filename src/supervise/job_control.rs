@@ -25,6 +25,7 @@ use nix::sys::termios::{tcgetattr, tcsetattr, SetArg, Termios};
 use nix::unistd::{getpgrp, getpid, getsid, tcgetpgrp, tcsetpgrp, Pid};
 
 use super::child::Group;
+use super::proc;
 
 /// Our controlling terminal.
 pub struct Terminal {
@@ -171,59 +172,30 @@ struct Job {
 
 impl Job {
     fn ours() -> Job {
-        let (us, group, session) = (
-            getpid().as_raw(),
-            getpgrp().as_raw(),
-            getsid(None).map(Pid::as_raw),
-        );
-        // (pid, parent, group, session) of every process.
-        let table: Vec<[i32; 4]> = std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
-            .filter_map(|pid| {
-                let fields = stat_fields(pid)?;
-                let number = |i: usize| fields.get(i)?.parse::<i32>().ok();
-                Some([pid, number(1)?, number(2)?, number(3)?])
-            })
-            .collect();
-        let members: Vec<&[i32; 4]> = table.iter().filter(|p| p[2] == group).collect();
-        let outside_parent = |member: &&[i32; 4]| {
+        let (us, group, session) = (getpid().as_raw(), getpgrp().as_raw(), getsid(None));
+        let table = proc::all();
+        let members: Vec<&proc::Stat> = table.iter().filter(|p| p.group == group).collect();
+        let outside_parent = |member: &&proc::Stat| {
             table
                 .iter()
-                .find(|p| p[0] == member[1])
-                .is_some_and(|parent| parent[2] != group && Ok(parent[3]) == session)
+                .find(|p| p.pid == member.parent)
+                .is_some_and(|parent| {
+                    parent.group != group && Ok(Pid::from_raw(parent.session)) == session
+                })
         };
         Job {
-            alone: members.iter().all(|p| p[0] == us),
+            alone: members.iter().all(|p| p.pid == us),
             orphaned: !members.iter().any(outside_parent),
         }
     }
 }
 
-/// The fields of /proc/PID/stat after the command name: 0 state, 1 parent,
-/// 2 process group, 3 session.
-fn stat_fields(pid: i32) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses; what follows its
-    // closing parenthesis is plain.
-    let rest = stat.get(stat.rfind(')')? + 1..)?;
-    Some(rest.split_whitespace().take(4).map(str::to_owned).collect())
-}
-
 /// The processes of `group` that are stopped (one /proc scan).
 pub fn stopped_members(group: Group) -> Vec<Pid> {
-    let group = group.0.to_string();
-    std::fs::read_dir("/proc")
+    proc::all()
         .into_iter()
-        .flatten()
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| {
-            stat_fields(pid).is_some_and(|fields| {
-                fields.first().is_some_and(|s| s == "T") && fields.get(2) == Some(&group)
-            })
-        })
-        .map(Pid::from_raw)
+        .filter(|p| p.is_stopped() && p.group == group.0)
+        .map(|p| Pid::from_raw(p.pid))
         .collect()
 }
 
@@ -232,22 +204,119 @@ pub fn stopped_members(group: Group) -> Vec<Pid> {
 /// does when a Ctrl-Z stops the child it has just vforked.
 pub fn is_stopped(group: Group) -> bool {
     let leader = group.0;
-    match state_of(leader).as_deref() {
-        Some("T") => true,
+    match proc::stat(leader).map(|stat| stat.state) {
+        Some('T') => true,
         // Only the leader's own children: a leader in D for disk I/O must
         // not cost a /proc scan every time we look.
-        Some("D") => std::fs::read_to_string(format!("/proc/{leader}/task/{leader}/children"))
-            .is_ok_and(|children| {
-                children
-                    .split_whitespace()
-                    .filter_map(|pid| pid.parse().ok())
-                    .any(|pid| state_of(pid).as_deref() == Some("T"))
-            }),
+        Some('D') => proc::children(leader)
+            .into_iter()
+            .any(|pid| proc::stat(pid).is_some_and(|stat| stat.is_stopped())),
         _ => false,
     }
 }
 
-/// The state letter of process `pid` (R, S, D, T, Z...).
-fn state_of(pid: i32) -> Option<String> {
-    stat_fields(pid)?.into_iter().next()
+/// While the command runs: keep the terminal with it as a shell would. A
+/// command stopped on the terminal is given it and continued when it needs
+/// it (a prompt) or `fg` continued us; one stopped by Ctrl-Z stops our job
+/// with it. A command whose job should own the terminal gets it back.
+pub fn follow_terminal(terminal: &Terminal, group: Group) {
+    if is_stopped(group) {
+        match terminal.owner(group) {
+            Owner::Us => {
+                terminal.give_to(group);
+                group.signal(Signal::SIGCONT);
+            }
+            // Ctrl-Z. suspend_with always ends with the command continued,
+            // so a command seen stopped here again has been stopped again,
+            // however soon after.
+            Owner::Command => terminal.suspend_with(group),
+            // A background job waiting for the shell's `fg`.
+            Owner::Other => {}
+        }
+    } else if terminal.exclusive() && terminal.owner(group) == Owner::Us {
+        terminal.give_to(group);
+    }
+}
+
+/// SIGTSTP reached exec itself: a Ctrl-Z while exec's job had the terminal
+/// (a script or pipeline around exec, or the moment before the command got
+/// the terminal), or `kill -TSTP`. The command is stopped as if it had got
+/// it itself.
+///
+/// - On a terminal under a job-control shell, we stop too, so that the shell
+///   sees the job stopped and takes the terminal; `fg` or `bg` continue us,
+///   and we continue the command (in the foreground if it is ours to have).
+/// - Without a terminal nobody waits for us to stop: we stay up, holding
+///   and extending the lock, until SIGCONT to us continues the command.
+///   Stopping ourselves there would race with that SIGCONT.
+/// - On a terminal without job control (an orphaned group), it is ignored,
+///   as the kernel ignores a Ctrl-Z for an orphaned group: nobody could
+///   continue us.
+pub fn suspend_job(group: Group, terminal: Option<&Terminal>, command_running: bool) {
+    match terminal {
+        None => group.signal(Signal::SIGTSTP),
+        Some(terminal) if job_control() => {
+            group.signal(Signal::SIGTSTP);
+            let _ = raise(Signal::SIGSTOP);
+            // What the command left behind after it exited stays in the
+            // background.
+            if command_running && terminal.exclusive() {
+                terminal.give_to(group);
+            }
+            group.signal(Signal::SIGCONT);
+        }
+        Some(_) => {}
+    }
+}
+
+/// How often processes left behind by the command are checked for being
+/// stopped on the terminal (a /proc scan each time).
+const LEFTOVER_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The processes the command left in its group after it exited. They are no
+/// job of the shell's: one that stops on the terminal would hold the lock
+/// for good, so it is treated as the kernel treats an orphaned group.
+#[derive(Debug, Default)]
+pub struct Leftovers {
+    /// How many times each was found stopped on the terminal.
+    stops_seen: std::collections::HashMap<Pid, usize>,
+    next_check: Option<crate::clock::BootInstant>,
+}
+
+impl Leftovers {
+    /// Ends the stops of processes left in `group` on the terminal, at most
+    /// once per [`LEFTOVER_CHECK`]. A process newly found stopped makes the
+    /// whole group get SIGHUP and SIGCONT, as the kernel does when an
+    /// orphaned group has a stopped member. One found stopped again (it
+    /// ignores SIGHUP, under nohup) gets `signal`, then SIGKILL at the next
+    /// look: the kernel would make its reads fail instead, which we cannot do
+    /// for a group whose parent we are. Others, which never stopped, are left
+    /// alone. Each escalation is handed to `report`.
+    pub fn check(&mut self, group: Group, signal: Signal, report: &dyn Fn(Pid, Signal)) {
+        let now = crate::clock::BootInstant::now();
+        if self.next_check.is_some_and(|at| now < at) {
+            return;
+        }
+        self.next_check = Some(now + LEFTOVER_CHECK);
+        let mut hang_up = false;
+        for pid in stopped_members(group) {
+            let seen = self.stops_seen.entry(pid).or_default();
+            *seen += 1;
+            let escalation = match *seen {
+                1 => {
+                    hang_up = true;
+                    continue;
+                }
+                2 => signal,
+                _ => Signal::SIGKILL,
+            };
+            report(pid, escalation);
+            let _ = nix::sys::signal::kill(pid, escalation);
+            let _ = nix::sys::signal::kill(pid, Signal::SIGCONT);
+        }
+        if hang_up {
+            group.signal(Signal::SIGHUP);
+            group.signal(Signal::SIGCONT);
+        }
+    }
 }

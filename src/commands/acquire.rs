@@ -1,0 +1,39 @@
+//! `redlock acquire`: take the lock and print its token.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::error::Error;
+use crate::exit_code::Exit;
+use crate::lock::{acquire_or_cancel, LockKey, Redlock, Wait};
+use crate::output::Reporter;
+use crate::signals::Listener;
+
+/// Signals that interrupt a waiting `acquire`; what was taken is released.
+const INTERRUPTS: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+
+pub async fn run(
+    redlock: &Redlock,
+    key: &LockKey,
+    ttl: Duration,
+    wait: Wait,
+    out: Reporter,
+) -> Result<Exit, Error> {
+    let mut interrupts = Listener::new(&INTERRUPTS)?;
+    let acquired = acquire_or_cancel(redlock, key, ttl, wait, interrupts.recv()).await;
+    let lease = match acquired {
+        Ok(Ok(lease)) => lease,
+        Ok(Err(err)) => return out.failed(key, err),
+        Err(signal) => return Ok(out.interrupted(key, signal)),
+    };
+    if let Err(err) = out.acquired(&lease, redlock.len()) {
+        // Nobody could ever release a lock whose token was lost.
+        let _ = redlock.release(key, &lease.token).await;
+        return Err(Error::internal(
+            "could not print the token, so the lock was released",
+            err,
+        ));
+    }
+    Ok(Exit::Success)
+}

@@ -1,0 +1,174 @@
+//! `redlock exec`: take the lock, run the command under it while the keeper
+//! extends it, release it, and exit with the command's status.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::process::ExitStatusExt as _;
+use std::process::ExitStatus;
+
+use tokio::sync::watch;
+
+use crate::config::ExecSpec;
+use crate::error::Error;
+use crate::exit_code::Exit;
+use crate::lock::{acquire_or_cancel, keep, Lease, LockError, Redlock, Verdict};
+use crate::output::{human, text, Reporter};
+use crate::signals::Listener;
+use crate::supervise::{self, child, Outcome};
+
+pub async fn run(redlock: &Redlock, spec: ExecSpec, out: Reporter) -> Result<Exit, Error> {
+    if spec.derived_name {
+        out.verbose(|| format!("lock name derived from the command: {}", spec.key));
+    }
+    if let Some(exit) = run_nested(redlock, &spec, out).await? {
+        return Ok(exit);
+    }
+    // Listen from the start: a signal during the wait releases what was
+    // taken; one that comes right after the lock was taken is passed on to
+    // the command instead of being lost.
+    let mut signals = Listener::new(&supervise::FORWARDED)?;
+    let acquired = acquire_or_cancel(redlock, &spec.key, spec.ttl, spec.wait, signals.recv()).await;
+    let lease = match acquired {
+        Ok(Ok(lease)) => lease,
+        Ok(Err(err @ LockError::Busy { .. })) => {
+            // `-E 0` is the cron idiom "skip quietly": no message either.
+            if spec.conflict_exit != 0 {
+                out.outcome(&err.to_string());
+            }
+            return Ok(Exit::Code(spec.conflict_exit));
+        }
+        Ok(Err(err)) => return Err(err.into()),
+        Err(signal) => return Ok(out.interrupted(&spec.key, signal)),
+    };
+    out.verbose(|| {
+        format!(
+            "acquired {} on {} of {} servers; valid for {}",
+            spec.key,
+            lease.held_on.len(),
+            redlock.len(),
+            human(lease.validity)
+        )
+    });
+    let outcome = supervise_under(redlock, &spec, &lease, &mut signals, out).await;
+    let lost = matches!(outcome, Ok(Exit::Lost));
+    match redlock.release(&spec.key, &lease.token).await {
+        Ok(_) => out.verbose(|| format!("released {}", spec.key)),
+        // After a loss the release only tidies up; after a normal end the
+        // command's status matters more than a lock that lapsed at the very
+        // end.
+        Err(err) if !lost => out.outcome(&format!("release after the command ended: {err}")),
+        Err(_) => {}
+    }
+    outcome
+}
+
+/// Runs the command under `lease` while the keeper extends it.
+async fn supervise_under(
+    redlock: &Redlock,
+    spec: &ExecSpec,
+    lease: &Lease,
+    signals: &mut Listener,
+    out: Reporter,
+) -> Result<Exit, Error> {
+    let command = supervise::Command {
+        argv: spec.argv.clone(),
+        env: vec![
+            ("REDLOCK_NAME", spec.name.clone()),
+            ("REDLOCK_TOKEN", OsString::from(lease.token.as_str())),
+        ],
+        signal: spec.signal,
+        plan: spec.stop,
+    };
+    let (deadlines, deadline) = watch::channel(lease.deadline);
+    let lost = async {
+        let on_retry = |err: &LockError| out.outcome(&format!("extending failed, retrying: {err}"));
+        keep(redlock, lease, deadlines, on_retry).await.to_string()
+    };
+    let report = |event: supervise::Event| out.supervision(&event);
+    let outcome = supervise::run(&command, deadline, lost, signals, &report)
+        .await
+        .map_err(Error::Internal)?;
+    Ok(match outcome {
+        Outcome::Ended(status) => exit_for(status),
+        Outcome::Stopped(reason) => {
+            out.warning(&format!(
+                "lock {} {}; the command was stopped",
+                spec.key,
+                text::stop_reason(&reason)
+            ));
+            Exit::Lost
+        }
+        Outcome::NotStarted(err) => cannot_run(&spec.argv, &err, out),
+    })
+}
+
+/// A `redlock exec` inside the command of another one for the same lock
+/// (REDLOCK_NAME and REDLOCK_TOKEN set, and that token holds a majority) runs
+/// its command in place instead of waiting for itself forever: the outer
+/// exec already holds and extends the lock.
+async fn run_nested(
+    redlock: &Redlock,
+    spec: &ExecSpec,
+    out: Reporter,
+) -> Result<Option<Exit>, Error> {
+    let (Some(name), Some(token)) = (
+        std::env::var_os("REDLOCK_NAME"),
+        std::env::var_os("REDLOCK_TOKEN"),
+    ) else {
+        return Ok(None);
+    };
+    if name != spec.name || token.is_empty() {
+        return Ok(None);
+    }
+    let inspection = redlock.inspect(&spec.key).await;
+    match inspection.verdict() {
+        Verdict::Held { value, .. } if value == token.as_bytes() => {
+            out.verbose(|| {
+                format!(
+                    "{} is already held by the enclosing redlock exec; running the command under it",
+                    spec.key
+                )
+            });
+            let err = child::exec_in_place(&spec.argv);
+            Ok(Some(cannot_run(&spec.argv, &err, out)))
+        }
+        // A stale or foreign REDLOCK_TOKEN: take the lock as usual.
+        Verdict::Held { .. } | Verdict::Free => Ok(None),
+        // Waiting for the lock could mean waiting for ourselves forever.
+        Verdict::Unknown => Err(inspection.no_quorum().into()),
+    }
+}
+
+/// The command could not be run: 127 when it does not exist, 126 when it
+/// exists but cannot be run, as shells do.
+fn cannot_run(argv: &[OsString], err: &io::Error, out: Reporter) -> Exit {
+    out.warning(&format!("cannot run {}: {err}", text::command_line(argv)));
+    if err.kind() == io::ErrorKind::NotFound {
+        Exit::Code(127)
+    } else {
+        Exit::Code(126)
+    }
+}
+
+/// The command's status as ours: its code unchanged, 128+N for signal N.
+fn exit_for(status: ExitStatus) -> Exit {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Exit::Code(u8::try_from(code & 0xff).unwrap_or(u8::MAX)),
+        (None, Some(signal)) => Exit::Signal(signal),
+        (None, None) => Exit::Internal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_like_a_shell() {
+        assert_eq!(exit_for(ExitStatus::from_raw(0)), Exit::Code(0));
+        assert_eq!(exit_for(ExitStatus::from_raw(7 << 8)), Exit::Code(7));
+        assert_eq!(exit_for(ExitStatus::from_raw(9)), Exit::Signal(9));
+        assert_eq!(exit_for(ExitStatus::from_raw(9)).code(), 137);
+    }
+}

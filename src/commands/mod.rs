@@ -1,0 +1,57 @@
+//! One small function per subcommand: build the request from the config,
+//! call the protocol (`lock`) and the process side (`supervise`), hand what
+//! happened to `output`, and return the exit status or the error.
+
+mod acquire;
+mod exec;
+mod extend;
+pub mod generate;
+mod release;
+mod status;
+mod watchdog;
+
+use crate::config::{LockJob, Servers, Task};
+use crate::error::Error;
+use crate::exit_code::Exit;
+use crate::lock::Redlock;
+use crate::output::Reporter;
+
+/// Runs one validated task.
+pub fn dispatch(task: Task, out: Reporter) -> Result<Exit, Error> {
+    match task {
+        Task::Generate { what, dir } => generate::write(what, &dir),
+        Task::Watchdog { signal, plan } => watchdog::run(signal, plan),
+        Task::Lock { servers, job } => run_lock_job(servers, job, out),
+    }
+}
+
+fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, Error> {
+    // rustls needs one process-wide crypto provider before any TLS connection;
+    // an error only means one is installed already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let redlock = Redlock::new(
+        servers.specs,
+        servers.timeout,
+        servers.tls_root_cert.as_deref(),
+    )
+    .map_err(|err| Error::Config(err.to_string()))?;
+    crate::signals::reset_inherited();
+    // One thread is plenty for N sockets, and it keeps the process simple to
+    // reason about when it later supervises a child.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        match job {
+            LockJob::Acquire { key, ttl, wait } => {
+                acquire::run(&redlock, &key, ttl, wait, out).await
+            }
+            LockJob::Release { key, token } => release::run(&redlock, &key, &token, out).await,
+            LockJob::Extend { key, token, ttl } => {
+                extend::run(&redlock, &key, &token, ttl, out).await
+            }
+            LockJob::Status { key } => status::run(&redlock, &key, out).await,
+            LockJob::Exec(spec) => exec::run(&redlock, spec, out).await,
+        }
+    })
+}

@@ -1,0 +1,17 @@
+//! `redlock __watchdog`: the process `exec` starts to enforce its deadline
+//! when the supervisor cannot.
+
+use nix::sys::signal::Signal;
+
+use crate::error::Error;
+use crate::exit_code::Exit;
+use crate::supervise::schedule::StopPlan;
+use crate::supervise::watchdog;
+
+pub fn run(signal: Signal, plan: StopPlan) -> Result<Exit, Error> {
+    Ok(if watchdog::run(signal, plan)? {
+        Exit::Code(watchdog::ACTED)
+    } else {
+        Exit::Success
+    })
+}

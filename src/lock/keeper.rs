@@ -1,0 +1,44 @@
+//! Keeping a lock alive while it is used: extend it every TTL/3, publish each
+//! new deadline, and resolve only when the lock is known to be lost.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::error::LockError;
+use super::mutex::{Lease, Redlock};
+use crate::clock::BootInstant;
+
+/// How often the lease is extended: three times per TTL, so that two
+/// extensions in a row may fail before the validity runs out.
+pub fn interval(ttl: Duration) -> Duration {
+    ttl / 3
+}
+
+/// Extends `lease` every [`interval`] and publishes each new deadline on
+/// `deadlines`; retries a failed extension after a short pause, telling
+/// `on_retry` why. Returns only when a majority says the token is gone.
+pub async fn keep(
+    redlock: &Redlock,
+    lease: &Lease,
+    deadlines: watch::Sender<BootInstant>,
+    mut on_retry: impl FnMut(&LockError),
+) -> LockError {
+    let interval = interval(lease.ttl);
+    let retry = (lease.ttl / 20).clamp(Duration::from_millis(10), Duration::from_millis(250));
+    let mut pause = interval;
+    loop {
+        tokio::time::sleep(pause).await;
+        match redlock.extend(&lease.key, &lease.token, lease.ttl).await {
+            Ok(extended) => {
+                deadlines.send_replace(extended.deadline);
+                pause = interval;
+            }
+            Err(err @ LockError::NotHeld { .. }) => return err,
+            Err(err) => {
+                on_retry(&err);
+                pause = retry;
+            }
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! Acquire, extend, release and inspect a lock on N masters at once, following
+//! antirez's "Distributed locks with Redis": one key and one random token on
+//! every server, a majority within the validity time, and unlock-all on
+//! failure.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::Value;
+
+use super::error::{Failures, LockError};
+use super::inspection::{Inspection, KeyState, ServerState};
+use super::key::{LockKey, Token};
+use super::quorum::{drift, quorum, ttl_millis, validity, Tally};
+use super::round::{round, Progress, Replies};
+use super::scripts;
+use super::server_url::{ServerSpec, SpecError};
+use super::servers::{Connection, Server, ServerError};
+use crate::clock::BootInstant;
+
+/// A lock this process holds.
+#[derive(Debug, Clone)]
+pub struct Lease {
+    pub key: LockKey,
+    pub token: Token,
+    pub ttl: Duration,
+    /// How long the lock could be relied upon when the call returned.
+    pub validity: Duration,
+    /// The instant the validity runs out; comparable across processes.
+    pub deadline: BootInstant,
+    /// The servers that confirmed, in the order they answered.
+    pub held_on: Vec<ServerSpec>,
+    /// How many rounds `acquire` needed (1 for extend).
+    pub attempts: u32,
+}
+
+/// The result of a release that reached a majority.
+#[derive(Debug, Clone)]
+pub struct Released {
+    pub released_on: usize,
+    pub total: usize,
+}
+
+/// The configured masters and the protocol over them.
+pub struct Redlock {
+    servers: Vec<Arc<Server>>,
+    quorum: usize,
+}
+
+impl Redlock {
+    /// `specs` must not be empty; every server gets `timeout` for connecting
+    /// and for each reply. `tls_root_cert` (PEM) replaces the system roots for
+    /// `rediss://` servers.
+    pub fn new(
+        specs: Vec<ServerSpec>,
+        timeout: Duration,
+        tls_root_cert: Option<&[u8]>,
+    ) -> Result<Self, SpecError> {
+        let servers = specs
+            .into_iter()
+            .map(|spec| Server::new(spec, timeout, tls_root_cert))
+            .collect::<Result<Vec<_>, _>>()?;
+        let quorum = quorum(servers.len());
+        Ok(Redlock { servers, quorum })
+    }
+
+    pub fn len(&self) -> usize {
+        self.servers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// One Redlock round: `SET key token NX PX ttl` on every server at once,
+    /// deciding as soon as a majority agreed or no longer can. On failure the
+    /// key is released everywhere, including servers that did not answer.
+    pub async fn try_acquire(
+        &self,
+        key: &LockKey,
+        token: &Token,
+        ttl: Duration,
+    ) -> Result<Lease, LockError> {
+        let started = BootInstant::now();
+        let ttl_ms = ttl_millis(ttl);
+        let (request_key, request_token) = (key.clone(), token.clone());
+        let replies = self
+            .decided_round(move |mut connection: Connection| {
+                let (key, token) = (request_key.clone(), request_token.clone());
+                async move {
+                    let mut set = redis::cmd("SET");
+                    set.arg(key.bytes())
+                        .arg(token.as_str())
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(ttl_ms);
+                    let reply: Value = connection.query(&set).await?;
+                    Ok(matches!(reply, Value::Okay))
+                }
+            })
+            .await;
+        let too_slow = match self.lease(key, token, ttl, started, &replies) {
+            Ok(lease) => return Ok(lease),
+            Err(too_slow) => too_slow,
+        };
+        // Unlock-all: a server that timed out may still have taken the key.
+        let _ = self.release_round(key, token).await;
+        let tally = replies.tally(self.quorum);
+        Err(if let Some(too_slow) = too_slow {
+            too_slow
+        } else if tally.answered() >= self.quorum {
+            LockError::Busy {
+                key: key.clone(),
+                held_elsewhere: tally.no,
+                total: self.len(),
+                failures: Failures(replies.failures(&self.servers)),
+            }
+        } else {
+            self.no_quorum(key, &replies)
+        })
+    }
+
+    /// Pushes the expiry of a lock we hold out to `ttl` from now, on every
+    /// server where the key still holds `token`; never shortens it, and never
+    /// re-creates a missing key.
+    pub async fn extend(
+        &self,
+        key: &LockKey,
+        token: &Token,
+        ttl: Duration,
+    ) -> Result<Lease, LockError> {
+        let started = BootInstant::now();
+        let ttl_ms = ttl_millis(ttl).to_string();
+        let (request_key, request_token) = (key.clone(), token.clone());
+        let replies = self
+            .decided_round(move |mut connection: Connection| {
+                let (key, token, ttl_ms) = (request_key.clone(), request_token.clone(), ttl_ms);
+                async move {
+                    let extended: i64 = connection
+                        .run_script(
+                            &scripts::EXTEND,
+                            &[key.bytes()],
+                            &[token.as_str().as_bytes(), ttl_ms.as_bytes()],
+                        )
+                        .await?;
+                    Ok(extended == 1)
+                }
+            })
+            .await;
+        self.lease(key, token, ttl, started, &replies)
+            .map_err(|too_slow| {
+                too_slow.unwrap_or_else(|| self.not_held_or_no_quorum(key, &replies))
+            })
+    }
+
+    /// Deletes the key on every server where it still holds `token`, waiting
+    /// for every server (each bounded by the server timeout) so that the
+    /// delete reaches all of them before the process exits.
+    pub async fn release(&self, key: &LockKey, token: &Token) -> Result<Released, LockError> {
+        let replies = self.release_round(key, token).await;
+        let tally = replies.tally(self.quorum);
+        if tally.succeeded() {
+            return Ok(Released {
+                released_on: tally.yes,
+                total: self.len(),
+            });
+        }
+        Err(self.not_held_or_no_quorum(key, &replies))
+    }
+
+    /// Reads what every server holds under `key`, waiting for every server or
+    /// its timeout.
+    pub async fn inspect(&self, key: &LockKey) -> Inspection {
+        let request_key = key.clone();
+        let replies = round(
+            &self.servers,
+            move |mut connection: Connection| async move {
+                let (kind, value, pttl_ms): (String, Option<Vec<u8>>, i64) = connection
+                    .run_script(&scripts::INSPECT, &[request_key.bytes()], &[])
+                    .await?;
+                Ok(KeyState {
+                    kind,
+                    value,
+                    pttl_ms,
+                })
+            },
+            |_| Progress::Undecided,
+        )
+        .await;
+        let servers = replies
+            .answers
+            .into_iter()
+            .zip(&self.servers)
+            .map(|(state, server)| ServerState {
+                server: server.spec().clone(),
+                state: state.unwrap_or_else(|| Err(ServerError::Failed("no reply".into()))),
+            })
+            .collect();
+        Inspection {
+            key: key.clone(),
+            quorum: self.quorum,
+            servers,
+        }
+    }
+
+    async fn release_round(&self, key: &LockKey, token: &Token) -> Replies<bool> {
+        let (request_key, request_token) = (key.clone(), token.clone());
+        let request = move |mut connection: Connection| {
+            let (key, token) = (request_key.clone(), request_token.clone());
+            async move {
+                let deleted: i64 = connection
+                    .run_script(
+                        &scripts::RELEASE,
+                        &[key.bytes()],
+                        &[token.as_str().as_bytes()],
+                    )
+                    .await?;
+                Ok(deleted == 1)
+            }
+        };
+        round(&self.servers, request, |_| Progress::Undecided).await
+    }
+
+    /// A yes/no round that ends as soon as its outcome is certain.
+    async fn decided_round<F, Fut>(&self, request: F) -> Replies<bool>
+    where
+        F: FnOnce(Connection) -> Fut + Clone + Send + 'static,
+        Fut: std::future::Future<Output = redis::RedisResult<bool>> + Send + 'static,
+    {
+        let quorum = self.quorum;
+        round(&self.servers, request, move |replies| {
+            let tally = replies.tally(quorum);
+            match (tally.is_decided(), tally.succeeded()) {
+                (false, _) => Progress::Undecided,
+                (true, true) => Progress::Succeeded,
+                (true, false) => Progress::Failed,
+            }
+        })
+        .await
+    }
+
+    /// The lease a round that started at `started` grants: when a quorum said
+    /// yes with validity left. Otherwise `Err(Some(TooSlow))` when the quorum
+    /// came too late, `Err(None)` when there was none.
+    fn lease(
+        &self,
+        key: &LockKey,
+        token: &Token,
+        ttl: Duration,
+        started: BootInstant,
+        replies: &Replies<bool>,
+    ) -> Result<Lease, Option<LockError>> {
+        if !replies.tally(self.quorum).succeeded() {
+            return Err(None);
+        }
+        let elapsed = started.elapsed();
+        let validity = validity(ttl, elapsed);
+        if validity.is_zero() {
+            return Err(Some(LockError::TooSlow {
+                key: key.clone(),
+                elapsed,
+                ttl,
+            }));
+        }
+        Ok(Lease {
+            key: key.clone(),
+            token: token.clone(),
+            ttl,
+            validity,
+            deadline: started + ttl.saturating_sub(drift(ttl)),
+            held_on: replies.yes_servers(&self.servers),
+            attempts: 1,
+        })
+    }
+
+    fn not_held_or_no_quorum(&self, key: &LockKey, replies: &Replies<bool>) -> LockError {
+        let tally: Tally = replies.tally(self.quorum);
+        if tally.cannot_hold() {
+            LockError::NotHeld {
+                key: key.clone(),
+                held: tally.yes,
+                total: self.len(),
+                quorum: self.quorum,
+                failures: Failures(replies.failures(&self.servers)),
+            }
+        } else {
+            self.no_quorum(key, replies)
+        }
+    }
+
+    fn no_quorum(&self, key: &LockKey, replies: &Replies<bool>) -> LockError {
+        Failures(replies.failures(&self.servers)).into_error(key, self.len(), self.quorum)
+    }
+}

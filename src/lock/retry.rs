@@ -1,0 +1,135 @@
+//! Taking a lock that may be busy: how long to keep trying, the random pause
+//! between attempts, and giving up cleanly when the caller cancels. Nothing
+//! here prints; the caller reports.
+
+use std::future::Future;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::error::LockError;
+use super::key::{LockKey, Token};
+use super::mutex::{Lease, Redlock};
+use crate::clock::BootInstant;
+
+/// How long `acquire` keeps trying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// One attempt only (`-n`, `-w 0`).
+    No,
+    /// Retry until this much time has passed.
+    For(Duration),
+    /// Retry until the lock is ours (the default, like `flock`).
+    Forever,
+}
+
+/// Takes the lock, retrying after a random delay while `wait` allows, unless
+/// `cancel` resolves first. Then whatever the attempt in flight took is
+/// released, so that a cancelled acquire never leaves a lock behind, and
+/// `cancel`'s output is returned. On failure the last attempt's reason is
+/// returned.
+pub async fn acquire_or_cancel<C: Future>(
+    redlock: &Redlock,
+    key: &LockKey,
+    ttl: Duration,
+    wait: Wait,
+    cancel: C,
+) -> Result<Result<Lease, LockError>, C::Output> {
+    let in_flight = InFlight::default();
+    tokio::select! {
+        outcome = acquire(redlock, key, ttl, wait, &in_flight) => Ok(outcome),
+        cancelled = cancel => {
+            if let Some(token) = in_flight.token() {
+                let _ = redlock.release(key, &token).await;
+            }
+            Err(cancelled)
+        }
+    }
+}
+
+/// Every attempt has a fresh token: a compare-and-delete of a failed attempt
+/// that reaches a stalled server late must not match the next attempt's key.
+/// `in_flight` always holds the current attempt's token.
+async fn acquire(
+    redlock: &Redlock,
+    key: &LockKey,
+    ttl: Duration,
+    wait: Wait,
+    in_flight: &InFlight,
+) -> Result<Lease, LockError> {
+    let give_up_at = match wait {
+        Wait::No => Some(BootInstant::now()),
+        Wait::For(limit) => Some(BootInstant::now() + limit),
+        Wait::Forever => None,
+    };
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let token = Token::generate();
+        in_flight.set(token.clone());
+        let error = match redlock.try_acquire(key, &token, ttl).await {
+            Ok(lease) => return Ok(Lease { attempts, ..lease }),
+            Err(error) if error.is_transient() => error,
+            Err(error) => return Err(error),
+        };
+        let mut pause = retry_delay(ttl);
+        if let Some(give_up_at) = give_up_at {
+            let left = give_up_at.remaining();
+            if left.is_zero() {
+                return Err(error);
+            }
+            pause = pause.min(left);
+        }
+        tokio::time::sleep(pause).await;
+    }
+}
+
+/// The token of the attempt in flight.
+#[derive(Debug, Default)]
+struct InFlight(Mutex<Option<Token>>);
+
+impl InFlight {
+    fn set(&self, token: Token) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(token);
+    }
+
+    fn token(&self) -> Option<Token> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+}
+
+/// A random pause between attempts, so that competing clients that failed
+/// together do not retry in lockstep: uniform in [base/2, 3·base/2), with the
+/// base a tenth of the TTL, between 10ms and 200ms.
+fn retry_delay(ttl: Duration) -> Duration {
+    let base = (ttl / 10).clamp(Duration::from_millis(10), Duration::from_millis(200));
+    let mut bytes = [0u8; 8];
+    // Jitter needs no cryptographic quality; a failure just means no jitter.
+    let _ = getrandom::fill(&mut bytes);
+    let fraction = (u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64;
+    base / 2 + base.mul_f64(fraction)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_delay_is_random_and_short_compared_with_the_ttl() {
+        let ttl = Duration::from_secs(30);
+        let delays: Vec<_> = (0..50).map(|_| retry_delay(ttl)).collect();
+        assert!(delays
+            .iter()
+            .all(|d| *d >= Duration::from_millis(100) && *d < Duration::from_millis(300)));
+        assert!(
+            delays.iter().any(|d| *d != delays[0]),
+            "no jitter: {delays:?}"
+        );
+        assert!(retry_delay(Duration::from_millis(100)) < Duration::from_millis(15));
+    }
+}

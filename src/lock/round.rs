@@ -1,0 +1,136 @@
+//! One request fanned out to every server at once, its typed replies gathered
+//! as they arrive, and the round ended as soon as its caller can decide.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::quorum::Tally;
+use super::server_url::ServerSpec;
+use super::servers::{Connection, Server, ServerError};
+
+/// What the replies so far say about the round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Progress {
+    /// Keep waiting for replies.
+    Undecided,
+    /// The round failed; nobody else need be waited for.
+    Failed,
+    /// The round succeeded: servers that answer about as fast as the majority
+    /// did are still waited for, briefly.
+    Succeeded,
+}
+
+/// Every server's reply, in configuration order; `None` for one that has not
+/// answered (yet).
+#[derive(Debug)]
+pub(super) struct Replies<T> {
+    pub answers: Vec<Option<Result<T, ServerError>>>,
+    /// Server indices in the order their replies arrived.
+    arrival: Vec<usize>,
+}
+
+impl<T> Replies<T> {
+    /// The servers that failed and why.
+    pub fn failures(&self, servers: &[Arc<Server>]) -> Vec<(ServerSpec, ServerError)> {
+        self.answers
+            .iter()
+            .zip(servers)
+            .filter_map(|(answer, server)| match answer {
+                Some(Err(err)) => Some((server.spec().clone(), err.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn pending(&self) -> usize {
+        self.answers.iter().filter(|a| a.is_none()).count()
+    }
+
+    fn record(&mut self, index: usize, reply: Result<T, ServerError>) {
+        self.answers[index] = Some(reply);
+        self.arrival.push(index);
+    }
+}
+
+impl Replies<bool> {
+    pub fn tally(&self, quorum: usize) -> Tally {
+        let count = |wanted: fn(&Result<bool, ServerError>) -> bool| {
+            self.answers.iter().flatten().filter(|a| wanted(a)).count()
+        };
+        Tally {
+            total: self.answers.len(),
+            quorum,
+            yes: count(|a| matches!(a, Ok(true))),
+            no: count(|a| matches!(a, Ok(false))),
+            failed: count(Result::is_err),
+        }
+    }
+
+    /// The servers that said yes, in the order they answered.
+    pub fn yes_servers(&self, servers: &[Arc<Server>]) -> Vec<ServerSpec> {
+        self.arrival
+            .iter()
+            .filter(|&&index| matches!(self.answers[index], Some(Ok(true))))
+            .map(|&index| servers[index].spec().clone())
+            .collect()
+    }
+}
+
+/// The least time a successful round waits for the servers that have not
+/// answered yet.
+const STRAGGLER_PATIENCE: Duration = Duration::from_millis(2);
+
+/// Sends `request` to every server concurrently and hands the replies so far
+/// to `progress` as each arrives, until it decides or every server answered
+/// (or failed within its timeout). Requests still in flight when the round
+/// ends run on in the background, so that a late SET can still be released
+/// by the compare-and-delete that follows it on the same connection.
+pub(super) async fn round<T, F, Fut>(
+    servers: &[Arc<Server>],
+    request: F,
+    mut progress: impl FnMut(&Replies<T>) -> Progress,
+) -> Replies<T>
+where
+    T: Send + 'static,
+    F: FnOnce(Connection) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = redis::RedisResult<T>> + Send + 'static,
+{
+    let (sender, mut arrivals) = mpsc::unbounded_channel();
+    for (index, server) in servers.iter().enumerate() {
+        let (server, request, sender) = (Arc::clone(server), request.clone(), sender.clone());
+        tokio::spawn(async move {
+            let _ = sender.send((index, server.call(request).await));
+        });
+    }
+    drop(sender);
+    let started = tokio::time::Instant::now();
+    let mut replies = Replies {
+        answers: servers.iter().map(|_| None).collect(),
+        arrival: Vec::with_capacity(servers.len()),
+    };
+    let mut outcome = Progress::Undecided;
+    while let Some((index, reply)) = arrivals.recv().await {
+        replies.record(index, reply);
+        outcome = progress(&replies);
+        if outcome != Progress::Undecided {
+            break;
+        }
+    }
+    if outcome == Progress::Succeeded {
+        // A server that answers within about the time the quorum took is
+        // fast, not hung: wait for it too, so that it holds the lock (or its
+        // new expiry) before this process moves on or exits.
+        let patience = started.elapsed().max(STRAGGLER_PATIENCE);
+        let give_up_at = tokio::time::Instant::now() + patience;
+        while replies.pending() > 0 {
+            match tokio::time::timeout_at(give_up_at, arrivals.recv()).await {
+                Ok(Some((index, reply))) => replies.record(index, reply),
+                _ => break,
+            }
+        }
+    }
+    replies
+}

@@ -1,0 +1,210 @@
+//! The documented JSON objects, one type each, written by serde_json. Field
+//! names and meanings are part of the interface: see the README.
+
+use std::io;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::lock::{escape_bytes, Inspection, KeyState, Lease, LockError, Verdict};
+
+/// Arbitrary bytes (lock names, foreign values) as a JSON string: exactly,
+/// when they are UTF-8 (JSON's own escapes cover control characters);
+/// otherwise as `redlock` shows them in text, with `\xNN` for invalid bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Bytes<'a>(pub &'a [u8]);
+
+impl Serialize for Bytes<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(self.0) {
+            Ok(text) => serializer.serialize_str(text),
+            Err(_) => serializer.serialize_str(&escape_bytes(self.0)),
+        }
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `acquire --json`, `extend --json`.
+#[derive(Debug, Serialize)]
+pub struct LeaseJson<'a> {
+    name: Bytes<'a>,
+    token: &'a str,
+    ttl_ms: u64,
+    validity_ms: u64,
+    held_on: Vec<String>,
+    attempts: u32,
+}
+
+impl<'a> LeaseJson<'a> {
+    pub fn new(lease: &'a Lease) -> Self {
+        LeaseJson {
+            name: Bytes(lease.key.bytes()),
+            token: lease.token.as_str(),
+            ttl_ms: millis(lease.ttl),
+            validity_ms: millis(lease.validity),
+            held_on: lease.held_on.iter().map(ToString::to_string).collect(),
+            attempts: lease.attempts,
+        }
+    }
+}
+
+/// `release --json`.
+#[derive(Debug, Serialize)]
+pub struct ReleaseJson<'a> {
+    pub name: Bytes<'a>,
+    pub released: bool,
+    pub released_on: usize,
+    pub servers: usize,
+}
+
+/// A failure under `--json`: which kind, and the message.
+#[derive(Debug, Serialize)]
+pub struct FailureJson<'a> {
+    pub name: Bytes<'a>,
+    pub error: &'static str,
+    pub message: String,
+}
+
+/// The `error` field of a failure.
+pub fn failure_kind(error: &LockError) -> &'static str {
+    match error {
+        LockError::Busy { .. } => "busy",
+        LockError::NoQuorum { .. } => "no_quorum",
+        LockError::TooSlow { .. } => "too_slow",
+        LockError::NotHeld { .. } => "not_held",
+        LockError::Refused { .. } => "refused",
+    }
+}
+
+/// `status --json`.
+#[derive(Debug, Serialize)]
+pub struct StatusJson<'a> {
+    name: Bytes<'a>,
+    state: &'static str,
+    held: bool,
+    token: Option<Bytes<'a>>,
+    /// The same shape as acquire's `held_on`: the servers holding the token.
+    held_on: Vec<String>,
+    quorum: usize,
+    servers: Vec<ServerJson<'a>>,
+}
+
+/// One server's view in `status --json`: its key's state, or why it did not
+/// answer.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum ServerJson<'a> {
+    Answered {
+        server: String,
+        exists: bool,
+        #[serde(rename = "type")]
+        kind: &'a str,
+        token: Option<Bytes<'a>>,
+        ttl_ms: i64,
+        error: Option<String>,
+    },
+    Failed {
+        server: String,
+        error: String,
+    },
+}
+
+impl<'a> StatusJson<'a> {
+    pub fn new(inspection: &'a Inspection, verdict: &'a Verdict) -> Self {
+        let servers = inspection
+            .servers
+            .iter()
+            .map(|s| match &s.state {
+                Ok(KeyState {
+                    kind,
+                    value,
+                    pttl_ms,
+                }) => ServerJson::Answered {
+                    server: s.server.to_string(),
+                    exists: kind != "none",
+                    kind,
+                    token: value.as_deref().map(Bytes),
+                    ttl_ms: *pttl_ms,
+                    error: None,
+                },
+                Err(err) => ServerJson::Failed {
+                    server: s.server.to_string(),
+                    error: err.to_string(),
+                },
+            })
+            .collect();
+        let (state, token) = match verdict {
+            Verdict::Held { value, .. } => ("held", Some(value.as_slice())),
+            Verdict::Free => ("free", None),
+            Verdict::Unknown => ("unknown", None),
+        };
+        let held_on = token
+            .map(|token| inspection.holding(token))
+            .unwrap_or_default();
+        StatusJson {
+            name: Bytes(inspection.key.bytes()),
+            state,
+            held: state == "held",
+            token: token.map(Bytes),
+            held_on: held_on.iter().map(ToString::to_string).collect(),
+            quorum: inspection.quorum,
+            servers,
+        }
+    }
+}
+
+/// `value` as one line of JSON. Control characters that JSON can write as
+/// `\b` and `\f` are written as `\u0008` and `\u000c`, as redlock always has.
+pub fn to_line(value: &impl Serialize) -> io::Result<String> {
+    let mut line = Vec::new();
+    let mut serializer = serde_json::Serializer::with_formatter(&mut line, Compact);
+    value.serialize(&mut serializer).map_err(io::Error::other)?;
+    String::from_utf8(line).map_err(io::Error::other)
+}
+
+struct Compact;
+
+impl serde_json::ser::Formatter for Compact {
+    fn write_char_escape<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        escape: serde_json::ser::CharEscape,
+    ) -> io::Result<()> {
+        use serde_json::ser::CharEscape;
+        match escape {
+            CharEscape::Backspace => writer.write_all(b"\\u0008"),
+            CharEscape::FormFeed => writer.write_all(b"\\u000c"),
+            other => serde_json::ser::CompactFormatter.write_char_escape(writer, other),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize)]
+    struct Sample<'a> {
+        name: Bytes<'a>,
+        raw: Bytes<'a>,
+        none: Option<Bytes<'a>>,
+        list: Vec<&'a str>,
+    }
+
+    #[test]
+    fn json_is_escaped_like_before_and_on_one_line() {
+        let sample = Sample {
+            name: Bytes("a\"b\\c\n\u{1}\u{8}\u{c}\u{1b}é".as_bytes()),
+            raw: Bytes(b"a\xff"),
+            none: None,
+            list: vec!["x", "y\""],
+        };
+        assert_eq!(
+            to_line(&sample).unwrap(),
+            r#"{"name":"a\"b\\c\n\u0001\u0008\u000c\u001bé","raw":"a\\xff","none":null,"list":["x","y\""]}"#
+        );
+    }
+}

@@ -1,0 +1,181 @@
+//! Every byte `redlock` writes to stdout and stderr: plain text for people,
+//! one JSON object for programs (`--json`), diagnostics on stderr. The
+//! commands say what happened; this module decides what is shown under
+//! `--json`, `-q` and `-v`. Nothing here panics on a closed pipe: every
+//! write to stdout returns its error.
+
+pub mod json;
+pub mod text;
+
+use std::io::{self, Write};
+
+use crate::error::Error;
+use crate::exit_code::Exit;
+use crate::lock::{Inspection, Lease, LockKey, Released, Verdict};
+use crate::supervise::Event;
+use json::{FailureJson, LeaseJson, ReleaseJson, StatusJson};
+
+pub use text::human;
+
+/// How results and diagnostics are printed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutputMode {
+    pub json: bool,
+    pub quiet: bool,
+    pub verbose: bool,
+}
+
+/// What the commands call to report.
+#[derive(Debug, Clone, Copy)]
+pub struct Reporter {
+    mode: OutputMode,
+}
+
+impl Reporter {
+    pub fn new(mode: OutputMode) -> Self {
+        Reporter { mode }
+    }
+
+    /// A step described under `-v` only.
+    pub fn verbose(&self, message: impl FnOnce() -> String) {
+        if self.mode.verbose {
+            note(&message());
+        }
+    }
+
+    /// An outcome a script expects (busy, a retry): silenced by `-q`.
+    pub fn outcome(&self, message: &str) {
+        if !self.mode.quiet {
+            note(message);
+        }
+    }
+
+    /// Something that went wrong: always said.
+    pub fn warning(&self, message: &str) {
+        note(message);
+    }
+
+    /// The error that ends the run, unless `-q` silences an expected one.
+    pub fn error(&self, error: &Error) {
+        if !(self.mode.quiet && error.exit().is_expected_outcome()) {
+            note(&error.to_string());
+        }
+    }
+
+    /// What the supervisor of `exec` tells.
+    pub fn supervision(&self, event: &Event) {
+        match event {
+            Event::HoldingForLeftovers => self.verbose(|| text::event(event)),
+            Event::LeftoverStoppedAgain { .. } => self.outcome(&text::event(event)),
+            Event::WatchdogGone => self.warning(&text::event(event)),
+        }
+    }
+
+    /// `acquire`: the token (or the lease as JSON) on stdout.
+    pub fn acquired(&self, lease: &Lease, servers: usize) -> io::Result<()> {
+        self.verbose(|| {
+            let held_on: Vec<String> = lease.held_on.iter().map(ToString::to_string).collect();
+            format!(
+                "acquired {} on {} of {servers} servers ({}) after {} attempt(s); valid for {}",
+                lease.key,
+                lease.held_on.len(),
+                held_on.join(", "),
+                lease.attempts,
+                human(lease.validity)
+            )
+        });
+        if self.mode.json {
+            line(&json::to_line(&LeaseJson::new(lease))?)
+        } else {
+            line(lease.token.as_str())
+        }
+    }
+
+    pub fn released(&self, key: &LockKey, released: &Released) -> io::Result<()> {
+        self.verbose(|| {
+            format!(
+                "released {key} on {} of {} servers",
+                released.released_on, released.total
+            )
+        });
+        if !self.mode.json {
+            return Ok(());
+        }
+        line(&json::to_line(&ReleaseJson {
+            name: json::Bytes(key.bytes()),
+            released: true,
+            released_on: released.released_on,
+            servers: released.total,
+        })?)
+    }
+
+    pub fn extended(&self, lease: &Lease, servers: usize) -> io::Result<()> {
+        self.verbose(|| {
+            format!(
+                "extended {} on {} of {servers} servers; valid for {}",
+                lease.key,
+                lease.held_on.len(),
+                human(lease.validity)
+            )
+        });
+        if !self.mode.json {
+            return Ok(());
+        }
+        line(&json::to_line(&LeaseJson::new(lease))?)
+    }
+
+    /// `status`: the table, or the JSON object; nothing under `-q`.
+    pub fn status(&self, inspection: &Inspection, verdict: &Verdict) -> io::Result<()> {
+        if self.mode.json {
+            line(&json::to_line(&StatusJson::new(inspection, verdict))?)
+        } else if !self.mode.quiet {
+            line(&text::status(inspection, verdict))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// A failed lock operation: under `--json` it is a result on stdout too.
+    /// Returns it as the run's error.
+    pub fn failed<T>(&self, key: &LockKey, error: impl Into<Error>) -> Result<T, Error> {
+        let error = error.into();
+        self.failure(key, &error)?;
+        Err(error)
+    }
+
+    /// A signal ended the wait for the lock; whatever was taken has been
+    /// released. The status of a process killed by that signal.
+    pub fn interrupted(&self, key: &LockKey, signal: nix::sys::signal::Signal) -> Exit {
+        self.verbose(|| format!("interrupted by {signal}; released what was taken of {key}"));
+        Exit::Signal(signal as i32)
+    }
+
+    /// With `--json`, a failed lock operation is a result too: one object on
+    /// stdout naming it. The message on stderr follows as for any error.
+    fn failure(&self, key: &LockKey, error: &Error) -> io::Result<()> {
+        let Error::Lock(lock) = error else {
+            return Ok(());
+        };
+        if !self.mode.json {
+            return Ok(());
+        }
+        line(&json::to_line(&FailureJson {
+            name: json::Bytes(key.bytes()),
+            error: json::failure_kind(lock),
+            message: error.to_string(),
+        })?)
+    }
+}
+
+/// Writes one line to stdout.
+fn line(text: &str) -> io::Result<()> {
+    let mut stdout = io::stdout().lock();
+    writeln!(stdout, "{text}")?;
+    stdout.flush()
+}
+
+/// A diagnostic on stderr, prefixed with the program's name. Failing to write
+/// it changes nothing about the outcome, so the error is dropped.
+pub fn note(text: &str) {
+    let _ = writeln!(io::stderr().lock(), "redlock: {text}");
+}

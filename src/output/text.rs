@@ -1,0 +1,118 @@
+//! The human side: messages, the status table, durations and command lines
+//! shown safely.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt as _;
+use std::time::Duration;
+
+use crate::lock::{escape_bytes, Inspection, KeyState, Verdict};
+use crate::supervise::{Event, StopReason};
+
+/// `1.234s`-style durations for messages, rounded to milliseconds.
+pub fn human(duration: Duration) -> String {
+    let millis = Duration::from_millis(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
+    humantime::format_duration(millis).to_string()
+}
+
+/// A command line for messages, each word escaped.
+pub fn command_line(argv: &[OsString]) -> String {
+    argv.iter()
+        .map(|word| escape_bytes(word.as_bytes()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Why `exec` stopped its command, after "lock NAME ".
+pub fn stop_reason(reason: &StopReason) -> String {
+    match reason {
+        StopReason::NotExtended { left } => format!(
+            "could not be extended in time; its validity ends in {}",
+            human(*left)
+        ),
+        StopReason::Overdue => "ran out of validity while redlock itself was not running".into(),
+        StopReason::Lost(account) => format!("was lost ({account})"),
+    }
+}
+
+/// What the supervisor tells about its work.
+pub fn event(event: &Event) -> String {
+    match event {
+        Event::HoldingForLeftovers => {
+            "the command exited; holding the lock until the processes it left behind end".into()
+        }
+        Event::LeftoverStoppedAgain { pid, signal } => format!(
+            "process {pid}, left behind by the command, stopped on the terminal again: sending it {}",
+            signal.as_str()
+        ),
+        Event::WatchdogGone => {
+            "the watchdog process is gone; a frozen redlock could not stop the command in time"
+                .into()
+        }
+    }
+}
+
+/// `redlock status`: the verdict, then one line per server.
+pub fn status(inspection: &Inspection, verdict: &Verdict) -> String {
+    let total = inspection.servers.len();
+    let mut text = match verdict {
+        Verdict::Held { value, on } => format!(
+            "{} is held: token {} on {on} of {total} servers (quorum {})",
+            inspection.key,
+            escape_bytes(value),
+            inspection.quorum
+        ),
+        Verdict::Free => format!(
+            "{} is free: no token holds a majority of {total} servers (quorum {})",
+            inspection.key, inspection.quorum
+        ),
+        Verdict::Unknown => format!(
+            "{} is unknown: too few of {total} servers answered (quorum {})",
+            inspection.key, inspection.quorum
+        ),
+    };
+    let names: Vec<String> = inspection
+        .servers
+        .iter()
+        .map(|s| s.server.to_string())
+        .collect();
+    let width = names.iter().map(String::len).max().unwrap_or(0);
+    for (s, name) in inspection.servers.iter().zip(&names) {
+        let detail = match &s.state {
+            Ok(KeyState { kind, .. }) if kind == "none" => "free".to_owned(),
+            Ok(KeyState {
+                value: Some(value),
+                pttl_ms,
+                ..
+            }) => format!("token {}  {}", escape_bytes(value), expiry(*pttl_ms)),
+            Ok(KeyState { kind, pttl_ms, .. }) => {
+                format!("foreign {kind} value  {}", expiry(*pttl_ms))
+            }
+            Err(err) => format!("error: {err}"),
+        };
+        text.push_str(&format!("\n  {name:width$}  {detail}"));
+    }
+    text
+}
+
+fn expiry(pttl_ms: i64) -> String {
+    match u64::try_from(pttl_ms) {
+        Ok(ms) => format!("expires in {}", human(Duration::from_millis(ms))),
+        Err(_) => "never expires".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(human(Duration::from_micros(29_734_567)), "29s 734ms");
+    }
+
+    #[test]
+    fn command_lines_are_escaped() {
+        let argv = [OsString::from("echo"), OsString::from("a\nb")];
+        assert_eq!(command_line(&argv), "echo a\\nb");
+    }
+}

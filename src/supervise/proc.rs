@@ -1,0 +1,91 @@
+//! Every read of /proc in one place: what the kernel says about a process's
+//! state, parent, group and session, and about its children.
+
+/// The fields of /proc/PID/stat that job control needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stat {
+    pub pid: i32,
+    /// The state letter: R, S, D, T (stopped), Z...
+    pub state: char,
+    pub parent: i32,
+    pub group: i32,
+    pub session: i32,
+}
+
+impl Stat {
+    pub fn is_stopped(&self) -> bool {
+        self.state == 'T'
+    }
+}
+
+/// What /proc/PID/stat says of `pid`, if it exists.
+pub fn stat(pid: i32) -> Option<Stat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &stat)
+}
+
+fn parse_stat(pid: i32, stat: &str) -> Option<Stat> {
+    // The command name may hold spaces and parentheses; what follows its
+    // closing parenthesis is plain.
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let mut number = || fields.next()?.parse::<i32>().ok();
+    Some(Stat {
+        pid,
+        state,
+        parent: number()?,
+        group: number()?,
+        session: number()?,
+    })
+}
+
+/// Every process on the system, as far as /proc lists it now.
+pub fn all() -> Vec<Stat> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(stat)
+        .collect()
+}
+
+/// The children of `pid`'s main thread.
+pub fn children(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .map(|children| {
+            children
+                .split_whitespace()
+                .filter_map(|pid| pid.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_survives_odd_command_names() {
+        let line = "4242 (a) b (c) T 1 4242 4000 34817 4242 4194560 0 0";
+        assert_eq!(
+            parse_stat(4242, line),
+            Some(Stat {
+                pid: 4242,
+                state: 'T',
+                parent: 1,
+                group: 4242,
+                session: 4000
+            })
+        );
+        assert_eq!(parse_stat(1, "garbage"), None);
+    }
+
+    #[test]
+    fn reads_this_process() {
+        let me = stat(std::process::id() as i32).expect("our own /proc entry");
+        assert_eq!(me.group, nix::unistd::getpgrp().as_raw());
+        assert!(all().iter().any(|p| p.pid == me.pid));
+    }
+}

@@ -1,0 +1,177 @@
+//! When a command running under a lock is stopped, relative to the lock's
+//! validity deadline. One pure schedule, followed by the supervisor and by
+//! the watchdog process alike.
+
+use std::time::Duration;
+
+use crate::clock::BootInstant;
+
+/// The longest either process sleeps before it looks at the boot clock
+/// again: timers and poll(2) do not count time spent suspended, so after a
+/// resume a stop is due at once, not a whole sleep later.
+pub const CLOCK_CHECK: Duration = Duration::from_millis(20);
+
+/// When the child is stopped, relative to the lock's validity deadline: the
+/// stop signal `grace + margin` before it, SIGKILL `margin` before it, so
+/// that the child and its group are gone before the lock can lapse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StopPlan {
+    /// Time between the stop signal and SIGKILL: `-k`, capped at TTL/3 so
+    /// that a successful extension every TTL/3 always comes first.
+    pub grace: Duration,
+    /// How long before the deadline SIGKILL is sent: TTL/20, within 5–200ms.
+    pub margin: Duration,
+}
+
+impl StopPlan {
+    pub fn new(ttl: Duration, kill_after: Duration) -> Self {
+        // Whole milliseconds, the unit the watchdog receives them in, so
+        // that both processes follow exactly the same schedule.
+        let whole_ms =
+            |d: Duration| Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        StopPlan {
+            grace: whole_ms(kill_after.min(ttl / 3)),
+            margin: whole_ms(
+                (ttl / 20).clamp(Duration::from_millis(5), Duration::from_millis(200)),
+            ),
+        }
+    }
+
+    pub fn term_at(self, deadline: BootInstant) -> BootInstant {
+        deadline - self.margin - self.grace
+    }
+
+    pub fn kill_at(self, deadline: BootInstant) -> BootInstant {
+        deadline - self.margin
+    }
+}
+
+/// How far a stop has gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Nothing sent: the command runs while the deadline allows.
+    Watching,
+    /// The stop signal was sent; SIGKILL follows at `kill_at`.
+    Stopping { kill_at: BootInstant },
+    /// SIGKILL was sent.
+    Killed,
+}
+
+/// What to do now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing before this instant (never more than [`CLOCK_CHECK`] away).
+    Sleep(BootInstant),
+    /// Send the stop signal now; SIGKILL is due at `kill_at`.
+    Signal { kill_at: BootInstant },
+    /// Send SIGKILL now.
+    Kill,
+}
+
+/// The next step of `plan` at `now`, for a lock valid until `deadline`.
+pub fn next_action(
+    plan: StopPlan,
+    now: BootInstant,
+    deadline: BootInstant,
+    stage: Stage,
+) -> Action {
+    let check = now + CLOCK_CHECK;
+    match stage {
+        Stage::Watching if now >= plan.kill_at(deadline) => Action::Kill,
+        Stage::Watching if now >= plan.term_at(deadline) => Action::Signal {
+            kill_at: plan.kill_at(deadline),
+        },
+        Stage::Watching => Action::Sleep(plan.term_at(deadline).min(check)),
+        Stage::Stopping { kill_at } if now >= kill_at => Action::Kill,
+        Stage::Stopping { kill_at } => Action::Sleep(kill_at.min(check)),
+        Stage::Killed => Action::Sleep(check),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    #[test]
+    fn stop_plan_lands_the_kill_before_the_deadline() {
+        let plan = StopPlan::new(MS(30_000), MS(5_000));
+        assert_eq!(
+            plan,
+            StopPlan {
+                grace: MS(5_000),
+                margin: MS(200)
+            }
+        );
+        let short = StopPlan::new(MS(1_000), MS(5_000));
+        assert_eq!(
+            short,
+            StopPlan {
+                grace: MS(333),
+                margin: MS(50)
+            }
+        );
+        let deadline = BootInstant::from_nanos(10_000_000_000);
+        assert_eq!(
+            short.kill_at(deadline),
+            BootInstant::from_nanos(9_950_000_000)
+        );
+        assert_eq!(
+            short.term_at(deadline),
+            BootInstant::from_nanos(10_000_000_000 - 50_000_000 - 333_000_000)
+        );
+        assert_eq!(StopPlan::new(MS(20), MS(0)).margin, MS(5));
+    }
+
+    #[test]
+    fn the_schedule_signals_then_kills_before_the_deadline() {
+        let plan = StopPlan::new(MS(1_000), MS(5_000));
+        let deadline = BootInstant::from_nanos(10_000_000_000);
+        let (term_at, kill_at) = (plan.term_at(deadline), plan.kill_at(deadline));
+        let watching = Stage::Watching;
+        // Long before: sleep, but never past a clock check.
+        let early = term_at - MS(500);
+        assert_eq!(
+            next_action(plan, early, deadline, watching),
+            Action::Sleep(early + CLOCK_CHECK)
+        );
+        // Just before the stop: sleep until exactly then.
+        let near = term_at - MS(5);
+        assert_eq!(
+            next_action(plan, near, deadline, watching),
+            Action::Sleep(term_at)
+        );
+        assert_eq!(
+            next_action(plan, term_at, deadline, watching),
+            Action::Signal { kill_at }
+        );
+        let stopping = Stage::Stopping { kill_at };
+        assert_eq!(
+            next_action(plan, kill_at - MS(1), deadline, stopping),
+            Action::Sleep(kill_at)
+        );
+        assert_eq!(next_action(plan, kill_at, deadline, stopping), Action::Kill);
+        // Woken after the kill point (frozen, suspended): kill at once.
+        assert_eq!(
+            next_action(plan, deadline + MS(1), deadline, watching),
+            Action::Kill
+        );
+        let killed = next_action(plan, deadline, deadline, Stage::Killed);
+        assert_eq!(killed, Action::Sleep(deadline + CLOCK_CHECK));
+    }
+
+    #[test]
+    fn an_earlier_kill_time_of_a_seen_loss_is_kept() {
+        let plan = StopPlan::new(MS(30_000), MS(5_000));
+        let deadline = BootInstant::from_nanos(100_000_000_000);
+        let kill_at = BootInstant::from_nanos(1_000_000_000);
+        let now = kill_at - MS(100);
+        let stage = Stage::Stopping { kill_at };
+        assert_eq!(
+            next_action(plan, now, deadline, stage),
+            Action::Sleep(now + CLOCK_CHECK)
+        );
+        assert_eq!(next_action(plan, kill_at, deadline, stage), Action::Kill);
+    }
+}
