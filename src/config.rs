@@ -416,6 +416,42 @@ mod tests {
         );
     }
 
+    /// The whole chain behind "the command is gone before the lock can
+    /// lapse", for every TTL `exec` accepts and any `-k`: the keeper's
+    /// interval (lock), the clock drift (lock), the default server timeout
+    /// (here) and the stop plan (supervise) fit together.
+    #[test]
+    fn the_kill_lands_before_the_validity_ends_for_every_exec_ttl() {
+        let ttls = (0..=40).map(|i| MIN_EXEC_TTL.mul_f64(1.5f64.powi(i)).min(MAX_TTL));
+        for ttl in ttls.chain([MIN_EXEC_TTL, MAX_TTL]) {
+            for kill_after in [MS(0), MS(1), ttl / 4, ttl, MS(5_000), MAX_TTL] {
+                let plan = StopPlan::new(ttl, kill_after);
+                let started = crate::clock::BootInstant::from_nanos(1_000_000_000);
+                // The lease's deadline, as lock/ computes it from the start of
+                // the round, is before the servers expire the key.
+                let deadline = started + ttl.saturating_sub(crate::lock::drift(ttl));
+                assert!(deadline < started + ttl, "{ttl:?}");
+                // SIGKILL lands before the deadline, never before the signal.
+                assert!(plan.margin >= MS(5), "{ttl:?}");
+                assert!(plan.kill_at(deadline) < deadline, "{ttl:?}");
+                assert!(plan.term_at(deadline) <= plan.kill_at(deadline));
+                // A keeper that extends after its interval and gets its reply
+                // within the default server timeout does so before the stop
+                // signal would be sent, so a healthy lock never stops.
+                let timeout = server_timeout_for(None, Some(ttl)).unwrap();
+                let extended = started + crate::lock::keeper_interval(ttl) + timeout;
+                assert!(
+                    extended < plan.term_at(deadline),
+                    "ttl {ttl:?}, -k {kill_after:?}: extended at {extended:?}, stop at {:?}",
+                    plan.term_at(deadline)
+                );
+                // An explicit timeout is below a third of the TTL, so that an
+                // extension that waits for it still leaves validity.
+                assert!(server_timeout_for(Some(ttl / 3), Some(ttl)).is_err());
+            }
+        }
+    }
+
     #[test]
     fn keys_are_prefix_then_name_bytes() {
         let key = lock_key(b"app:", std::ffi::OsStr::new("deploy")).unwrap();
