@@ -13,7 +13,7 @@ use crate::config::ExecSpec;
 use crate::error::Error;
 use crate::exit_code::Exit;
 use crate::lock::{acquire_or_cancel, keep, Lease, LockError, Redlock, Verdict};
-use crate::output::{human, text, Reporter};
+use crate::output::{text, Reporter};
 use crate::signals::Listener;
 use crate::supervise::{self, child, Outcome};
 
@@ -41,15 +41,7 @@ pub async fn run(redlock: &Redlock, spec: ExecSpec, out: Reporter) -> Result<Exi
         Ok(Err(err)) => return Err(err.into()),
         Err(signal) => return Ok(out.interrupted(&spec.key, signal)),
     };
-    out.verbose(|| {
-        format!(
-            "acquired {} on {} of {} servers; valid for {}",
-            spec.key,
-            lease.held_on.len(),
-            redlock.len(),
-            human(lease.validity)
-        )
-    });
+    out.holding(&lease, redlock.len());
     let outcome = supervise_under(redlock, &spec, &lease, &mut signals, out).await;
     let lost = matches!(outcome, Ok(Exit::Lost));
     match redlock.release(&spec.key, &lease.token).await {

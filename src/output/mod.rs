@@ -15,7 +15,7 @@ use crate::lock::{Inspection, Lease, LockKey, Released, Verdict};
 use crate::supervise::Event;
 use json::{FailureJson, LeaseJson, ReleaseJson, StatusJson};
 
-pub use text::human;
+use text::human;
 
 /// How results and diagnostics are printed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -73,22 +73,17 @@ impl Reporter {
 
     /// `acquire`: the token (or the lease as JSON) on stdout.
     pub fn acquired(&self, lease: &Lease, servers: usize) -> io::Result<()> {
-        self.verbose(|| {
-            let held_on: Vec<String> = lease.held_on.iter().map(ToString::to_string).collect();
-            format!(
-                "acquired {} on {} of {servers} servers ({}) after {} attempt(s); valid for {}",
-                lease.key,
-                lease.held_on.len(),
-                held_on.join(", "),
-                lease.attempts,
-                human(lease.validity)
-            )
-        });
+        self.verbose(|| text::acquired(lease, servers, true));
         if self.mode.json {
             line(&json::to_line(&LeaseJson::new(lease))?)
         } else {
             line(lease.token.as_str())
         }
+    }
+
+    /// `exec` took the lock and is about to run the command.
+    pub fn holding(&self, lease: &Lease, servers: usize) {
+        self.verbose(|| text::acquired(lease, servers, false));
     }
 
     pub fn released(&self, key: &LockKey, released: &Released) -> io::Result<()> {

@@ -5,13 +5,30 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt as _;
 use std::time::Duration;
 
-use crate::lock::{escape_bytes, Inspection, KeyState, Verdict};
+use crate::lock::{escape_bytes, Inspection, KeyState, Lease, Verdict};
 use crate::supervise::{Event, StopReason};
 
 /// `1.234s`-style durations for messages, rounded to milliseconds.
 pub fn human(duration: Duration) -> String {
     let millis = Duration::from_millis(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
     humantime::format_duration(millis).to_string()
+}
+
+/// "acquired NAME on n of N servers …; valid for V", with the servers and
+/// the number of attempts when `detail` is asked for.
+pub fn acquired(lease: &Lease, servers: usize, detail: bool) -> String {
+    let detail = if detail {
+        let held_on: Vec<String> = lease.held_on.iter().map(ToString::to_string).collect();
+        format!(" ({}) after {} attempt(s)", held_on.join(", "), lease.attempts)
+    } else {
+        String::new()
+    };
+    format!(
+        "acquired {} on {} of {servers} servers{detail}; valid for {}",
+        lease.key,
+        lease.held_on.len(),
+        human(lease.validity)
+    )
 }
 
 /// A command line for messages, each word escaped.
