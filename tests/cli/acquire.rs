@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use crate::status::json::Json;
 use crate::support::{self, exit_code, run, wait_until, Cluster, Output, RedisServer, Running};
 
 // ---------------------------------------------------------------------------
@@ -187,23 +186,33 @@ fn acquire_json_is_one_object_with_the_documented_fields() {
     out.assert_code(0, "acquire --json");
     assert_eq!(out.stdout.lines().count(), 1, "one line: {:?}", out.stdout);
     assert!(out.stdout.starts_with('{') && out.stdout.trim_end().ends_with('}'));
-    let json = Json::parse(&out.stdout);
-    assert_eq!(json.get("name").str(), "report");
-    let token = json.get("token").str().to_owned();
+    let json = out.json();
+    assert_eq!(json["name"], "report");
+    let token = json["token"]
+        .as_str()
+        .expect("token is a string")
+        .to_owned();
     assert!(is_token(&token), "{token}");
     assert!(out.stdout.contains(&format!("\"token\":\"{token}\"")));
-    assert_eq!(json.get("ttl_ms").int(), 20_000);
-    let validity = json.get("validity_ms").int();
+    assert_eq!(json["ttl_ms"], 20_000);
+    let validity = json["validity_ms"]
+        .as_i64()
+        .expect("validity_ms is an integer");
     assert!(
         (10_000..20_000).contains(&validity),
         "validity_ms {validity} must be below the TTL but most of it"
     );
-    let held_on: Vec<&str> = json.get("held_on").arr().iter().map(Json::str).collect();
+    let held_on: Vec<&str> = json["held_on"]
+        .as_array()
+        .expect("held_on is an array")
+        .iter()
+        .map(|server| server.as_str().expect("held_on holds strings"))
+        .collect();
     assert!(held_on.len() >= 2, "a quorum: {held_on:?}");
     for server in &held_on {
         assert!(cluster.urls().iter().any(|u| u == server), "{server}");
     }
-    assert_eq!(json.get("attempts").int(), 1);
+    assert_eq!(json["attempts"], 1);
     assert_held_everywhere(&cluster, b"report", &token);
 }
 
@@ -326,10 +335,13 @@ fn nonblocking_acquire_of_a_held_lock_is_busy_at_once() {
         .redlock()
         .args(["acquire", "--json", "-n", "nightly"]));
     out.assert_code(75, "--json busy");
-    let json = Json::parse(&out.stdout);
-    assert_eq!(json.get("name").str(), "nightly");
-    assert_eq!(json.get("error").str(), "busy");
-    assert!(!json.get("message").str().is_empty());
+    let json = out.json();
+    assert_eq!(json["name"], "nightly");
+    assert_eq!(json["error"], "busy");
+    assert!(
+        json["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{json}"
+    );
 }
 
 #[test]
@@ -550,9 +562,9 @@ fn a_majority_killed_is_no_quorum_at_once_and_names_the_servers() {
     assert!(out.stderr.starts_with("redlock: "), "-q hid an outage");
     let out = run(cluster.redlock().args(["acquire", "--json", "-n", "down"]));
     out.assert_code(69, "--json");
-    let json = Json::parse(&out.stdout);
-    assert_eq!(json.get("error").str(), "no_quorum");
-    assert_eq!(json.get("name").str(), "down");
+    let json = out.json();
+    assert_eq!(json["error"], "no_quorum");
+    assert_eq!(json["name"], "down");
 }
 
 #[test]

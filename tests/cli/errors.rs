@@ -7,7 +7,6 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use crate::acquire::{acquire, assert_no_panic, timed, token_of};
-use crate::status::json::Json;
 use crate::support::{self, run, Cluster, Output, RedisServer};
 
 const PASSWORD: &str = "s3cret-pw";
@@ -548,9 +547,10 @@ fn a_wrong_password_is_a_final_refusal_that_hides_the_password() {
     ]));
     out.assert_code(78, "wrong password --json");
     assert!(out.stderr.contains(":***@127.0.0.1"), "{}", out.stderr);
-    let json = Json::parse(&out.stdout);
-    assert_eq!(json.get("error").str(), "refused");
-    assert!(!json.get("message").str().contains("wrong-pw-123"));
+    let json = out.json();
+    assert_eq!(json["error"], "refused");
+    let message = json["message"].as_str().expect("message is a string");
+    assert!(!message.contains("wrong-pw-123"), "{message}");
     assert_eq!(server.get(b"pw"), None);
 }
 

@@ -8,7 +8,6 @@ use std::time::Duration;
 use crate::acquire::{
     acquire, assert_gone_everywhere, assert_held_everywhere, assert_no_panic, port_of, timed,
 };
-use crate::status::json::Json;
 use crate::support::{run, wait_until, Cluster, RedisServer};
 
 const WRONG: &str = "00000000000000000000000000000000";
@@ -150,20 +149,16 @@ fn release_json_reports_the_servers() {
     let token = acquire(&cluster, "job", &[]);
     let out = run(cluster.redlock().args(["release", "--json", "job", &token]));
     out.assert_code(0, "release --json");
-    let json = Json::parse(&out.stdout);
-    assert_eq!(json.get("name").str(), "job");
-    assert!(json.get("released").bool());
-    assert_eq!(
-        json.get("released_on").int(),
-        3,
-        "release waits for every server"
-    );
-    assert_eq!(json.get("servers").int(), 3);
+    let json = out.json();
+    assert_eq!(json["name"], "job");
+    assert_eq!(json["released"], true);
+    assert_eq!(json["released_on"], 3, "release waits for every server");
+    assert_eq!(json["servers"], 3);
 
     let out = run(cluster.redlock().args(["release", "--json", "job", &token]));
     out.assert_code(79, "release --json not held");
-    let json = Json::parse(&out.stdout);
-    assert_eq!(json.get("error").str(), "not_held");
+    let json = out.json();
+    assert_eq!(json["error"], "not_held");
 }
 
 #[test]
@@ -309,14 +304,17 @@ fn extend_json_reports_the_new_lease() {
         .redlock()
         .args(["extend", "--json", "--ttl", "45s", "job", &token]));
     out.assert_code(0, "extend --json");
-    let json = Json::parse(&out.stdout);
-    assert_eq!(json.get("name").str(), "job");
-    assert_eq!(json.get("token").str(), token);
-    assert_eq!(json.get("ttl_ms").int(), 45_000);
-    let validity = json.get("validity_ms").int();
+    let json = out.json();
+    assert_eq!(json["name"], "job");
+    assert_eq!(json["token"], token.as_str());
+    assert_eq!(json["ttl_ms"], 45_000);
+    let validity = json["validity_ms"]
+        .as_i64()
+        .expect("validity_ms is an integer");
     assert!((30_000..45_000).contains(&validity), "{validity}");
-    assert!(json.get("held_on").arr().len() >= 2);
-    assert_eq!(json.get("attempts").int(), 1);
+    let held_on = json["held_on"].as_array().expect("held_on is an array");
+    assert!(held_on.len() >= 2, "{json}");
+    assert_eq!(json["attempts"], 1);
 }
 
 #[test]

@@ -7,278 +7,13 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
+use serde_json::{json, Value};
+
 use crate::acquire::{
     acquire, assert_gone_everywhere, assert_held_everywhere, assert_no_panic, port_of, timed,
     token_of,
 };
 use crate::support::{run, Cluster};
-
-use self::json::Json;
-
-/// A small strict JSON parser, so that `--json` output is checked as JSON
-/// rather than by substrings (the crate has no serde_json).
-pub(crate) mod json {
-    #[derive(Debug, Clone, PartialEq)]
-    pub(crate) enum Json {
-        Null,
-        Bool(bool),
-        Num(f64),
-        Str(String),
-        Arr(Vec<Json>),
-        Obj(Vec<(String, Json)>),
-    }
-
-    impl Json {
-        /// Parses exactly one JSON value (surrounding whitespace allowed);
-        /// panics with the text on any syntax error.
-        #[track_caller]
-        pub(crate) fn parse(text: &str) -> Json {
-            let mut parser = Parser {
-                chars: text.chars().collect(),
-                at: 0,
-            };
-            let value = parser
-                .ws()
-                .and_then(|()| parser.value())
-                .and_then(|v| parser.ws().map(|()| v))
-                .and_then(|v| {
-                    if parser.at == parser.chars.len() {
-                        Ok(v)
-                    } else {
-                        Err(format!("trailing text at {}", parser.at))
-                    }
-                });
-            value.unwrap_or_else(|e| panic!("invalid JSON ({e}): {text:?}"))
-        }
-
-        /// The field `key` of an object; panics if absent or not an object.
-        #[track_caller]
-        pub(crate) fn get(&self, key: &str) -> &Json {
-            match self {
-                Json::Obj(fields) => {
-                    let mut found = fields.iter().filter(|(k, _)| k == key);
-                    let value = found
-                        .next()
-                        .map(|(_, v)| v)
-                        .unwrap_or_else(|| panic!("no field {key:?} in {self:?}"));
-                    assert!(found.next().is_none(), "duplicate field {key:?}");
-                    value
-                }
-                other => panic!("not an object: {other:?}"),
-            }
-        }
-
-        pub(crate) fn keys(&self) -> Vec<&str> {
-            match self {
-                Json::Obj(fields) => fields.iter().map(|(k, _)| k.as_str()).collect(),
-                other => panic!("not an object: {other:?}"),
-            }
-        }
-
-        #[track_caller]
-        pub(crate) fn str(&self) -> &str {
-            match self {
-                Json::Str(s) => s,
-                other => panic!("not a string: {other:?}"),
-            }
-        }
-
-        #[track_caller]
-        pub(crate) fn int(&self) -> i64 {
-            match self {
-                Json::Num(n) if n.fract() == 0.0 => *n as i64,
-                other => panic!("not an integer: {other:?}"),
-            }
-        }
-
-        #[track_caller]
-        pub(crate) fn bool(&self) -> bool {
-            match self {
-                Json::Bool(b) => *b,
-                other => panic!("not a boolean: {other:?}"),
-            }
-        }
-
-        #[track_caller]
-        pub(crate) fn arr(&self) -> &[Json] {
-            match self {
-                Json::Arr(items) => items,
-                other => panic!("not an array: {other:?}"),
-            }
-        }
-
-        pub(crate) fn is_null(&self) -> bool {
-            *self == Json::Null
-        }
-    }
-
-    struct Parser {
-        chars: Vec<char>,
-        at: usize,
-    }
-
-    impl Parser {
-        fn peek(&self) -> Option<char> {
-            self.chars.get(self.at).copied()
-        }
-
-        fn next(&mut self) -> Result<char, String> {
-            let c = self.peek().ok_or("unexpected end")?;
-            self.at += 1;
-            Ok(c)
-        }
-
-        fn expect(&mut self, want: char) -> Result<(), String> {
-            match self.next()? {
-                c if c == want => Ok(()),
-                c => Err(format!("expected {want:?}, got {c:?} at {}", self.at - 1)),
-            }
-        }
-
-        fn ws(&mut self) -> Result<(), String> {
-            while matches!(self.peek(), Some(' ' | '\t' | '\n' | '\r')) {
-                self.at += 1;
-            }
-            Ok(())
-        }
-
-        fn literal(&mut self, word: &str, value: Json) -> Result<Json, String> {
-            for want in word.chars() {
-                self.expect(want)?;
-            }
-            Ok(value)
-        }
-
-        fn value(&mut self) -> Result<Json, String> {
-            match self.peek().ok_or("unexpected end")? {
-                '{' => self.object(),
-                '[' => self.array(),
-                '"' => self.string().map(Json::Str),
-                't' => self.literal("true", Json::Bool(true)),
-                'f' => self.literal("false", Json::Bool(false)),
-                'n' => self.literal("null", Json::Null),
-                '-' | '0'..='9' => self.number(),
-                c => Err(format!("unexpected {c:?} at {}", self.at)),
-            }
-        }
-
-        fn object(&mut self) -> Result<Json, String> {
-            self.expect('{')?;
-            let mut fields = Vec::new();
-            self.ws()?;
-            if self.peek() == Some('}') {
-                self.at += 1;
-                return Ok(Json::Obj(fields));
-            }
-            loop {
-                self.ws()?;
-                let key = self.string()?;
-                self.ws()?;
-                self.expect(':')?;
-                self.ws()?;
-                fields.push((key, self.value()?));
-                self.ws()?;
-                match self.next()? {
-                    ',' => continue,
-                    '}' => return Ok(Json::Obj(fields)),
-                    c => return Err(format!("expected , or }} got {c:?}")),
-                }
-            }
-        }
-
-        fn array(&mut self) -> Result<Json, String> {
-            self.expect('[')?;
-            let mut items = Vec::new();
-            self.ws()?;
-            if self.peek() == Some(']') {
-                self.at += 1;
-                return Ok(Json::Arr(items));
-            }
-            loop {
-                self.ws()?;
-                items.push(self.value()?);
-                self.ws()?;
-                match self.next()? {
-                    ',' => continue,
-                    ']' => return Ok(Json::Arr(items)),
-                    c => return Err(format!("expected , or ] got {c:?}")),
-                }
-            }
-        }
-
-        fn hex4(&mut self) -> Result<u32, String> {
-            let mut n = 0;
-            for _ in 0..4 {
-                let d = self.next()?.to_digit(16).ok_or("bad \\u escape")?;
-                n = n * 16 + d;
-            }
-            Ok(n)
-        }
-
-        fn string(&mut self) -> Result<String, String> {
-            self.expect('"')?;
-            let mut out = String::new();
-            loop {
-                match self.next()? {
-                    '"' => return Ok(out),
-                    '\\' => match self.next()? {
-                        '"' => out.push('"'),
-                        '\\' => out.push('\\'),
-                        '/' => out.push('/'),
-                        'b' => out.push('\u{8}'),
-                        'f' => out.push('\u{c}'),
-                        'n' => out.push('\n'),
-                        'r' => out.push('\r'),
-                        't' => out.push('\t'),
-                        'u' => {
-                            let hi = self.hex4()?;
-                            let code = if (0xd800..0xdc00).contains(&hi) {
-                                self.expect('\\')?;
-                                self.expect('u')?;
-                                let lo = self.hex4()?;
-                                0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00)
-                            } else {
-                                hi
-                            };
-                            out.push(char::from_u32(code).ok_or("bad code point")?);
-                        }
-                        c => return Err(format!("bad escape \\{c}")),
-                    },
-                    c if (c as u32) < 0x20 => {
-                        return Err(format!("raw control character {c:?} in a string"))
-                    }
-                    c => out.push(c),
-                }
-            }
-        }
-
-        fn number(&mut self) -> Result<Json, String> {
-            let start = self.at;
-            while matches!(self.peek(), Some('-' | '+' | '.' | 'e' | 'E' | '0'..='9')) {
-                self.at += 1;
-            }
-            let text: String = self.chars[start..self.at].iter().collect();
-            text.parse()
-                .map(Json::Num)
-                .map_err(|_| format!("bad number {text:?}"))
-        }
-    }
-}
-
-#[test]
-fn json_parser_accepts_json_and_rejects_garbage() {
-    let v = Json::parse(r#" {"a":[1,-2.5,true,null],"b":"x\"\\\n\u00e9\ud83d\ude80","c":{}} "#);
-    assert_eq!(v.get("a").arr().len(), 4);
-    assert_eq!(v.get("a").arr()[1], Json::Num(-2.5));
-    assert_eq!(v.get("b").str(), "x\"\\\né🚀");
-    assert_eq!(v.get("c").keys(), Vec::<&str>::new());
-    for bad in ["", "{", "{\"a\":}", "[1,]", "\"a\nb\"", "{} x", "nul"] {
-        assert!(
-            std::panic::catch_unwind(|| Json::parse(bad)).is_err(),
-            "accepted {bad:?}"
-        );
-    }
-}
 
 /// No raw control character other than the line feeds separating lines.
 #[track_caller]
@@ -349,28 +84,33 @@ fn status_json_of_a_held_lock() {
     out.assert_code(0, "status --json held");
     assert_eq!(out.stdout.lines().count(), 1);
     assert!(out.stdout.starts_with('{'));
-    let json = Json::parse(&out.stdout);
-    assert_eq!(json.get("name").str(), "deploy");
-    assert_eq!(json.get("state").str(), "held");
-    assert!(json.get("held").bool());
-    assert_eq!(json.get("token").str(), token);
+    let json = out.json();
+    assert_eq!(json["name"], "deploy");
+    assert_eq!(json["state"], "held");
+    assert_eq!(json["held"], true);
+    assert_eq!(json["token"], token.as_str());
     // held_on: the servers that hold the token, as in acquire --json.
-    let mut held_on: Vec<&str> = json.get("held_on").arr().iter().map(Json::str).collect();
+    let mut held_on: Vec<&str> = json["held_on"]
+        .as_array()
+        .expect("held_on is an array")
+        .iter()
+        .map(|server| server.as_str().expect("held_on holds strings"))
+        .collect();
     let mut urls = cluster.urls();
     held_on.sort_unstable();
     urls.sort_unstable();
     assert_eq!(held_on, urls);
-    assert_eq!(json.get("quorum").int(), 2);
-    let servers = json.get("servers").arr();
+    assert_eq!(json["quorum"], 2);
+    let servers = json["servers"].as_array().expect("servers is an array");
     assert_eq!(servers.len(), 3);
     for (server, url) in servers.iter().zip(cluster.urls()) {
-        assert_eq!(server.get("server").str(), url, "configuration order");
-        assert!(server.get("exists").bool());
-        assert_eq!(server.get("type").str(), "string");
-        assert_eq!(server.get("token").str(), token);
-        let ttl = server.get("ttl_ms").int();
+        assert_eq!(server["server"], url.as_str(), "configuration order");
+        assert_eq!(server["exists"], true);
+        assert_eq!(server["type"], "string");
+        assert_eq!(server["token"], token.as_str());
+        let ttl = server["ttl_ms"].as_i64().expect("ttl_ms is an integer");
         assert!((25_000..=30_000).contains(&ttl), "ttl_ms {ttl}");
-        assert!(server.get("error").is_null());
+        assert_eq!(server.get("error"), Some(&Value::Null), "{server}");
     }
 }
 
@@ -379,17 +119,17 @@ fn status_json_of_a_free_lock() {
     let cluster = Cluster::start(3);
     let out = run(cluster.redlock().args(["status", "--json", "nobody"]));
     out.assert_code(1, "status --json free");
-    let json = Json::parse(&out.stdout);
-    assert_eq!(json.get("state").str(), "free");
-    assert!(!json.get("held").bool());
-    assert!(json.get("token").is_null());
-    assert!(json.get("held_on").arr().is_empty());
-    for server in json.get("servers").arr() {
-        assert!(!server.get("exists").bool());
-        assert_eq!(server.get("type").str(), "none");
-        assert!(server.get("token").is_null());
-        assert_eq!(server.get("ttl_ms").int(), -2);
-        assert!(server.get("error").is_null());
+    let json = out.json();
+    assert_eq!(json["state"], "free");
+    assert_eq!(json["held"], false);
+    assert_eq!(json.get("token"), Some(&Value::Null), "{json}");
+    assert_eq!(json["held_on"], json!([]));
+    for server in json["servers"].as_array().expect("servers is an array") {
+        assert_eq!(server["exists"], false);
+        assert_eq!(server["type"], "none");
+        assert_eq!(server.get("token"), Some(&Value::Null), "{server}");
+        assert_eq!(server["ttl_ms"], -2);
+        assert_eq!(server.get("error"), Some(&Value::Null), "{server}");
     }
 }
 
@@ -410,13 +150,22 @@ fn status_with_a_majority_killed_is_unknown_69() {
 
     let out = run(cluster.redlock().args(["status", "--json", "deploy"]));
     out.assert_code(69, "--json unknown");
-    let json = Json::parse(&out.stdout);
-    assert_eq!(json.get("state").str(), "unknown");
-    assert!(!json.get("held").bool());
-    let servers = json.get("servers").arr();
-    assert!(!servers[0].get("error").str().is_empty());
-    assert!(!servers[1].get("error").str().is_empty());
-    assert!(servers[2].get("error").is_null());
+    let json = out.json();
+    assert_eq!(json["state"], "unknown");
+    assert_eq!(json["held"], false);
+    let servers = json["servers"].as_array().expect("servers is an array");
+    for server in &servers[..2] {
+        assert!(
+            server["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{server}"
+        );
+    }
+    assert_eq!(
+        servers[2].get("error"),
+        Some(&Value::Null),
+        "{}",
+        servers[2]
+    );
 }
 
 #[test]
@@ -467,12 +216,12 @@ fn status_shows_foreign_values_and_types() {
     assert!(out.stdout.contains("set"), "{}", out.stdout);
 
     let out = run(cluster.redlock().args(["status", "--json", "mixed"]));
-    let json = Json::parse(&out.stdout);
-    assert_eq!(json.get("token").str(), "foreign-token");
-    let third = &json.get("servers").arr()[2];
-    assert_eq!(third.get("type").str(), "set");
-    assert!(third.get("token").is_null());
-    assert_eq!(third.get("ttl_ms").int(), -1);
+    let json = out.json();
+    assert_eq!(json["token"], "foreign-token");
+    let third = &json["servers"][2];
+    assert_eq!(third["type"], "set");
+    assert_eq!(third.get("token"), Some(&Value::Null), "{third}");
+    assert_eq!(third["ttl_ms"], -1);
     assert_no_panic(&out, "mixed types");
 }
 
@@ -490,7 +239,7 @@ fn status_escapes_control_characters_in_foreign_values() {
     let out = run(cluster.redlock().args(["status", "--json", "evil"]));
     assert_no_raw_controls(&out.stdout, "--json stdout");
     assert_eq!(out.stdout.lines().count(), 1);
-    Json::parse(&out.stdout);
+    out.json();
 }
 
 // ---------------------------------------------------------------------------
@@ -533,9 +282,12 @@ fn round_trip(name: &OsStr) -> (String, String) {
     let json = run(cluster.redlock().args(["status", "--json"]).arg(name));
     json.assert_code(0, "status --json of an odd name");
     assert_no_raw_controls(&json.stdout, "status --json");
-    let parsed = Json::parse(&json.stdout);
-    assert_eq!(parsed.get("token").str(), token);
-    let shown = parsed.get("name").str().to_owned();
+    let parsed = json.json();
+    assert_eq!(parsed["token"], token.as_str());
+    let shown = parsed["name"]
+        .as_str()
+        .expect("name is a string")
+        .to_owned();
 
     run(cluster.redlock().arg("release").arg(name).arg(&token)).assert_code(0, "release");
     assert_gone_everywhere(&cluster, name.as_bytes());

@@ -855,6 +855,18 @@ impl Output {
         }
         self
     }
+
+    /// stdout parsed as JSON. Panics, showing stdout and stderr, unless it is
+    /// exactly one JSON value (surrounding whitespace allowed).
+    #[track_caller]
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not one JSON value ({e})\n--- stdout ---\n{}\n--- stderr ---\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
 }
 
 /// Runs `cmd` to completion with stdin from /dev/null and stdout/stderr
