@@ -2,102 +2,21 @@
 //! quorum and unlock-all against foreign values and failing servers, the
 //! `-n`/`-w` waiting rules, concurrent contenders, and the transports
 //! (unix socket, `/db`, TLS). Every test runs real `redis-server` processes.
-//!
-//! The small helpers at the top are shared with the other test modules of
-//! this binary (`crate::acquire::...`).
 
 use std::fs;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use crate::support::{self, exit_code, run, wait_until, Cluster, Output, RedisServer, Running};
-
-// ---------------------------------------------------------------------------
-// Shared helpers
-// ---------------------------------------------------------------------------
-
-/// Whether `text` is a token as `acquire` prints it: 32 lowercase hex digits.
-pub(crate) fn is_token(text: &str) -> bool {
-    text.len() == 32 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
-/// Panics if the binary panicked (in either stream).
-#[track_caller]
-pub(crate) fn assert_no_panic(out: &Output, context: &str) {
-    assert!(
-        !out.stderr.contains("panicked") && !out.stdout.contains("panicked"),
-        "{context}: the binary panicked\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        out.stdout,
-        out.stderr
-    );
-}
-
-/// Runs `cmd` and also returns how long it took.
-#[track_caller]
-pub(crate) fn timed(cmd: &mut Command) -> (Output, Duration) {
-    let started = Instant::now();
-    let out = run(cmd);
-    (out, started.elapsed())
-}
-
-/// `acquire -n NAME EXTRA...` on `cluster`; asserts exit 0 and that stdout is
-/// exactly one token line, and returns the token.
-#[track_caller]
-pub(crate) fn acquire(cluster: &Cluster, name: &str, extra: &[&str]) -> String {
-    let out = run(cluster.redlock().args(["acquire", "-n", name]).args(extra));
-    out.assert_code(0, &format!("acquire -n {name:?} {extra:?}"));
-    token_of(&out)
-}
-
-/// The token of a successful `acquire` (stdout is exactly `TOKEN\n`).
-#[track_caller]
-pub(crate) fn token_of(out: &Output) -> String {
-    let token = out
-        .stdout
-        .strip_suffix('\n')
-        .unwrap_or_else(|| panic!("stdout is not one line: {:?}", out.stdout));
-    assert!(
-        is_token(token),
-        "stdout is not a token: {:?}\nstderr: {}",
-        out.stdout,
-        out.stderr
-    );
-    token.to_owned()
-}
-
-/// Asserts that every *running* server of `cluster` holds exactly `token`
-/// under `key` (byte for byte).
-#[track_caller]
-pub(crate) fn assert_held_everywhere(cluster: &Cluster, key: &[u8], token: &str) {
-    for (i, value) in cluster.get_all(key).into_iter().enumerate() {
-        if cluster[i].is_running() && !cluster[i].is_paused() {
-            assert_eq!(
-                value.as_deref(),
-                Some(token.as_bytes()),
-                "server {i} should hold the token under {key:?}\n{}",
-                cluster.logs()
-            );
-        }
-    }
-}
-
-/// Asserts that no running server of `cluster` has `key` at all.
-#[track_caller]
-pub(crate) fn assert_gone_everywhere(cluster: &Cluster, key: &[u8]) {
-    let values = cluster.get_all(key);
-    assert!(
-        values.iter().all(Option::is_none),
-        "{key:?} should be gone from every server, found {values:?}"
-    );
-}
-
-/// The URL of server `i` as it appears in messages (`redis://127.0.0.1:PORT`).
-pub(crate) fn port_of(cluster: &Cluster, i: usize) -> String {
-    format!("127.0.0.1:{}", cluster[i].port())
-}
+use crate::support::assertions::{
+    assert_gone_everywhere, assert_held_everywhere, assert_no_panic, is_token, token_of,
+};
+use crate::support::{
+    self, acquire, exit_code, port_of, run, timed, wait_until, Cluster, Output, RedisServer,
+    Running,
+};
 
 /// How many times `SET` ran on `server` since it started or since the last
 /// `CONFIG RESETSTAT`.

@@ -6,8 +6,8 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
-use crate::acquire::{acquire, assert_no_panic, timed, token_of};
-use crate::support::{self, run, Cluster, Output, RedisServer};
+use crate::support::assertions::{assert_no_panic, token_of};
+use crate::support::{self, acquire, run, timed, Cluster, Output, RedisServer};
 
 const PASSWORD: &str = "s3cret-pw";
 

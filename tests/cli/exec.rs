@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use crate::acquire::{acquire, assert_gone_everywhere};
-use crate::support::{exit_code, pid_alive, run, wait_until, Cluster, Running};
+use crate::support::assertions::assert_gone_everywhere;
+use crate::support::{acquire, exit_code, pid_alive, run, wait_until, Cluster, Running};
 
 /// Starts `redlock exec ARGS` in the background with stdin closed, as cron does.
 fn spawn_exec(cluster: &Cluster, args: &[&str]) -> Running {

@@ -5,10 +5,8 @@
 
 use std::time::Duration;
 
-use crate::acquire::{
-    acquire, assert_gone_everywhere, assert_held_everywhere, assert_no_panic, port_of, timed,
-};
-use crate::support::{run, wait_until, Cluster, RedisServer};
+use crate::support::assertions::{assert_gone_everywhere, assert_held_everywhere, assert_no_panic};
+use crate::support::{acquire, port_of, run, timed, wait_until, Cluster, RedisServer};
 
 const WRONG: &str = "00000000000000000000000000000000";
 

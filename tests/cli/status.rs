@@ -9,11 +9,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::acquire::{
-    acquire, assert_gone_everywhere, assert_held_everywhere, assert_no_panic, port_of, timed,
-    token_of,
+use crate::support::assertions::{
+    assert_gone_everywhere, assert_held_everywhere, assert_no_panic, token_of,
 };
-use crate::support::{run, Cluster};
+use crate::support::{acquire, port_of, run, timed, Cluster};
 
 /// No raw control character other than the line feeds separating lines.
 #[track_caller]

@@ -15,6 +15,8 @@
 // (clippy runs with `-D warnings`).
 #![allow(dead_code)]
 
+pub mod assertions;
+
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::fmt::Write as _;
@@ -742,6 +744,11 @@ impl std::ops::IndexMut<usize> for Cluster {
     }
 }
 
+/// `127.0.0.1:PORT` of server `i`, as messages name it (inside its URL).
+pub fn port_of(cluster: &Cluster, i: usize) -> String {
+    format!("127.0.0.1:{}", cluster[i].port())
+}
+
 // ---------------------------------------------------------------------------
 // Running the binary
 // ---------------------------------------------------------------------------
@@ -942,6 +949,23 @@ pub fn run(cmd: &mut Command) -> Output {
         stdout: String::from_utf8_lossy(&stdout).into_owned(),
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
     }
+}
+
+/// Runs `cmd` with [`run`] and also returns how long it took.
+#[track_caller]
+pub fn timed(cmd: &mut Command) -> (Output, Duration) {
+    let started = Instant::now();
+    let out = run(cmd);
+    (out, started.elapsed())
+}
+
+/// `acquire -n NAME EXTRA...` on `cluster`; asserts exit 0 and that stdout is
+/// exactly one token line, and returns the token.
+#[track_caller]
+pub fn acquire(cluster: &Cluster, name: &str, extra: &[&str]) -> String {
+    let out = run(cluster.redlock().args(["acquire", "-n", name]).args(extra));
+    out.assert_code(0, &format!("acquire -n {name:?} {extra:?}"));
+    assertions::token_of(&out)
 }
 
 /// The exit code, or 128+N for a process killed by signal N.
