@@ -14,8 +14,7 @@ use crate::support::assertions::{
     assert_gone_everywhere, assert_held_everywhere, assert_no_panic, is_token, token_of,
 };
 use crate::support::{
-    self, acquire, exit_code, port_of, run, timed, wait_until, Cluster, Output, RedisServer,
-    Running,
+    self, acquire, port_of, run, timed, Cluster, Output, RedisServer, Running, RUN_TIMEOUT,
 };
 
 /// How many times `SET` ran on `server` since it started or since the last
@@ -301,27 +300,20 @@ fn wait_runs_out_against_a_long_holder() {
 fn blocking_acquire_waits_until_the_holder_releases() {
     let cluster = Cluster::start(3);
     let holder = acquire(&cluster, "queue", &[]);
-    let waiter = cluster
-        .redlock()
-        .args(["acquire", "queue"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map(Running::from)
-        .unwrap();
+    let waiter = Running::spawn(
+        cluster
+            .redlock()
+            .args(["acquire", "queue"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     std::thread::sleep(Duration::from_millis(400));
     run(cluster.redlock().args(["release", "queue", &holder])).assert_code(0, "release");
-    let pid = Pid::from_raw(waiter.id() as i32);
-    let waiter = waiter.into_child();
-    let done = std::thread::spawn(move || waiter.wait_with_output().unwrap());
-    if !wait_until(Duration::from_secs(5), || done.is_finished()) {
-        let _ = kill(pid, Signal::SIGKILL);
-        panic!("blocking acquire did not take the released lock within 5s");
-    }
-    let output = done.join().unwrap();
-    assert_eq!(exit_code(output.status), 0);
-    let token = String::from_utf8(output.stdout).unwrap();
-    let token = token.trim_end();
+    let output = waiter.finish_or_explain(Duration::from_secs(5), || {
+        "blocking acquire did not take the released lock within 5s".to_owned()
+    });
+    assert_eq!(output.code, 0);
+    let token = output.stdout.trim_end();
     assert!(is_token(token), "{token:?}");
     assert_held_everywhere(&cluster, b"queue", token);
 }
@@ -330,25 +322,19 @@ fn blocking_acquire_waits_until_the_holder_releases() {
 fn sigterm_while_waiting_exits_143_and_leaves_the_holder_alone() {
     let cluster = Cluster::start(3);
     let holder = acquire(&cluster, "held", &[]);
-    let waiter = cluster
-        .redlock()
-        .args(["acquire", "held"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map(Running::from)
-        .unwrap();
+    let waiter = Running::spawn(
+        cluster
+            .redlock()
+            .args(["acquire", "held"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     std::thread::sleep(Duration::from_millis(300));
     kill(Pid::from_raw(waiter.id() as i32), Signal::SIGTERM).unwrap();
-    let pid = Pid::from_raw(waiter.id() as i32);
-    let waiter = waiter.into_child();
-    let done = std::thread::spawn(move || waiter.wait_with_output().unwrap());
-    if !wait_until(Duration::from_secs(5), || done.is_finished()) {
-        let _ = kill(pid, Signal::SIGKILL);
-        panic!("acquire ignored SIGTERM for 5s");
-    }
-    let output = done.join().unwrap();
-    assert_eq!(exit_code(output.status), 143, "128 + SIGTERM");
+    let output = waiter.finish_or_explain(Duration::from_secs(5), || {
+        "acquire ignored SIGTERM for 5s".to_owned()
+    });
+    assert_eq!(output.code, 143, "128 + SIGTERM");
     assert!(output.stdout.is_empty(), "no token printed");
     assert_held_everywhere(&cluster, b"held", &holder);
 }
@@ -530,16 +516,17 @@ fn unwritable_stdout_releases_the_lock() {
         .write(true)
         .open("/dev/full")
         .unwrap();
-    let output = cluster
-        .redlock()
-        .args(["acquire", "-n", "lost-token"])
-        .stdin(Stdio::null())
-        .stdout(full)
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(exit_code(output.status), 70, "stderr: {stderr}");
+    let output = Running::spawn(
+        cluster
+            .redlock()
+            .args(["acquire", "-n", "lost-token"])
+            .stdin(Stdio::null())
+            .stdout(full)
+            .stderr(Stdio::piped()),
+    )
+    .finish(RUN_TIMEOUT);
+    let stderr = output.stderr;
+    assert_eq!(output.code, 70, "stderr: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(stderr.starts_with("redlock: "), "{stderr}");
     assert_gone_everywhere(&cluster, b"lost-token");

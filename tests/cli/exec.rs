@@ -11,7 +11,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use crate::support::assertions::assert_gone_everywhere;
-use crate::support::{acquire, exit_code, pid_alive, run, wait_until, Cluster, Running};
+use crate::support::{acquire, pid_alive, run, wait_until, Cluster, Output, Running};
 
 /// Starts `redlock exec ARGS` in the background with stdin closed, as cron does.
 fn spawn_exec(cluster: &Cluster, args: &[&str]) -> Running {
@@ -20,34 +20,13 @@ fn spawn_exec(cluster: &Cluster, args: &[&str]) -> Running {
 
 /// The same, from a prepared `redlock` command (extra environment, say).
 fn spawn_exec_with(redlock: &mut std::process::Command, args: &[&str]) -> Running {
-    redlock
-        .arg("exec")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn redlock exec")
-        .into()
-}
-
-/// Waits for `child` (bounded) and returns its exit code and stderr.
-fn finish(child: impl Into<Running>, limit: Duration) -> (i32, String) {
-    let child = child.into().into_child();
-    let pid = Pid::from_raw(child.id() as i32);
-    let waiter = std::thread::spawn(move || child.wait_with_output().expect("wait for redlock"));
-    let started = Instant::now();
-    while !waiter.is_finished() {
-        if started.elapsed() > limit {
-            let _ = kill(pid, Signal::SIGKILL);
-            panic!("redlock exec still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let output = waiter.join().unwrap();
-    (
-        exit_code(output.status),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
+    Running::spawn(
+        redlock
+            .arg("exec")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
     )
 }
 
@@ -152,7 +131,7 @@ fn child_sees_its_lock_name_and_the_token_stored_in_redis() {
     for value in cluster.get_all(b"env-check") {
         assert_eq!(value.as_deref(), Some(token.as_slice()), "token in Redis");
     }
-    let (code, stderr) = finish(child, Duration::from_secs(10));
+    let Output { code, stderr, .. } = child.finish(Duration::from_secs(10));
     assert_eq!(code, 0, "{stderr}");
 }
 
@@ -217,7 +196,7 @@ fn short_ttl_is_kept_alive_while_the_child_runs() {
         held >= 2,
         "lock must still be held at 2.5s with a 1s TTL (held on {held})"
     );
-    let (code, stderr) = finish(child, Duration::from_secs(10));
+    let Output { code, stderr, .. } = child.finish(Duration::from_secs(10));
     assert_eq!(code, 0, "{stderr}");
     assert!(started.elapsed() >= Duration::from_secs(3));
     assert_gone_everywhere(&cluster, b"kept");
@@ -243,7 +222,7 @@ fn a_lock_taken_over_stops_child_and_grandchild_before_the_deadline() {
         "child or grandchild outlived the lock's validity"
     );
     let stopped_after = taken_at.elapsed();
-    let (code, stderr) = finish(child, Duration::from_secs(10));
+    let Output { code, stderr, .. } = child.finish(Duration::from_secs(10));
     assert_eq!(code, 79, "{stderr}");
     assert!(stderr.contains("was lost"), "{stderr}");
     assert!(
@@ -276,7 +255,7 @@ fn a_majority_paused_stops_the_child_before_the_deadline() {
     );
     cluster[0].resume();
     cluster[1].resume();
-    let (code, stderr) = finish(child, Duration::from_secs(10));
+    let Output { code, stderr, .. } = child.finish(Duration::from_secs(10));
     assert_eq!(code, 79, "{stderr}");
     assert!(paused_at.elapsed() < Duration::from_secs(10));
 }
@@ -310,7 +289,7 @@ fn a_frozen_supervisor_cannot_let_the_child_outlive_the_lock() {
         "child or grandchild outlived the lock while the supervisor was frozen"
     );
     assert!(still_frozen, "the supervisor must not have been running");
-    let (code, stderr) = finish(child, Duration::from_secs(10));
+    let Output { code, stderr, .. } = child.finish(Duration::from_secs(10));
     assert_eq!(code, 79, "{stderr}");
 }
 
@@ -332,7 +311,7 @@ fn sigterm_to_exec_reaches_the_child_and_releases_the_lock() {
     let child = spawn_exec(&cluster, &["term", "-c", &script]);
     family(dir.path());
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
-    let (code, stderr) = finish(child, Duration::from_secs(10));
+    let Output { code, stderr, .. } = child.finish(Duration::from_secs(10));
     assert_eq!(code, 42, "exec exits with the child's status: {stderr}");
     assert_eq!(std::fs::read_to_string(&got).unwrap().trim(), "term");
     assert_gone_everywhere(&cluster, b"term");
@@ -408,7 +387,7 @@ fn signals_ignored_when_exec_starts_stay_ignored_for_it_and_the_command() {
     // Time for a handler, had exec installed one, to pass a signal on.
     std::thread::sleep(Duration::from_millis(300));
     std::fs::write(dir.path().join("go"), "").unwrap();
-    let (code, stderr) = finish(exec, Duration::from_secs(10));
+    let Output { code, stderr, .. } = exec.finish(Duration::from_secs(10));
     assert_eq!(code, 3, "the command ran to its end: {stderr}");
     assert_gone_everywhere(&cluster, b"nohup");
 }
@@ -433,7 +412,7 @@ fn blocked_signals_and_an_ignored_sigchld_from_the_parent_do_not_blind_exec() {
         "the command inherited {inherited:?}"
     );
     kill(Pid::from_raw(exec.id() as i32), Signal::SIGTERM).unwrap();
-    let (code, stderr) = finish(exec, Duration::from_secs(10));
+    let Output { code, stderr, .. } = exec.finish(Duration::from_secs(10));
     assert_eq!(
         code,
         128 + 15,
@@ -449,7 +428,7 @@ fn sigkill_to_exec_kills_the_child_and_grandchild() {
     let child = spawn_exec(&cluster, &["killed", "-c", &family_script(dir.path())]);
     let (pid, grandchild) = family(dir.path());
     kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
-    let _ = finish(child, Duration::from_secs(5));
+    child.finish(Duration::from_secs(5));
     assert!(
         wait_until(Duration::from_secs(6), || !pid_alive(pid)
             && !pid_alive(grandchild)),
@@ -484,7 +463,7 @@ fn derived_name_makes_identical_commands_contend() {
         "-v names the derived lock: {}",
         out.stderr
     );
-    let (code, stderr) = finish(first, Duration::from_secs(10));
+    let Output { code, stderr, .. } = first.finish(Duration::from_secs(10));
     assert_eq!(code, 0, "{stderr}");
     assert!(
         cluster[0].get(expected.as_bytes()).is_none(),
@@ -529,7 +508,7 @@ fn contend(cluster: &Cluster, clients: usize, rounds: usize, mid_run: impl FnOnc
             (mid_run.take().unwrap())();
         }
         for child in children.drain(..) {
-            let (code, stderr) = finish(child, Duration::from_secs(90));
+            let Output { code, stderr, .. } = child.finish(Duration::from_secs(90));
             assert_eq!(code, 0, "round {round}: {stderr}\n{}", cluster.logs());
         }
         if round + 1 < rounds {
@@ -600,7 +579,7 @@ fn on_a_terminal_ctrl_c_reaches_the_child_and_its_status_is_kept() {
     wait_for_terminal(read_pid(&dir.path().join("child.pid")));
     use std::io::Write as _;
     script.stdin.as_mut().unwrap().write_all(b"\x03").unwrap();
-    let (code, _) = finish(script, Duration::from_secs(10));
+    let code = script.finish(Duration::from_secs(10)).code;
     assert_eq!(code, 5, "the child's own status after its INT trap");
     assert_gone_everywhere(&cluster, b"tty-lock");
 }
@@ -632,7 +611,7 @@ fn sigcont_to_exec_continues_the_command_even_if_exec_started_with_it_ignored() 
         crate::support::proc_state(child) == Some('T')
     });
     kill(supervisor, Signal::SIGCONT).unwrap();
-    let (code, stderr) = finish(exec, Duration::from_secs(10));
+    let Output { code, stderr, .. } = exec.finish(Duration::from_secs(10));
     assert!(stopped, "SIGTSTP did not pause the command");
     assert_eq!(code, 4, "SIGCONT resumed the command to its end: {stderr}");
     assert_gone_everywhere(&cluster, b"cont");
@@ -660,7 +639,7 @@ fn sigtstp_to_exec_pauses_the_command_under_the_lock_until_sigcont() {
     let supervising = state(supervisor.as_raw()) != Some('T');
     let held = cluster.get_all(b"tstp").iter().all(Option::is_some);
     kill(supervisor, Signal::SIGCONT).unwrap();
-    let (code, stderr) = finish(exec, Duration::from_secs(10));
+    let Output { code, stderr, .. } = exec.finish(Duration::from_secs(10));
     assert!(
         stopped,
         "command, grandchild and exec states after SIGTSTP: {states:?}"
@@ -699,7 +678,7 @@ fn on_a_terminal_without_job_control_every_ctrl_z_is_undone() {
         keyboard.flush().unwrap();
         std::thread::sleep(Duration::from_millis(15));
     }
-    let (code, _) = finish(script, Duration::from_secs(10));
+    let code = script.finish(Duration::from_secs(10)).code;
     assert_eq!(code, 5, "the command ran to its end");
     assert_gone_everywhere(&cluster, b"tty-orphan");
 }
@@ -728,7 +707,7 @@ fn other_signals_to_exec_are_passed_to_the_whole_group() {
         got("grandchild")
     );
     std::fs::write(dir.path().join("stop"), "").unwrap();
-    let (code, stderr) = finish(child, Duration::from_secs(10));
+    let Output { code, stderr, .. } = child.finish(Duration::from_secs(10));
     assert_eq!(
         code, 0,
         "exec survived USR1 and kept the child's status: {stderr}"
@@ -752,7 +731,7 @@ fn the_command_cannot_shorten_its_own_lock() {
     );
     std::thread::sleep(Duration::from_millis(1500));
     run(cluster.redlock().args(["acquire", "-n", "shorten"])).assert_code(75, "still held");
-    let (code, stderr) = finish(child, Duration::from_secs(10));
+    let Output { code, stderr, .. } = child.finish(Duration::from_secs(10));
     assert_eq!(code, 0, "{stderr}");
 }
 
@@ -774,7 +753,7 @@ fn the_lock_is_held_until_processes_left_in_the_group_end() {
     );
     run(cluster.redlock().args(["acquire", "-n", "leftover"]))
         .assert_code(75, "held while the background process runs");
-    let (code, stderr) = finish(child, Duration::from_secs(10));
+    let Output { code, stderr, .. } = child.finish(Duration::from_secs(10));
     assert_eq!(code, 3, "the command's own status: {stderr}");
     assert!(
         done.exists(),
@@ -821,7 +800,7 @@ fn an_exec_waiting_while_its_binary_is_replaced_still_runs_guarded() {
     std::fs::remove_file(&installed).unwrap();
     std::fs::write(&installed, "#!/bin/sh\nexit 99\n").unwrap();
     run(cluster.redlock().args(["release", "upgrade", &holder])).assert_code(0, "release");
-    let (code, stderr) = finish(child, Duration::from_secs(20));
+    let Output { code, stderr, .. } = child.finish(Duration::from_secs(20));
     assert_eq!(code, 0, "the command ran under a watchdog: {stderr}");
     assert_gone_everywhere(&cluster, b"upgrade");
 }
@@ -886,11 +865,7 @@ fn on_a_terminal(cluster: &Cluster, command: &str) -> std::process::Command {
 
 /// Starts `command` with [`on_a_terminal`]; script(1) exits with its status.
 fn start_on_a_terminal(cluster: &Cluster, command: &str) -> Running {
-    on_a_terminal(cluster, command)
-        .arg("-e")
-        .spawn()
-        .expect("script(1) from util-linux")
-        .into()
+    Running::spawn(on_a_terminal(cluster, command).arg("-e"))
 }
 
 /// An interactive bash on a pseudo-terminal (from script(1)): the
@@ -898,14 +873,14 @@ fn start_on_a_terminal(cluster: &Cluster, command: &str) -> Running {
 fn interactive_bash(cluster: &Cluster) -> (Running, std::process::ChildStdin) {
     // Nothing of the user's: no history written to their ~/.bash_history,
     // no key bindings read from their ~/.inputrc.
-    let mut bash = on_a_terminal(cluster, "bash --norc --noprofile -i")
-        .env("PS1", "$ ")
-        .env("HISTFILE", "")
-        .env("INPUTRC", "/dev/null")
-        .spawn()
-        .expect("script(1) from util-linux");
+    let mut bash = Running::spawn(
+        on_a_terminal(cluster, "bash --norc --noprofile -i")
+            .env("PS1", "$ ")
+            .env("HISTFILE", "")
+            .env("INPUTRC", "/dev/null"),
+    );
     let keyboard = bash.stdin.take().unwrap();
-    (bash.into(), keyboard)
+    (bash, keyboard)
 }
 
 /// Types `lines` and `exit`, and returns what the terminal showed; fails if
@@ -915,10 +890,9 @@ fn type_and_exit(bash: Running, mut keyboard: std::process::ChildStdin, lines: &
     keyboard.write_all(lines.as_bytes()).unwrap();
     keyboard.write_all(b"exit\n").unwrap();
     drop(keyboard);
-    let script = Pid::from_raw(bash.id() as i32);
-    let bash = bash.into_child();
-    let waiter = std::thread::spawn(move || bash.wait_with_output().unwrap());
-    if !wait_until(Duration::from_secs(15), || waiter.is_finished()) {
+    // If bash hangs, killing script(1) closes the pseudo-terminal, which
+    // hangs up bash and whatever it runs; stdout is the screen.
+    bash.finish_or_explain(Duration::from_secs(15), || {
         let processes = std::process::Command::new("ps")
             .args(["-e", "-o", "pid,ppid,pgid,tpgid,stat,wchan:20,args"])
             .output()
@@ -930,18 +904,9 @@ fn type_and_exit(bash: Running, mut keyboard: std::process::ChildStdin, lines: &
                 line.contains("redlock") || line.contains("sh -c") || line.contains("bash")
             })
             .collect();
-        // Closing the pseudo-terminal hangs up bash and whatever it runs.
-        let _ = kill(script, Signal::SIGKILL);
-        let screen = waiter
-            .join()
-            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned());
-        panic!(
-            "bash did not exit\n{}\n--- screen ---\n{}",
-            ours.join("\n"),
-            screen.unwrap_or_default()
-        );
-    }
-    String::from_utf8_lossy(&waiter.join().unwrap().stdout).into_owned()
+        format!("bash did not exit\n{}", ours.join("\n"))
+    })
+    .stdout
 }
 
 /// Whether the process group of `pid` is the foreground group of its
@@ -1164,7 +1129,7 @@ fn a_grandchild_that_ignores_the_stop_signal_is_killed_before_the_deadline() {
             && !pid_alive(grandchild)),
         "a process that ignores SIGTERM outlived the lock"
     );
-    let (code, stderr) = finish(child, Duration::from_secs(10));
+    let Output { code, stderr, .. } = child.finish(Duration::from_secs(10));
     assert_eq!(code, 79, "{stderr}");
 }
 

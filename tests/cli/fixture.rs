@@ -2,9 +2,10 @@
 //! if these fail, every other integration test is suspect.
 
 use std::collections::HashSet;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::{self, pid_alive, proc_state, run, wait_until, Cluster, RedisServer};
+use crate::support::{self, pid_alive, proc_state, run, wait_until, Cluster, RedisServer, Running};
 
 #[test]
 fn fixture_cluster_has_unique_ports_and_independent_data() {
@@ -299,6 +300,46 @@ fn fixture_run_reports_exit_codes_and_signals() {
     assert!(
         message.contains("ctx") && message.contains("visible"),
         "{message}"
+    );
+}
+
+#[test]
+fn fixture_finish_kills_what_outlives_its_limit_and_shows_its_output() {
+    let sleeper = Running::spawn(
+        std::process::Command::new("sh")
+            .args(["-c", "echo started; echo on-stderr >&2; exec sleep 60"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    let pid = sleeper.id() as i32;
+    let started = Instant::now();
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        sleeper.finish_or_explain(Duration::from_millis(300), || "the why".to_owned())
+    }))
+    .map(|_| ())
+    .expect_err("finish should fail past its limit");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        message.starts_with("the why\n")
+            && message.contains("still running after 300ms")
+            && message.contains("started")
+            && message.contains("on-stderr"),
+        "{message}"
+    );
+    assert!(!pid_alive(pid), "finish left {pid} running");
+
+    // A process that ends in time: its code and both streams.
+    let out = Running::spawn(
+        std::process::Command::new("sh")
+            .args(["-c", "echo out; echo err >&2; exit 4"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .finish(Duration::from_secs(10));
+    assert_eq!(
+        (out.code, &*out.stdout, &*out.stderr),
+        (4, "out\n", "err\n")
     );
 }
 

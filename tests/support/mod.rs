@@ -27,7 +27,7 @@ use std::os::unix::process::{CommandExt as _, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -43,8 +43,6 @@ const PORT_ATTEMPTS: usize = 5;
 const RESTART_BIND_TIMEOUT: Duration = Duration::from_secs(5);
 /// Connect, read and write timeout of [`RedisServer::client`].
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long [`run`] lets the binary run before it kills it and fails the test.
-const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
 const LOG_FILE: &str = "redis.log";
 /// stdout/stderr of the server: configuration errors are printed there,
@@ -805,36 +803,175 @@ pub fn with_default_signals(cmd: &mut Command) -> &mut Command {
 /// A process a test started. If the test ends, or fails, before it waited
 /// for it, it is SIGKILLed and reaped: a failing test must not leave `exec`,
 /// its command or a shell running into the next tests.
-pub struct Running(Option<Child>);
+///
+/// [`Running::finish`] is the one way to wait for it: bounded, and what it
+/// wrote comes back as an [`Output`].
+pub struct Running {
+    /// `None` once waited for.
+    child: Option<Child>,
+    /// The program and its pid, for failure messages.
+    what: String,
+}
 
 impl Running {
-    pub fn into_child(mut self) -> Child {
-        self.0.take().expect("a process is waited for once")
+    /// Spawns `cmd` as it is configured (stdin, stdout and stderr included).
+    /// Panics if it cannot be spawned.
+    #[track_caller]
+    pub fn spawn(cmd: &mut Command) -> Running {
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot spawn {program}: {e}"));
+        let what = format!("{program} (pid {})", child.id());
+        Running {
+            child: Some(child),
+            what,
+        }
     }
+
+    /// Closes its stdin (if piped) and waits until it has exited and its
+    /// piped stdout and stderr are closed, for at most `limit`; streams that
+    /// were not piped come back empty. If that takes longer, it is
+    /// SIGKILLed and reaped, and the test fails with what it wrote so far.
+    #[track_caller]
+    pub fn finish(self, limit: Duration) -> Output {
+        self.finish_or_explain(limit, String::new)
+    }
+
+    /// [`Self::finish`], and if `limit` passes, `explain` runs before the
+    /// kill (the processes are still as they were) and its text heads the
+    /// failure message.
+    #[track_caller]
+    pub fn finish_or_explain(
+        mut self,
+        limit: Duration,
+        explain: impl FnOnce() -> String,
+    ) -> Output {
+        // The child stays in `self` until it is reaped, so that a panic on
+        // the way (in `explain`, say) still kills it.
+        let what = self.what.clone();
+        let child = self.child.as_mut().expect("a process is waited for once");
+        let deadline = Instant::now() + limit;
+        drop(child.stdin.take());
+
+        // Read both pipes in threads so that neither can fill up and block
+        // the child, and so that a pipe held open by a stray grandchild
+        // cannot hang the test past the deadline.
+        let (done_tx, done) = mpsc::channel();
+        let stdout = capture(child.stdout.take(), &done_tx);
+        let stderr = capture(child.stderr.take(), &done_tx);
+        drop(done_tx);
+        let pipes = usize::from(stdout.is_some()) + usize::from(stderr.is_some());
+        let written = || {
+            // Whatever the readers got: give them a moment to drain the pipes.
+            for _ in 0..pipes {
+                if done.recv_timeout(Duration::from_secs(1)).is_err() {
+                    break;
+                }
+            }
+            format!(
+                "--- stdout ---\n{}\n--- stderr ---\n{}",
+                captured(&stdout),
+                captured(&stderr)
+            )
+        };
+
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(10)),
+                Ok(None) => {
+                    let why = explain();
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!(
+                        "{why}\n{what} still running after {limit:?}; killed it\n{}",
+                        written()
+                    );
+                }
+                Err(e) => panic!("cannot wait for {what}: {e}"),
+            }
+        };
+        for _ in 0..pipes {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if done.recv_timeout(left).is_err() {
+                panic!(
+                    "{what} exited ({status}) but its stdout/stderr stayed open for \
+                     {limit:?} (a child process left running?)\n{}",
+                    written()
+                );
+            }
+        }
+        self.child = None;
+        Output {
+            code: exit_code(status),
+            stdout: captured(&stdout),
+            stderr: captured(&stderr),
+        }
+    }
+}
+
+/// What a reader thread has read from a pipe so far.
+type Captured = Option<Arc<Mutex<Vec<u8>>>>;
+
+/// Reads `pipe` to its end in a thread of its own, then sends on `done`.
+fn capture(pipe: Option<impl Read + Send + 'static>, done: &mpsc::Sender<()>) -> Captured {
+    let mut pipe = pipe?;
+    let buffer = Arc::new(Mutex::new(Vec::new()));
+    let (filled, done) = (Arc::clone(&buffer), done.clone());
+    thread::spawn(move || {
+        let mut chunk = [0; 8192];
+        loop {
+            match pipe.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => filled
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        let _ = done.send(());
+    });
+    Some(buffer)
+}
+
+fn captured(buffer: &Captured) -> String {
+    buffer.as_ref().map_or_else(String::new, |buffer| {
+        let bytes = buffer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
 }
 
 impl From<Child> for Running {
     fn from(child: Child) -> Self {
-        Running(Some(child))
+        let what = format!("pid {}", child.id());
+        Running {
+            child: Some(child),
+            what,
+        }
     }
 }
 
 impl std::ops::Deref for Running {
     type Target = Child;
     fn deref(&self) -> &Child {
-        self.0.as_ref().expect("a process is waited for once")
+        self.child.as_ref().expect("a process is waited for once")
     }
 }
 
 impl std::ops::DerefMut for Running {
     fn deref_mut(&mut self) -> &mut Child {
-        self.0.as_mut().expect("a process is waited for once")
+        self.child.as_mut().expect("a process is waited for once")
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if let Some(child) = &mut self.0 {
+        if let Some(child) = &mut self.child {
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -876,79 +1013,23 @@ impl Output {
     }
 }
 
+/// How long [`run`] lets the binary run before it kills it and fails the
+/// test; also a bound for tests that [`Running::finish`] a process they
+/// started themselves.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Runs `cmd` to completion with stdin from /dev/null and stdout/stderr
-/// captured. Panics if it cannot be spawned, or if it (or a process holding
-/// its stdout/stderr) is still running after two minutes.
+/// captured, through [`Running::finish`]. Panics if it cannot be spawned,
+/// or if it (or a process holding its stdout/stderr) is still running after
+/// [`RUN_TIMEOUT`].
 #[track_caller]
 pub fn run(cmd: &mut Command) -> Output {
-    let program = cmd.get_program().to_string_lossy().into_owned();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot spawn {program}: {e}"));
-    let deadline = Instant::now() + RUN_TIMEOUT;
-
-    // Read both pipes in threads so that neither can fill up and block the
-    // child, and so that a pipe held open by a stray grandchild cannot hang
-    // the test past the deadline.
-    let (tx, rx) = mpsc::channel();
-    for (which, pipe) in [
-        (
-            0,
-            child
-                .stdout
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        ),
-        (
-            1,
-            child
-                .stderr
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        ),
-    ] {
-        let tx = tx.clone();
-        let mut pipe = pipe.expect("piped");
-        thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = pipe.read_to_end(&mut buf);
-            let _ = tx.send((which, buf));
-        });
-    }
-    drop(tx);
-
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(10)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("{program} still running after {RUN_TIMEOUT:?}; killed it");
-            }
-            Err(e) => panic!("cannot wait for {program}: {e}"),
-        }
-    };
-    let mut streams = [Vec::new(), Vec::new()];
-    for _ in 0..2 {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok((which, buf)) => streams[which] = buf,
-            Err(_) => panic!(
-                "{program} exited ({status}) but its stdout/stderr stayed open for \
-                 {RUN_TIMEOUT:?} (a child process left running?)"
-            ),
-        }
-    }
-    let [stdout, stderr] = streams;
-    Output {
-        code: exit_code(status),
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
-    }
+    Running::spawn(
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .finish(RUN_TIMEOUT)
 }
 
 /// Runs `cmd` with [`run`] and also returns how long it took.
