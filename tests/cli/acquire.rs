@@ -7,8 +7,7 @@ use std::fs;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 
 use crate::support::assertions::{
     assert_gone_everywhere, assert_held_everywhere, assert_no_panic, is_token, token_of,
@@ -330,7 +329,7 @@ fn sigterm_while_waiting_exits_143_and_leaves_the_holder_alone() {
             .stderr(Stdio::piped()),
     );
     std::thread::sleep(Duration::from_millis(300));
-    kill(Pid::from_raw(waiter.id() as i32), Signal::SIGTERM).unwrap();
+    waiter.signal(Signal::SIGTERM);
     let output = waiter.finish_or_explain(Duration::from_secs(5), || {
         "acquire ignored SIGTERM for 5s".to_owned()
     });

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
+use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
 use crate::support::assertions::assert_gone_everywhere;
@@ -273,17 +273,17 @@ fn a_frozen_supervisor_cannot_let_the_child_outlive_the_lock() {
             .env("REDLOCK_SERVERS", "127.0.0.1:1,127.0.0.1:1"),
         &["-s", &servers, "--ttl", "1s", "frozen", "-c", &script],
     );
-    let supervisor = Pid::from_raw(child.id() as i32);
+    let supervisor = child.id() as i32;
     let (pid, grandchild) = family(dir.path());
-    kill(supervisor, Signal::SIGSTOP).unwrap();
+    child.signal(Signal::SIGSTOP);
     let frozen_at = Instant::now();
     // Nothing extends the lock any more: it expires on the servers after
     // its remaining PTTL. The watchdog alone must stop both before that.
     let expires_in = Duration::from_millis(cluster[0].pttl(b"frozen").max(0) as u64);
     let stopped = wait_until(expires_in, || !pid_alive(pid) && !pid_alive(grandchild));
-    let still_frozen = crate::support::proc_state(supervisor.as_raw()) == Some('T');
+    let still_frozen = crate::support::proc_state(supervisor) == Some('T');
     std::thread::sleep(Duration::from_secs(2).saturating_sub(frozen_at.elapsed()));
-    kill(supervisor, Signal::SIGCONT).unwrap();
+    child.signal(Signal::SIGCONT);
     assert!(
         stopped,
         "child or grandchild outlived the lock while the supervisor was frozen"
@@ -310,7 +310,7 @@ fn sigterm_to_exec_reaches_the_child_and_releases_the_lock() {
     );
     let child = spawn_exec(&cluster, &["term", "-c", &script]);
     family(dir.path());
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    child.signal(Signal::SIGTERM);
     let Output { code, stderr, .. } = child.finish(Duration::from_secs(10));
     assert_eq!(code, 42, "exec exits with the child's status: {stderr}");
     assert_eq!(std::fs::read_to_string(&got).unwrap().trim(), "term");
@@ -381,7 +381,7 @@ fn signals_ignored_when_exec_starts_stay_ignored_for_it_and_the_command() {
             inherited.contains(&sig),
             "{sig} is not ignored by the command: {inherited:?}"
         );
-        kill(Pid::from_raw(exec.id() as i32), sig).unwrap();
+        exec.signal(sig);
         nix::sys::signal::killpg(Pid::from_raw(child), sig).unwrap();
     }
     // Time for a handler, had exec installed one, to pass a signal on.
@@ -411,7 +411,7 @@ fn blocked_signals_and_an_ignored_sigchld_from_the_parent_do_not_blind_exec() {
         !inherited.contains(&Signal::SIGTTIN) && !inherited.contains(&Signal::SIGCHLD),
         "the command inherited {inherited:?}"
     );
-    kill(Pid::from_raw(exec.id() as i32), Signal::SIGTERM).unwrap();
+    exec.signal(Signal::SIGTERM);
     let Output { code, stderr, .. } = exec.finish(Duration::from_secs(10));
     assert_eq!(
         code,
@@ -427,7 +427,7 @@ fn sigkill_to_exec_kills_the_child_and_grandchild() {
     let dir = temp();
     let child = spawn_exec(&cluster, &["killed", "-c", &family_script(dir.path())]);
     let (pid, grandchild) = family(dir.path());
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
+    child.signal(Signal::SIGKILL);
     child.finish(Duration::from_secs(5));
     assert!(
         wait_until(Duration::from_secs(6), || !pid_alive(pid)
@@ -483,7 +483,12 @@ fn nested_exec_of_the_same_lock_runs_in_place() {
 
 /// `rounds` rounds of `clients` concurrent execs around a critical section that
 /// detects overlap with mkdir (atomic test-and-set).
-fn contend(cluster: &Cluster, clients: usize, rounds: usize, mid_run: impl FnOnce()) -> PathBuf {
+fn contend(
+    cluster: &mut Cluster,
+    clients: usize,
+    rounds: usize,
+    mid_run: impl FnOnce(&mut Cluster),
+) -> PathBuf {
     let dir = temp().keep();
     let inside = dir.join("inside");
     let entered = dir.join("entered");
@@ -505,7 +510,7 @@ fn contend(cluster: &Cluster, clients: usize, rounds: usize, mid_run: impl FnOnc
     let mut mid_run = Some(mid_run);
     for round in 0..rounds {
         if round == rounds / 2 {
-            (mid_run.take().unwrap())();
+            (mid_run.take().unwrap())(cluster);
         }
         for child in children.drain(..) {
             let Output { code, stderr, .. } = child.finish(Duration::from_secs(90));
@@ -537,19 +542,17 @@ fn contend(cluster: &Cluster, clients: usize, rounds: usize, mid_run: impl FnOnc
 
 #[test]
 fn eight_contenders_never_overlap() {
-    let cluster = Cluster::start(3);
-    let dir = contend(&cluster, 8, 3, || {});
+    let mut cluster = Cluster::start(3);
+    let dir = contend(&mut cluster, 8, 3, |_| {});
     let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn eight_contenders_never_overlap_with_two_of_five_servers_killed_mid_run() {
-    let cluster = Cluster::start(5);
-    let victims = [cluster[0].pid(), cluster[3].pid()];
-    let dir = contend(&cluster, 8, 4, || {
-        for pid in victims {
-            kill(Pid::from_raw(pid as i32), Signal::SIGKILL).unwrap();
-        }
+    let mut cluster = Cluster::start(5);
+    let dir = contend(&mut cluster, 8, 4, |cluster| {
+        cluster[0].kill();
+        cluster[3].kill();
     });
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -605,12 +608,11 @@ fn sigcont_to_exec_continues_the_command_even_if_exec_started_with_it_ignored() 
     let script = sleep_then_exit_4(dir.path(), 3);
     let exec = spawn_exec_with(&mut redlock, &["cont", "-c", &script]);
     let (child, _) = family(dir.path());
-    let supervisor = Pid::from_raw(exec.id() as i32);
-    kill(supervisor, Signal::SIGTSTP).unwrap();
+    exec.signal(Signal::SIGTSTP);
     let stopped = wait_until(Duration::from_secs(5), || {
         crate::support::proc_state(child) == Some('T')
     });
-    kill(supervisor, Signal::SIGCONT).unwrap();
+    exec.signal(Signal::SIGCONT);
     let Output { code, stderr, .. } = exec.finish(Duration::from_secs(10));
     assert!(stopped, "SIGTSTP did not pause the command");
     assert_eq!(code, 4, "SIGCONT resumed the command to its end: {stderr}");
@@ -626,19 +628,19 @@ fn sigtstp_to_exec_pauses_the_command_under_the_lock_until_sigcont() {
     let script = sleep_then_exit_4(dir.path(), 1);
     let exec = spawn_exec(&cluster, &["--ttl", "1s", "tstp", "-c", &script]);
     let (child, grandchild) = family(dir.path());
-    let supervisor = Pid::from_raw(exec.id() as i32);
-    kill(supervisor, Signal::SIGTSTP).unwrap();
+    let supervisor = exec.id() as i32;
+    exec.signal(Signal::SIGTSTP);
     let state = |pid| crate::support::proc_state(pid);
     let stopped = wait_until(Duration::from_secs(5), || {
         state(child) == Some('T') && state(grandchild) == Some('T')
     });
-    let states = (state(child), state(grandchild), state(supervisor.as_raw()));
+    let states = (state(child), state(grandchild), state(supervisor));
     // Longer than the TTL, and than the sleep would have run on.
     std::thread::sleep(Duration::from_millis(2000));
     let paused = pid_alive(grandchild);
-    let supervising = state(supervisor.as_raw()) != Some('T');
+    let supervising = state(supervisor) != Some('T');
     let held = cluster.get_all(b"tstp").iter().all(Option::is_some);
-    kill(supervisor, Signal::SIGCONT).unwrap();
+    exec.signal(Signal::SIGCONT);
     let Output { code, stderr, .. } = exec.finish(Duration::from_secs(10));
     assert!(
         stopped,
@@ -698,7 +700,7 @@ fn other_signals_to_exec_are_passed_to_the_whole_group() {
     let child = spawn_exec(&cluster, &["usr1", "-c", &script]);
     read_pid(&dir.path().join("child.pid"));
     read_pid(&dir.path().join("grandchild.pid"));
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGUSR1).unwrap();
+    child.signal(Signal::SIGUSR1);
     let got = |who: &str| dir.path().join(format!("{who}-got")).exists();
     assert!(
         wait_until(Duration::from_secs(5), || got("child") && got("grandchild")),

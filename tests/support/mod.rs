@@ -829,6 +829,15 @@ impl Running {
         }
     }
 
+    /// Sends `signal` to the process; panics if that fails. Until it is
+    /// reaped by [`Self::finish`] its pid cannot belong to another process.
+    #[track_caller]
+    pub fn signal(&self, signal: Signal) {
+        if let Err(e) = kill(Pid::from_raw(self.id() as i32), signal) {
+            panic!("cannot send {signal} to {}: {e}", self.what);
+        }
+    }
+
     /// Closes its stdin (if piped) and waits until it has exited and its
     /// piped stdout and stderr are closed, for at most `limit`; streams that
     /// were not piped come back empty. If that takes longer, it is
