@@ -10,11 +10,6 @@
 //! line and the server's log, so a failure on CI can be diagnosed from the
 //! test output alone.
 
-// Each test module uses a different subset of these helpers, and a helper
-// that one build of the test binary leaves unused must not fail the build
-// (clippy runs with `-D warnings`).
-#![allow(dead_code)]
-
 pub mod assertions;
 
 use std::collections::HashSet;
@@ -1059,7 +1054,7 @@ pub fn acquire(cluster: &Cluster, name: &str, extra: &[&str]) -> String {
 }
 
 /// The exit code, or 128+N for a process killed by signal N.
-pub fn exit_code(status: std::process::ExitStatus) -> i32 {
+fn exit_code(status: std::process::ExitStatus) -> i32 {
     match (status.code(), status.signal()) {
         (Some(code), _) => code,
         (None, Some(signal)) => 128 + signal,
