@@ -10,4 +10,5 @@ mod exec;
 mod fixture;
 mod generated;
 mod release_extend;
+mod snapshots;
 mod status;
