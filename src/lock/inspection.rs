@@ -92,8 +92,8 @@ impl Inspection {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::super::quorum::quorum;
+    use super::*;
 
     fn inspection(states: Vec<Result<Option<&str>, ()>>) -> Inspection {
         let quorum = quorum(states.len());

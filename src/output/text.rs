@@ -19,7 +19,11 @@ pub fn human(duration: Duration) -> String {
 pub fn acquired(lease: &Lease, servers: usize, detail: bool) -> String {
     let detail = if detail {
         let held_on: Vec<String> = lease.held_on.iter().map(ToString::to_string).collect();
-        format!(" ({}) after {} attempt(s)", held_on.join(", "), lease.attempts)
+        format!(
+            " ({}) after {} attempt(s)",
+            held_on.join(", "),
+            lease.attempts
+        )
     } else {
         String::new()
     };
