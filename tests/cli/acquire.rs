@@ -264,15 +264,18 @@ fn nonblocking_acquire_of_a_held_lock_is_busy_at_once() {
 #[test]
 fn wait_takes_the_lock_once_the_holders_ttl_runs_out() {
     let cluster = Cluster::start(3);
-    let holder = acquire(&cluster, "handover", &["--ttl", "1s"]);
+    // The holder's key is set after this instant and lives 1s from then, so
+    // nobody can take it before 1s has passed, however slowly the holder's
+    // process ends and the waiter's starts.
     let started = Instant::now();
+    let holder = acquire(&cluster, "handover", &["--ttl", "1s"]);
     let out = run(cluster.redlock().args(["acquire", "-w", "5s", "handover"]));
     let took = started.elapsed();
     out.assert_code(0, "-w 5s against a 1s holder");
     let token = token_of(&out);
     assert_ne!(token, holder);
     assert!(
-        took >= Duration::from_millis(700),
+        took >= Duration::from_millis(990),
         "took the lock after {took:?}, before the holder's 1s TTL ran out"
     );
     assert!(took < Duration::from_secs(4), "took {took:?}");

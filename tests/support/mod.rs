@@ -751,6 +751,16 @@ pub fn redlock() -> Command {
     redlock_at(Path::new(env!("CARGO_BIN_EXE_redlock")))
 }
 
+/// Removes from `cmd`'s environment every REDLOCK_* variable among
+/// `inherited`, so that the machine's settings never reach the binary.
+pub fn drop_redlock_variables(cmd: &mut Command, inherited: impl IntoIterator<Item = OsString>) {
+    for name in inherited {
+        if name.as_encoded_bytes().starts_with(b"REDLOCK_") {
+            cmd.env_remove(&name);
+        }
+    }
+}
+
 /// The binary at `path`, run as [`redlock`] runs it: without inherited
 /// REDLOCK_* variables, with default signal actions, and in a session of its
 /// own, without a terminal, wherever the tests were started. From a
@@ -760,11 +770,7 @@ pub fn redlock() -> Command {
 /// `exec` a pseudo-terminal of its own.
 pub fn redlock_at(path: &Path) -> Command {
     let mut cmd = Command::new(path);
-    for (name, _) in std::env::vars_os() {
-        if name.as_encoded_bytes().starts_with(b"REDLOCK_") {
-            cmd.env_remove(&name);
-        }
-    }
+    drop_redlock_variables(&mut cmd, std::env::vars_os().map(|(name, _)| name));
     with_default_signals(&mut cmd);
     // SAFETY: setsid() is async-signal-safe and allocates nothing.
     unsafe {
