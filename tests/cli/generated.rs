@@ -64,3 +64,24 @@ fn generate_subcommand_writes_the_same_files() {
         );
     }
 }
+
+/// Generating files talks to no server, so server settings that could never
+/// work (an unset CI secret, a typo) must not stop it.
+#[test]
+fn generate_ignores_the_server_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crate::support::run(
+        crate::support::redlock()
+            .env("REDLOCK_SERVERS", "ftp://nowhere")
+            .env("REDLOCK_SERVER_TIMEOUT", "soon")
+            .env("REDLOCK_TLS_CA_CERT", "/nonexistent/ca.pem")
+            .args(["generate", "completions"])
+            .arg(dir.path()),
+    );
+    out.assert_code(
+        0,
+        "redlock generate completions with unusable server settings",
+    );
+    assert_eq!(out.stderr, "");
+    assert!(dir.path().join("redlock.bash").exists());
+}
