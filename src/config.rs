@@ -142,12 +142,15 @@ impl Config {
             Command::Status(name) => LockJob::Status { key: key(&name)? },
             Command::Exec(args) => LockJob::Exec(exec_spec(args, &prefix)?),
         };
+        // In this order: a broken server list says so even when the timeout
+        // is bad too.
+        let specs = server_specs(&servers)?;
         let timeout = server_timeout
             .as_deref()
             .map(parse_server_timeout)
             .transpose()?;
         let servers = Servers {
-            specs: server_specs(&servers)?,
+            specs,
             timeout: server_timeout_for(timeout, job.ttl())?,
             tls_root_cert: tls_ca_cert.map(|path| read_ca_cert(&path)).transpose()?,
         };

@@ -43,16 +43,20 @@ impl Error {
     }
 }
 
+/// A lock error as the user reads it. The protocol describes the situation;
+/// what to do about it is advice in terms of this command line.
+pub fn describe(lock: &LockError) -> String {
+    match lock {
+        LockError::TooSlow { .. } => format!("{lock}; use a longer --ttl or faster servers"),
+        _ => lock.to_string(),
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Usage(message) | Error::Config(message) => f.write_str(message),
-            // The protocol describes the situation; what to do about it is
-            // advice in terms of this command line.
-            Error::Lock(lock @ LockError::TooSlow { .. }) => {
-                write!(f, "{lock}; use a longer --ttl or faster servers")
-            }
-            Error::Lock(lock) => write!(f, "{lock}"),
+            Error::Lock(lock) => f.write_str(&describe(lock)),
             Error::Internal(cause) => write!(f, "{cause:#}"),
         }
     }
@@ -147,6 +151,7 @@ mod tests {
             ttl: Duration::from_secs(1),
         };
         assert!(!too_slow.to_string().contains("--ttl"));
+        assert!(describe(&too_slow).ends_with("; use a longer --ttl or faster servers"));
         assert!(Error::from(too_slow)
             .to_string()
             .ends_with("; use a longer --ttl or faster servers"));

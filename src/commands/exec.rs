@@ -10,7 +10,7 @@ use std::process::ExitStatus;
 use tokio::sync::watch;
 
 use crate::config::ExecSpec;
-use crate::error::Error;
+use crate::error::{describe, Error};
 use crate::exit_code::Exit;
 use crate::lock::{acquire_or_cancel, keep, Lease, LockError, Redlock, Verdict};
 use crate::output::{text, Reporter};
@@ -74,7 +74,9 @@ async fn supervise_under(
     };
     let (deadlines, deadline) = watch::channel(lease.deadline);
     let lost = async {
-        let on_retry = |err: &LockError| out.outcome(&format!("extending failed, retrying: {err}"));
+        let on_retry = |err: &LockError| {
+            out.outcome(&format!("extending failed, retrying: {}", describe(err)));
+        };
         keep(redlock, lease, deadlines, on_retry).await.to_string()
     };
     let report = |event: supervise::Event| out.supervision(&event);

@@ -128,6 +128,7 @@ fn start(
         .and_then(|pipe| child::spawn(&command.argv, &command.env, exclusive_terminal, pipe));
     let mut process = match spawned {
         Ok(process) => process,
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => return Err(err),
         Err(err) => {
             if let Some(terminal) = terminal {
                 // The child may have taken the terminal before exec failed.

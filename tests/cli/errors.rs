@@ -216,6 +216,17 @@ fn a_server_flag_overrides_a_redlock_servers_that_is_not_utf8() {
     out.assert_code(1, "-s wins over REDLOCK_SERVERS: the lock is free");
 }
 
+/// A broken server list is the error reported, even when the server timeout
+/// is unusable too (a stale REDLOCK_SERVER_TIMEOUT beside a typo in -s).
+#[test]
+fn a_bad_server_list_is_reported_before_a_bad_timeout() {
+    let out = run(support::redlock()
+        .env("REDLOCK_SERVER_TIMEOUT", "abc")
+        .args(["-s", "ftp://x", "acquire", "k"]));
+    assert_one_line_error(&out, 78, "bad -s and bad REDLOCK_SERVER_TIMEOUT");
+    assert!(out.stderr.contains("ftp://x"), "{}", out.stderr);
+}
+
 #[test]
 fn no_subcommand_is_a_usage_error() {
     for args in [
