@@ -44,7 +44,7 @@ _redlock() {
 
     case "${cmd}" in
         redlock)
-            opts="-s -q -v -h -V --server --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version acquire release extend status exec generate __watchdog"
+            opts="-s -q -v -h -V --server --servers-file --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version acquire release extend status exec generate __watchdog"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -55,6 +55,10 @@ _redlock() {
                     return 0
                     ;;
                 -s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --servers-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -78,7 +82,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd____watchdog)
-            opts="-s -q -v -h -V --signal --grace-ms --margin-ms --server --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --signal --grace-ms --margin-ms --server --servers-file --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -104,6 +108,10 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --servers-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --server-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -124,7 +132,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-n -w -s -q -v -h -V --ttl --nonblock --wait --server --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-n -w -s -q -v -h -V --ttl --nonblock --wait --server --servers-file --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -150,6 +158,10 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --servers-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --server-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -170,7 +182,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__exec)
-            opts="-n -w -E -k -c -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --kill-after --signal --command --server --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-n -w -E -k -c -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --kill-after --signal --command --server --servers-file --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -224,6 +236,10 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --servers-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --server-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -244,7 +260,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__extend)
-            opts="-s -q -v -h -V --ttl --server --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --ttl --server --servers-file --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -259,6 +275,10 @@ _redlock() {
                     return 0
                     ;;
                 -s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --servers-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -282,7 +302,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__generate)
-            opts="-s -q -v -h -V --server --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version completions man"
+            opts="-s -q -v -h -V --server --servers-file --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version completions man"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -293,6 +313,10 @@ _redlock() {
                     return 0
                     ;;
                 -s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --servers-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -316,7 +340,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__release)
-            opts="-s -q -v -h -V --server --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --server --servers-file --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -327,6 +351,10 @@ _redlock() {
                     return 0
                     ;;
                 -s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --servers-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -350,7 +378,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__status)
-            opts="-s -q -v -h -V --server --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --server --servers-file --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -361,6 +389,10 @@ _redlock() {
                     return 0
                     ;;
                 -s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --servers-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

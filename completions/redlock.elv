@@ -18,8 +18,9 @@ set edit:completion:arg-completer[redlock] = {|@words|
     }
     var completions = [
         &'redlock'= {
-            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
-            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
+            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
+            cand --servers-file 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist'
             cand --server-timeout 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl'
             cand --tls-ca-cert 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)'
             cand --prefix 'Prepended to every lock name to form the Redis key (empty by default)'
@@ -44,8 +45,9 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --ttl 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)'
             cand -w 'Retry for at most DUR, then exit with the last attempt''s status: 75 busy, 69 no quorum (-w 0 is -n)'
             cand --wait 'Retry for at most DUR, then exit with the last attempt''s status: 75 busy, 69 no quorum (-w 0 is -n)'
-            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
-            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
+            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
+            cand --servers-file 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist'
             cand --server-timeout 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl'
             cand --tls-ca-cert 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)'
             cand --prefix 'Prepended to every lock name to form the Redis key (empty by default)'
@@ -62,8 +64,9 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --version 'Print version'
         }
         &'redlock;release'= {
-            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
-            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
+            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
+            cand --servers-file 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist'
             cand --server-timeout 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl'
             cand --tls-ca-cert 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)'
             cand --prefix 'Prepended to every lock name to form the Redis key (empty by default)'
@@ -79,8 +82,9 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;extend'= {
             cand --ttl 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)'
-            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
-            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
+            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
+            cand --servers-file 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist'
             cand --server-timeout 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl'
             cand --tls-ca-cert 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)'
             cand --prefix 'Prepended to every lock name to form the Redis key (empty by default)'
@@ -95,8 +99,9 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --version 'Print version'
         }
         &'redlock;status'= {
-            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
-            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
+            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
+            cand --servers-file 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist'
             cand --server-timeout 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl'
             cand --tls-ca-cert 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)'
             cand --prefix 'Prepended to every lock name to form the Redis key (empty by default)'
@@ -121,8 +126,9 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --signal 'The signal that asks the command to stop when the lock is lost, e.g. TERM, SIGINT or 2'
             cand -c 'Run STRING with `sh -c` instead of CMD'
             cand --command 'Run STRING with `sh -c` instead of CMD'
-            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
-            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
+            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
+            cand --servers-file 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist'
             cand --server-timeout 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl'
             cand --tls-ca-cert 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)'
             cand --prefix 'Prepended to every lock name to form the Redis key (empty by default)'
@@ -139,8 +145,9 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --version 'Print version'
         }
         &'redlock;generate'= {
-            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
-            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
+            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
+            cand --servers-file 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist'
             cand --server-timeout 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl'
             cand --tls-ca-cert 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)'
             cand --prefix 'Prepended to every lock name to form the Redis key (empty by default)'
@@ -158,8 +165,9 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --signal 'signal'
             cand --grace-ms 'grace-ms'
             cand --margin-ms 'margin-ms'
-            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
-            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]'
+            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
+            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
+            cand --servers-file 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist'
             cand --server-timeout 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl'
             cand --tls-ca-cert 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)'
             cand --prefix 'Prepended to every lock name to form the Redis key (empty by default)'

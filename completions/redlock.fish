@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_redlock_global_optspecs
-    string join \n s/server= server-timeout= tls-ca-cert= prefix= json q/quiet v/verbose h/help V/version
+    string join \n s/server= servers-file= server-timeout= tls-ca-cert= prefix= json q/quiet v/verbose h/help V/version
 end
 
 function __fish_redlock_needs_command
@@ -24,7 +24,8 @@ function __fish_redlock_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c redlock -n "__fish_redlock_needs_command" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_needs_command" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_needs_command" -l servers-file -d 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist' -r -F
 complete -c redlock -n "__fish_redlock_needs_command" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
 complete -c redlock -n "__fish_redlock_needs_command" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_needs_command" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
@@ -42,7 +43,8 @@ complete -c redlock -n "__fish_redlock_needs_command" -f -a "generate" -d 'Write
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "__watchdog" -d 'The process that enforces an exec\'s deadline when the supervisor cannot (internal; started by `exec` itself)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'Retry for at most DUR, then exit with the last attempt\'s status: 75 busy, 69 no quorum (-w 0 is -n)' -r
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l servers-file -d 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
@@ -52,7 +54,8 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand release" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l servers-file -d 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
@@ -62,7 +65,8 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -s v -l verbose
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)' -r
-complete -c redlock -n "__fish_redlock_using_subcommand extend" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l servers-file -d 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
@@ -71,7 +75,8 @@ complete -c redlock -n "__fish_redlock_using_subcommand extend" -s q -l quiet -d
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand status" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand status" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l servers-file -d 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
@@ -86,7 +91,8 @@ complete -c redlock -n "__fish_redlock_using_subcommand exec" -s E -l conflict-e
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s k -l kill-after -d 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -l signal -d 'The signal that asks the command to stop when the lock is lost, e.g. TERM, SIGINT or 2' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s c -l command -d 'Run STRING with `sh -c` instead of CMD' -r
-complete -c redlock -n "__fish_redlock_using_subcommand exec" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -l servers-file -d 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
@@ -96,7 +102,8 @@ complete -c redlock -n "__fish_redlock_using_subcommand exec" -s q -l quiet -d '
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand generate" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand generate" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand generate" -l servers-file -d 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand generate" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
@@ -108,7 +115,8 @@ complete -c redlock -n "__fish_redlock_using_subcommand generate" -s V -l versio
 complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l signal -r
 complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l grace-ms -r
 complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l margin-ms -r
-complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l servers-file -d 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
 complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r

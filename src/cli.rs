@@ -54,16 +54,25 @@ pub struct Cli {
 pub struct GlobalArgs {
     /// A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or
     /// redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N
-    /// masters; a bare host:port means redis://. [default: redis://127.0.0.1:6379]
+    /// masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same
+    /// list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]
+    // REDLOCK_SERVERS is read in config, not by clap: config must know which
+    // source named the servers, and clap would reject a value that is not
+    // UTF-8 even when this flag overrides it.
+    #[arg(short = 's', long = "server", value_name = "URL", global = true)]
+    pub servers: Vec<OsString>,
+
+    /// A file of server URLs, one per line (# starts a comment line); used when neither
+    /// -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers,
+    /// then /etc/redlock/servers, are used if they exist.
     #[arg(
-        short = 's',
-        long = "server",
-        value_name = "URL",
-        env = "REDLOCK_SERVERS",
+        long,
+        value_name = "FILE",
+        env = "REDLOCK_SERVERS_FILE",
         hide_env_values = true,
         global = true
     )]
-    pub servers: Vec<OsString>,
+    pub servers_file: Option<std::path::PathBuf>,
 
     /// Bound for connecting to each server and for each reply. Default: 250ms, or a
     /// fifth of --ttl when that is shorter; an explicit value must be below a third of
@@ -76,6 +85,7 @@ pub struct GlobalArgs {
         value_name = "DUR",
         env = "REDLOCK_SERVER_TIMEOUT",
         hide_env_values = true,
+        allow_hyphen_values = true,
         global = true
     )]
     pub server_timeout: Option<OsString>,
@@ -163,7 +173,7 @@ pub struct NameArg {
 pub struct TtlArg {
     /// How long the lock lives on the servers unless extended or released, e.g. 30s,
     /// 1m30s, 250ms or 2.5 (seconds).
-    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration::parse)]
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration::parse, allow_hyphen_values = true)]
     pub ttl: Duration,
 }
 
@@ -188,7 +198,7 @@ pub struct WaitArgs {
 
     /// Retry for at most DUR, then exit with the last attempt's status: 75 busy, 69 no quorum
     /// (-w 0 is -n).
-    #[arg(short = 'w', long = "wait", value_name = "DUR", value_parser = duration::parse)]
+    #[arg(short = 'w', long = "wait", value_name = "DUR", value_parser = duration::parse, allow_hyphen_values = true)]
     pub wait: Option<Duration>,
 }
 
@@ -230,18 +240,20 @@ pub struct ExecArgs {
         short = 'E',
         long = "conflict-exit-code",
         value_name = "CODE",
-        default_value_t = 75
+        default_value = "75",
+        value_parser = parse_exit_status,
+        allow_hyphen_values = true
     )]
     pub conflict_exit_code: u8,
 
     /// After the stop signal, wait this long before SIGKILL; capped at a third of
     /// --ttl so that the kill always lands before the lock can lapse.
-    #[arg(short = 'k', long = "kill-after", value_name = "DUR", default_value = "5s", value_parser = duration::parse)]
+    #[arg(short = 'k', long = "kill-after", value_name = "DUR", default_value = "5s", value_parser = duration::parse, allow_hyphen_values = true)]
     pub kill_after: Duration,
 
     /// The signal that asks the command to stop when the lock is lost, e.g. TERM,
     /// SIGINT or 2.
-    #[arg(long, value_name = "SIG", default_value = "TERM", value_parser = parse_signal)]
+    #[arg(long, value_name = "SIG", default_value = "TERM", value_parser = parse_stop_signal, allow_hyphen_values = true)]
     pub signal: Signal,
 
     /// Run STRING with `sh -c` instead of CMD.
@@ -266,6 +278,35 @@ pub struct WatchdogArgs {
     pub grace_ms: u64,
     #[arg(long)]
     pub margin_ms: u64,
+}
+
+/// An exit status for `-E`: 0 to 255.
+fn parse_exit_status(text: &str) -> Result<u8, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not an exit status from 0 to 255"))
+}
+
+/// A signal that can stop the command: not one whose default action is to
+/// stop or continue it or to do nothing, since SIGCONT follows the stop
+/// signal and the command would run on until SIGKILL.
+fn parse_stop_signal(text: &str) -> Result<Signal, String> {
+    let signal = parse_signal(text)?;
+    match signal {
+        Signal::SIGSTOP
+        | Signal::SIGTSTP
+        | Signal::SIGTTIN
+        | Signal::SIGTTOU
+        | Signal::SIGCONT
+        | Signal::SIGCHLD
+        | Signal::SIGURG
+        | Signal::SIGWINCH => Err(format!(
+            "{} cannot stop a command (it stops, continues or is ignored by default); \
+             use TERM, INT, HUP, QUIT, USR1, USR2 or KILL",
+            signal.as_str()
+        )),
+        _ => Ok(signal),
+    }
 }
 
 /// A signal by name (`TERM`, `SIGTERM`, any case) or number.
@@ -319,6 +360,13 @@ mod tests {
         assert_eq!(parse_signal("9"), Ok(Signal::SIGKILL));
         assert!(parse_signal("NOPE").is_err());
         assert!(parse_signal("999").is_err());
+        use super::parse_stop_signal;
+        assert_eq!(parse_stop_signal("KILL"), Ok(Signal::SIGKILL));
+        for useless in [
+            "STOP", "CONT", "TSTP", "CHLD", "TTIN", "TTOU", "WINCH", "URG", "19",
+        ] {
+            assert!(parse_stop_signal(useless).is_err(), "{useless}");
+        }
     }
 
     #[test]

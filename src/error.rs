@@ -4,7 +4,8 @@
 use std::fmt;
 
 use crate::exit_code::Exit;
-use crate::lock::LockError;
+use crate::lock::{LockError, LockKey};
+use std::time::Duration;
 
 /// Why a run failed.
 #[derive(Debug)]
@@ -15,6 +16,9 @@ pub enum Error {
     Config(String),
     /// The lock protocol's answer: busy, no quorum, not held, refused.
     Lock(LockError),
+    /// `acquire` took the lock, but its validity ran out before the token
+    /// was written (a stalled stdout); the lock was released.
+    Expired { key: LockKey, validity: Duration },
     /// Anything else: a bug or the environment (stdout closed, fork failed).
     Internal(anyhow::Error),
 }
@@ -33,6 +37,8 @@ impl Error {
                 LockError::NotHeld { .. } => Exit::Lost,
                 LockError::Refused { .. } => Exit::Config,
             },
+            // As for a majority that agreed too late: no usable lock.
+            Error::Expired { .. } => Exit::NoQuorum,
             Error::Internal(_) => Exit::Internal,
         }
     }
@@ -57,6 +63,12 @@ impl fmt::Display for Error {
         match self {
             Error::Usage(message) | Error::Config(message) => f.write_str(message),
             Error::Lock(lock) => f.write_str(&describe(lock)),
+            Error::Expired { key, validity } => write!(
+                f,
+                "lock {key} expired while its token was being written (it was valid for {}); \
+                 the lock was released: the token printed is no lock",
+                humantime::format_duration(*validity)
+            ),
             Error::Internal(cause) => write!(f, "{cause:#}"),
         }
     }

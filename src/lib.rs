@@ -44,8 +44,13 @@ pub fn main() -> ExitCode {
         verbose: cli.global.verbose,
     };
     let out = Reporter::new(mode);
-    let result = Config::from_cli(cli)
-        .and_then(|config| commands::dispatch(config.task, Reporter::new(config.output)));
+    let result = Config::from_cli(cli).and_then(|config| {
+        let out = Reporter::new(config.output);
+        for notice in &config.notices {
+            out.notice(notice);
+        }
+        commands::dispatch(config.task, out)
+    });
     match result {
         Ok(exit) => exit.into(),
         Err(err) => {
@@ -77,7 +82,7 @@ fn parse_error(err: &clap::Error) -> Exit {
         _ => {
             output::note(&format!(
                 "{}; see 'redlock --help'",
-                one_line(&err.render().to_string())
+                redact_urls(&one_line(&err.render().to_string()))
             ));
             Exit::Usage
         }
@@ -95,9 +100,39 @@ fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// clap quotes the arguments it did not expect, and those may be server URLs
+/// with passwords: every word that could hold user-info is redacted.
+fn redact_urls(message: &str) -> String {
+    message
+        .split(' ')
+        .map(|word| {
+            let inner = word.trim_matches(|c| c == '\'' || c == '"');
+            if inner.contains('@') || inner.contains("://") {
+                word.replace(inner, &lock::redact_url(inner))
+            } else {
+                word.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::one_line;
+    use super::{one_line, redact_urls};
+
+    #[test]
+    fn urls_in_usage_errors_are_redacted() {
+        assert_eq!(
+            redact_urls("unexpected argument 'redis://:pw@h:2' found"),
+            "unexpected argument 'redis://:***@h:2' found"
+        );
+        assert_eq!(redact_urls("'u:pw@h:1'"), "'u:***@h:1'");
+        assert_eq!(
+            redact_urls("invalid value '-5s' for '--ttl <DUR>'"),
+            "invalid value '-5s' for '--ttl <DUR>'"
+        );
+    }
 
     #[test]
     fn clap_errors_become_one_line() {

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
+use crate::clock::BootInstant;
 use crate::error::Error;
 use crate::exit_code::Exit;
 use crate::lock::{acquire_or_cancel, LockKey, Redlock, Wait};
@@ -34,6 +35,16 @@ pub async fn run(
             "could not print the token, so the lock was released",
             err,
         ));
+    }
+    // A stalled reader (a full pipe, Ctrl-S) can hold the write past the
+    // validity: a token printed after that is no lock, so it is released and
+    // the status says so.
+    if lease.deadline <= BootInstant::now() {
+        let _ = redlock.release(key, &lease.token).await;
+        return Err(Error::Expired {
+            key: key.clone(),
+            validity: lease.validity,
+        });
     }
     Ok(Exit::Success)
 }

@@ -9,6 +9,7 @@ use std::process::ExitStatus;
 
 use tokio::sync::watch;
 
+use super::handoff::Handoff;
 use crate::config::ExecSpec;
 use crate::error::{describe, Error};
 use crate::exit_code::Exit;
@@ -17,7 +18,12 @@ use crate::output::{text, Reporter};
 use crate::signals::Listener;
 use crate::supervise::{self, child, Outcome};
 
-pub async fn run(redlock: &Redlock, spec: ExecSpec, out: Reporter) -> Result<Exit, Error> {
+pub async fn run(
+    redlock: &Redlock,
+    spec: ExecSpec,
+    handoff: &Handoff,
+    out: Reporter,
+) -> Result<Exit, Error> {
     if spec.derived_name {
         out.verbose(|| format!("lock name derived from the command: {}", spec.key));
     }
@@ -42,7 +48,7 @@ pub async fn run(redlock: &Redlock, spec: ExecSpec, out: Reporter) -> Result<Exi
         Err(signal) => return Ok(out.interrupted(&spec.key, signal)),
     };
     out.holding(&lease, redlock.len());
-    let outcome = supervise_under(redlock, &spec, &lease, &mut signals, out).await;
+    let outcome = supervise_under(redlock, &spec, handoff, &lease, &mut signals, out).await;
     let lost = matches!(outcome, Ok(Exit::Lost));
     match redlock.release(&spec.key, &lease.token).await {
         Ok(_) => out.verbose(|| format!("released {}", spec.key)),
@@ -59,16 +65,23 @@ pub async fn run(redlock: &Redlock, spec: ExecSpec, out: Reporter) -> Result<Exi
 async fn supervise_under(
     redlock: &Redlock,
     spec: &ExecSpec,
+    handoff: &Handoff,
     lease: &Lease,
     signals: &mut Listener,
     out: Reporter,
 ) -> Result<Exit, Error> {
+    let child_env = handoff
+        .child_env()
+        .map_err(|err| Error::internal("cannot hand the servers on to the command", err))?;
+    let mut env = vec![
+        ("REDLOCK_NAME", spec.name.clone()),
+        ("REDLOCK_TOKEN", OsString::from(lease.token.as_str())),
+    ];
+    env.extend(child_env.set);
     let command = supervise::Command {
         argv: spec.argv.clone(),
-        env: vec![
-            ("REDLOCK_NAME", spec.name.clone()),
-            ("REDLOCK_TOKEN", OsString::from(lease.token.as_str())),
-        ],
+        env,
+        env_remove: child_env.remove,
         signal: spec.signal,
         plan: spec.stop,
     };

@@ -16,7 +16,9 @@ pub async fn run(
 ) -> Result<Exit, Error> {
     match redlock.extend(key, token, ttl).await {
         Ok(lease) => {
-            out.extended(&lease, redlock.len())?;
+            if let Err(err) = out.extended(&lease, redlock.len()) {
+                out.unwritten(&err);
+            }
             Ok(Exit::Success)
         }
         Err(err) => out.failed(key, err),

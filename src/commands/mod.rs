@@ -6,6 +6,7 @@ mod acquire;
 mod exec;
 mod extend;
 pub mod generate;
+mod handoff;
 mod release;
 mod status;
 mod watchdog;
@@ -21,7 +22,7 @@ pub fn dispatch(task: Task, out: Reporter) -> Result<Exit, Error> {
     match task {
         Task::Generate { what, dir } => generate::write(what, &dir),
         Task::Watchdog { signal, plan } => watchdog::run(signal, plan),
-        Task::Lock { servers, job } => run_lock_job(servers, job, out),
+        Task::Lock { servers, job } => run_lock_job(*servers, job, out),
     }
 }
 
@@ -29,6 +30,12 @@ fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, E
     // rustls needs one process-wide crypto provider before any TLS connection;
     // an error only means one is installed already.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let handoff = handoff::Handoff {
+        specs: servers.specs.clone(),
+        source: servers.source,
+        prefix: servers.prefix,
+        tls_ca_cert: servers.tls_ca_cert,
+    };
     let redlock = Redlock::new(
         servers.specs,
         servers.timeout,
@@ -51,7 +58,7 @@ fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, E
                 extend::run(&redlock, &key, &token, ttl, out).await
             }
             LockJob::Status { key } => status::run(&redlock, &key, out).await,
-            LockJob::Exec(spec) => exec::run(&redlock, spec, out).await,
+            LockJob::Exec(spec) => exec::run(&redlock, spec, &handoff, out).await,
         }
     })
 }

@@ -13,7 +13,9 @@ pub async fn run(
 ) -> Result<Exit, Error> {
     match redlock.release(key, token).await {
         Ok(released) => {
-            out.released(key, &released)?;
+            if let Err(err) = out.released(key, &released) {
+                out.unwritten(&err);
+            }
             Ok(Exit::Success)
         }
         Err(err) => out.failed(key, err),

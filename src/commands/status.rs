@@ -8,7 +8,9 @@ use crate::output::Reporter;
 pub async fn run(redlock: &Redlock, key: &LockKey, out: Reporter) -> Result<Exit, Error> {
     let inspection = redlock.inspect(key).await;
     let verdict = inspection.verdict();
-    out.status(&inspection, &verdict)?;
+    if let Err(err) = out.status(&inspection, &verdict) {
+        out.unwritten(&err);
+    }
     match verdict {
         Verdict::Held { .. } => Ok(Exit::Success),
         Verdict::Free => Ok(Exit::Free),

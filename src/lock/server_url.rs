@@ -10,6 +10,9 @@ use redis::{ConnectionAddr, IntoConnectionInfo};
 #[derive(Clone)]
 pub struct ServerSpec {
     info: redis::ConnectionInfo,
+    /// The URL as given (with `redis://` put in front of a bare host:port),
+    /// secrets and all: never shown.
+    url: String,
     shown: String,
     password: Option<String>,
 }
@@ -32,7 +35,7 @@ impl ServerSpec {
         } else {
             format!("redis://{raw}")
         };
-        let shown = redact_url(&url);
+        let shown = shown_url(&url);
         let info = url.as_str().into_connection_info().map_err(|err| {
             SpecError(format!(
                 "invalid server URL {shown}: {}",
@@ -42,15 +45,29 @@ impl ServerSpec {
         if !info.addr().is_supported() {
             return Err(SpecError(format!("unsupported server URL {shown}")));
         }
+        reject_query_password(&url, info.addr(), &shown)?;
         let password = info.redis_settings().password().map(str::to_owned);
         // One round trip fewer on every connect: we never need CLIENT SETINFO.
         let settings = info.redis_settings().clone().set_skip_set_lib_name();
         let info = info.set_redis_settings(settings);
         Ok(ServerSpec {
             info,
+            url,
             shown,
             password,
         })
+    }
+
+    /// Whether the URL holds a secret: a user-info part or a password
+    /// parameter, which the shown form hides.
+    pub fn has_secret(&self) -> bool {
+        redact_url(&self.url) != self.url
+    }
+
+    /// The URL as given, secret included, for handing the server on to a
+    /// process that needs it; never for showing.
+    pub fn secret_url(&self) -> &str {
+        &self.url
     }
 
     /// Which server process this is, as far as the URL can tell: the same
@@ -64,10 +81,12 @@ impl ServerSpec {
                     .trim_end_matches(']')
                     .to_ascii_lowercase();
                 // One address has many spellings: ::ffff:10.0.0.1 is
-                // 10.0.0.1.
+                // 10.0.0.1, and so are 167772161, 0xa000001 and 10.1 to
+                // the resolver, which reads IPv4 as inet_aton(3) does.
                 let ip = host
                     .parse::<std::net::IpAddr>()
                     .ok()
+                    .or_else(|| inet_aton(&host).map(std::net::IpAddr::V4))
                     .map(|ip| ip.to_canonical());
                 let host = match ip {
                     // `localhost` is 127.0.0.1 or ::1; other loopback
@@ -118,6 +137,73 @@ impl fmt::Debug for ServerSpec {
     }
 }
 
+/// A password in the query of a TCP URL: redis-rs reads `pass=` and
+/// `password=` only for `redis+unix://`, so it would be ignored while shown
+/// as used. Rejected, with the way that works.
+fn reject_query_password(url: &str, addr: &ConnectionAddr, shown: &str) -> Result<(), SpecError> {
+    let tcp = matches!(
+        addr,
+        ConnectionAddr::Tcp(..) | ConnectionAddr::TcpTls { .. }
+    );
+    let query = url.split_once('?').map_or("", |(_, query)| query);
+    let query = query.split('#').next().unwrap_or(query);
+    let has_password = query.split('&').any(|pair| {
+        let key = pair.split('=').next().unwrap_or(pair);
+        key.eq_ignore_ascii_case("pass") || key.eq_ignore_ascii_case("password")
+    });
+    if tcp && has_password {
+        return Err(SpecError(format!(
+            "{shown}: a password in the query is read only for redis+unix:// URLs; put it in \
+             the user-info part: redis://:PASSWORD@host:port or redis://USER:PASSWORD@host:port"
+        )));
+    }
+    Ok(())
+}
+
+/// An IPv4 address as inet_aton(3) reads it: one to four parts separated by
+/// dots, each decimal, octal (leading 0) or hex (leading 0x); the last part
+/// fills the remaining bytes. `127.1` and `2130706433` are 127.0.0.1.
+fn inet_aton(text: &str) -> Option<std::net::Ipv4Addr> {
+    let parts: Vec<u32> = text
+        .split('.')
+        .map(|part| {
+            let (digits, radix) = match part.strip_prefix("0x").or_else(|| part.strip_prefix("0X"))
+            {
+                Some(hex) => (hex, 16),
+                None if part.len() > 1 && part.starts_with('0') => (&part[1..], 8),
+                None => (part, 10),
+            };
+            if digits.is_empty() && radix != 8 {
+                return None;
+            }
+            u32::from_str_radix(digits, radix).ok()
+        })
+        .collect::<Option<_>>()?;
+    let (last, leading) = parts.split_last()?;
+    if leading.len() > 3 || leading.iter().any(|&byte| byte > 255) {
+        return None;
+    }
+    let room = 32 - 8 * leading.len() as u32;
+    if room < 32 && *last >= 1 << room {
+        return None;
+    }
+    let high = leading.iter().enumerate().fold(0u32, |value, (i, &byte)| {
+        value | byte << (24 - 8 * i as u32)
+    });
+    Some(std::net::Ipv4Addr::from(high | last))
+}
+
+/// The URL as messages show it: redacted, escaped, and cut to a length that
+/// fits a line.
+fn shown_url(url: &str) -> String {
+    const LONGEST: usize = 200;
+    let shown = super::key::escape_bytes(redact_url(url).as_bytes());
+    match shown.char_indices().nth(LONGEST) {
+        Some((cut, _)) => format!("{}…[+{} bytes]", &shown[..cut], shown.len() - cut),
+        None => shown,
+    }
+}
+
 /// The URL with any password replaced by `***`: in the user-info part, and in
 /// `pass=`/`password=` query parameters (the `redis+unix://` form).
 pub fn redact_url(url: &str) -> String {
@@ -143,9 +229,18 @@ pub fn redact_url(url: &str) -> String {
         None => {
             let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
             let (authority, tail) = rest.split_at(end);
+            // A port with a sign (a typo, shown so that it can be fixed) and
+            // an IPv6 address (more than one ':') are not passwords.
+            let looks_like_port = |port: &str| {
+                port.trim_start_matches(['-', '+'])
+                    .bytes()
+                    .all(|b| b.is_ascii_digit())
+            };
             match authority.split_once(':') {
                 Some((user, port))
-                    if !authority.starts_with('[') && !port.bytes().all(|b| b.is_ascii_digit()) =>
+                    if !authority.starts_with('[')
+                        && !port.contains(':')
+                        && !looks_like_port(port) =>
                 {
                     (format!("{user}:***"), tail)
                 }
@@ -219,6 +314,9 @@ mod tests {
             // here, and would leave "ss" of the password "12/ss" on show:
             // the last '@' rule is why this is not the `url` crate.
             ("redis://user:12/ss@host", "redis://user:***@host"),
+            // Only what can be user-info is hidden: the real mistake shows.
+            ("redis://127.0.0.1:-1", "redis://127.0.0.1:-1"),
+            ("redis://::1:6379", "redis://::1:6379"),
         ];
         for (raw, shown) in cases {
             assert_eq!(redact_url(raw), shown);
@@ -265,6 +363,64 @@ mod tests {
             ServerSpec::parse("h:1").unwrap().identity(),
             ServerSpec::parse("h:2").unwrap().identity()
         );
+    }
+
+    #[test]
+    fn ipv4_is_read_as_inet_aton_reads_it() {
+        for same in [
+            "127.0.0.1",
+            "127.1",
+            "127.0.1",
+            "2130706433",
+            "0x7f000001",
+            "0177.0.0.1",
+        ] {
+            assert_eq!(
+                inet_aton(same),
+                Some(std::net::Ipv4Addr::LOCALHOST),
+                "{same}"
+            );
+        }
+        for not_ipv4 in [
+            "",
+            "a.b",
+            "1.2.3.4.5",
+            "256.1",
+            "1.2.3.256",
+            "0x",
+            "09",
+            "host",
+        ] {
+            assert_eq!(inet_aton(not_ipv4), None, "{not_ipv4}");
+        }
+        let id = |url: &str| ServerSpec::parse(url).unwrap().identity();
+        assert_eq!(id("127.1:7000"), id("127.0.0.1:7000"));
+        assert_eq!(id("0x0a000001:7000"), id("10.0.0.1:7000"));
+    }
+
+    #[test]
+    fn a_password_in_a_tcp_query_is_rejected_not_ignored() {
+        for url in ["redis://h:1?pass=pw", "rediss://h:1/0?db=1&PASSWORD=pw"] {
+            let err = ServerSpec::parse(url).expect_err(url).to_string();
+            assert!(err.contains("redis+unix://"), "{err}");
+            assert!(!err.contains("pw"), "{err}");
+        }
+        assert!(ServerSpec::parse("redis+unix:///tmp/r.sock?pass=pw").is_ok());
+        assert!(ServerSpec::parse("redis://:pw@h:1?protocol=resp3").is_ok());
+    }
+
+    #[test]
+    fn secrets_are_known_and_kept_for_handing_on_only() {
+        let spec = ServerSpec::parse("redis://:pw@h:1").unwrap();
+        assert!(spec.has_secret());
+        assert_eq!(spec.secret_url(), "redis://:pw@h:1");
+        assert!(!spec.to_string().contains("pw"));
+        assert!(!ServerSpec::parse("h:1").unwrap().has_secret());
+        assert!(ServerSpec::parse("redis+unix:///s?pass=pw")
+            .unwrap()
+            .has_secret());
+        let weird = ServerSpec::parse("h:1/\u{1b}[2J").map(|s| s.to_string());
+        assert!(weird.is_err() || !weird.unwrap().contains('\u{1b}'));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! write to stdout returns its error.
 
 pub mod json;
+mod notice;
 pub mod text;
 
 use std::io::{self, Write};
@@ -14,6 +15,8 @@ use crate::exit_code::Exit;
 use crate::lock::{Inspection, Lease, LockKey, Released, Verdict};
 use crate::supervise::Event;
 use json::{FailureJson, LeaseJson, ReleaseJson, StatusJson};
+
+pub use notice::Notice;
 
 use text::human;
 
@@ -59,6 +62,14 @@ impl Reporter {
     pub fn error(&self, error: &Error) {
         if !(self.mode.quiet && error.exit().is_expected_outcome()) {
             note(&error.to_string());
+        }
+    }
+
+    /// Warnings about secrets unless `-q`; the default server under `-v`.
+    pub fn notice(&self, notice: &Notice) {
+        match notice {
+            Notice::DefaultServer(_) => self.verbose(|| notice.text()),
+            _ => self.outcome(&notice.text()),
         }
     }
 
@@ -134,8 +145,18 @@ impl Reporter {
     /// Returns it as the run's error.
     pub fn failed<T>(&self, key: &LockKey, error: impl Into<Error>) -> Result<T, Error> {
         let error = error.into();
-        self.failure(key, &error)?;
+        if let Err(err) = self.failure(key, &error) {
+            self.unwritten(&err);
+        }
         Err(error)
+    }
+
+    /// stdout was closed (`| head`, `| true`) after the operation was done:
+    /// the operation's own status stands, and this says what was lost.
+    pub fn unwritten(&self, error: &io::Error) {
+        note(&format!(
+            "the result could not be written to stdout: {error}"
+        ));
     }
 
     /// A signal ended the wait for the lock; whatever was taken has been

@@ -13,6 +13,19 @@ use nix::sys::signal::{killpg, signal, SigHandler, Signal};
 use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::{getpgrp, getpid, getppid, Pid};
 
+/// What to run, and how to stop it.
+#[derive(Debug)]
+pub struct Command {
+    pub argv: Vec<OsString>,
+    /// Variables added to the command's environment.
+    pub env: Vec<(&'static str, OsString)>,
+    /// Variables taken out of it.
+    pub env_remove: Vec<&'static str>,
+    /// The signal that asks the command to stop.
+    pub signal: Signal,
+    pub plan: super::schedule::StopPlan,
+}
+
 /// The command's process group: what a stop is sent to. Its id is the
 /// command's pid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,17 +78,20 @@ pub fn adopt_orphans() {
 /// next step would otherwise leave the watchdog without a target, and the
 /// command's background processes running for good.
 pub fn spawn(
-    argv: &[OsString],
-    env: &[(&str, OsString)],
+    spec: &Command,
     terminal: bool,
     watchdog: BorrowedFd<'_>,
 ) -> io::Result<tokio::process::Child> {
-    let (program, args) = argv
+    let (program, args) = spec
+        .argv
         .split_first()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty command"))?;
     let mut command = tokio::process::Command::new(program);
     command.args(args).process_group(0);
-    for (name, value) in env {
+    for name in &spec.env_remove {
+        command.env_remove(name);
+    }
+    for (name, value) in &spec.env {
         command.env(name, value);
     }
     let (supervisor, supervisor_group) = (getpid(), getpgrp());

@@ -19,7 +19,6 @@ pub mod schedule;
 mod state;
 pub mod watchdog;
 
-use std::ffi::OsString;
 use std::future::Future;
 use std::os::unix::process::ExitStatusExt as _;
 
@@ -32,22 +31,11 @@ use crate::clock::BootInstant;
 use crate::signals::{Latest, Listener};
 use child::Group;
 use job_control::{Leftovers, Terminal};
-use schedule::StopPlan;
 use state::{Effect, State};
 use watchdog::Watchdog;
 
+pub use child::Command;
 pub use state::{Event, Outcome, StopReason};
-
-/// What to run, and how to stop it.
-#[derive(Debug)]
-pub struct Command {
-    pub argv: Vec<OsString>,
-    /// Variables added to the command's environment.
-    pub env: Vec<(&'static str, OsString)>,
-    /// The signal that asks the command to stop.
-    pub signal: Signal,
-    pub plan: StopPlan,
-}
 
 /// Signals sent to `redlock exec` that are passed on to the command.
 pub const FORWARDED: [Signal; 6] = [
@@ -125,7 +113,7 @@ fn start(
     let exclusive_terminal = terminal.is_some_and(Terminal::exclusive);
     let spawned = watchdog
         .pipe()
-        .and_then(|pipe| child::spawn(&command.argv, &command.env, exclusive_terminal, pipe));
+        .and_then(|pipe| child::spawn(command, exclusive_terminal, pipe));
     let mut process = match spawned {
         Ok(process) => process,
         Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => return Err(err),

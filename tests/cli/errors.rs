@@ -402,24 +402,45 @@ fn two_databases_of_one_server_are_not_two_masters() {
 
 #[test]
 fn an_unreadable_tls_ca_cert_is_a_configuration_error() {
-    let server = RedisServer::start();
+    let server = RedisServer::start_tls();
     let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let big = dir.path().join("big.pem");
+    std::fs::write(&big, vec![b'A'; 1024 * 1024 + 1]).unwrap();
     for path in [
         OsString::from("/nonexistent/ca.pem"),
         dir.path().as_os_str().to_owned(),
+        // Neither may hang us nor eat memory: only a small regular file is read.
+        OsString::from("/dev/zero"),
+        fifo.into_os_string(),
+        big.into_os_string(),
     ] {
-        let out = run(support::redlock()
-            .args(["-s", &server.url(), "--tls-ca-cert"])
-            .arg(&path)
-            .args(["acquire", "-n", "x"]));
+        let (out, took) = timed(
+            support::redlock()
+                .args(["-s", &server.tls_url(), "--tls-ca-cert"])
+                .arg(&path)
+                .args(["acquire", "-n", "x"]),
+        );
         assert_one_line_error(&out, 78, &format!("--tls-ca-cert {path:?}"));
         assert!(out.stderr.contains("--tls-ca-cert"), "{}", out.stderr);
+        assert!(took < Duration::from_secs(2), "{path:?} took {took:?}");
     }
     let out = run(support::redlock()
         .env("REDLOCK_TLS_CA_CERT", "/nonexistent/ca.pem")
-        .args(["-s", &server.url(), "status", "x"]));
+        .args(["-s", &server.tls_url(), "status", "x"]));
     assert_one_line_error(&out, 78, "REDLOCK_TLS_CA_CERT");
-    assert_eq!(dbsize(&server), 0);
+}
+
+/// The CA file is read only when a URL uses TLS.
+#[test]
+fn a_tls_ca_cert_is_not_read_without_a_tls_server() {
+    let server = RedisServer::start();
+    let out = run(support::redlock()
+        .args(["-s", &server.url(), "--tls-ca-cert", "/dev/zero"])
+        .args(["status", "x"]));
+    out.assert_code(1, "a plain server does not need the CA");
+    assert_eq!(out.stderr, "");
 }
 
 #[test]
@@ -598,7 +619,8 @@ fn passwords_to_dead_or_unparsable_servers_are_not_echoed() {
         server
     };
     let dead_url = format!("redis://:{PASSWORD}@127.0.0.1:{}", dead.port());
-    let (out, took) = timed(support::redlock().args(["-s", &dead_url, "acquire", "-n", "x"]));
+    // -q: no warning about the password on the command line, only the error.
+    let (out, took) = timed(support::redlock().args(["-q", "-s", &dead_url, "acquire", "-n", "x"]));
     assert_one_line_error(&out, 69, "dead server with a password");
     assert!(took < Duration::from_secs(1), "took {took:?}");
     assert_no_password(&out, PASSWORD, "dead");

@@ -9,6 +9,7 @@ mod errors;
 mod exec;
 mod fixture;
 mod generated;
+mod inputs;
 mod release_extend;
 mod snapshots;
 mod status;

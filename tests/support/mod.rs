@@ -771,6 +771,9 @@ pub fn drop_redlock_variables(cmd: &mut Command, inherited: impl IntoIterator<It
 pub fn redlock_at(path: &Path) -> Command {
     let mut cmd = Command::new(path);
     drop_redlock_variables(&mut cmd, std::env::vars_os().map(|(name, _)| name));
+    // The user's servers file (~/.config/redlock/servers) must not reach the
+    // tests either; a test of that file sets its own XDG_CONFIG_HOME.
+    cmd.env("XDG_CONFIG_HOME", "/nonexistent/redlock-tests");
     with_default_signals(&mut cmd);
     // SAFETY: setsid() is async-signal-safe and allocates nothing.
     unsafe {

@@ -14,10 +14,13 @@ use crate::cli::{self, Cli, Command, ExecArgs, GlobalArgs};
 use crate::duration;
 use crate::error::Error;
 use crate::lock::{LockKey, ServerSpec, Token, Wait};
-use crate::output::OutputMode;
+use crate::output::{Notice, OutputMode};
 use crate::supervise::schedule::StopPlan;
 
-const DEFAULT_SERVER: &str = "redis://127.0.0.1:6379";
+mod servers;
+
+pub use servers::{ServerSource, DEFAULT_SERVER, SYSTEM_SERVERS_FILE};
+
 const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_millis(250);
 
 /// One validated invocation.
@@ -25,13 +28,15 @@ const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_millis(250);
 pub struct Config {
     pub task: Task,
     pub output: OutputMode,
+    /// What the user should hear about how the command was given.
+    pub notices: Vec<Notice>,
 }
 
 #[derive(Debug)]
 pub enum Task {
     /// Work on a lock, which needs the servers.
     Lock {
-        servers: Servers,
+        servers: Box<Servers>,
         job: LockJob,
     },
     Generate {
@@ -49,8 +54,14 @@ pub enum Task {
 #[derive(Debug)]
 pub struct Servers {
     pub specs: Vec<ServerSpec>,
+    /// Which source named them, for messages and for what `exec` hands on.
+    pub source: ServerSource,
     pub timeout: Duration,
+    /// The CA file given, and its contents when a URL uses TLS.
+    pub tls_ca_cert: Option<PathBuf>,
     pub tls_root_cert: Option<Vec<u8>>,
+    /// The key prefix, handed on by `exec` with the servers.
+    pub prefix: Vec<u8>,
 }
 
 #[derive(Debug)]
@@ -94,6 +105,7 @@ impl Config {
     pub fn from_cli(cli: Cli) -> Result<Config, Error> {
         let GlobalArgs {
             servers,
+            servers_file,
             server_timeout,
             tls_ca_cert,
             prefix,
@@ -112,7 +124,7 @@ impl Config {
             Command::Generate(args) => {
                 let (what, dir) = (args.what, args.dir);
                 let task = Task::Generate { what, dir };
-                return Ok(Config { task, output });
+                return Ok(Config::new(task, output));
             }
             Command::Watchdog(args) => {
                 let plan = StopPlan {
@@ -123,7 +135,7 @@ impl Config {
                     signal: args.signal,
                     plan,
                 };
-                return Ok(Config { task, output });
+                return Ok(Config::new(task, output));
             }
             Command::Acquire(args) => LockJob::Acquire {
                 ttl: ttl(args.ttl.ttl, MIN_TTL)?,
@@ -142,23 +154,67 @@ impl Config {
             Command::Status(name) => LockJob::Status { key: key(&name)? },
             Command::Exec(args) => LockJob::Exec(exec_spec(args, &prefix)?),
         };
-        // In this order: a broken server list says so even when the timeout
-        // is bad too.
-        let specs = server_specs(&servers)?;
-        let timeout = server_timeout
-            .as_deref()
-            .map(parse_server_timeout)
-            .transpose()?;
-        let servers = Servers {
-            specs,
-            timeout: server_timeout_for(timeout, job.ttl())?,
-            tls_root_cert: tls_ca_cert.map(|path| read_ca_cert(&path)).transpose()?,
-        };
+        let (servers, notices) = servers_for(
+            &job,
+            servers::Sources {
+                flags: servers,
+                env: std::env::var_os("REDLOCK_SERVERS"),
+                file: servers_file,
+                default_files: servers::Sources::default_files(),
+            },
+            server_timeout,
+            tls_ca_cert,
+            prefix,
+        )?;
         Ok(Config {
-            task: Task::Lock { servers, job },
+            task: Task::Lock {
+                servers: Box::new(servers),
+                job,
+            },
             output,
+            notices,
         })
     }
+
+    fn new(task: Task, output: OutputMode) -> Self {
+        Config {
+            task,
+            output,
+            notices: Vec::new(),
+        }
+    }
+}
+
+/// The servers for a lock job, in this order, so that a broken server list
+/// says so even when the timeout is bad too.
+fn servers_for(
+    job: &LockJob,
+    sources: servers::Sources,
+    server_timeout: Option<OsString>,
+    tls_ca_cert: Option<PathBuf>,
+    prefix: Vec<u8>,
+) -> Result<(Servers, Vec<Notice>), Error> {
+    let list = servers::resolve(&sources)?;
+    let timeout = server_timeout
+        .as_deref()
+        .map(parse_server_timeout)
+        .transpose()?;
+    let timeout = server_timeout_for(timeout, job.ttl())?;
+    let tls_root_cert = match &tls_ca_cert {
+        Some(path) if list.specs.iter().any(ServerSpec::is_tls) => {
+            Some(servers::read_ca_cert(path)?)
+        }
+        _ => None,
+    };
+    let servers = Servers {
+        specs: list.specs,
+        source: list.source,
+        timeout,
+        tls_ca_cert,
+        tls_root_cert,
+        prefix,
+    };
+    Ok((servers, list.notices))
 }
 
 impl LockJob {
@@ -282,78 +338,6 @@ fn ttl(ttl: Duration, min: Duration) -> Result<Duration, Error> {
         return Err(Error::Usage("--ttl must be at most 365 days".into()));
     }
     Ok(ttl)
-}
-
-/// Splits `-s`/`REDLOCK_SERVERS` values at commas. A piece with an '@' but
-/// no scheme is the rest of a password that held an unencoded comma: it is
-/// joined back, so that the password is parsed (and hidden) as one.
-fn split_server_list(values: &[&str]) -> Vec<String> {
-    let mut urls: Vec<String> = Vec::new();
-    for piece in values.iter().flat_map(|value| value.split(',')) {
-        match urls.last_mut() {
-            Some(previous) if piece.contains('@') && !piece.contains("://") => {
-                previous.push(',');
-                previous.push_str(piece);
-            }
-            _ => urls.push(piece.to_owned()),
-        }
-    }
-    urls
-}
-
-fn server_specs(values: &[OsString]) -> Result<Vec<ServerSpec>, Error> {
-    // Checked here, not by clap, which would reject a REDLOCK_SERVERS that
-    // is not UTF-8 even when -s overrides it.
-    let values = values
-        .iter()
-        .map(|value| {
-            value
-                .to_str()
-                .ok_or_else(|| Error::Config("--server: a server URL is not valid UTF-8".into()))
-        })
-        .collect::<Result<Vec<&str>, _>>()?;
-    let urls = split_server_list(&values);
-    let urls: Vec<&str> = urls
-        .iter()
-        .map(|u| u.trim())
-        .filter(|u| !u.is_empty())
-        .collect();
-    if urls.is_empty() {
-        return Ok(vec![
-            ServerSpec::parse(DEFAULT_SERVER).map_err(|e| Error::Config(e.to_string()))?
-        ]);
-    }
-    let specs = urls
-        .into_iter()
-        .map(|url| ServerSpec::parse(url).map_err(|err| Error::Config(format!("--server: {err}"))))
-        .collect::<Result<Vec<_>, _>>()?;
-    // The same master listed twice would count twice towards the quorum.
-    for (i, spec) in specs.iter().enumerate() {
-        if let Some(earlier) = specs[..i]
-            .iter()
-            .find(|earlier| earlier.identity() == spec.identity())
-        {
-            return Err(Error::Config(format!(
-                "--server: {spec} is listed twice (as {earlier}): the same host and port is one master, \
-                 whatever the database"
-            )));
-        }
-    }
-    Ok(specs)
-}
-
-/// The CA certificate(s) for `rediss://`, checked here so that a wrong file
-/// is a configuration error, not an endless series of failed handshakes.
-fn read_ca_cert(path: &std::path::Path) -> Result<Vec<u8>, Error> {
-    let pem = std::fs::read(path)
-        .map_err(|err| Error::Config(format!("--tls-ca-cert {}: {err}", path.display())))?;
-    if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
-        return Err(Error::Config(format!(
-            "--tls-ca-cert {}: no PEM certificate in the file",
-            path.display()
-        )));
-    }
-    Ok(pem)
 }
 
 /// `--server-timeout` or `REDLOCK_SERVER_TIMEOUT`, whichever clap chose.
@@ -486,35 +470,6 @@ mod tests {
         assert_ne!(
             derived_name(&argv(&["a b"])),
             derived_name(&argv(&["a", "b"]))
-        );
-    }
-
-    #[test]
-    fn server_lists_split_at_commas_but_not_inside_passwords() {
-        let list = split_server_list;
-        assert_eq!(list(&["a:1,b:2", "c:3"]), ["a:1", "b:2", "c:3"]);
-        assert_eq!(
-            list(&["redis://u:p,w@h:1,h:2"]),
-            ["redis://u:p,w@h:1", "h:2"]
-        );
-        assert_eq!(list(&["redis://:1,2@h:1"]), ["redis://:1,2@h:1"]);
-    }
-
-    #[test]
-    fn servers_default_to_localhost_and_reject_bad_urls() {
-        assert_eq!(server_specs(&[]).unwrap()[0].to_string(), DEFAULT_SERVER);
-        assert_eq!(
-            server_specs(&["a:1".into(), " b:2 ".into()]).unwrap().len(),
-            2
-        );
-        assert!(server_specs(&["ftp://x".into()]).is_err());
-        assert!(
-            server_specs(&["a:1".into(), "redis://a:1".into()]).is_err(),
-            "duplicate"
-        );
-        assert!(
-            server_specs(&["a:1/0".into(), "a:1/1".into()]).is_err(),
-            "two databases of one server"
         );
     }
 }

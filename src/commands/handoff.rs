@@ -1,0 +1,94 @@
+//! What `exec` tells its command about the servers, so that a `redlock`
+//! inside the command reaches the same ones without a secret in its
+//! environment or argv:
+//!
+//! - servers without secrets: `REDLOCK_SERVERS` with the same list;
+//! - servers with a secret, from a servers file: `REDLOCK_SERVERS_FILE` with
+//!   that file's absolute path;
+//! - servers with a secret from `-s` or `REDLOCK_SERVERS`: an anonymous
+//!   in-memory file (memfd) holding the list, readable only by this user,
+//!   inherited by the command and named by `REDLOCK_SERVERS_FILE=/dev/fd/N`.
+//!   It lives as long as a process holds it open; `REDLOCK_SERVERS` is taken
+//!   out of the command's environment.
+//!
+//! The prefix and the CA file go with them, so that `redlock status NAME`
+//! inside the command looks at the same key.
+
+use std::ffi::OsString;
+use std::io::Write as _;
+use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::os::unix::ffi::OsStringExt as _;
+use std::path::PathBuf;
+
+use nix::sys::memfd::{memfd_create, MFdFlags};
+use nix::sys::stat::{fchmod, Mode};
+
+use crate::config::ServerSource;
+use crate::lock::ServerSpec;
+
+/// The settings a nested `redlock` needs.
+#[derive(Debug)]
+pub struct Handoff {
+    pub specs: Vec<ServerSpec>,
+    pub source: ServerSource,
+    pub prefix: Vec<u8>,
+    pub tls_ca_cert: Option<PathBuf>,
+}
+
+/// The command's environment changes, and the descriptor that must stay open
+/// until the command has started.
+#[derive(Debug, Default)]
+pub struct ChildEnv {
+    pub set: Vec<(&'static str, OsString)>,
+    pub remove: Vec<&'static str>,
+    pub file: Option<OwnedFd>,
+}
+
+impl Handoff {
+    pub fn child_env(&self) -> std::io::Result<ChildEnv> {
+        let mut env = ChildEnv::default();
+        let has_secret = self.specs.iter().any(ServerSpec::has_secret);
+        match (&self.source, has_secret) {
+            (_, false) => {
+                let urls: Vec<&str> = self.specs.iter().map(ServerSpec::secret_url).collect();
+                env.set.push(("REDLOCK_SERVERS", urls.join(",").into()));
+            }
+            (ServerSource::File(path), true) => {
+                env.remove.push("REDLOCK_SERVERS");
+                let path = std::path::absolute(path)?;
+                env.set
+                    .push(("REDLOCK_SERVERS_FILE", path.into_os_string()));
+            }
+            (_, true) => {
+                env.remove.push("REDLOCK_SERVERS");
+                let file = self.memory_file()?;
+                let path = format!("/dev/fd/{}", file.as_raw_fd());
+                env.set.push(("REDLOCK_SERVERS_FILE", path.into()));
+                env.file = Some(file);
+            }
+        }
+        match self.prefix.is_empty() {
+            true => env.remove.push("REDLOCK_PREFIX"),
+            false => env
+                .set
+                .push(("REDLOCK_PREFIX", OsString::from_vec(self.prefix.clone()))),
+        }
+        if let Some(ca) = &self.tls_ca_cert {
+            let ca = std::path::absolute(ca)?;
+            env.set.push(("REDLOCK_TLS_CA_CERT", ca.into_os_string()));
+        }
+        Ok(env)
+    }
+
+    /// The server list in an in-memory file of mode 0600, inherited by the
+    /// processes this one starts (no close-on-exec).
+    fn memory_file(&self) -> std::io::Result<OwnedFd> {
+        let fd = memfd_create(c"redlock-servers", MFdFlags::empty())?;
+        fchmod(&fd, Mode::S_IRUSR | Mode::S_IWUSR)?;
+        let mut file = std::fs::File::from(fd);
+        for spec in &self.specs {
+            writeln!(file, "{}", spec.secret_url())?;
+        }
+        Ok(file.into())
+    }
+}

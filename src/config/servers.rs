@@ -1,0 +1,422 @@
+//! Which servers the lock lives on, and where that list came from: the `-s`
+//! flags, `REDLOCK_SERVERS`, a servers file, or the default. Also the CA
+//! certificate for `rediss://`, read only when a URL needs it.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::Read as _;
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+use crate::lock::{escape_bytes, ServerSpec};
+use crate::output::Notice;
+
+pub const DEFAULT_SERVER: &str = "redis://127.0.0.1:6379";
+
+/// The system-wide servers file, for hosts where every user and cron job
+/// shares one list.
+pub const SYSTEM_SERVERS_FILE: &str = "/etc/redlock/servers";
+
+/// The most a servers file or a CA certificate file may hold: far more than
+/// any real one, far less than a mistake like /dev/zero could make us read.
+const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Where the server list came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerSource {
+    /// `-s`/`--server`.
+    Flag,
+    /// `REDLOCK_SERVERS`.
+    Env,
+    /// A servers file: `--servers-file`, `REDLOCK_SERVERS_FILE`, the user's
+    /// or the system's.
+    File(PathBuf),
+    /// No source named any server.
+    Default,
+}
+
+impl ServerSource {
+    /// How messages name the source.
+    pub fn describe(&self) -> String {
+        match self {
+            ServerSource::Flag => "--server".into(),
+            ServerSource::Env => "REDLOCK_SERVERS".into(),
+            ServerSource::File(path) => format!("servers file {}", shown_path(path)),
+            ServerSource::Default => "the default server".into(),
+        }
+    }
+}
+
+/// What can name the servers, most important first.
+#[derive(Debug, Default)]
+pub struct Sources {
+    /// Every `-s` value, as given.
+    pub flags: Vec<OsString>,
+    /// `REDLOCK_SERVERS`, if set.
+    pub env: Option<OsString>,
+    /// `--servers-file` or `REDLOCK_SERVERS_FILE`.
+    pub file: Option<PathBuf>,
+    /// The user's and then the system's servers file, used if they exist.
+    pub default_files: Vec<PathBuf>,
+}
+
+impl Sources {
+    /// The default files of this user: `$XDG_CONFIG_HOME/redlock/servers`
+    /// (`~/.config/redlock/servers`), then [`SYSTEM_SERVERS_FILE`].
+    pub fn default_files() -> Vec<PathBuf> {
+        let config_home = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|dir| !dir.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".config")));
+        config_home
+            .map(|dir| dir.join("redlock").join("servers"))
+            .into_iter()
+            .chain([PathBuf::from(SYSTEM_SERVERS_FILE)])
+            .collect()
+    }
+}
+
+/// The servers, where they came from, and what the user should hear about
+/// how they were given.
+#[derive(Debug)]
+pub struct ServerList {
+    pub specs: Vec<ServerSpec>,
+    pub source: ServerSource,
+    pub notices: Vec<Notice>,
+}
+
+/// Picks the first source that names servers: the flags, then
+/// `REDLOCK_SERVERS`, then the servers file given, then the default files.
+/// A source that is present but names no server is an error, except an
+/// empty `REDLOCK_SERVERS` when a servers file is given: it defers to it.
+pub fn resolve(sources: &Sources) -> Result<ServerList, Error> {
+    if !sources.flags.is_empty() {
+        let specs = from_values(&sources.flags, &ServerSource::Flag)?;
+        let notices = if specs.iter().any(ServerSpec::has_secret) {
+            vec![Notice::PasswordOnCommandLine]
+        } else {
+            Vec::new()
+        };
+        return list(specs, ServerSource::Flag, notices);
+    }
+    if let Some(env) = &sources.env {
+        let blank = env.to_str().is_some_and(is_blank_list);
+        if !blank || sources.file.is_none() {
+            let specs = from_values(std::slice::from_ref(env), &ServerSource::Env)?;
+            return list(specs, ServerSource::Env, Vec::new());
+        }
+    }
+    if let Some(path) = &sources.file {
+        return from_file(path);
+    }
+    for path in &sources.default_files {
+        if path.exists() {
+            return from_file(path);
+        }
+    }
+    let specs = vec![ServerSpec::parse(DEFAULT_SERVER).map_err(|e| Error::Config(e.to_string()))?];
+    list(
+        specs,
+        ServerSource::Default,
+        vec![Notice::DefaultServer(DEFAULT_SERVER.into())],
+    )
+}
+
+fn list(
+    specs: Vec<ServerSpec>,
+    source: ServerSource,
+    notices: Vec<Notice>,
+) -> Result<ServerList, Error> {
+    reject_duplicates(&specs, &source)?;
+    Ok(ServerList {
+        specs,
+        source,
+        notices,
+    })
+}
+
+fn is_blank_list(text: &str) -> bool {
+    text.split(',').all(|piece| piece.trim().is_empty())
+}
+
+/// Server URLs from `-s` values or `REDLOCK_SERVERS`, each split at commas.
+fn from_values(values: &[OsString], source: &ServerSource) -> Result<Vec<ServerSpec>, Error> {
+    let name = source.describe();
+    let mut urls = Vec::new();
+    for value in values {
+        let text = value
+            .to_str()
+            .ok_or_else(|| Error::Config(format!("{name}: a server URL is not valid UTF-8")))?;
+        urls.extend(split_list(text));
+    }
+    let urls: Vec<&str> = urls
+        .iter()
+        .map(|u| u.trim())
+        .filter(|u| !u.is_empty())
+        .collect();
+    if urls.is_empty() {
+        return Err(Error::Config(format!(
+            "{name} is set but names no server (an unset secret?); name the servers, or leave \
+             it out to use the next source"
+        )));
+    }
+    parse_all(&urls, &name)
+}
+
+fn parse_all(urls: &[&str], name: &str) -> Result<Vec<ServerSpec>, Error> {
+    urls.iter()
+        .map(|url| ServerSpec::parse(url).map_err(|err| Error::Config(format!("{name}: {err}"))))
+        .collect()
+}
+
+/// Splits one list at commas. A piece with an '@' but no scheme may be the
+/// rest of a password that held an unencoded comma: it is joined to the
+/// piece before it only when that piece is no server URL on its own and the
+/// two together are one with a user-info part. Otherwise every piece is a
+/// server of its own (and one that does not parse is an error), so that
+/// separate servers are never merged into one.
+fn split_list(value: &str) -> Vec<String> {
+    let mut urls: Vec<String> = Vec::new();
+    for piece in value.split(',') {
+        if let Some(previous) = urls.last_mut() {
+            let joined = format!("{previous},{piece}");
+            let continues = piece.contains('@')
+                && !piece.contains("://")
+                && ServerSpec::parse(previous).is_err()
+                && ServerSpec::parse(&joined).is_ok_and(|spec| spec.has_secret());
+            if continues {
+                *previous = joined;
+                continue;
+            }
+        }
+        urls.push(piece.to_owned());
+    }
+    urls
+}
+
+/// A servers file: one URL per line; blank lines and lines starting with
+/// `#` are skipped. A file that holds a password should be readable by its
+/// owner only; if not, the user hears of it.
+fn from_file(path: &Path) -> Result<ServerList, Error> {
+    let source = ServerSource::File(path.to_path_buf());
+    let name = source.describe();
+    let (text, mode) =
+        read_small_file(path).map_err(|err| Error::Config(format!("{name}: {err}")))?;
+    let text = String::from_utf8(text)
+        .map_err(|_| Error::Config(format!("{name}: the file is not valid UTF-8")))?;
+    let urls: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .collect();
+    if urls.is_empty() {
+        return Err(Error::Config(format!("{name} names no server")));
+    }
+    let specs = parse_all(&urls, &name)?;
+    let mut notices = Vec::new();
+    if mode & 0o077 != 0 && specs.iter().any(ServerSpec::has_secret) {
+        notices.push(Notice::ReadableSecretFile(path.to_path_buf()));
+    }
+    list(specs, source, notices)
+}
+
+/// The same master listed twice would count twice towards the quorum. One
+/// pass over a map: thousands of servers cost nothing before any I/O.
+fn reject_duplicates(specs: &[ServerSpec], source: &ServerSource) -> Result<(), Error> {
+    let mut seen: HashMap<String, &ServerSpec> = HashMap::with_capacity(specs.len());
+    for spec in specs {
+        if let Some(earlier) = seen.insert(spec.identity(), spec) {
+            return Err(Error::Config(format!(
+                "{}: {spec} is listed twice (as {earlier}): the same host and port is one \
+                 master, whatever the database",
+                source.describe()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The CA certificate(s) for `rediss://`, checked here so that a wrong file
+/// is a configuration error, not an endless series of failed handshakes.
+/// Read only when a URL uses TLS.
+pub fn read_ca_cert(path: &Path) -> Result<Vec<u8>, Error> {
+    let name = format!("--tls-ca-cert {}", shown_path(path));
+    let (pem, _) = read_small_file(path).map_err(|err| Error::Config(format!("{name}: {err}")))?;
+    if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+        return Err(Error::Config(format!(
+            "{name}: no PEM certificate in the file"
+        )));
+    }
+    Ok(pem)
+}
+
+/// The contents and permission bits of a regular file of at most
+/// [`MAX_FILE_BYTES`]. Opened without blocking, so that a FIFO cannot hang
+/// us, and checked on the open file, so that what is read is what was
+/// checked.
+fn read_small_file(path: &Path) -> std::io::Result<(Vec<u8>, u32)> {
+    let file = File::options()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    if metadata.len() > MAX_FILE_BYTES {
+        return Err(std::io::Error::other("larger than 1 MiB"));
+    }
+    let mut contents = Vec::new();
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut contents)?;
+    if contents.len() as u64 > MAX_FILE_BYTES {
+        return Err(std::io::Error::other("larger than 1 MiB"));
+    }
+    Ok((contents, metadata.mode()))
+}
+
+/// A path in a message: escaped, so that a name cannot break the line.
+pub fn shown_path(path: &Path) -> String {
+    escape_bytes(path.as_os_str().as_encoded_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn lists_split_at_commas_but_not_inside_passwords() {
+        assert_eq!(split_list("a:1,b:2"), ["a:1", "b:2"]);
+        assert_eq!(
+            split_list("redis://u:p,w@h:1,h:2"),
+            ["redis://u:p,w@h:1", "h:2"]
+        );
+        assert_eq!(split_list("redis://:1,2@h:1"), ["redis://:1,2@h:1"]);
+        // Three servers stay three: b:2 is a server of its own.
+        assert_eq!(split_list("a:1,b:2,:pw@c:3"), ["a:1", "b:2", ":pw@c:3"]);
+    }
+
+    fn sources(flags: &[&str], env: Option<&str>) -> Sources {
+        Sources {
+            flags: flags.iter().map(OsString::from).collect(),
+            env: env.map(OsString::from),
+            ..Sources::default()
+        }
+    }
+
+    #[test]
+    fn separate_flags_are_never_merged() {
+        let list = resolve(&sources(&["127.0.0.1:1", ":pw@127.0.0.1:2"], None)).unwrap();
+        assert_eq!(list.specs.len(), 2);
+        assert_eq!(list.notices, [Notice::PasswordOnCommandLine]);
+    }
+
+    #[test]
+    fn an_empty_list_is_an_error_that_names_its_source() {
+        for flag in ["", ",", " , "] {
+            let err = resolve(&sources(&[flag], None)).unwrap_err();
+            assert!(
+                err.to_string()
+                    .starts_with("--server is set but names no server"),
+                "{err}"
+            );
+        }
+        let err = resolve(&sources(&[], Some(" , "))).unwrap_err();
+        assert!(
+            err.to_string().starts_with("REDLOCK_SERVERS is set"),
+            "{err}"
+        );
+        let default = resolve(&sources(&[], None)).unwrap();
+        assert_eq!(default.source, ServerSource::Default);
+        assert_eq!(default.specs[0].to_string(), DEFAULT_SERVER);
+    }
+
+    #[test]
+    fn files_come_after_flags_and_env_and_the_given_one_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+            path
+        };
+        let given = write("given", "# ours\n\n127.0.0.1:1\n  127.0.0.1:2  \n");
+        let user = write("user", "127.0.0.1:3\n");
+        let system = write("system", "127.0.0.1:4\n");
+        let mut all = Sources {
+            flags: vec!["127.0.0.1:5".into()],
+            env: Some("127.0.0.1:6".into()),
+            file: Some(given.clone()),
+            default_files: vec![dir.path().join("missing"), user.clone(), system],
+        };
+        let port = |s: &Sources| resolve(s).unwrap().specs[0].to_string();
+        assert_eq!(port(&all), "redis://127.0.0.1:5");
+        all.flags.clear();
+        assert_eq!(port(&all), "redis://127.0.0.1:6");
+        all.env = Some("".into());
+        assert_eq!(
+            port(&all),
+            "redis://127.0.0.1:1",
+            "an empty env defers to the file"
+        );
+        all.env = None;
+        let list = resolve(&all).unwrap();
+        assert_eq!(list.specs.len(), 2);
+        assert_eq!(list.source, ServerSource::File(given));
+        all.file = None;
+        assert_eq!(
+            port(&all),
+            "redis://127.0.0.1:3",
+            "the user's before the system's"
+        );
+        all.default_files.remove(1);
+        assert_eq!(port(&all), "redis://127.0.0.1:4");
+        assert!(!user.as_os_str().is_empty());
+    }
+
+    #[test]
+    fn a_readable_file_with_a_password_is_noticed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("servers");
+        std::fs::write(&path, "redis://:pw@127.0.0.1:1\n").unwrap();
+        let file = Sources {
+            file: Some(path.clone()),
+            ..Sources::default()
+        };
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(
+            resolve(&file).unwrap().notices,
+            [Notice::ReadableSecretFile(path.clone())]
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(resolve(&file).unwrap().notices, []);
+    }
+
+    #[test]
+    fn files_must_be_small_regular_files() {
+        for path in ["/dev/zero", "/dev/null", "/"] {
+            let err = read_small_file(Path::new(path)).unwrap_err();
+            assert!(
+                err.to_string().contains("not a regular file"),
+                "{path}: {err}"
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![b'#'; 1024 * 1024 + 1]).unwrap();
+        assert!(read_small_file(&big).is_err());
+    }
+
+    #[test]
+    fn duplicates_are_found_in_one_pass() {
+        let many: Vec<String> = (1..=5000).map(|i| format!("127.0.0.1:{i}")).collect();
+        let started = std::time::Instant::now();
+        let list = resolve(&sources(&[&many.join(",")], None)).unwrap();
+        assert_eq!(list.specs.len(), 5000);
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        let twice = resolve(&sources(&["127.0.0.1:7,127.1:7"], None)).unwrap_err();
+        assert!(twice.to_string().contains("listed twice"), "{twice}");
+    }
+}
