@@ -22,7 +22,8 @@ pub async fn run(
     out: Reporter,
 ) -> Result<Exit, Error> {
     let mut interrupts = Listener::new(&INTERRUPTS)?;
-    let acquired = acquire_or_cancel(redlock, key, ttl, wait, interrupts.recv()).await;
+    let on_retry = |attempt, err: &_| out.retrying(attempt, err);
+    let acquired = acquire_or_cancel(redlock, key, ttl, wait, interrupts.recv(), on_retry).await;
     let lease = match acquired {
         Ok(Ok(lease)) => lease,
         Ok(Err(err)) => return out.failed(key, err),

@@ -34,7 +34,16 @@ pub async fn run(
     // taken; one that comes right after the lock was taken is passed on to
     // the command instead of being lost.
     let mut signals = Listener::new(&supervise::FORWARDED)?;
-    let acquired = acquire_or_cancel(redlock, &spec.key, spec.ttl, spec.wait, signals.recv()).await;
+    let on_retry = |attempt, err: &_| out.retrying(attempt, err);
+    let acquired = acquire_or_cancel(
+        redlock,
+        &spec.key,
+        spec.ttl,
+        spec.wait,
+        signals.recv(),
+        on_retry,
+    )
+    .await;
     let lease = match acquired {
         Ok(Ok(lease)) => lease,
         Ok(Err(err @ LockError::Busy { .. })) => {

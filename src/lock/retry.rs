@@ -26,17 +26,18 @@ pub enum Wait {
 /// `cancel` resolves first. Then whatever the attempt in flight took is
 /// released, so that a cancelled acquire never leaves a lock behind, and
 /// `cancel`'s output is returned. On failure the last attempt's reason is
-/// returned.
+/// returned; `on_retry` hears of each failed attempt that is retried.
 pub async fn acquire_or_cancel<C: Future>(
     redlock: &Redlock,
     key: &LockKey,
     ttl: Duration,
     wait: Wait,
     cancel: C,
+    on_retry: impl FnMut(u32, &LockError),
 ) -> Result<Result<Lease, LockError>, C::Output> {
     let in_flight = InFlight::default();
     tokio::select! {
-        outcome = acquire(redlock, key, ttl, wait, &in_flight) => Ok(outcome),
+        outcome = acquire(redlock, key, ttl, wait, &in_flight, on_retry) => Ok(outcome),
         cancelled = cancel => {
             if let Some(token) = in_flight.token() {
                 let _ = redlock.release(key, &token).await;
@@ -55,6 +56,7 @@ async fn acquire(
     ttl: Duration,
     wait: Wait,
     in_flight: &InFlight,
+    mut on_retry: impl FnMut(u32, &LockError),
 ) -> Result<Lease, LockError> {
     let give_up_at = match wait {
         Wait::No => Some(BootInstant::now()),
@@ -79,6 +81,7 @@ async fn acquire(
             }
             pause = pause.min(left);
         }
+        on_retry(attempts, &error);
         tokio::time::sleep(pause).await;
     }
 }

@@ -159,6 +159,17 @@ impl Reporter {
         ));
     }
 
+    /// Under `-v`, what a failed attempt to take the lock met, before the
+    /// next one.
+    pub fn retrying(&self, attempt: u32, error: &crate::lock::LockError) {
+        self.verbose(|| {
+            format!(
+                "attempt {attempt} failed, retrying: {}",
+                crate::error::describe(error)
+            )
+        });
+    }
+
     /// A signal ended the wait for the lock; whatever was taken has been
     /// released. The status of a process killed by that signal.
     pub fn interrupted(&self, key: &LockKey, signal: nix::sys::signal::Signal) -> Exit {

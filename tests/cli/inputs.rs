@@ -483,3 +483,25 @@ fn a_closed_stdout_after_the_operation_keeps_its_status() {
     out.assert_code(70, "acquire, stdout closed");
     support::assertions::assert_gone_everywhere(&cluster, b"closed");
 }
+
+/// A waiting acquire that keeps failing says, under -v, what each attempt
+/// met; without -v only the last reason is said.
+#[test]
+fn verbose_says_what_each_failed_attempt_met() {
+    let dead = {
+        let mut server = RedisServer::start();
+        server.kill();
+        server
+    };
+    let url = dead.url();
+    let out = run(support::redlock().args(["-v", "-s", &url, "acquire", "-w", "500ms", "x"]));
+    out.assert_code(69, "-w against a dead server");
+    assert!(
+        out.stderr.contains("attempt 1 failed, retrying: no quorum"),
+        "{}",
+        out.stderr
+    );
+    let out = run(support::redlock().args(["-s", &url, "acquire", "-w", "500ms", "x"]));
+    out.assert_code(69, "the same without -v");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+}
