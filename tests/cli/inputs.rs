@@ -505,3 +505,20 @@ fn verbose_says_what_each_failed_attempt_met() {
     out.assert_code(69, "the same without -v");
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
 }
+
+/// A URL is text from the user: escaped and cut to one short line when
+/// shown, like a lock name.
+#[test]
+fn urls_with_control_characters_or_great_length_are_shown_safely() {
+    let long = format!("redis://h:1/{}", "9".repeat(5000));
+    for url in [
+        "redis://h\x1b]0;PWNED\x07:1",
+        "redis://h:1/\x1b[2J",
+        long.as_str(),
+    ] {
+        let out = run(support::redlock().args(["-s", url, "status", "x"]));
+        one_line_error(&out, 78, &url.escape_debug().to_string());
+        assert!(!out.stderr.contains(['\x1b', '\x07']), "{:?}", out.stderr);
+        assert!(out.stderr.len() < 600, "{} bytes", out.stderr.len());
+    }
+}
