@@ -1,6 +1,7 @@
 //! `redlock exec`: take the lock, run the command under it while the keeper
 //! extends it, release it, and exit with the command's status.
 
+use std::cell::Cell;
 use std::ffi::OsString;
 use std::io;
 use std::os::unix::ffi::OsStrExt as _;
@@ -58,12 +59,15 @@ pub async fn run(
     };
     out.holding(&lease, redlock.len());
     let outcome = supervise_under(redlock, &spec, handoff, &lease, &mut signals, out).await;
-    let lost = matches!(outcome, Ok(Exit::Lost));
+    let lost = matches!(
+        outcome,
+        Ok(Exit::Lost) | Err(Error::Lock(LockError::Refused { .. }))
+    );
     match redlock.release(&spec.key, &lease.token).await {
         Ok(_) => out.verbose(|| format!("released {}", spec.key)),
-        // After a loss the release only tidies up; after a normal end the
-        // command's status matters more than a lock that lapsed at the very
-        // end.
+        // After a loss (or a refusal) the release only tidies up; after a
+        // normal end the command's status matters more than a lock that
+        // lapsed at the very end.
         Err(err) if !lost => out.outcome(&format!("release after the command ended: {err}")),
         Err(_) => {}
     }
@@ -95,11 +99,18 @@ async fn supervise_under(
         plan: spec.stop,
     };
     let (deadlines, deadline) = watch::channel(lease.deadline);
+    // A refused extension ends the run as a refusal (78), not as a loss.
+    let refused = Cell::new(None);
     let lost = async {
         let on_retry = |err: &LockError| {
             out.outcome(&format!("extending failed, retrying: {}", describe(err)));
         };
-        keep(redlock, lease, deadlines, on_retry).await.to_string()
+        let err = keep(redlock, lease, deadlines, on_retry).await;
+        let account = err.to_string();
+        if matches!(err, LockError::Refused { .. }) {
+            refused.set(Some(err));
+        }
+        account
     };
     let report = |event: supervise::Event| out.supervision(&event);
     let outcome = supervise::run(&command, deadline, lost, signals, &report)
@@ -108,6 +119,13 @@ async fn supervise_under(
     Ok(match outcome {
         Outcome::Ended(status) => exit_for(status),
         Outcome::Stopped(reason) => {
+            if let Some(refused) = refused.take() {
+                out.warning(&format!(
+                    "lock {} could not be extended; the command was stopped",
+                    spec.key
+                ));
+                return Err(refused.into());
+            }
             out.warning(&format!(
                 "lock {} {}; the command was stopped",
                 spec.key,

@@ -34,6 +34,14 @@ impl Failures {
             }
         }
     }
+
+    /// The `Refused` error [`Self::into_error`] gives, if it gives one.
+    pub(super) fn refusal(self, key: &LockKey, total: usize, quorum: usize) -> Option<LockError> {
+        match self.into_error(key, total, quorum) {
+            refused @ LockError::Refused { .. } => Some(refused),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for Failures {

@@ -17,7 +17,8 @@ pub fn interval(ttl: Duration) -> Duration {
 
 /// Extends `lease` every [`interval`] and publishes each new deadline on
 /// `deadlines`; retries a failed extension after a short pause, telling
-/// `on_retry` why. Returns only when a majority says the token is gone.
+/// `on_retry` why. Returns only when a majority says the token is gone, or
+/// when the servers refuse the extension in a way no retry can fix.
 pub async fn keep(
     redlock: &Redlock,
     lease: &Lease,
@@ -34,7 +35,7 @@ pub async fn keep(
                 deadlines.send_replace(extended.deadline);
                 pause = interval;
             }
-            Err(err @ LockError::NotHeld { .. }) => return err,
+            Err(err @ (LockError::NotHeld { .. } | LockError::Refused { .. })) => return err,
             Err(err) => {
                 on_retry(&err);
                 pause = retry;

@@ -104,7 +104,13 @@ impl Redlock {
             Err(too_slow) => too_slow,
         };
         // Unlock-all: a server that timed out may still have taken the key.
-        let _ = self.release_round(key, token).await;
+        // If a majority refuses it (an ACL without GET or DEL), every attempt
+        // would leave its key behind: no retry can work, so say so.
+        let unlocked = self.release_round(key, token).await;
+        let unlock_failures = Failures(unlocked.failures(&self.servers));
+        if let Some(refused) = unlock_failures.refusal(key, self.len(), self.quorum) {
+            return Err(refused);
+        }
         let tally = replies.tally(self.quorum);
         Err(if let Some(too_slow) = too_slow {
             too_slow

@@ -207,21 +207,44 @@ impl Server {
             return ServerError::Timeout(self.timeout);
         }
         let message = self.spec.scrub(&err.to_string());
-        // Settings no retry can fix: credentials, ACLs, a replica, a URL
-        // option the client rejects, a certificate that does not verify.
-        let refused = matches!(
-            err.kind(),
-            ErrorKind::AuthenticationFailed
-                | ErrorKind::InvalidClientConfig
-                | ErrorKind::Server(ServerErrorKind::NoPerm | ServerErrorKind::ReadOnly)
-        ) || matches!(
-            err.code(),
-            Some("NOAUTH" | "WRONGPASS" | "NOPERM" | "READONLY")
-        ) || message.contains("invalid peer certificate");
-        if refused {
-            ServerError::Refused(message)
-        } else {
-            ServerError::Failed(message)
+        match refusal(err, &message) {
+            Some("") => ServerError::Refused(message),
+            Some(why) => ServerError::Refused(format!("{why}: {message}")),
+            None => ServerError::Failed(message),
         }
     }
+}
+
+/// What a permission error says about what redlock needs.
+const NOT_PERMITTED: &str = "not permitted by the server's ACL (redlock needs +set +get +del \
+     +pexpire +pttl +type +eval +evalsha on the lock's keys, and +select for a /db other than 0)";
+
+/// Whether no retry can fix `err` (whose text is `message`): settings such as
+/// credentials, ACLs, a replica, a URL option the client rejects, a
+/// certificate that does not verify. `Some` of what to say before the
+/// message ("" when it speaks for itself), `None` for a passing failure.
+fn refusal(err: &RedisError, message: &str) -> Option<&'static str> {
+    if is_not_permitted(err, message) {
+        return Some(NOT_PERMITTED);
+    }
+    let refused = matches!(
+        err.kind(),
+        ErrorKind::AuthenticationFailed
+            | ErrorKind::InvalidClientConfig
+            | ErrorKind::Server(ServerErrorKind::ReadOnly)
+    ) || matches!(err.code(), Some("NOAUTH" | "WRONGPASS" | "READONLY"))
+        || message.contains("invalid peer certificate");
+    refused.then_some("")
+}
+
+/// An ACL refusal, wherever it comes from: a command (`NOPERM`), a command
+/// inside a script (a plain `ERR`: "The user executing the script can't ..."
+/// up to Redis 7.0, "ACL failure in script: ..." from 7.2), or the `SELECT`
+/// of the connection handshake, whose error code the client library drops.
+fn is_not_permitted(err: &RedisError, message: &str) -> bool {
+    err.kind() == ErrorKind::Server(ServerErrorKind::NoPerm)
+        || err.code() == Some("NOPERM")
+        || message.contains("The user executing the script can't")
+        || message.contains("ACL failure in script")
+        || (message.contains("refused to switch database") && message.contains("no permissions"))
 }

@@ -11,5 +11,6 @@ mod fixture;
 mod generated;
 mod inputs;
 mod release_extend;
+mod server_errors;
 mod snapshots;
 mod status;

@@ -332,6 +332,21 @@ impl RedisServer {
         self.query(redis::cmd("PTTL").arg(key), "PTTL")
     }
 
+    /// Creates (or resets) the ACL user `name` with password `password` and
+    /// the ACL `rules` (e.g. `["~*", "+@all", "-get"]`) and returns the URL
+    /// that logs in as that user: `redis://name:password@127.0.0.1:PORT`.
+    pub fn acl_user(&self, name: &str, password: &str, rules: &[&str]) -> String {
+        let mut cmd = redis::cmd("ACL");
+        cmd.arg("SETUSER")
+            .arg(name)
+            .arg("reset")
+            .arg("on")
+            .arg(format!(">{password}"))
+            .arg(rules);
+        self.query::<()>(&cmd, "ACL SETUSER");
+        format!("redis://{name}:{password}@127.0.0.1:{}", self.port)
+    }
+
     /// Kills the server with SIGKILL and waits for it. Does nothing if it is
     /// already killed. The port stays reserved for [`Self::restart`].
     pub fn kill(&mut self) {
@@ -714,6 +729,16 @@ impl Cluster {
                 }
             })
             .collect()
+    }
+
+    /// [`RedisServer::acl_user`] on every server; returns the URLs joined
+    /// with `,`, a value for `REDLOCK_SERVERS`.
+    pub fn acl_user(&self, name: &str, password: &str, rules: &[&str]) -> String {
+        self.servers
+            .iter()
+            .map(|s| s.acl_user(name, password, rules))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// [`redlock`] with `REDLOCK_SERVERS` set to [`Self::servers_arg`].

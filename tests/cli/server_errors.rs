@@ -1,0 +1,172 @@
+//! What servers answer besides "yes" and "no". An error no retry can fix (an
+//! ACL that denies a command redlock needs) is a refusal: exit 78 at once,
+//! on every command, never "not held" (79), "busy" (75) or "no quorum" (69)
+//! retried until a deadline or forever. A key of another type is still
+//! someone else's lock.
+
+use std::time::Duration;
+
+use crate::support::assertions::{assert_held_everywhere, assert_no_panic};
+use crate::support::{self, acquire, run, timed, Cluster, Output};
+
+const PASSWORD: &str = "acl-pw-1234";
+
+/// Every permission but `denied` (e.g. `-get`), on every key.
+fn all_but(denied: &str) -> [&str; 3] {
+    ["~*", "+@all", denied]
+}
+
+/// Runs `redlock ARGS` against `servers` (a `REDLOCK_SERVERS` value) and
+/// asserts that it is refused at once: exit 78 within 2s, whatever `-w`
+/// says, with `says` on stderr.
+#[track_caller]
+fn assert_refused(servers: &str, args: &[&str], says: &str) -> Output {
+    let context = format!("{args:?} on {servers}");
+    let (out, took) = timed(
+        support::redlock()
+            .env("REDLOCK_SERVERS", servers)
+            .args(args),
+    );
+    out.assert_code(78, &context);
+    assert_no_panic(&out, &context);
+    assert!(
+        took < Duration::from_secs(2),
+        "{context}: took {took:?}; a refusal is never retried"
+    );
+    assert!(
+        out.stderr.contains(says),
+        "{context}: stderr must say {says:?}: {}",
+        out.stderr
+    );
+    out
+}
+
+// ---------------------------------------------------------------------------
+// ACL permissions
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_user_without_get_is_refused_not_told_its_lock_is_lost() {
+    // The scripts read the key with pcall, which also swallowed NOPERM: a
+    // lock the token holds read as "not held" (79), and a busy acquire's
+    // unlock-all silently deleted nothing.
+    let cluster = Cluster::start(3);
+    let servers = cluster.acl_user("noget", PASSWORD, &all_but("-get"));
+    let token = acquire(&cluster, "held", &[]);
+    assert_refused(&servers, &["release", "held", &token], "ACL");
+    assert_refused(&servers, &["extend", "held", &token], "ACL");
+    // SET needs no GET, but the unlock-all of a failed attempt does: each
+    // attempt would leave its key behind, so no attempt is worth making.
+    assert_refused(&servers, &["acquire", "-n", "held"], "ACL");
+    assert_refused(&servers, &["acquire", "-w", "5s", "held"], "ACL");
+    assert_held_everywhere(&cluster, b"held", &token);
+    // Taken on one server of three, busy on the others: the key taken
+    // cannot be unlocked.
+    cluster[0].set(b"split", b"someone-else");
+    cluster[1].set(b"split", b"someone-else");
+    assert_refused(&servers, &["acquire", "-n", "split"], "ACL");
+}
+
+#[test]
+fn a_command_the_acl_denies_inside_a_script_is_a_refusal() {
+    // A denied call inside a script used to come back as a plain ERR, read
+    // as a passing failure: 69, "no quorum".
+    let cluster = Cluster::start(3);
+    let token = acquire(&cluster, "lk", &[]);
+    let cases: [(&str, &[&str]); 6] = [
+        ("-del", &["release", "lk", &token]),
+        ("-pexpire", &["extend", "lk", &token]),
+        ("-pttl", &["extend", "lk", &token]),
+        ("-pttl", &["status", "lk"]),
+        ("-type", &["status", "lk"]),
+        ("-get", &["status", "lk"]),
+    ];
+    for (denied, args) in cases {
+        let servers = cluster.acl_user("limited", PASSWORD, &all_but(denied));
+        let out = assert_refused(&servers, args, "ACL");
+        assert!(
+            out.stderr.contains("+pexpire"),
+            "{denied} {args:?}: the message lists what redlock needs: {}",
+            out.stderr
+        );
+    }
+    assert_held_everywhere(&cluster, b"lk", &token);
+}
+
+#[test]
+fn a_user_without_select_is_refused_for_a_database_other_than_0() {
+    let cluster = Cluster::start(3);
+    let servers = cluster
+        .servers
+        .iter()
+        .map(|s| format!("{}/1", s.acl_user("nosel", PASSWORD, &all_but("-select"))))
+        .collect::<Vec<_>>()
+        .join(",");
+    for args in [
+        &["acquire", "-w", "5s", "x"][..],
+        &["status", "x"],
+        &["release", "x", "tok"],
+        &["extend", "x", "tok"],
+    ] {
+        assert_refused(&servers, args, "ACL");
+    }
+}
+
+#[test]
+fn exec_stops_its_command_at_once_when_an_extension_is_refused() {
+    // Without GET the extension read as "lost" (79); without PEXPIRE it was
+    // retried until the stop schedule ran out (79, later). Either way the
+    // servers refuse: 78, as soon as the first extension is refused.
+    let cluster = Cluster::start(3);
+    // One lock each: without GET the lock cannot be released either.
+    for (denied, name) in [("-get", "job-get"), ("-pexpire", "job-pexpire")] {
+        let servers = cluster.acl_user("noext", PASSWORD, &all_but(denied));
+        let context = format!("exec with {denied}");
+        let (out, took) = timed(support::redlock().env("REDLOCK_SERVERS", &servers).args([
+            "exec", "--ttl", "3s", "-k", "100ms", name, "--", "sleep", "30",
+        ]));
+        out.assert_code(78, &context);
+        assert_no_panic(&out, &context);
+        // The first extension comes after a third of the TTL.
+        assert!(
+            took < Duration::from_millis(2200),
+            "{context}: the command ran on for {took:?}"
+        );
+        assert!(
+            out.stderr
+                .contains("could not be extended; the command was stopped")
+                && out.stderr.contains("ACL"),
+            "{context}: {}",
+            out.stderr
+        );
+        assert!(
+            !out.stderr.contains("release after the command ended"),
+            "{context}: the release is only tidying up: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn a_key_of_another_type_is_still_someone_elses_lock() {
+    // GET on a hash answers WRONGTYPE: "not ours", as before, not an error.
+    let cluster = Cluster::start(3);
+    for server in &cluster.servers {
+        redis::cmd("HSET")
+            .arg("hashed")
+            .arg("field")
+            .arg("value")
+            .query::<()>(&mut server.client())
+            .unwrap();
+    }
+    run(cluster.redlock().args(["release", "hashed", "tok"])).assert_code(79, "release");
+    run(cluster.redlock().args(["extend", "hashed", "tok"])).assert_code(79, "extend");
+    run(cluster.redlock().args(["acquire", "-n", "hashed"])).assert_code(75, "acquire -n");
+    for server in &cluster.servers {
+        let kind: String = redis::cmd("TYPE")
+            .arg("hashed")
+            .query(&mut server.client())
+            .unwrap();
+        assert_eq!(kind, "hash", "the foreign key is untouched");
+    }
+}
