@@ -46,6 +46,17 @@ impl ServerSpec {
             return Err(SpecError(format!("unsupported server URL {shown}")));
         }
         reject_query_password(&url, info.addr(), &shown)?;
+        // Known never to work, so refused here rather than retried as an
+        // outage: port 0, and a database index below 0.
+        if let ConnectionAddr::Tcp(_, 0) | ConnectionAddr::TcpTls { port: 0, .. } = info.addr() {
+            return Err(SpecError(format!("invalid server URL {shown}: port 0")));
+        }
+        if info.redis_settings().db() < 0 {
+            return Err(SpecError(format!(
+                "invalid server URL {shown}: database index {} is negative",
+                info.redis_settings().db()
+            )));
+        }
         let password = info.redis_settings().password().map(str::to_owned);
         // One round trip fewer on every connect: we never need CLIENT SETINFO.
         let settings = info.redis_settings().clone().set_skip_set_lib_name();

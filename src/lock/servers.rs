@@ -3,12 +3,15 @@
 
 use std::collections::HashSet;
 use std::future::Future;
+use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, ErrorKind, FromRedisValue, RedisError, ServerErrorKind};
+use redis::{
+    AsyncConnectionConfig, ConnectionAddr, ErrorKind, FromRedisValue, RedisError, ServerErrorKind,
+};
 use tokio::sync::Mutex;
 
 use super::scripts::LuaScript;
@@ -207,32 +210,72 @@ impl Server {
             return ServerError::Timeout(self.timeout);
         }
         let message = self.spec.scrub(&err.to_string());
+        // What a TLS port does to plaintext; a server or a proxy that goes
+        // away does it too, so it stays a passing failure, with a hint.
+        let plain_tcp = matches!(self.spec.connection_info().addr(), ConnectionAddr::Tcp(..));
+        let reset = plain_tcp && io_error_kind(err) == Some(io::ErrorKind::ConnectionReset);
         match refusal(err, &message) {
             Some("") => ServerError::Refused(message),
             Some(why) => ServerError::Refused(format!("{why}: {message}")),
+            None if reset => ServerError::Failed(format!("{message}; {PLAINTEXT_TO_TLS}")),
             None => ServerError::Failed(message),
         }
     }
+}
+
+/// The kind of the I/O error behind `err`, if there is one.
+fn io_error_kind(err: &RedisError) -> Option<io::ErrorKind> {
+    // redis-rs keeps the I/O error behind an `Arc<dyn Error>`.
+    let source = std::error::Error::source(err)?;
+    let io = source.downcast_ref::<io::Error>().or_else(|| {
+        source
+            .downcast_ref::<Arc<dyn std::error::Error + Send + Sync>>()?
+            .downcast_ref::<io::Error>()
+    })?;
+    Some(io.kind())
 }
 
 /// What a permission error says about what redlock needs.
 const NOT_PERMITTED: &str = "not permitted by the server's ACL (redlock needs +set +get +del \
      +pexpire +pttl +type +eval +evalsha on the lock's keys, and +select for a /db other than 0)";
 
+/// A hint for a plain TCP connection that the server reset.
+const PLAINTEXT_TO_TLS: &str =
+    "a TLS port resets plaintext connections: if this is one, use rediss://";
+
+/// What a TLS server that requires a client certificate answers.
+const CLIENT_CERTIFICATE: &str =
+    "the server requires a TLS client certificate, which redlock does not send";
+
+/// What a TLS 1.2 server answers when it requires a client certificate, or
+/// shares no protocol version or cipher suite with us.
+const TLS_HANDSHAKE: &str = "the server refused the TLS handshake (it may require a client \
+     certificate, which redlock does not send)";
+
 /// Whether no retry can fix `err` (whose text is `message`): settings such as
-/// credentials, ACLs, a replica, a URL option the client rejects, a
-/// certificate that does not verify. `Some` of what to say before the
+/// credentials, ACLs, a replica, a database index the server does not have,
+/// a URL option the client rejects, a certificate that does not verify or a
+/// client certificate the server requires. `Some` of what to say before the
 /// message ("" when it speaks for itself), `None` for a passing failure.
 fn refusal(err: &RedisError, message: &str) -> Option<&'static str> {
     if is_not_permitted(err, message) {
         return Some(NOT_PERMITTED);
     }
-    let refused = matches!(
-        err.kind(),
-        ErrorKind::AuthenticationFailed
-            | ErrorKind::InvalidClientConfig
-            | ErrorKind::Server(ServerErrorKind::ReadOnly)
-    ) || matches!(err.code(), Some("NOAUTH" | "WRONGPASS" | "READONLY"))
+    if message.contains("received fatal alert: CertificateRequired") {
+        return Some(CLIENT_CERTIFICATE);
+    }
+    if message.contains("received fatal alert: HandshakeFailure") {
+        return Some(TLS_HANDSHAKE);
+    }
+    // Database index out of range (or SELECT denied, above): no retry helps.
+    let refused = message.contains("refused to switch database")
+        || matches!(
+            err.kind(),
+            ErrorKind::AuthenticationFailed
+                | ErrorKind::InvalidClientConfig
+                | ErrorKind::Server(ServerErrorKind::ReadOnly)
+        )
+        || matches!(err.code(), Some("NOAUTH" | "WRONGPASS" | "READONLY"))
         || message.contains("invalid peer certificate");
     refused.then_some("")
 }

@@ -1,13 +1,15 @@
 //! What servers answer besides "yes" and "no". An error no retry can fix (an
-//! ACL that denies a command redlock needs) is a refusal: exit 78 at once,
-//! on every command, never "not held" (79), "busy" (75) or "no quorum" (69)
-//! retried until a deadline or forever. A key of another type is still
+//! ACL that denies a command redlock needs, a database index the server does
+//! not have, a client certificate it requires) is a refusal: exit 78 at
+//! once, on every command, never "not held" (79), "busy" (75) or "no quorum"
+//! (69) retried until a deadline or forever; a URL that can never work is
+//! rejected before any server is asked. A key of another type is still
 //! someone else's lock.
 
 use std::time::Duration;
 
 use crate::support::assertions::{assert_held_everywhere, assert_no_panic};
-use crate::support::{self, acquire, run, timed, Cluster, Output};
+use crate::support::{self, acquire, run, timed, Cluster, Output, RedisServer};
 
 const PASSWORD: &str = "acl-pw-1234";
 
@@ -169,4 +171,117 @@ fn a_key_of_another_type_is_still_someone_elses_lock() {
             .unwrap();
         assert_eq!(kind, "hash", "the foreign key is untouched");
     }
+}
+
+// ---------------------------------------------------------------------------
+// Other settings no retry can fix
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_database_index_the_server_does_not_have_is_a_refusal() {
+    // `ERR DB index is out of range` on every connection: it was 69, and a
+    // blocking acquire retried it forever.
+    let cluster = Cluster::start(3);
+    let servers = cluster
+        .urls()
+        .iter()
+        .map(|url| format!("{url}/16"))
+        .collect::<Vec<_>>()
+        .join(",");
+    for args in [
+        &["acquire", "-w", "5s", "x"][..],
+        &["status", "x"],
+        &["release", "x", "tok"],
+        &["extend", "x", "tok"],
+    ] {
+        assert_refused(&servers, args, "DB index is out of range");
+    }
+}
+
+#[test]
+fn a_url_that_can_never_connect_is_rejected_before_any_server_is_asked() {
+    // The server is gone: a URL that got as far as connecting would be a 69
+    // (connection refused), so a 78 here comes from reading the URL alone.
+    let dead = {
+        let mut server = RedisServer::start();
+        server.kill();
+        server
+    };
+    let port = dead.port();
+    let cases = [
+        (format!("redis://127.0.0.1:{port}/-1"), "database index -1"),
+        (
+            format!("redis://:pw@127.0.0.1:{port}/-5"),
+            "database index -5",
+        ),
+        (format!("redis://127.0.0.1:{port}/notadb"), "notadb"),
+        (
+            "redis+unix:///nonexistent.sock?db=-1".to_owned(),
+            "database index -1",
+        ),
+        ("redis://127.0.0.1:0".to_owned(), "port 0"),
+        ("rediss://localhost:0".to_owned(), "port 0"),
+    ];
+    for (url, says) in &cases {
+        for args in [
+            &["acquire", "-w", "5s", "x"][..],
+            &["status", "x"],
+            &["release", "x", "tok"],
+        ] {
+            let context = format!("-s {url} {args:?}");
+            let out = run(support::redlock().args(["-s", url]).args(args));
+            out.assert_code(78, &context);
+            assert_no_panic(&out, &context);
+            assert_eq!(out.stderr.lines().count(), 1, "{context}: {}", out.stderr);
+            assert!(out.stderr.contains(says), "{context}: {}", out.stderr);
+        }
+    }
+}
+
+#[test]
+fn a_tls_server_that_requires_a_client_certificate_is_a_refusal() {
+    // redlock presents no client certificate: every handshake fails, with
+    // CertificateRequired under TLS 1.3 and HandshakeFailure under TLS 1.2.
+    for extra in [
+        &["--tls-auth-clients", "yes"][..],
+        &["--tls-auth-clients", "yes", "--tls-protocols", "TLSv1.2"],
+    ] {
+        let server = RedisServer::start_tls_with(extra);
+        let ca = server.tls_ca_cert().unwrap();
+        let servers = server.tls_url();
+        for args in [&["acquire", "-w", "5s", "x"][..], &["status", "x"]] {
+            let context = format!("{extra:?} {args:?}");
+            let (out, took) = timed(
+                support::redlock()
+                    .args(["-s", &servers, "--tls-ca-cert"])
+                    .arg(&ca)
+                    .args(args),
+            );
+            out.assert_code(78, &context);
+            assert!(took < Duration::from_secs(2), "{context}: took {took:?}");
+            assert!(
+                out.stderr.contains("client certificate"),
+                "{context}: {}",
+                out.stderr
+            );
+        }
+        let dbsize: i64 = redis::cmd("DBSIZE").query(&mut server.client()).unwrap();
+        assert_eq!(dbsize, 0);
+    }
+}
+
+#[test]
+fn plaintext_to_a_tls_port_is_retried_but_the_message_suggests_rediss() {
+    // The server resets the connection without a word, as a server or a
+    // proxy that goes away would: it cannot be told from an outage, so it
+    // stays a 69, but the message names the likely cause.
+    let server = RedisServer::start_tls();
+    let url = format!("redis://127.0.0.1:{}", server.port());
+    let out = run(support::redlock().args(["-s", &url, "acquire", "-n", "x"]));
+    out.assert_code(69, "redis:// to a TLS port");
+    assert!(
+        out.stderr.contains("use rediss://"),
+        "the message suggests TLS: {}",
+        out.stderr
+    );
 }

@@ -92,9 +92,13 @@ fn release_port(port: u16) {
 // RedisServer
 // ---------------------------------------------------------------------------
 
-/// The TLS material of a server started with [`RedisServer::start_tls`].
+/// The TLS material of a server started with [`RedisServer::start_tls`]:
+/// the CA, and a client certificate it signed that [`RedisServer::client`]
+/// presents (redlock itself has none).
 struct Tls {
     ca_cert: PathBuf,
+    client_cert: PathBuf,
+    client_key: PathBuf,
 }
 
 /// One real `redis-server` process listening on 127.0.0.1.
@@ -149,9 +153,16 @@ impl RedisServer {
     /// [`Self::tls_ca_cert`]. [`Self::client`] and the data helpers speak TLS
     /// to it.
     pub fn start_tls() -> Self {
+        Self::start_tls_with(&[])
+    }
+
+    /// [`Self::start_tls`] with extra `redis-server` arguments, which come
+    /// last and so override the defaults, e.g. `&["--tls-auth-clients",
+    /// "yes"]`: [`Self::client`] presents a client certificate.
+    pub fn start_tls_with(extra_args: &[&str]) -> Self {
         let dir = temp_dir("redlock-test-redis-");
         let tls = make_tls_files(dir.path());
-        Self::start_inner(&[], false, Some((dir, tls)))
+        Self::start_inner(extra_args, false, Some((dir, tls)))
     }
 
     fn start_inner(extra_args: &[&str], unix: bool, tls: Option<(tempfile::TempDir, Tls)>) -> Self {
@@ -288,16 +299,16 @@ impl RedisServer {
         }
         match &self.tls {
             None => redis::Client::open(info),
-            Some(tls) => {
-                let root_cert = fs::read(&tls.ca_cert)?;
-                redis::Client::build_with_tls(
-                    info,
-                    redis::TlsCertificates {
-                        client_tls: None,
-                        root_cert: Some(root_cert),
-                    },
-                )
-            }
+            Some(tls) => redis::Client::build_with_tls(
+                info,
+                redis::TlsCertificates {
+                    client_tls: Some(redis::ClientTlsConfig {
+                        client_cert: fs::read(&tls.client_cert)?,
+                        client_key: fs::read(&tls.client_key)?,
+                    }),
+                    root_cert: Some(fs::read(&tls.ca_cert)?),
+                },
+            ),
         }
     }
 
@@ -619,19 +630,30 @@ fn shell_quote(arg: &str) -> String {
     }
 }
 
-/// Writes `ca.crt`, `server.crt` and `server.key` into `dir` with the
-/// `openssl` CLI: a throwaway CA and a server certificate for
-/// `IP:127.0.0.1, DNS:localhost` signed by it. P-256 keys, because RSA key
-/// generation would make every TLS test half a second slower.
+/// Writes `ca.crt`, `server.crt`, `server.key`, `client.crt` and
+/// `client.key` into `dir` with the `openssl` CLI: a throwaway CA, and a
+/// server certificate for `IP:127.0.0.1, DNS:localhost` and a client
+/// certificate signed by it. P-256 keys, because RSA key generation would
+/// make every TLS test half a second slower.
 fn make_tls_files(dir: &Path) -> Tls {
-    fs::write(
-        dir.join("server.ext"),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\n\
-         basicConstraints=CA:FALSE\n\
-         keyUsage=digitalSignature\n\
-         extendedKeyUsage=serverAuth\n",
-    )
-    .unwrap_or_else(|e| panic!("cannot write server.ext in {}: {e}", dir.display()));
+    for (file, usage, names) in [
+        (
+            "server.ext",
+            "serverAuth",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
+        ),
+        ("client.ext", "clientAuth", ""),
+    ] {
+        fs::write(
+            dir.join(file),
+            format!(
+                "{names}basicConstraints=CA:FALSE\n\
+                 keyUsage=digitalSignature\n\
+                 extendedKeyUsage={usage}\n"
+            ),
+        )
+        .unwrap_or_else(|e| panic!("cannot write {file} in {}: {e}", dir.display()));
+    }
     // One command per line, split on spaces: no argument contains a space.
     let steps = [
         "req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -sha256 -days 2 \
@@ -640,6 +662,10 @@ fn make_tls_files(dir: &Path) -> Tls {
          -subj /CN=localhost -keyout server.key -out server.csr",
         "x509 -req -sha256 -days 2 -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
          -extfile server.ext -out server.crt",
+        "req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -sha256 \
+         -subj /CN=redlock-test-client -keyout client.key -out client.csr",
+        "x509 -req -sha256 -days 2 -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+         -extfile client.ext -out client.crt",
     ];
     for step in steps {
         let out = Command::new("openssl")
@@ -658,6 +684,8 @@ fn make_tls_files(dir: &Path) -> Tls {
     }
     Tls {
         ca_cert: dir.join("ca.crt"),
+        client_cert: dir.join("client.crt"),
+        client_key: dir.join("client.key"),
     }
 }
 
