@@ -37,22 +37,52 @@ impl fmt::Debug for LockKey {
 /// `char::escape_debug` escapes (controls, quotes, invisible formatting);
 /// invalid bytes become `\xNN`.
 pub fn escape_bytes(bytes: &[u8]) -> String {
-    let mut shown = String::with_capacity(bytes.len());
-    for chunk in bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            // escape_debug also escapes single quotes, which are common in
-            // shell command lines and harmless inside double quotes.
-            if c == '\'' {
-                shown.push(c);
-            } else {
-                shown.extend(c.escape_debug());
-            }
-        }
-        for byte in chunk.invalid() {
-            shown.push_str(&format!("\\x{byte:02x}"));
-        }
+    escape_up_to(bytes, usize::MAX).0
+}
+
+/// How many characters of a text that came from a server are shown.
+pub const SERVER_TEXT_SHOWN: usize = 200;
+
+/// Text that came from a server (an error, a value, a type), fit for a
+/// terminal and a log line: escaped as by [`escape_bytes`], so on one line,
+/// and cut after `limit` characters with `…[+N bytes]` for the N bytes of it
+/// that are not shown.
+pub fn escape_and_cut(bytes: &[u8], limit: usize) -> String {
+    let (mut shown, used) = escape_up_to(bytes, limit);
+    if used < bytes.len() {
+        shown.push_str(&format!("…[+{} bytes]", bytes.len() - used));
     }
     shown
+}
+
+/// The escaped text of the longest start of `bytes` that fits in `limit`
+/// characters, never cutting an escape in two, and how many bytes that is.
+fn escape_up_to(bytes: &[u8], limit: usize) -> (String, usize) {
+    let mut shown = String::with_capacity(bytes.len().min(limit));
+    let (mut chars, mut used) = (0, 0);
+    let mut piece = String::new();
+    for chunk in bytes.utf8_chunks() {
+        let valid = chunk.valid().chars().map(|c| (c.len_utf8(), Ok(c)));
+        let invalid = chunk.invalid().iter().map(|&byte| (1, Err(byte)));
+        for (len, unit) in valid.chain(invalid) {
+            piece.clear();
+            match unit {
+                // escape_debug also escapes single quotes, which are common
+                // in shell command lines and harmless inside double quotes.
+                Ok('\'') => piece.push('\''),
+                Ok(c) => piece.extend(c.escape_debug()),
+                Err(byte) => piece.push_str(&format!("\\x{byte:02x}")),
+            }
+            let width = piece.chars().count();
+            if chars + width > limit {
+                return (shown, used);
+            }
+            shown.push_str(&piece);
+            chars += width;
+            used += len;
+        }
+    }
+    (shown, used)
 }
 
 /// The random value that marks one holder's ownership of a lock.
@@ -105,6 +135,17 @@ mod tests {
             LockKey::new("déploiement 🚀".into()).to_string(),
             "\"déploiement 🚀\""
         );
+    }
+
+    #[test]
+    fn server_text_is_escaped_and_cut_without_splitting_an_escape() {
+        assert_eq!(escape_and_cut(b"short", 10), "short");
+        assert_eq!(escape_and_cut(b"0123456789ab", 10), "0123456789…[+2 bytes]");
+        // "ab\u{1b}" is 8 characters: it does not fit after 5 shown.
+        assert_eq!(escape_and_cut(b"abcde\x1b[2J", 10), "abcde…[+4 bytes]");
+        assert_eq!(escape_and_cut(b"ab\n\xffcd", 8), "ab\\n\\xff…[+2 bytes]");
+        assert_eq!(escape_and_cut("é€x".as_bytes(), 2), "é€…[+1 bytes]");
+        assert_eq!(escape_and_cut(b"", 0), "");
     }
 
     #[test]

@@ -18,7 +18,7 @@ mod servers;
 pub use error::{Failures, LockError};
 pub use inspection::{Inspection, KeyState, ServerState, Verdict};
 pub use keeper::{interval as keeper_interval, keep};
-pub use key::{escape_bytes, LockKey, Token};
+pub use key::{escape_and_cut, escape_bytes, LockKey, Token, SERVER_TEXT_SHOWN};
 pub use mutex::{Lease, Redlock, Released};
 pub use quorum::{drift, quorum, validity};
 pub use retry::{acquire_or_cancel, Wait};

@@ -14,6 +14,7 @@ use redis::{
 };
 use tokio::sync::Mutex;
 
+use super::key::{escape_and_cut, SERVER_TEXT_SHOWN};
 use super::scripts::LuaScript;
 use super::server_url::{ServerSpec, SpecError};
 
@@ -210,11 +211,15 @@ impl Server {
             return ServerError::Timeout(self.timeout);
         }
         let message = self.spec.scrub(&err.to_string());
+        let refusal = refusal(err, &message);
+        // The text is the server's, or quotes it: escaped, on one line, and
+        // cut, whatever it sent.
+        let message = escape_and_cut(message.as_bytes(), SERVER_TEXT_SHOWN);
         // What a TLS port does to plaintext; a server or a proxy that goes
         // away does it too, so it stays a passing failure, with a hint.
         let plain_tcp = matches!(self.spec.connection_info().addr(), ConnectionAddr::Tcp(..));
         let reset = plain_tcp && io_error_kind(err) == Some(io::ErrorKind::ConnectionReset);
-        match refusal(err, &message) {
+        match refusal {
             Some("") => ServerError::Refused(message),
             Some(why) => ServerError::Refused(format!("{why}: {message}")),
             None if reset => ServerError::Failed(format!("{message}; {PLAINTEXT_TO_TLS}")),

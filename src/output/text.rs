@@ -5,7 +5,9 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt as _;
 use std::time::Duration;
 
-use crate::lock::{escape_bytes, Inspection, KeyState, Lease, Verdict};
+use crate::lock::{
+    escape_and_cut, escape_bytes, Inspection, KeyState, Lease, Verdict, SERVER_TEXT_SHOWN,
+};
 use crate::supervise::{Event, StopReason};
 
 /// `1.234s`-style durations for messages, rounded to milliseconds.
@@ -79,7 +81,7 @@ pub fn status(inspection: &Inspection, verdict: &Verdict) -> String {
         Verdict::Held { value, on } => format!(
             "{} is held: token {} on {on} of {total} servers (quorum {})",
             inspection.key,
-            escape_bytes(value),
+            server_text(value),
             inspection.quorum
         ),
         Verdict::Free => format!(
@@ -104,15 +106,23 @@ pub fn status(inspection: &Inspection, verdict: &Verdict) -> String {
                 value: Some(value),
                 pttl_ms,
                 ..
-            }) => format!("token {}  {}", escape_bytes(value), expiry(*pttl_ms)),
-            Ok(KeyState { kind, pttl_ms, .. }) => {
-                format!("foreign {kind} value  {}", expiry(*pttl_ms))
-            }
+            }) => format!("token {}  {}", server_text(value), expiry(*pttl_ms)),
+            Ok(KeyState { kind, pttl_ms, .. }) => format!(
+                "foreign {} value  {}",
+                server_text(kind.as_bytes()),
+                expiry(*pttl_ms)
+            ),
             Err(err) => format!("error: {err}"),
         };
         text.push_str(&format!("\n  {name:width$}  {detail}"));
     }
     text
+}
+
+/// A value or type a server holds, for the table: escaped and cut (the JSON
+/// shows it whole).
+fn server_text(bytes: &[u8]) -> String {
+    escape_and_cut(bytes, SERVER_TEXT_SHOWN)
 }
 
 fn expiry(pttl_ms: i64) -> String {

@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use crate::support::assertions::{assert_held_everywhere, assert_no_panic};
+use crate::support::fake_server::FakeServer;
 use crate::support::{self, acquire, run, timed, Cluster, Output, RedisServer};
 
 const PASSWORD: &str = "acl-pw-1234";
@@ -283,5 +284,133 @@ fn plaintext_to_a_tls_port_is_retried_but_the_message_suggests_rediss() {
         out.stderr.contains("use rediss://"),
         "the message suggests TLS: {}",
         out.stderr
+    );
+}
+
+// ---------------------------------------------------------------------------
+// What servers say is shown safely
+// ---------------------------------------------------------------------------
+
+/// The most a message may take that quotes a server: ours, plus 200
+/// characters of the server's text and the marker of what was cut.
+const MESSAGE_BOUND: usize = 1000;
+
+/// No ESC, BEL or other control character but the line feeds that end lines.
+#[track_caller]
+fn assert_no_controls(text: &str, context: &str) {
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n'),
+        "{context}: a raw control character reached the terminal: {:?}",
+        text.chars().take(500).collect::<String>()
+    );
+}
+
+/// A message about a server's reply: one line, no control characters,
+/// bounded in length.
+#[track_caller]
+fn assert_shown_safely(out: &Output, context: &str) {
+    assert_no_panic(out, context);
+    assert_no_controls(&out.stderr, context);
+    assert_eq!(
+        out.stderr.lines().count(),
+        1,
+        "{context}: stderr must be one line: {:?}",
+        out.stderr.chars().take(500).collect::<String>()
+    );
+    assert!(
+        out.stderr.len() < MESSAGE_BOUND,
+        "{context}: {} bytes on stderr: {:?}",
+        out.stderr.len(),
+        out.stderr.chars().take(500).collect::<String>()
+    );
+}
+
+#[test]
+fn an_error_reply_with_escape_sequences_is_shown_escaped_on_one_line() {
+    let replies: [(&str, Vec<u8>); 3] = [
+        (
+            "terminal escapes",
+            b"-ERR \x1b]0;PWNED\x07\x1b[2J\x1b[31mred\r\n".to_vec(),
+        ),
+        (
+            "an HTTP answer",
+            b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/html\r\n\r\n\x1b[2J<html>\n</html>\r\n"
+                .to_vec(),
+        ),
+        ("garbage", b"\x1b[2J\x07\xff\xfe\r\n\r\n\n\n\x00".to_vec()),
+    ];
+    for (what, reply) in replies {
+        let server = FakeServer::answering(reply);
+        for args in [
+            &["acquire", "-n", "x"][..],
+            &["release", "x", "tok"],
+            &["extend", "x", "tok"],
+        ] {
+            let context = format!("{what}: {args:?}");
+            let out = run(support::redlock().args(["-s", &server.url()]).args(args));
+            assert_eq!(out.code, 69, "{context}: {}", out.stderr);
+            assert_shown_safely(&out, &context);
+        }
+        let out = run(support::redlock().args(["-s", &server.url(), "status", "x"]));
+        assert_no_controls(&out.stdout, &format!("{what}: status table"));
+        assert_no_controls(&out.stderr, &format!("{what}: status"));
+    }
+}
+
+#[test]
+fn a_huge_error_reply_is_cut() {
+    let mut reply = b"-ERR ".to_vec();
+    reply.extend(std::iter::repeat_n(b'A', 5 << 20));
+    reply.extend(b"\r\n");
+    let server = FakeServer::answering(reply);
+    let out = run(support::redlock().args(["-s", &server.url(), "acquire", "-n", "x"]));
+    out.assert_code(69, "a 5 MB error");
+    assert_shown_safely(&out, "a 5 MB error");
+    assert!(
+        out.stderr.contains("…[+") && out.stderr.contains(" bytes]"),
+        "the cut is marked: {}",
+        out.stderr
+    );
+    let out = run(support::redlock().args(["-s", &server.url(), "status", "x"]));
+    assert!(
+        out.stdout.len() + out.stderr.len() < 2 * MESSAGE_BOUND,
+        "status: {} + {} bytes",
+        out.stdout.len(),
+        out.stderr.len()
+    );
+}
+
+#[test]
+fn what_a_server_holds_is_escaped_and_cut_in_the_status_table_but_whole_in_json() {
+    // The inspect script's answer: {type, value, PTTL}. A value that is not
+    // ours is shown in the table; a type other than "string" too.
+    let huge_value = format!("\x1b]0;PWNED\x07{}", "v".repeat(5 << 20));
+    let mut held = format!(
+        "*3\r\n$6\r\nstring\r\n${}\r\n{huge_value}\r\n:60000\r\n",
+        huge_value.len()
+    )
+    .into_bytes();
+    let held_server = FakeServer::answering(std::mem::take(&mut held));
+    let kind = "\x1b[2J\x07hash";
+    let foreign = format!("*3\r\n${}\r\n{kind}\r\n$-1\r\n:-1\r\n", kind.len());
+    let foreign_server = FakeServer::answering(foreign);
+    for (server, code) in [(&held_server, 0), (&foreign_server, 1)] {
+        let out = run(support::redlock().args(["-s", &server.url(), "status", "x"]));
+        out.assert_code(code, "status");
+        assert_no_controls(&out.stdout, "status table");
+        assert_eq!(out.stdout.lines().count(), 2, "{:?}", out.stdout);
+        assert!(
+            out.stdout.lines().all(|line| line.len() < MESSAGE_BOUND),
+            "status table lines are bounded: {} bytes",
+            out.stdout.len()
+        );
+    }
+    let out = run(support::redlock().args(["-s", &held_server.url(), "status", "--json", "x"]));
+    out.assert_code(0, "status --json");
+    let json = out.json();
+    assert_eq!(
+        json["token"].as_str().map(str::len),
+        Some(huge_value.len()),
+        "--json shows the value whole"
     );
 }

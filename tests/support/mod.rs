@@ -11,6 +11,7 @@
 //! test output alone.
 
 pub mod assertions;
+pub mod fake_server;
 
 use std::collections::HashSet;
 use std::ffi::OsString;
