@@ -207,12 +207,8 @@ fn inet_aton(text: &str) -> Option<std::net::Ipv4Addr> {
 /// The URL as messages show it: redacted, escaped, and cut to a length that
 /// fits a line.
 fn shown_url(url: &str) -> String {
-    const LONGEST: usize = 200;
-    let shown = super::key::escape_bytes(redact_url(url).as_bytes());
-    match shown.char_indices().nth(LONGEST) {
-        Some((cut, _)) => format!("{}…[+{} bytes]", &shown[..cut], shown.len() - cut),
-        None => shown,
-    }
+    let redacted = redact_url(url);
+    super::key::escape_and_cut(redacted.as_bytes(), super::key::SERVER_TEXT_SHOWN)
 }
 
 /// The URL with any password replaced by `***`: in the user-info part, and in
