@@ -19,11 +19,13 @@ fn exec_after_help() -> String {
         redlock exec deploy -w 30m -- ./deploy.sh                 # CI: wait for the previous deploy\n  \
         redlock exec db-migrate -c 'make migrate && make seed'     # a shell command line\n\n\
         Exit status: the command's own; 128+N if it died of signal N; {} (or -E) if the lock\n\
-        was busy; {} if no quorum; {} if the lock was lost while the command ran; 126/127\n\
-        if the command could not be run / was not found.",
+        was busy; {} if no quorum; {} if the lock was lost while the command ran; {} if the\n\
+        servers refuse the lock or an extension; 126/127 if the command could not be run /\n\
+        was not found.",
         Exit::Busy.code(),
         Exit::NoQuorum.code(),
-        Exit::Lost.code()
+        Exit::Lost.code(),
+        Exit::Config.code()
     )
 }
 
