@@ -10,6 +10,7 @@ mod exec;
 mod fixture;
 mod generated;
 mod inputs;
+mod readme;
 mod release_extend;
 mod server_errors;
 mod snapshots;
