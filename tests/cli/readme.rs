@@ -1,19 +1,26 @@
 //! The shell scripts of README.md, run as printed: each test takes the code
 //! block under a heading of README.md, changes at most its timing (a TTL, an
-//! interval) to keep it short, writes the job it runs (`./make-report`) into
-//! the script's directory, and runs it with `bash` against real servers. A
-//! script that the README teaches must not hide a lost lock.
+//! interval) to keep it short, writes the job it runs (`./make-report`,
+//! `./import.sh`) into the script's directory, and runs it with `bash`
+//! against real servers. A script that the README teaches must not hide a
+//! lost lock, nor hold the lock longer than its job.
 
 use std::fs;
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
 
 use crate::support::assertions::assert_gone_everywhere;
-use crate::support::{redlock_at, temp_dir, Cluster, Output, Running};
+use crate::support::{pid_alive, redlock_at, temp_dir, wait_until, Cluster, Output, Running};
 
 const SHELL_SCRIPT: &str = "### Take a lock in a shell script";
+const LONG_JOB: &str = "### Keep a long job's lock alive";
+/// The line of the long job's script that sets its TTL and extend interval.
+const LONG_JOB_TIMES: &str = "ttl=60 every=20 ";
+
 /// How long a script may take; the scripts here take a few seconds.
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -53,6 +60,15 @@ fn replace_once(text: &str, from: &str, to: &str) -> String {
         "expected {from:?} once in the README's script:\n{text}"
     );
     text.replacen(from, to, 1)
+}
+
+/// The long job's script with another TTL and extend interval (seconds).
+fn long_job_with(ttl: &str, every: &str) -> String {
+    replace_once(
+        &snippet(LONG_JOB),
+        LONG_JOB_TIMES,
+        &format!("ttl={ttl} every={every} "),
+    )
 }
 
 /// A directory where a script runs, with the jobs it calls.
@@ -110,6 +126,59 @@ impl Workdir {
     fn run(&self, cluster: &Cluster, script: &str) -> Output {
         self.spawn(cluster, script).finish(LIMIT)
     }
+
+    /// A pid the job wrote to `./NAME`, waiting for it to appear.
+    fn pid(&self, name: &str) -> i32 {
+        let path = self.path().join(name);
+        let read = || fs::read_to_string(&path).ok()?.trim().parse::<i32>().ok();
+        assert!(
+            wait_until(Duration::from_secs(10), || read().is_some()),
+            "the job never wrote ./{name}"
+        );
+        read().unwrap()
+    }
+}
+
+/// Whether process `parent` has a child process named `name` (its `comm`).
+fn has_child_named(parent: i32, name: &str) -> bool {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        // pid (comm) state ppid ...; comm may itself contain ") ".
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            return false;
+        };
+        let ppid = stat[close + 1..].split_whitespace().nth(1);
+        &stat[open + 1..close] == name && ppid == Some(&parent.to_string())
+    })
+}
+
+/// Deletes `key` on every server of `cluster`, as an operator or a server
+/// restart would.
+fn delete_everywhere(cluster: &Cluster, key: &str) {
+    for server in &cluster.servers {
+        let _: i64 = redis::cmd("DEL")
+            .arg(key)
+            .query(&mut server.client())
+            .unwrap();
+    }
+}
+
+/// Which of the job and its grandchild are still alive; SIGKILLs those, so
+/// that a failing test does not leave them running (and holding the
+/// script's stdout) into the next tests.
+fn kill_survivors(job: i32, grandchild: i32) -> (bool, bool) {
+    let alive = (pid_alive(job), pid_alive(grandchild));
+    for (pid, alive) in [(job, alive.0), (grandchild, alive.1)] {
+        if alive {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+    alive
 }
 
 // ---------------------------------------------------------------------------
@@ -160,4 +229,119 @@ fn shell_script_keeps_a_failed_jobs_status() {
     let out = dir.run(&cluster, &snippet(SHELL_SCRIPT));
     out.assert_code(3, "a job that failed with 3 while the lock was held");
     assert_gone_everywhere(&cluster, b"nightly-report");
+}
+
+// ---------------------------------------------------------------------------
+// Keep a long job's lock alive
+// ---------------------------------------------------------------------------
+
+#[test]
+fn long_job_script_ends_with_the_job_not_at_the_next_extend() {
+    let cluster = Cluster::start(3);
+    let dir = Workdir::new();
+    dir.job(
+        "import.sh",
+        "redlock status -q big-import || exit 99; exit 3",
+    );
+    // The README's numbers: an extend every 20 seconds.
+    let started = Instant::now();
+    let out = dir.run(&cluster, &snippet(LONG_JOB));
+    let took = started.elapsed();
+    out.assert_code(3, "the job's status, from a job run under the lock");
+    assert!(
+        took < Duration::from_secs(10),
+        "the script took {took:?} after a job that ended at once: it held the \
+         lock until the next extend\n{}",
+        out.stderr
+    );
+    assert_gone_everywhere(&cluster, b"big-import");
+}
+
+#[test]
+fn long_job_script_stops_the_job_and_its_children_when_the_lock_is_lost() {
+    let cluster = Cluster::start(3);
+    let dir = Workdir::new();
+    dir.job(
+        "import.sh",
+        "echo $$ > child.pid; sleep 60 & echo $! > grandchild.pid; wait",
+    );
+    // An extend every 0.2 seconds instead of 20, to notice the loss quickly.
+    let script = dir.spawn(&cluster, &long_job_with("60", "0.2"));
+    let (child, grandchild) = (dir.pid("child.pid"), dir.pid("grandchild.pid"));
+    delete_everywhere(&cluster, "big-import");
+    let stopped = wait_until(Duration::from_secs(10), || {
+        !pid_alive(child) && !pid_alive(grandchild)
+    });
+    let alive = kill_survivors(child, grandchild);
+    let out = script.finish(LIMIT);
+    assert!(
+        stopped,
+        "10s after the lock was lost, (job, grandchild) alive: {alive:?}\n\
+         --- stderr ---\n{}",
+        out.stderr
+    );
+    out.assert_code(79, "a script whose lock was lost");
+    assert!(
+        out.stderr.contains("is not held by this token"),
+        "stderr should say the lock was lost:\n{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn long_job_script_keeps_the_lock_past_its_ttl() {
+    let cluster = Cluster::start(3);
+    let dir = Workdir::new();
+    dir.job("import.sh", "sleep 4");
+    // A 3s TTL extended every 0.5s, for a 4s job: the release at the end
+    // succeeds only if the extends kept the lock.
+    let out = dir.run(&cluster, &long_job_with("3", "0.5"));
+    out.assert_code(0, "a 4s job under a 3s TTL kept alive");
+    assert_gone_everywhere(&cluster, b"big-import");
+}
+
+#[test]
+fn long_job_script_passes_a_stop_on_to_the_job_and_keeps_the_lock_until_it_ends() {
+    let cluster = Cluster::start(3);
+    let dir = Workdir::new();
+    // On SIGTERM, the job records whether the lock is still held, then
+    // exits 7.
+    dir.job(
+        "import.sh",
+        "trap 'redlock status -q big-import; echo $? > held-when-stopped; exit 7' TERM\n\
+         echo $$ > child.pid; sleep 60 & echo $! > grandchild.pid; wait",
+    );
+    let script = dir.spawn(&cluster, &snippet(LONG_JOB));
+    let (child, grandchild) = (dir.pid("child.pid"), dir.pid("grandchild.pid"));
+    // The script has set its traps once it waits on its first `sleep`.
+    let pid = script.id() as i32;
+    assert!(
+        wait_until(Duration::from_secs(10), || has_child_named(pid, "sleep")),
+        "the script never started its first sleep"
+    );
+    // As a CI runner cancelling a step, or `kill PID`, would.
+    script.signal(Signal::SIGTERM);
+    let signalled = Instant::now();
+    let stopped = wait_until(Duration::from_secs(10), || {
+        !pid_alive(child) && !pid_alive(grandchild)
+    });
+    let alive = kill_survivors(child, grandchild);
+    let out = script.finish(LIMIT);
+    let took = signalled.elapsed();
+    assert!(
+        stopped,
+        "10s after SIGTERM to the script, (job, grandchild) alive: {alive:?}\n\
+         --- stderr ---\n{}",
+        out.stderr
+    );
+    let held = fs::read_to_string(dir.path().join("held-when-stopped")).unwrap_or_default();
+    assert_eq!(held, "0\n", "`status -q` when the job was stopped");
+    out.assert_code(7, "the status of the job it stopped");
+    assert!(
+        took < Duration::from_secs(10),
+        "the script (or a process holding its stdout) ended {took:?} after \
+         its job was stopped\n{}",
+        out.stderr
+    );
+    assert_gone_everywhere(&cluster, b"big-import");
 }
