@@ -44,7 +44,7 @@ _redlock() {
 
     case "${cmd}" in
         redlock)
-            opts="-s -q -v -h -V --server --servers-file --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version acquire release extend status exec generate __watchdog"
+            opts="-s -q -v -h -V --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version acquire release extend status exec generate __watchdog"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -66,6 +66,10 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --restart-guard)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -82,7 +86,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd____watchdog)
-            opts="-s -q -v -h -V --signal --grace-ms --margin-ms --server --servers-file --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --signal --grace-ms --margin-ms --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -116,6 +120,10 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --restart-guard)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -132,7 +140,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-n -w -s -q -v -h -V --ttl --nonblock --wait --server --servers-file --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-n -w -s -q -v -h -V --ttl --nonblock --wait --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -166,6 +174,10 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --restart-guard)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -182,7 +194,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__exec)
-            opts="-n -w -E -k -c -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --kill-after --signal --command --server --servers-file --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-n -w -E -k -c -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --kill-after --signal --command --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -244,6 +256,10 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --restart-guard)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -260,7 +276,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__extend)
-            opts="-s -q -v -h -V --ttl --server --servers-file --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --ttl --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -286,6 +302,10 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --restart-guard)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -302,7 +322,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__generate)
-            opts="-s -q -v -h -V --server --servers-file --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version completions man"
+            opts="-s -q -v -h -V --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version completions man"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -321,6 +341,10 @@ _redlock() {
                     return 0
                     ;;
                 --server-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --restart-guard)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -340,7 +364,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__release)
-            opts="-s -q -v -h -V --server --servers-file --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -359,6 +383,10 @@ _redlock() {
                     return 0
                     ;;
                 --server-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --restart-guard)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -378,7 +406,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__status)
-            opts="-s -q -v -h -V --server --servers-file --server-timeout --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -397,6 +425,10 @@ _redlock() {
                     return 0
                     ;;
                 --server-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --restart-guard)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

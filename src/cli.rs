@@ -92,6 +92,20 @@ pub struct GlobalArgs {
     )]
     pub server_timeout: Option<OsString>,
 
+    /// Do not count a server that started less than DUR ago toward a quorum: it may have
+    /// lost the locks it held. Must be at least the longest --ttl any client uses on these
+    /// servers; 0 turns it off. [default: the lock's --ttl]
+    // Parsed in config, like --server-timeout.
+    #[arg(
+        long,
+        value_name = "DUR",
+        env = "REDLOCK_RESTART_GUARD",
+        hide_env_values = true,
+        allow_hyphen_values = true,
+        global = true
+    )]
+    pub restart_guard: Option<OsString>,
+
     /// PEM file of the CA that signed the servers' certificates, for rediss:// URLs
     /// (instead of the system's roots).
     #[arg(

@@ -33,7 +33,9 @@ impl Error {
                 LockError::Busy { .. } => Exit::Busy,
                 // A majority that agrees too slowly to leave any validity is,
                 // for the caller, the same as servers that do not answer.
-                LockError::NoQuorum { .. } | LockError::TooSlow { .. } => Exit::NoQuorum,
+                LockError::NoQuorum { .. }
+                | LockError::TooSlow { .. }
+                | LockError::Restarting { .. } => Exit::NoQuorum,
                 LockError::NotHeld { .. } => Exit::Lost,
                 LockError::Refused { .. } => Exit::Config,
             },
@@ -54,6 +56,7 @@ impl Error {
 pub fn describe(lock: &LockError) -> String {
     match lock {
         LockError::TooSlow { .. } => format!("{lock}; use a longer --ttl or faster servers"),
+        LockError::Restarting { .. } => format!("{lock}; --restart-guard 0 turns the guard off"),
         _ => lock.to_string(),
     }
 }

@@ -40,6 +40,7 @@ fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, E
         servers.specs,
         servers.timeout,
         servers.tls_root_cert.as_deref(),
+        servers.restart_guard,
     )
     .map_err(|err| Error::Config(err.to_string()))?;
     crate::signals::reset_inherited();

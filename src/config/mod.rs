@@ -57,6 +57,8 @@ pub struct Servers {
     /// Which source named them, for messages and for what `exec` hands on.
     pub source: ServerSource,
     pub timeout: Duration,
+    /// Servers that started less than this long ago do not count.
+    pub restart_guard: Duration,
     /// The CA file given, and its contents when a URL uses TLS.
     pub tls_ca_cert: Option<PathBuf>,
     pub tls_root_cert: Option<Vec<u8>>,
@@ -107,6 +109,7 @@ impl Config {
             servers,
             servers_file,
             server_timeout,
+            restart_guard,
             tls_ca_cert,
             prefix,
             json,
@@ -162,7 +165,10 @@ impl Config {
                 file: servers_file,
                 default_files: servers::Sources::default_files(),
             },
-            server_timeout,
+            Timing {
+                server_timeout,
+                restart_guard,
+            },
             tls_ca_cert,
             prefix,
         )?;
@@ -190,16 +196,21 @@ impl Config {
 fn servers_for(
     job: &LockJob,
     sources: servers::Sources,
-    server_timeout: Option<OsString>,
+    timing: Timing,
     tls_ca_cert: Option<PathBuf>,
     prefix: Vec<u8>,
 ) -> Result<(Servers, Vec<Notice>), Error> {
     let list = servers::resolve(&sources)?;
-    let timeout = server_timeout
+    let timeout = timing
+        .server_timeout
         .as_deref()
-        .map(parse_server_timeout)
+        .map(|text| parse_duration_option(text, "--server-timeout", "REDLOCK_SERVER_TIMEOUT"))
         .transpose()?;
     let timeout = server_timeout_for(timeout, job.ttl())?;
+    let restart_guard = match timing.restart_guard.as_deref() {
+        Some(text) => parse_duration_option(text, "--restart-guard", "REDLOCK_RESTART_GUARD")?,
+        None => job.ttl().unwrap_or(DEFAULT_TTL),
+    };
     let tls_root_cert = match &tls_ca_cert {
         Some(path) if list.specs.iter().any(ServerSpec::is_tls) => {
             Some(servers::read_ca_cert(path)?)
@@ -210,12 +221,24 @@ fn servers_for(
         specs: list.specs,
         source: list.source,
         timeout,
+        restart_guard,
         tls_ca_cert,
         tls_root_cert,
         prefix,
     };
     Ok((servers, list.notices))
 }
+
+/// The durations given as text, parsed here so that a flag can override a
+/// bad environment value.
+struct Timing {
+    server_timeout: Option<OsString>,
+    restart_guard: Option<OsString>,
+}
+
+/// The TTL of a lock taken without `--ttl`, and the restart guard of a
+/// command that takes no TTL (`status`).
+const DEFAULT_TTL: Duration = Duration::from_secs(30);
 
 impl LockJob {
     /// The TTL the command asks for, which bounds the server timeout.
@@ -340,12 +363,13 @@ fn ttl(ttl: Duration, min: Duration) -> Result<Duration, Error> {
     Ok(ttl)
 }
 
-/// `--server-timeout` or `REDLOCK_SERVER_TIMEOUT`, whichever clap chose.
-fn parse_server_timeout(text: &OsStr) -> Result<Duration, Error> {
+/// A duration option parsed in config (`--server-timeout`,
+/// `--restart-guard`), from the flag or its variable, whichever clap chose.
+fn parse_duration_option(text: &OsStr, flag: &str, variable: &str) -> Result<Duration, Error> {
     let text = text.to_string_lossy();
     duration::parse(&text).map_err(|err| {
         Error::Usage(format!(
-            "invalid value '{text}' for '--server-timeout <DUR>' (or REDLOCK_SERVER_TIMEOUT): {err}"
+            "invalid value '{text}' for '{flag} <DUR>' (or {variable}): {err}"
         ))
     })
 }

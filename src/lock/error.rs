@@ -98,6 +98,22 @@ pub enum LockError {
         ttl: Duration,
     },
     #[error(
+        "lock {key}: {restarting} of {total} servers restarted less than {} ago (restart guard; \
+         counted again in {}){failures}",
+        humantime::format_duration(*guard),
+        humantime::format_duration(*again_in)
+    )]
+    Restarting {
+        key: LockKey,
+        /// Servers that started within the guard and so do not count.
+        restarting: usize,
+        total: usize,
+        guard: Duration,
+        /// When the first of them counts again.
+        again_in: Duration,
+        failures: Failures,
+    },
+    #[error(
         "lock {key} is not held by this token: {held} of {total} servers confirmed it, {quorum} needed{failures}"
     )]
     NotHeld {
@@ -115,7 +131,10 @@ impl LockError {
     pub(super) fn is_transient(&self) -> bool {
         matches!(
             self,
-            LockError::Busy { .. } | LockError::NoQuorum { .. } | LockError::TooSlow { .. }
+            LockError::Busy { .. }
+                | LockError::NoQuorum { .. }
+                | LockError::TooSlow { .. }
+                | LockError::Restarting { .. }
         )
     }
 }

@@ -1,8 +1,19 @@
 -- What one server holds for a lock, in one atomic read:
--- {type, value (strings only, else nil), remaining ms (-2 missing, -1 none)}.
+-- {type, value (strings only, else nil), remaining ms (-2 missing, -1 none),
+--  ms until the restart guard counts this server again (0: it counts)}.
+-- ARGV[1] is the restart guard in ms; 0 turns it off.
 local kind = redis.call("TYPE", KEYS[1])["ok"]
 local value = false
 if kind == "string" then
   value = redis.call("GET", KEYS[1])
 end
-return {kind, value, redis.call("PTTL", KEYS[1])}
+local restarting = 0
+local guard = tonumber(ARGV[1])
+if guard > 0 then
+  local info = redis.call("INFO", "server")
+  local uptime = tonumber(string.match(info, "uptime_in_seconds:(%d+)")) * 1000
+  if uptime < guard then
+    restarting = guard - uptime
+  end
+end
+return {kind, value, redis.call("PTTL", KEYS[1]), restarting}

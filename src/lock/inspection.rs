@@ -15,6 +15,9 @@ pub struct KeyState {
     pub value: Option<Vec<u8>>,
     /// Remaining milliseconds; -1 for a key without expiry, -2 for none.
     pub pttl_ms: i64,
+    /// The server started within the restart guard: it counts again after
+    /// this long. What it holds is not evidence either way until then.
+    pub restarting: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Clone)]
@@ -44,7 +47,11 @@ pub enum Verdict {
 
 impl Inspection {
     pub fn verdict(&self) -> Verdict {
-        let unanswered = self.servers.iter().filter(|s| s.state.is_err()).count();
+        let unanswered = self
+            .servers
+            .iter()
+            .filter(|s| !matches!(&s.state, Ok(state) if state.restarting.is_none()))
+            .count();
         let mut best: Option<(&[u8], usize)> = None;
         for value in self.values() {
             let on = self.values().filter(|v| *v == value).count();
@@ -82,9 +89,14 @@ impl Inspection {
         failures.into_error(&self.key, self.servers.len(), self.quorum)
     }
 
+    /// The values of the servers that count.
     fn values(&self) -> impl Iterator<Item = &[u8]> {
         self.servers.iter().filter_map(|s| match &s.state {
-            Ok(KeyState { value: Some(v), .. }) => Some(v.as_slice()),
+            Ok(KeyState {
+                value: Some(v),
+                restarting: None,
+                ..
+            }) => Some(v.as_slice()),
             _ => None,
         })
     }
@@ -110,6 +122,7 @@ mod tests {
                             kind: if v.is_some() { "string" } else { "none" }.into(),
                             value: v.map(|v| v.as_bytes().to_vec()),
                             pttl_ms: if v.is_some() { 1000 } else { -2 },
+                            restarting: None,
                         })
                         .map_err(|()| ServerError::Failed("down".into())),
                 })
@@ -136,5 +149,13 @@ mod tests {
         assert_eq!(free.verdict(), Verdict::Free);
         let down = inspection(vec![Err(()), Err(()), Ok(None)]);
         assert_eq!(down.verdict(), Verdict::Unknown);
+        // A restarted server's emptiness is no evidence that the lock is free.
+        let mut restarted = inspection(vec![Ok(Some("a")), Ok(None), Ok(None)]);
+        for s in &mut restarted.servers[1..] {
+            if let Ok(state) = &mut s.state {
+                state.restarting = Some(std::time::Duration::from_secs(1));
+            }
+        }
+        assert_eq!(restarted.verdict(), Verdict::Unknown);
     }
 }

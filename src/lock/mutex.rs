@@ -6,13 +6,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::Value;
-
 use super::error::{Failures, LockError};
 use super::inspection::{Inspection, KeyState, ServerState};
 use super::key::{LockKey, Token};
 use super::quorum::{drift, quorum, ttl_millis, validity, Tally};
-use super::round::{round, Progress, Replies};
+use super::round::{round, Progress, Replies, Vote};
 use super::scripts;
 use super::server_url::{ServerSpec, SpecError};
 use super::servers::{Connection, Server, ServerError};
@@ -41,10 +39,28 @@ pub struct Released {
     pub total: usize,
 }
 
+/// What one server said to `SET NX` under the restart guard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SetReply {
+    Taken,
+    Held,
+    /// It started within the guard: counted again after this long.
+    Restarting(Duration),
+}
+
+impl Vote for SetReply {
+    fn is_yes(&self) -> bool {
+        *self == SetReply::Taken
+    }
+}
+
 /// The configured masters and the protocol over them.
 pub struct Redlock {
     servers: Vec<Arc<Server>>,
     quorum: usize,
+    /// A server that started less than this long ago does not count toward
+    /// a quorum for acquire (zero: every server counts).
+    restart_guard: Duration,
 }
 
 impl Redlock {
@@ -55,13 +71,18 @@ impl Redlock {
         specs: Vec<ServerSpec>,
         timeout: Duration,
         tls_root_cert: Option<&[u8]>,
+        restart_guard: Duration,
     ) -> Result<Self, SpecError> {
         let servers = specs
             .into_iter()
             .map(|spec| Server::new(spec, timeout, tls_root_cert))
             .collect::<Result<Vec<_>, _>>()?;
         let quorum = quorum(servers.len());
-        Ok(Redlock { servers, quorum })
+        Ok(Redlock {
+            servers,
+            quorum,
+            restart_guard,
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -82,20 +103,30 @@ impl Redlock {
         ttl: Duration,
     ) -> Result<Lease, LockError> {
         let started = BootInstant::now();
-        let ttl_ms = ttl_millis(ttl);
+        let ttl_ms = ttl_millis(ttl).to_string();
+        let guard_ms = ttl_millis(self.restart_guard).to_string();
         let (request_key, request_token) = (key.clone(), token.clone());
         let replies = self
             .decided_round(move |mut connection: Connection| {
                 let (key, token) = (request_key.clone(), request_token.clone());
+                let (ttl_ms, guard_ms) = (ttl_ms.clone(), guard_ms.clone());
                 async move {
-                    let mut set = redis::cmd("SET");
-                    set.arg(key.bytes())
-                        .arg(token.as_str())
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(ttl_ms);
-                    let reply: Value = connection.query(&set).await?;
-                    Ok(matches!(reply, Value::Okay))
+                    let reply: i64 = connection
+                        .run_script(
+                            &scripts::ACQUIRE,
+                            &[key.bytes()],
+                            &[
+                                token.as_str().as_bytes(),
+                                ttl_ms.as_bytes(),
+                                guard_ms.as_bytes(),
+                            ],
+                        )
+                        .await?;
+                    Ok(match reply {
+                        1 => SetReply::Taken,
+                        0 => SetReply::Held,
+                        left => SetReply::Restarting(Duration::from_millis(left.unsigned_abs())),
+                    })
                 }
             })
             .await;
@@ -111,19 +142,42 @@ impl Redlock {
         if let Some(refused) = unlock_failures.refusal(key, self.len(), self.quorum) {
             return Err(refused);
         }
+        Err(too_slow.unwrap_or_else(|| self.not_taken(key, &replies)))
+    }
+
+    /// Why a round of `SET NX` did not take the lock: busy when enough
+    /// servers answered and the restart guard is not what kept a majority
+    /// out of reach, restarting when it is, else no quorum.
+    fn not_taken(&self, key: &LockKey, replies: &Replies<SetReply>) -> LockError {
         let tally = replies.tally(self.quorum);
-        Err(if let Some(too_slow) = too_slow {
-            too_slow
-        } else if tally.answered() >= self.quorum {
-            LockError::Busy {
+        let held = replies.answered().filter(|r| **r == SetReply::Held).count();
+        let again_in = replies
+            .answered()
+            .filter_map(|r| match r {
+                SetReply::Restarting(left) => Some(*left),
+                _ => None,
+            })
+            .collect::<Vec<_>>();
+        let failures = Failures(replies.failures(&self.servers));
+        if tally.answered() < self.quorum {
+            return self.no_quorum(key, replies);
+        }
+        match again_in.iter().min() {
+            Some(&soonest) if held < self.quorum => LockError::Restarting {
                 key: key.clone(),
-                held_elsewhere: tally.no,
+                restarting: again_in.len(),
                 total: self.len(),
-                failures: Failures(replies.failures(&self.servers)),
-            }
-        } else {
-            self.no_quorum(key, &replies)
-        })
+                guard: self.restart_guard,
+                again_in: soonest,
+                failures,
+            },
+            _ => LockError::Busy {
+                key: key.clone(),
+                held_elsewhere: held,
+                total: self.len(),
+                failures,
+            },
+        }
     }
 
     /// Pushes the expiry of a lock we hold out to `ttl` from now, on every
@@ -178,16 +232,23 @@ impl Redlock {
     /// its timeout.
     pub async fn inspect(&self, key: &LockKey) -> Inspection {
         let request_key = key.clone();
+        let guard_ms = ttl_millis(self.restart_guard).to_string();
         let replies = round(
             &self.servers,
             move |mut connection: Connection| async move {
-                let (kind, value, pttl_ms): (String, Option<Vec<u8>>, i64) = connection
-                    .run_script(&scripts::INSPECT, &[request_key.bytes()], &[])
-                    .await?;
+                let (kind, value, pttl_ms, restarting_ms): (String, Option<Vec<u8>>, i64, u64) =
+                    connection
+                        .run_script(
+                            &scripts::INSPECT,
+                            &[request_key.bytes()],
+                            &[guard_ms.as_bytes()],
+                        )
+                        .await?;
                 Ok(KeyState {
                     kind,
                     value,
                     pttl_ms,
+                    restarting: (restarting_ms > 0).then(|| Duration::from_millis(restarting_ms)),
                 })
             },
             |_| Progress::Undecided,
@@ -228,10 +289,11 @@ impl Redlock {
     }
 
     /// A yes/no round that ends as soon as its outcome is certain.
-    async fn decided_round<F, Fut>(&self, request: F) -> Replies<bool>
+    async fn decided_round<T, F, Fut>(&self, request: F) -> Replies<T>
     where
+        T: Vote + Send + 'static,
         F: FnOnce(Connection) -> Fut + Clone + Send + 'static,
-        Fut: std::future::Future<Output = redis::RedisResult<bool>> + Send + 'static,
+        Fut: std::future::Future<Output = redis::RedisResult<T>> + Send + 'static,
     {
         let quorum = self.quorum;
         round(&self.servers, request, move |replies| {
@@ -248,13 +310,13 @@ impl Redlock {
     /// The lease a round that started at `started` grants: when a quorum said
     /// yes with validity left. Otherwise `Err(Some(TooSlow))` when the quorum
     /// came too late, `Err(None)` when there was none.
-    fn lease(
+    fn lease<T: Vote>(
         &self,
         key: &LockKey,
         token: &Token,
         ttl: Duration,
         started: BootInstant,
-        replies: &Replies<bool>,
+        replies: &Replies<T>,
     ) -> Result<Lease, Option<LockError>> {
         if !replies.tally(self.quorum).succeeded() {
             return Err(None);
@@ -294,7 +356,7 @@ impl Redlock {
         }
     }
 
-    fn no_quorum(&self, key: &LockKey, replies: &Replies<bool>) -> LockError {
+    fn no_quorum<T>(&self, key: &LockKey, replies: &Replies<T>) -> LockError {
         Failures(replies.failures(&self.servers)).into_error(key, self.len(), self.quorum)
     }
 }

@@ -55,17 +55,28 @@ impl<T> Replies<T> {
     }
 }
 
-impl Replies<bool> {
+/// A reply that counts toward a quorum or against it.
+pub(super) trait Vote {
+    fn is_yes(&self) -> bool;
+}
+
+impl Vote for bool {
+    fn is_yes(&self) -> bool {
+        *self
+    }
+}
+
+impl<T: Vote> Replies<T> {
     pub fn tally(&self, quorum: usize) -> Tally {
-        let count = |wanted: fn(&Result<bool, ServerError>) -> bool| {
+        let count = |wanted: &dyn Fn(&Result<T, ServerError>) -> bool| {
             self.answers.iter().flatten().filter(|a| wanted(a)).count()
         };
         Tally {
             total: self.answers.len(),
             quorum,
-            yes: count(|a| matches!(a, Ok(true))),
-            no: count(|a| matches!(a, Ok(false))),
-            failed: count(Result::is_err),
+            yes: count(&|a| a.as_ref().is_ok_and(Vote::is_yes)),
+            no: count(&|a| a.as_ref().is_ok_and(|v| !v.is_yes())),
+            failed: count(&Result::is_err),
         }
     }
 
@@ -73,9 +84,16 @@ impl Replies<bool> {
     pub fn yes_servers(&self, servers: &[Arc<Server>]) -> Vec<ServerSpec> {
         self.arrival
             .iter()
-            .filter(|&&index| matches!(self.answers[index], Some(Ok(true))))
+            .filter(|&&index| matches!(&self.answers[index], Some(Ok(v)) if v.is_yes()))
             .map(|&index| servers[index].spec().clone())
             .collect()
+    }
+
+    /// The replies that came, with their servers.
+    pub fn answered(&self) -> impl Iterator<Item = &T> {
+        self.answers
+            .iter()
+            .filter_map(|a| a.as_ref()?.as_ref().ok())
     }
 }
 

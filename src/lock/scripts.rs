@@ -1,4 +1,4 @@
-//! The Lua scripts behind release, extend and status. Names and tokens reach
+//! The Lua scripts behind acquire, release, extend and status. Names and tokens reach
 //! them only as KEYS and ARGV, never inside the script text. They are sent
 //! by [`super::servers::Connection::run_script`].
 
@@ -17,6 +17,11 @@ impl LuaScript {
     }
 }
 
+/// `SET NX PX` unless the server restarted within the guard: 1 taken, 0
+/// held by another value, -N restarting (counted again in N ms).
+pub static ACQUIRE: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(include_str!("acquire.lua")));
+
 /// `if GET == token then DEL`: 1 if deleted, 0 if the token was not there.
 pub static RELEASE: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("release.lua")));
@@ -25,6 +30,6 @@ pub static RELEASE: LazyLock<LuaScript> =
 pub static EXTEND: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("extend.lua")));
 
-/// `{TYPE, GET or nil, PTTL}` for `status`.
+/// `{TYPE, GET or nil, PTTL, ms until counted again}` for `status`.
 pub static INSPECT: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("inspect.lua")));

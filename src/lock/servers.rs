@@ -57,13 +57,6 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub async fn query<T: FromRedisValue>(
-        &mut self,
-        command: &redis::Cmd,
-    ) -> redis::RedisResult<T> {
-        command.query_async(&mut self.inner).await
-    }
-
     /// Runs `script` with EVALSHA once this connection has sent it with EVAL
     /// (which also caches it on the server), falling back to EVAL when the
     /// server answers NOSCRIPT (it restarted, or flushed its scripts).

@@ -76,6 +76,7 @@ pub fn failure_kind(error: &LockError) -> &'static str {
         LockError::TooSlow { .. } => "too_slow",
         LockError::NotHeld { .. } => "not_held",
         LockError::Refused { .. } => "refused",
+        LockError::Restarting { .. } => "restarting",
     }
 }
 
@@ -105,6 +106,9 @@ enum ServerJson<'a> {
         token: Option<Bytes<'a>>,
         ttl_ms: i64,
         error: Option<String>,
+        /// Milliseconds until the restart guard counts this server again;
+        /// 0 when it counts.
+        restarting_ms: u64,
     },
     Failed {
         server: String,
@@ -122,6 +126,7 @@ impl<'a> StatusJson<'a> {
                     kind,
                     value,
                     pttl_ms,
+                    restarting,
                 }) => ServerJson::Answered {
                     server: s.server.to_string(),
                     exists: kind != "none",
@@ -129,6 +134,7 @@ impl<'a> StatusJson<'a> {
                     token: value.as_deref().map(Bytes),
                     ttl_ms: *pttl_ms,
                     error: None,
+                    restarting_ms: restarting.map_or(0, millis),
                 },
                 Err(err) => ServerJson::Failed {
                     server: s.server.to_string(),

@@ -114,6 +114,13 @@ pub fn status(inspection: &Inspection, verdict: &Verdict) -> String {
             ),
             Err(err) => format!("error: {err}"),
         };
+        let detail = match &s.state {
+            Ok(KeyState {
+                restarting: Some(left),
+                ..
+            }) => format!("{detail}  (restarting, counted again in {})", human(*left)),
+            _ => detail,
+        };
         text.push_str(&format!("\n  {name:width$}  {detail}"));
     }
     text

@@ -859,6 +859,7 @@ fn on_a_terminal(cluster: &Cluster, command: &str) -> std::process::Command {
         .env("SHELL", "/bin/sh")
         .env("TERM", "dumb")
         .env("REDLOCK_SERVERS", cluster.servers_arg())
+        .env("REDLOCK_RESTART_GUARD", "0")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -12,6 +12,7 @@ mod generated;
 mod inputs;
 mod readme;
 mod release_extend;
+mod restart_guard;
 mod server_errors;
 mod snapshots;
 mod status;

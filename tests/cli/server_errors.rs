@@ -382,17 +382,18 @@ fn a_huge_error_reply_is_cut() {
 
 #[test]
 fn what_a_server_holds_is_escaped_and_cut_in_the_status_table_but_whole_in_json() {
-    // The inspect script's answer: {type, value, PTTL}. A value that is not
+    // The inspect script's answer: {type, value, PTTL, ms until counted
+    // again}. A value that is not
     // ours is shown in the table; a type other than "string" too.
     let huge_value = format!("\x1b]0;PWNED\x07{}", "v".repeat(5 << 20));
     let mut held = format!(
-        "*3\r\n$6\r\nstring\r\n${}\r\n{huge_value}\r\n:60000\r\n",
+        "*4\r\n$6\r\nstring\r\n${}\r\n{huge_value}\r\n:60000\r\n:0\r\n",
         huge_value.len()
     )
     .into_bytes();
     let held_server = FakeServer::answering(std::mem::take(&mut held));
     let kind = "\x1b[2J\x07hash";
-    let foreign = format!("*3\r\n${}\r\n{kind}\r\n$-1\r\n:-1\r\n", kind.len());
+    let foreign = format!("*4\r\n${}\r\n{kind}\r\n$-1\r\n:-1\r\n:0\r\n", kind.len());
     let foreign_server = FakeServer::answering(foreign);
     for (server, code) in [(&held_server, 0), (&foreign_server, 1)] {
         let out = run(support::redlock().args(["-s", &server.url(), "status", "x"]));

@@ -828,6 +828,9 @@ pub fn redlock_at(path: &Path) -> Command {
     // The user's servers file (~/.config/redlock/servers) must not reach the
     // tests either; a test of that file sets its own XDG_CONFIG_HOME.
     cmd.env("XDG_CONFIG_HOME", "/nonexistent/redlock-tests");
+    // Every server here was started a moment ago, so the restart guard
+    // (on by default) would not count it; the tests of the guard set it.
+    cmd.env("REDLOCK_RESTART_GUARD", "0");
     with_default_signals(&mut cmd);
     // SAFETY: setsid() is async-signal-safe and allocates nothing.
     unsafe {
