@@ -126,11 +126,7 @@ async fn supervise_under(
                 ));
                 return Err(refused.into());
             }
-            out.warning(&format!(
-                "lock {} {}; the command was stopped",
-                spec.key,
-                text::stop_reason(&reason)
-            ));
+            out.warning(&format!("lock {} {}", spec.key, text::stop_reason(&reason)));
             Exit::Lost
         }
         Outcome::NotStarted(err) => cannot_run(&spec.argv, &err, out),

@@ -9,9 +9,5 @@ use crate::supervise::schedule::StopPlan;
 use crate::supervise::watchdog;
 
 pub fn run(signal: Signal, plan: StopPlan) -> Result<Exit, Error> {
-    Ok(if watchdog::run(signal, plan)? {
-        Exit::Code(watchdog::ACTED)
-    } else {
-        Exit::Success
-    })
+    Ok(Exit::Code(watchdog::run(signal, plan)?.code()))
 }

@@ -45,15 +45,21 @@ pub fn command_line(argv: &[OsString]) -> String {
         .join(" ")
 }
 
-/// Why `exec` stopped its command, after "lock NAME ".
+/// Why `exec` stopped its command, or did not start it, after "lock NAME ".
 pub fn stop_reason(reason: &StopReason) -> String {
     match reason {
         StopReason::NotExtended { left } => format!(
-            "could not be extended in time; its validity ends in {}",
+            "could not be extended in time; its validity ends in {}; the command was stopped",
             human(*left)
         ),
-        StopReason::Overdue => "ran out of validity while redlock itself was not running".into(),
-        StopReason::Lost(account) => format!("was lost ({account})"),
+        StopReason::Overdue => {
+            "ran out of validity while redlock itself was not running; the command was stopped"
+                .into()
+        }
+        StopReason::Lost(account) => format!("was lost ({account}); the command was stopped"),
+        StopReason::TooLateToStart => "ran out of validity before the command could start \
+            (redlock was not running); the command was not started"
+            .into(),
     }
 }
 

@@ -13,6 +13,8 @@ use nix::sys::signal::{killpg, signal, SigHandler, Signal};
 use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::{getpgrp, getpid, getppid, Pid};
 
+use crate::clock::BootInstant;
+
 /// What to run, and how to stop it.
 #[derive(Debug)]
 pub struct Command {
@@ -36,6 +38,14 @@ impl Group {
     /// an error.
     pub fn signal(self, signal: Signal) {
         let _ = killpg(Pid::from_raw(self.0), signal);
+    }
+
+    /// Whether a process of the group is still running: one that is not a
+    /// zombie waiting to be reaped (by a supervisor that may be frozen).
+    pub fn has_live_members(self) -> bool {
+        super::proc::all()
+            .iter()
+            .any(|p| p.group == self.0 && p.state != 'Z' && p.state != 'X')
     }
 
     /// Whether no process is left in the group.
@@ -81,6 +91,7 @@ pub fn spawn(
     spec: &Command,
     terminal: bool,
     watchdog: BorrowedFd<'_>,
+    start_by: BootInstant,
 ) -> io::Result<tokio::process::Child> {
     let (program, args) = spec
         .argv
@@ -99,15 +110,55 @@ pub fn spawn(
     // SAFETY: every hook makes only async-signal-safe system calls (prctl,
     // getppid, signal, write, tcgetpgrp, tcsetpgrp) and allocates nothing, as
     // is required between fork and exec. The hooks run in this order.
+    let pause = test_pause_ms("REDLOCK_TEST_PAUSE_IN_CHILD_MS");
     unsafe {
         command.pre_exec(move || die_with(supervisor));
+        if let Some(pause) = pause {
+            command.pre_exec(move || pause_in_child(pause));
+        }
         command.pre_exec(move || announce_group(watchdog));
         if terminal {
             command.pre_exec(move || take_terminal_from(supervisor_group));
         }
         command.pre_exec(default_job_signals);
+        command.pre_exec(move || not_after(start_by));
     }
     command.spawn()
+}
+
+/// The error a spawn fails with when the stop time had passed before the
+/// command could start.
+pub const TOO_LATE: i32 = nix::libc::ETIME;
+
+/// Hook, the last before exec: fail if the stop time has passed, so that
+/// nothing runs under a lock whose validity may be gone (we may have been
+/// frozen between the fork and here). clock_gettime is async-signal-safe.
+fn not_after(start_by: BootInstant) -> io::Result<()> {
+    match BootInstant::now() >= start_by {
+        true => Err(io::Error::from_raw_os_error(TOO_LATE)),
+        false => Ok(()),
+    }
+}
+
+/// Tests only: milliseconds to pause at a point of `exec`, from the variable
+/// `name`; read only by debug builds, so a release binary ignores it.
+pub fn test_pause_ms(name: &str) -> Option<u64> {
+    if !cfg!(debug_assertions) {
+        return None;
+    }
+    std::env::var(name).ok()?.parse().ok()
+}
+
+/// Hook for tests: a freeze between fork and exec, before anyone knows the
+/// command's group. nanosleep is async-signal-safe.
+fn pause_in_child(millis: u64) -> io::Result<()> {
+    let pause = nix::sys::time::TimeSpec::from_duration(std::time::Duration::from_millis(millis));
+    let _ = nix::time::clock_nanosleep(
+        nix::time::ClockId::CLOCK_MONOTONIC,
+        nix::time::ClockNanosleepFlags::empty(),
+        &pause,
+    );
+    Ok(())
 }
 
 /// Hook: SIGKILL us when the supervisor dies, and fail the spawn if it died

@@ -122,8 +122,9 @@ impl Terminal {
 
     /// The command, which has the terminal, was stopped (Ctrl-Z): stop our
     /// job with it, so that the shell gets control; once continued, continue
-    /// the command too, in the foreground if our job has the terminal.
-    pub fn suspend_with(&self, group: Group) {
+    /// the command too, in the foreground if our job has the terminal, and if
+    /// it may still run.
+    pub fn suspend_with(&self, group: Group, may_run: MayRun<'_>) {
         if job_control() {
             self.stopped_modes.set(tcgetattr(&self.tty).ok());
             self.take_back(Some(group), true);
@@ -132,7 +133,7 @@ impl Terminal {
             // `kill %1` (it has not).
             self.give_to(group);
         }
-        group.signal(Signal::SIGCONT);
+        continue_if(group, may_run);
     }
 }
 
@@ -215,21 +216,33 @@ pub fn is_stopped(group: Group) -> bool {
     }
 }
 
+/// Whether the command may run on: asked when it is about to be continued
+/// after a stop, which may have outlasted the lock's stop time (nothing runs
+/// under the lock after that; the stop schedule ends it instead).
+pub type MayRun<'a> = &'a dyn Fn() -> bool;
+
+/// Continues a stopped command, if it may still run.
+pub fn continue_if(group: Group, may_run: MayRun<'_>) {
+    if may_run() {
+        group.signal(Signal::SIGCONT);
+    }
+}
+
 /// While the command runs: keep the terminal with it as a shell would. A
 /// command stopped on the terminal is given it and continued when it needs
 /// it (a prompt) or `fg` continued us; one stopped by Ctrl-Z stops our job
 /// with it. A command whose job should own the terminal gets it back.
-pub fn follow_terminal(terminal: &Terminal, group: Group) {
+pub fn follow_terminal(terminal: &Terminal, group: Group, may_run: MayRun<'_>) {
     if is_stopped(group) {
         match terminal.owner(group) {
             Owner::Us => {
                 terminal.give_to(group);
-                group.signal(Signal::SIGCONT);
+                continue_if(group, may_run);
             }
             // Ctrl-Z. suspend_with always ends with the command continued,
             // so a command seen stopped here again has been stopped again,
             // however soon after.
-            Owner::Command => terminal.suspend_with(group),
+            Owner::Command => terminal.suspend_with(group, may_run),
             // A background job waiting for the shell's `fg`.
             Owner::Other => {}
         }
@@ -252,7 +265,12 @@ pub fn follow_terminal(terminal: &Terminal, group: Group) {
 /// - On a terminal without job control (an orphaned group), it is ignored,
 ///   as the kernel ignores a Ctrl-Z for an orphaned group: nobody could
 ///   continue us.
-pub fn suspend_job(group: Group, terminal: Option<&Terminal>, command_running: bool) {
+pub fn suspend_job(
+    group: Group,
+    terminal: Option<&Terminal>,
+    command_running: bool,
+    may_run: MayRun<'_>,
+) {
     match terminal {
         None => group.signal(Signal::SIGTSTP),
         Some(terminal) if job_control() => {
@@ -263,7 +281,7 @@ pub fn suspend_job(group: Group, terminal: Option<&Terminal>, command_running: b
             if command_running && terminal.exclusive() {
                 terminal.give_to(group);
             }
-            group.signal(Signal::SIGCONT);
+            continue_if(group, may_run);
         }
         Some(_) => {}
     }

@@ -74,18 +74,27 @@ pub async fn run(
     watchdog
         .deadline(*deadlines.borrow())
         .context(NO_WATCHDOG)?;
-    let child = match start(command, terminal.as_ref(), &watchdog) {
+    test_pause("REDLOCK_TEST_PAUSE_BEFORE_SPAWN_MS");
+    // Nothing under the lock may start once the stop time has passed: we may
+    // have been frozen since the lock was taken. The child checks again,
+    // just before it becomes the command.
+    let start_by = command.plan.term_at(*deadlines.borrow());
+    let child = match start(command, terminal.as_ref(), &watchdog, start_by) {
         Ok(child) => child,
         Err(err) => {
             watchdog.done();
             return match err.kind() {
                 std::io::ErrorKind::BrokenPipe => Err(err).context(NO_WATCHDOG),
+                _ if err.raw_os_error() == Some(child::TOO_LATE) => {
+                    Ok(Outcome::Stopped(StopReason::TooLateToStart))
+                }
                 _ => Ok(Outcome::NotStarted(err)),
             };
         }
     };
     let supervisor = Supervisor {
         group: child.group,
+        deadline: *deadlines.borrow(),
         terminal,
         signal: command.signal,
         state: State::new(command.plan),
@@ -99,6 +108,14 @@ pub async fn run(
         .await
 }
 
+/// Tests only (debug builds): sleeps for the milliseconds the variable
+/// `name` gives, so that a test can freeze exec at a point that matters.
+fn test_pause(name: &str) {
+    if let Some(pause) = child::test_pause_ms(name) {
+        std::thread::sleep(std::time::Duration::from_millis(pause));
+    }
+}
+
 /// A command that has started, and its process group.
 struct Started {
     process: Child,
@@ -109,11 +126,15 @@ fn start(
     command: &Command,
     terminal: Option<&Terminal>,
     watchdog: &Watchdog,
+    start_by: BootInstant,
 ) -> std::io::Result<Started> {
+    if BootInstant::now() >= start_by {
+        return Err(std::io::Error::from_raw_os_error(child::TOO_LATE));
+    }
     let exclusive_terminal = terminal.is_some_and(Terminal::exclusive);
     let spawned = watchdog
         .pipe()
-        .and_then(|pipe| child::spawn(command, exclusive_terminal, pipe));
+        .and_then(|pipe| child::spawn(command, exclusive_terminal, pipe, start_by));
     let mut process = match spawned {
         Ok(process) => process,
         Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => return Err(err),
@@ -144,6 +165,8 @@ fn start(
 /// terminal it acts on. One method per event.
 struct Supervisor<'a> {
     group: Group,
+    /// The latest validity deadline.
+    deadline: BootInstant,
     terminal: Option<Terminal>,
     signal: Signal,
     state: State,
@@ -165,6 +188,7 @@ impl Supervisor<'_> {
         tokio::pin!(lost);
         let status = loop {
             let deadline = *deadlines.borrow();
+            self.deadline = deadline;
             let now = BootInstant::now();
             if let Some(status) = self.tend(now) {
                 break status;
@@ -196,7 +220,8 @@ impl Supervisor<'_> {
     fn tend(&mut self, now: BootInstant) -> Option<std::process::ExitStatus> {
         if self.state.is_running() {
             if let Some(terminal) = &self.terminal {
-                job_control::follow_terminal(terminal, self.group);
+                let may_run = self.may_run();
+                job_control::follow_terminal(terminal, self.group, &may_run);
             }
             return None;
         }
@@ -216,7 +241,10 @@ impl Supervisor<'_> {
 
     /// Follows the stop schedule; returns when to look again.
     fn on_clock(&mut self, now: BootInstant, deadline: BootInstant) -> BootInstant {
-        let (effects, wake) = self.state.on_clock(now, deadline);
+        let group = self.group;
+        let (effects, wake) = self
+            .state
+            .on_clock(now, deadline, || group.has_live_members());
         for effect in effects {
             self.apply(effect);
         }
@@ -265,14 +293,23 @@ impl Supervisor<'_> {
     }
 
     fn on_job_signal(&self, signal: Signal) {
+        let may_run = self.may_run();
         match signal {
             Signal::SIGTSTP => job_control::suspend_job(
                 self.group,
                 self.terminal.as_ref(),
                 self.state.is_running(),
+                &may_run,
             ),
-            _ => self.group.signal(Signal::SIGCONT),
+            _ => job_control::continue_if(self.group, &may_run),
         }
+    }
+
+    /// Whether the command may be continued now: not after the stop time of
+    /// the latest deadline, asked when it is about to be continued.
+    fn may_run(&self) -> impl Fn() -> bool + use<'_> {
+        let (state, deadline) = (&self.state, self.deadline);
+        move || state.may_run(BootInstant::now(), deadline)
     }
 
     fn on_forwarded(&self, signal: Signal) {
@@ -291,8 +328,8 @@ impl Supervisor<'_> {
             let restore = self.state.is_stopping() || status.signal().is_some();
             terminal.take_back(Some(self.group), restore);
         }
-        let watchdog_acted = self.watchdog.done();
+        let report = self.watchdog.done();
         self.state
-            .outcome(status, watchdog_acted, BootInstant::now(), deadline)
+            .outcome(status, report, BootInstant::now(), deadline)
     }
 }

@@ -7,6 +7,7 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use super::schedule::{next_action, Action, Stage, StopPlan};
+use super::watchdog::Report;
 use crate::clock::BootInstant;
 
 /// How a supervised command ended.
@@ -30,6 +31,9 @@ pub enum StopReason {
     Overdue,
     /// A majority said the token is gone; the protocol's account of it.
     Lost(String),
+    /// The stop time passed before the command could start (we were frozen
+    /// between taking the lock and starting it): it was not started.
+    TooLateToStart,
 }
 
 /// Something the supervisor did that the user may want to hear about.
@@ -96,15 +100,24 @@ impl State {
     }
 
     /// The clock moved on: what the stop schedule asks for at `now`, and when
-    /// to look again.
+    /// to look again. `alive` is asked only when a stop is due: a command
+    /// that has ended (we were frozen and have not reaped it yet) is not
+    /// stopped, and its end is judged by [`Self::outcome`].
     pub fn on_clock(
         &mut self,
         now: BootInstant,
         deadline: BootInstant,
+        alive: impl FnOnce() -> bool,
     ) -> (Vec<Effect>, BootInstant) {
         let mut effects = Vec::new();
+        let mut alive = Some(alive);
         loop {
-            match next_action(self.plan, now, deadline, self.stage) {
+            let action = next_action(self.plan, now, deadline, self.stage);
+            let due = !matches!(action, Action::Sleep(_));
+            if due && alive.take().is_some_and(|alive| !alive()) {
+                return (effects, now + super::schedule::CLOCK_CHECK);
+            }
+            match action {
                 Action::Sleep(until) => return (effects, until),
                 Action::Signal { kill_at } => {
                     self.reason = Some(StopReason::NotExtended {
@@ -137,6 +150,12 @@ impl State {
         Effect::Stop
     }
 
+    /// Whether the command may run (be started or continued) at `now`: not
+    /// once the stop time for `deadline` has passed.
+    pub fn may_run(&self, now: BootInstant, deadline: BootInstant) -> bool {
+        now < self.plan.term_at(deadline)
+    }
+
     pub fn on_exit(&mut self, status: ExitStatus) {
         self.exited = Some(status);
     }
@@ -151,21 +170,26 @@ impl State {
     }
 
     /// The outcome once the command has finished. The watchdog acts only
-    /// when we did not in time: when we were frozen, or woke up right at the
-    /// deadline; either way the lock may have lapsed while the command ran.
+    /// when we did not in time, when we were frozen: then the lock may have
+    /// lapsed while the command ran. If it found the command already ended
+    /// at the stop time, the command's status stands, however late we saw
+    /// the end. Without its word, an end seen after the stop time is taken
+    /// as a stop.
     pub fn outcome(
         self,
         status: ExitStatus,
-        watchdog_acted: bool,
+        watchdog: Report,
         now: BootInstant,
         deadline: BootInstant,
     ) -> Outcome {
-        match self.reason {
-            Some(reason) => Outcome::Stopped(reason),
-            None if watchdog_acted || now >= self.plan.term_at(deadline) => {
+        match (self.reason, watchdog) {
+            (Some(reason), _) => Outcome::Stopped(reason),
+            (None, Report::Stopped) => Outcome::Stopped(StopReason::Overdue),
+            (None, Report::EndedInTime) => Outcome::Ended(status),
+            (None, Report::Quiet) if now >= self.plan.term_at(deadline) => {
                 Outcome::Stopped(StopReason::Overdue)
             }
-            None => Outcome::Ended(status),
+            (None, Report::Quiet) => Outcome::Ended(status),
         }
     }
 }
@@ -190,10 +214,10 @@ mod tests {
     fn a_missed_extension_signals_then_kills() {
         let (mut state, deadline, plan) = setup();
         let early = plan.term_at(deadline) - MS(1);
-        assert_eq!(state.on_clock(early, deadline).0, []);
+        assert_eq!(state.on_clock(early, deadline, || true).0, []);
         assert!(state.is_watching());
         let term_at = plan.term_at(deadline);
-        let (effects, wake) = state.on_clock(term_at, deadline);
+        let (effects, wake) = state.on_clock(term_at, deadline, || true);
         assert_eq!(effects, [Effect::Stop]);
         assert_eq!(wake, term_at + crate::supervise::schedule::CLOCK_CHECK);
         assert_eq!(
@@ -203,16 +227,20 @@ mod tests {
             })
         );
         assert_eq!(
-            state.on_clock(plan.kill_at(deadline), deadline).0,
+            state.on_clock(plan.kill_at(deadline), deadline, || true).0,
             [Effect::Kill]
         );
-        assert_eq!(state.on_clock(deadline, deadline).0, [], "killed once");
+        assert_eq!(
+            state.on_clock(deadline, deadline, || true).0,
+            [],
+            "killed once"
+        );
     }
 
     #[test]
     fn waking_up_past_the_kill_point_is_overdue() {
         let (mut state, deadline, _) = setup();
-        let (effects, _) = state.on_clock(deadline + MS(1), deadline);
+        let (effects, _) = state.on_clock(deadline + MS(1), deadline, || true);
         assert_eq!(effects, [Effect::Stop, Effect::Kill]);
         assert_eq!(state.reason, Some(StopReason::Overdue));
     }
@@ -224,13 +252,21 @@ mod tests {
         assert_eq!(state.on_loss("gone".into(), now, deadline), Effect::Stop);
         assert!(!state.is_watching());
         // The grace (333ms) ends before kill_at (deadline - 50ms).
-        assert_eq!(state.on_clock(now + plan.grace - MS(1), deadline).0, []);
-        assert_eq!(state.on_clock(now + plan.grace, deadline).0, [Effect::Kill]);
+        assert_eq!(
+            state
+                .on_clock(now + plan.grace - MS(1), deadline, || true)
+                .0,
+            []
+        );
+        assert_eq!(
+            state.on_clock(now + plan.grace, deadline, || true).0,
+            [Effect::Kill]
+        );
         let (mut late, deadline, plan) = setup();
         let now = deadline - MS(100);
         late.on_loss("gone".into(), now, deadline);
         assert_eq!(
-            late.on_clock(plan.kill_at(deadline), deadline).0,
+            late.on_clock(plan.kill_at(deadline), deadline, || true).0,
             [Effect::Kill]
         );
     }
@@ -248,23 +284,51 @@ mod tests {
         assert_eq!(state.finished(deadline - MS(900), true), Some(status));
         let before = plan.term_at(deadline) - MS(1);
         assert!(matches!(
-            State::new(plan).outcome(status, false, before, deadline),
+            State::new(plan).outcome(status, Report::Quiet, before, deadline),
             Outcome::Ended(s) if s == status
         ));
         assert!(matches!(
-            State::new(plan).outcome(status, true, before, deadline),
+            State::new(plan).outcome(status, Report::Stopped, before, deadline),
             Outcome::Stopped(StopReason::Overdue)
         ));
         assert!(matches!(
-            State::new(plan).outcome(status, false, plan.term_at(deadline), deadline),
+            State::new(plan).outcome(status, Report::Quiet, plan.term_at(deadline), deadline),
             Outcome::Stopped(StopReason::Overdue)
         ));
     }
 
     #[test]
+    fn a_command_that_ended_while_we_were_frozen_keeps_its_status() {
+        let (mut state, deadline, plan) = setup();
+        // We wake up past the kill time; the command had already ended.
+        let (effects, _) = state.on_clock(deadline + MS(500), deadline, || false);
+        assert_eq!(effects, [], "no stop for a command that has ended");
+        let status = ExitStatus::from_raw(3 << 8);
+        state.on_exit(status);
+        let late = deadline + MS(600);
+        assert!(matches!(
+            state.outcome(status, Report::EndedInTime, late, deadline),
+            Outcome::Ended(s) if s == status
+        ));
+        // Without the watchdog's word, an end seen that late counts as a stop.
+        assert!(matches!(
+            State::new(plan).outcome(status, Report::Quiet, late, deadline),
+            Outcome::Stopped(StopReason::Overdue)
+        ));
+    }
+
+    #[test]
+    fn nothing_is_continued_after_the_stop_time() {
+        let (state, deadline, plan) = setup();
+        assert!(state.may_run(plan.term_at(deadline) - MS(1), deadline));
+        assert!(!state.may_run(plan.term_at(deadline), deadline));
+        assert!(!state.may_run(deadline + MS(1), deadline));
+    }
+
+    #[test]
     fn a_group_that_outlives_sigkill_is_given_up_on() {
         let (mut state, deadline, _) = setup();
-        state.on_clock(deadline, deadline);
+        state.on_clock(deadline, deadline, || true);
         state.on_exit(ExitStatus::from_raw(9));
         assert_eq!(state.finished(deadline + MS(500), false), None);
         assert!(state.finished(deadline + MS(1_001), false).is_some());

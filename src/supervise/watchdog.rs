@@ -16,8 +16,7 @@
 //! boot clock, so that after a suspend it acts on resume, not a whole timeout
 //! later (poll's own timeout does not count suspended time).
 //!
-//! It says `ready` on stdout once it listens, and exits with [`ACTED`] when
-//! it had to signal the command.
+//! It says `ready` on stdout once it listens, and exits with its [`Report`].
 
 use std::io::{self, Read as _, Write as _};
 use std::os::fd::{AsFd as _, BorrowedFd};
@@ -33,9 +32,38 @@ use super::child::Group;
 use super::schedule::{next_action, Action, Stage, StopPlan, CLOCK_CHECK};
 use crate::clock::BootInstant;
 
-/// The watchdog's exit status when it signalled the command: the supervisor
-/// then reports the lock as lost, whatever the command's status.
-pub const ACTED: u8 = 3;
+/// What the watchdog tells the supervisor, as its exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Report {
+    /// It had nothing to do (exit 0).
+    Quiet,
+    /// It signalled the command, or found it gone only after the kill time
+    /// (exit 3): the lock may have lapsed while the command ran, so the
+    /// supervisor reports it lost whatever the command's status.
+    Stopped,
+    /// At the stop time it found no live process left (exit 4): the command
+    /// had ended on its own while the lock was valid, so its status stands
+    /// even if the supervisor, frozen, saw the end only later.
+    EndedInTime,
+}
+
+impl Report {
+    pub fn code(self) -> u8 {
+        match self {
+            Report::Quiet => 0,
+            Report::Stopped => 3,
+            Report::EndedInTime => 4,
+        }
+    }
+
+    fn from_code(code: Option<i32>) -> Report {
+        match code {
+            Some(3) => Report::Stopped,
+            Some(4) => Report::EndedInTime,
+            _ => Report::Quiet,
+        }
+    }
+}
 
 /// This process's own binary, on Linux.
 const SELF_EXE: &str = "/proc/self/exe";
@@ -94,14 +122,12 @@ impl Watchdog {
         self.send(&format!("deadline {}\n", deadline.as_nanos()))
     }
 
-    /// Tells the watchdog the command has ended, reaps it, and says whether
-    /// it had to signal the command.
-    pub fn done(mut self) -> bool {
+    /// Tells the watchdog the command has ended, reaps it, and returns its
+    /// report.
+    pub fn done(mut self) -> Report {
         let _ = self.send("done\n");
         self.pipe = None;
-        self.process
-            .wait()
-            .is_ok_and(|status| status.code() == Some(i32::from(ACTED)))
+        Report::from_code(self.process.wait().ok().and_then(|status| status.code()))
     }
 
     fn send(&mut self, message: &str) -> io::Result<()> {
@@ -134,9 +160,75 @@ impl Message {
     }
 }
 
-/// The watchdog process itself: returns when the command is done (false) or
-/// after it signalled the command (true).
-pub fn run(signal: Signal, plan: StopPlan) -> io::Result<bool> {
+/// What the watchdog knows: whom to stop, by when, and how far it went.
+struct Watch {
+    signal: Signal,
+    plan: StopPlan,
+    target: Option<Group>,
+    deadline: Option<BootInstant>,
+    /// The stop signal went out for the current deadline.
+    signalled: bool,
+    report: Report,
+}
+
+impl Watch {
+    /// Follows the schedule at `now`; returns when to look again, or the
+    /// final report once SIGKILL went out.
+    fn on_clock(&mut self, now: BootInstant) -> Result<BootInstant, Report> {
+        let check = now + CLOCK_CHECK;
+        let (Some(target), Some(deadline)) = (self.target, self.deadline) else {
+            return Ok(check);
+        };
+        let stage = match self.signalled {
+            true => Stage::Stopping {
+                kill_at: self.plan.kill_at(deadline),
+            },
+            false => Stage::Watching,
+        };
+        let action = next_action(self.plan, now, deadline, stage);
+        if !matches!(action, Action::Sleep(_)) && !target.has_live_members() {
+            // Nothing left to stop: the command ended on its own. Before the
+            // kill time, that was within the lock's validity; after it (we
+            // were frozen too), nobody can say, and it counts as stopped.
+            self.target = None;
+            self.report = match now < self.plan.kill_at(deadline) {
+                true => Report::EndedInTime,
+                false => Report::Stopped,
+            };
+            return Ok(check);
+        }
+        match action {
+            Action::Kill => {
+                target.signal(Signal::SIGKILL);
+                Err(Report::Stopped)
+            }
+            Action::Signal { kill_at } => {
+                stop(target, self.signal);
+                self.signalled = true;
+                self.report = Report::Stopped;
+                Ok(kill_at.min(check))
+            }
+            Action::Sleep(until) => Ok(until),
+        }
+    }
+
+    /// A line from the supervisor; the final report once it said `done`.
+    fn on_message(&mut self, message: Message) -> Option<Report> {
+        match message {
+            Message::Done => return Some(self.report),
+            Message::Group(group) => self.target = Some(group),
+            Message::Deadline(new) => {
+                self.deadline = Some(new);
+                self.signalled = false;
+            }
+        }
+        None
+    }
+}
+
+/// The watchdog process itself: returns its report once the command is
+/// done, or after it killed the command.
+pub fn run(signal: Signal, plan: StopPlan) -> io::Result<Report> {
     // Started from /proc/self/exe, we would show as `exe` in ps and top.
     let _ = nix::sys::prctl::set_name(c"redlock");
     {
@@ -145,55 +237,38 @@ pub fn run(signal: Signal, plan: StopPlan) -> io::Result<bool> {
         stdout.flush()?;
     }
     let stdin = io::stdin();
-    let mut target: Option<Group> = None;
-    let mut deadline: Option<BootInstant> = None;
-    // `signalled` follows the current deadline; `acted` remembers for good.
-    let (mut signalled, mut acted) = (false, false);
+    let mut watch = Watch {
+        signal,
+        plan,
+        target: None,
+        deadline: None,
+        signalled: false,
+        report: Report::Quiet,
+    };
     let mut unread = Vec::new();
     loop {
         let now = BootInstant::now();
-        let mut wake = now + CLOCK_CHECK;
-        if let (Some(target), Some(deadline)) = (target, deadline) {
-            let stage = if signalled {
-                Stage::Stopping {
-                    kill_at: plan.kill_at(deadline),
-                }
-            } else {
-                Stage::Watching
-            };
-            match next_action(plan, now, deadline, stage) {
-                Action::Kill => {
-                    target.signal(Signal::SIGKILL);
-                    return Ok(true);
-                }
-                Action::Signal { kill_at } => {
-                    stop(target, signal);
-                    (signalled, acted) = (true, true);
-                    wake = kill_at.min(wake);
-                }
-                Action::Sleep(until) => wake = until,
-            }
-        }
+        let wake = match watch.on_clock(now) {
+            Ok(wake) => wake,
+            Err(report) => return Ok(report),
+        };
         let Some(read) = read_within(&stdin, wake.saturating_since(now), &mut unread)? else {
             continue;
         };
         if read == 0 {
             // The supervisor died without saying `done`.
-            if let Some(target) = target {
-                stop_now(target, signal, plan, deadline);
-            }
-            return Ok(target.is_some());
+            return Ok(match watch.target {
+                Some(target) => {
+                    stop_now(target, signal, plan, watch.deadline);
+                    Report::Stopped
+                }
+                None => watch.report,
+            });
         }
         while let Some(end) = unread.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = unread.drain(..=end).collect();
-            match Message::parse(&line) {
-                Some(Message::Done) => return Ok(acted),
-                Some(Message::Group(group)) => target = Some(group),
-                Some(Message::Deadline(new)) => {
-                    deadline = Some(new);
-                    signalled = false;
-                }
-                None => {}
+            if let Some(report) = Message::parse(&line).and_then(|m| watch.on_message(m)) {
+                return Ok(report);
             }
         }
     }

@@ -7,6 +7,7 @@ mod support;
 mod acquire;
 mod errors;
 mod exec;
+mod faults;
 mod fixture;
 mod generated;
 mod inputs;
