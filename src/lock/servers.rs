@@ -142,20 +142,68 @@ impl Server {
     /// that the next request reconnects.
     pub async fn call<T, F, Fut>(&self, request: F) -> Result<T, ServerError>
     where
+        F: FnOnce(Connection) -> Fut + Clone,
+        Fut: Future<Output = redis::RedisResult<T>>,
+    {
+        // The most this call may take: a bound for connecting and one for
+        // the reply, whether or not a stale connection is replaced on the way.
+        let give_up_at = tokio::time::Instant::now() + self.timeout * 2;
+        let (connection, reused) = self.connect_within(give_up_at).await?;
+        match self.attempt(connection, request.clone(), give_up_at).await {
+            // A connection that sat idle may have gone stale (the server
+            // restarted, a proxy dropped it): its first request fails at
+            // once, before the server saw it. One more try on a fresh
+            // connection, within the same bound, tells the truth instead.
+            Err(err) if reused && err.is_connection_dropped() => {
+                let (connection, _) = self.connect_within(give_up_at).await?;
+                self.attempt(connection, request, give_up_at)
+                    .await
+                    .map_err(|err| self.failed(&err))
+            }
+            reply => reply.map_err(|err| self.failed(&err)),
+        }
+    }
+
+    /// A connection, within the server timeout and `give_up_at`; and whether
+    /// it was open already.
+    async fn connect_within(
+        &self,
+        give_up_at: tokio::time::Instant,
+    ) -> Result<(Connection, bool), ServerError> {
+        // One bound for getting a connection, including the wait for another
+        // request that is connecting to the same server right now.
+        let bound = self
+            .timeout
+            .min(give_up_at.saturating_duration_since(tokio::time::Instant::now()));
+        tokio::time::timeout(bound, self.connect())
+            .await
+            .map_err(|_| ServerError::Timeout(self.timeout))?
+    }
+
+    /// One request on `connection`, bounded by the server timeout and
+    /// `give_up_at`. A broken connection is dropped so that the next request
+    /// reconnects.
+    async fn attempt<T, F, Fut>(
+        &self,
+        connection: Connection,
+        request: F,
+        give_up_at: tokio::time::Instant,
+    ) -> redis::RedisResult<T>
+    where
         F: FnOnce(Connection) -> Fut,
         Fut: Future<Output = redis::RedisResult<T>>,
     {
-        // One bound for getting a connection, including the wait for another
-        // request that is connecting to the same server right now.
-        let connection = tokio::time::timeout(self.timeout, self.connect())
+        let bound = self
+            .timeout
+            .min(give_up_at.saturating_duration_since(tokio::time::Instant::now()));
+        let reply = tokio::time::timeout(bound, request(connection))
             .await
-            .map_err(|_| ServerError::Timeout(self.timeout))??;
-        let reply = tokio::time::timeout(self.timeout, request(connection)).await;
-        let timed_out = match &reply {
-            Ok(Err(err)) => err.is_timeout(),
-            Ok(Ok(_)) => false,
-            Err(_) => true,
-        };
+            .unwrap_or_else(|_| {
+                Err(RedisError::from(std::io::Error::from(
+                    std::io::ErrorKind::TimedOut,
+                )))
+            });
+        let timed_out = matches!(&reply, Err(err) if err.is_timeout());
         // A slow connection is kept once (requests on it stay in order, and
         // a paused server does not collect a new connection per attempt);
         // one that times out twice in a row may be silently dead (a lost NAT
@@ -166,22 +214,18 @@ impl Server {
             self.timeouts_in_a_row.store(0, Ordering::Relaxed);
             0
         };
-        let broken = matches!(&reply, Ok(Err(err)) if !err.is_timeout() && !matches!(err.kind(), ErrorKind::Server(_)));
+        let broken = matches!(&reply, Err(err) if !err.is_timeout() && !matches!(err.kind(), ErrorKind::Server(_)));
         if broken || timeouts >= 2 {
             self.connection.lock().await.take();
             self.timeouts_in_a_row.store(0, Ordering::Relaxed);
         }
-        match reply {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(err)) => Err(self.failed(&err)),
-            Err(_) => Err(ServerError::Timeout(self.timeout)),
-        }
+        reply
     }
 
-    async fn connect(&self) -> Result<Connection, ServerError> {
+    async fn connect(&self) -> Result<(Connection, bool), ServerError> {
         let mut cached = self.connection.lock().await;
         if let Some(connection) = cached.as_ref() {
-            return Ok(connection.clone());
+            return Ok((connection.clone(), true));
         }
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeout))
@@ -196,7 +240,7 @@ impl Server {
             sent_scripts: Arc::default(),
         };
         *cached = Some(connection.clone());
-        Ok(connection)
+        Ok((connection, false))
     }
 
     fn failed(&self, err: &RedisError) -> ServerError {

@@ -91,3 +91,46 @@ fn a_command_that_ended_while_exec_was_frozen_keeps_its_status() {
     let out = exec.finish(Duration::from_secs(10));
     out.assert_code(3, "the command's own status, seen late");
 }
+
+/// The server restarts (empty) under exec's cached connection. The next
+/// extension must not fail on the stale connection ("broken pipe", a retry,
+/// a misleading message): retried once on a fresh one, it finds the truth,
+/// that the lock is gone, and the command is stopped as lost.
+#[test]
+fn an_extension_after_a_server_restart_tells_the_truth_at_once() {
+    let mut cluster = Cluster::start(1);
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    let script = format!("touch '{}'; sleep 5", started.display());
+    let exec = Running::spawn(
+        cluster
+            .redlock()
+            .args([
+                "exec",
+                "--ttl",
+                "3s",
+                "restarted",
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    assert!(
+        wait_until(Duration::from_secs(5), || started.exists()),
+        "the command never started"
+    );
+    cluster[0].restart();
+    let out = exec.finish(Duration::from_secs(10));
+    out.assert_code(79, "the lock is gone with the restart");
+    assert!(out.stderr.contains("was lost"), "{}", out.stderr);
+    assert!(!out.stderr.contains("extending failed"), "{}", out.stderr);
+    assert!(
+        !out.stderr.to_lowercase().contains("broken pipe"),
+        "{}",
+        out.stderr
+    );
+}
