@@ -1,0 +1,167 @@
+//! The critical section of the torture harness (`tests/torture.rs`, issue 9).
+//!
+//! Each client of the harness runs it as
+//! `redlock exec LOCK -- torture-section HISTORY BOOKKEEPING_URL WITNESS_SOCKET CLIENT SEQ SECTION_MS`
+//! (the checker's self-test runs it without a lock). It leaves evidence of
+//! mutual exclusion, or of its absence, in three places:
+//!
+//! - the shared HISTORY file: `enter CLIENT SEQ NANOS` as its very first act
+//!   and `exit CLIENT SEQ NANOS` as its last, stamped on CLOCK_MONOTONIC, which
+//!   is one clock for every process of the machine;
+//! - the bookkeeping Redis server: the set `occupants` (sections inside now)
+//!   with its largest size in `occupancy_max`, and a read-modify-write of
+//!   `counter` whose lost updates show as `counter_writes - counter`;
+//! - a connection to the harness's WITNESS_SOCKET, held open until the process
+//!   dies, so that the harness can stamp the end of a section that was killed
+//!   before it could write `exit`.
+//!
+//! Exit status: 0 when the section ran to its end, 2 for bad arguments, 3 when
+//! the history, the witness or the bookkeeping server failed.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::process::ExitCode;
+use std::thread::sleep;
+use std::time::Duration;
+
+use nix::time::{clock_gettime, ClockId};
+
+const USAGE: &str =
+    "usage: torture-section HISTORY BOOKKEEPING_URL WITNESS_SOCKET CLIENT SEQ SECTION_MS";
+
+/// Long enough that two sections inside at once almost surely read the same
+/// value; short next to any section.
+const READ_MODIFY_WRITE_PAUSE: Duration = Duration::from_millis(2);
+
+/// Adds this section to `occupants` and raises `occupancy_max` to the set's
+/// size, atomically. A set rather than a counter: a section killed by SIGKILL
+/// never takes itself out, so the harness's witness removes it (SREM is
+/// idempotent), which a counter could not tell from a normal exit.
+const ENTER_SCRIPT: &str = r"
+redis.call('SADD', KEYS[1], ARGV[1])
+local inside = redis.call('SCARD', KEYS[1])
+local max = tonumber(redis.call('GET', KEYS[2]) or '0')
+if inside > max then redis.call('SET', KEYS[2], inside) end
+return inside
+";
+
+struct Args {
+    history: String,
+    bookkeeping: String,
+    witness: String,
+    client: u32,
+    seq: u32,
+    section: Duration,
+}
+
+impl Args {
+    fn parse(args: &[String]) -> Option<Args> {
+        let [history, bookkeeping, witness, client, seq, section_ms] = args else {
+            return None;
+        };
+        Some(Args {
+            history: history.clone(),
+            bookkeeping: bookkeeping.clone(),
+            witness: witness.clone(),
+            client: client.parse().ok()?,
+            seq: seq.parse().ok()?,
+            section: Duration::from_millis(section_ms.parse().ok()?),
+        })
+    }
+}
+
+fn main() -> ExitCode {
+    // First of all the stamp and the `enter` line: a section killed a
+    // millisecond after it started must still show in the history.
+    let entered = monotonic_ns();
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let Some(args) = Args::parse(&argv) else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let outcome = append(
+        &args.history,
+        &format!("enter {} {} {entered}\n", args.client, args.seq),
+    )
+    .and_then(|()| run_section(&args));
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("torture-section {} {}: {err}", args.client, args.seq);
+            ExitCode::from(3)
+        }
+    }
+}
+
+fn run_section(args: &Args) -> Result<(), String> {
+    // Held open, unused, until the process ends: its end is the witness's cue.
+    let mut witness = UnixStream::connect(&args.witness)
+        .map_err(|e| format!("cannot connect to the witness {}: {e}", args.witness))?;
+    witness
+        .write_all(format!("{} {}\n", args.client, args.seq).as_bytes())
+        .map_err(|e| format!("cannot write to the witness: {e}"))?;
+    let mut con = redis::Client::open(args.bookkeeping.as_str())
+        .and_then(|client| client.get_connection())
+        .map_err(|e| format!("cannot connect to the bookkeeping server: {e}"))?;
+    let member = format!("{}:{}", args.client, args.seq);
+    bookkeep(&mut con, &member).map_err(|e| format!("bookkeeping on the way in failed: {e}"))?;
+    sleep(args.section);
+    redis::cmd("SREM")
+        .arg("occupants")
+        .arg(&member)
+        .query::<()>(&mut con)
+        .map_err(|e| format!("bookkeeping on the way out failed: {e}"))?;
+    let exited = monotonic_ns();
+    append(
+        &args.history,
+        &format!("exit {} {} {exited}\n", args.client, args.seq),
+    )
+}
+
+/// Occupancy in, then the read-modify-write of `counter`. The write and its
+/// count are one transaction, so a kill can never split them and
+/// `counter_writes - counter` counts exactly the updates that were lost.
+fn bookkeep(con: &mut redis::Connection, member: &str) -> redis::RedisResult<()> {
+    redis::Script::new(ENTER_SCRIPT)
+        .key("occupants")
+        .key("occupancy_max")
+        .arg(member)
+        .invoke::<i64>(con)?;
+    let value: Option<i64> = redis::cmd("GET").arg("counter").query(con)?;
+    sleep(READ_MODIFY_WRITE_PAUSE);
+    redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg("counter")
+        .arg(value.unwrap_or(0) + 1)
+        .ignore()
+        .cmd("INCR")
+        .arg("counter_writes")
+        .ignore()
+        .query::<()>(con)
+}
+
+/// Appends `line` with one `write` on an O_APPEND descriptor, so that lines
+/// of concurrent writers never interleave.
+fn append(path: &str, line: &str) -> Result<(), String> {
+    let mut file = OpenOptions::new()
+        .append(true)
+        .open(path)
+        .map_err(|e| format!("cannot open the history {path}: {e}"))?;
+    match file.write(line.as_bytes()) {
+        Ok(n) if n == line.len() => Ok(()),
+        Ok(n) => Err(format!(
+            "short write to {path}: {n} of {} bytes",
+            line.len()
+        )),
+        Err(e) => Err(format!("cannot write to {path}: {e}")),
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the same clock in every process of the
+/// machine, which the harness uses too.
+fn monotonic_ns() -> u64 {
+    let now = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC is always there");
+    now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64
+}
