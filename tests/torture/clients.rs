@@ -1,0 +1,230 @@
+//! The clients: each a thread that runs `redlock exec` processes one after
+//! another against the one lock, and records when each returned and how.
+
+use std::fs::OpenOptions;
+use std::os::unix::process::ExitStatusExt as _;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::history::{now_ns, Mode};
+use crate::rig::{Ctx, LOCK};
+use crate::rng::Rng;
+use crate::support::{self, Running};
+
+/// Every lock of the torture has this TTL: short, so that expiry, extension
+/// (every 500ms) and the stop schedule all happen many times a scenario.
+pub const TTL: Duration = Duration::from_millis(1500);
+/// How long a paused `exec` sleeps between taking the lock and spawning the
+/// section: longer than the TTL, so the section must never start.
+pub const PAUSE_BEFORE_SPAWN: Duration = Duration::from_millis(2000);
+/// How often a client looks whether its `exec` returned: the resolution of
+/// the `return` stamps.
+const POLL: Duration = Duration::from_millis(5);
+/// A client does not start an `exec` that would wait for less than this.
+const MIN_WAIT: Duration = Duration::from_millis(100);
+
+/// One run of the section by one client.
+pub struct Launch {
+    pub client: u32,
+    pub seq: u32,
+    pub section: Duration,
+    pub mode: Mode,
+    pub ttl: Duration,
+    /// `-w`: how long `exec` may queue for the lock.
+    pub wait: Duration,
+    /// `FAKETIME` for libfaketime (`+1h`), or `None` for the true clock.
+    pub clock_shift: Option<&'static str>,
+}
+
+/// The `exec` a client runs now, for the faults that freeze it.
+#[derive(Clone, Copy)]
+pub struct Active {
+    pub seq: u32,
+    pub pid: i32,
+    pub section: Duration,
+}
+
+/// One slot per client. A client reaps its `exec` only while holding its
+/// slot, so whoever holds the slot may signal the pid in it: it cannot have
+/// been reused.
+pub struct Slots(Vec<Mutex<Option<Active>>>);
+
+impl Slots {
+    pub fn new(clients: usize) -> Slots {
+        Slots((0..clients).map(|_| Mutex::new(None)).collect())
+    }
+
+    pub fn lock(&self, client: u32) -> MutexGuard<'_, Option<Active>> {
+        self.0[client as usize]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// How long the sections of a scenario are.
+#[derive(Clone, Copy)]
+pub enum Lengths {
+    /// Half short, half longer than a third of the TTL so that `exec`
+    /// extends the lock, and none longer than 1s: a holder then spans at
+    /// most two of the restarts that come 1.5s apart, and keeps a majority
+    /// even on a binary without the restart guard.
+    Bounded,
+    /// Like `Bounded`, and a third far longer than the TTL: sections that
+    /// must be cut short when their `exec` is frozen or cannot extend.
+    WithOverruns,
+    /// Long enough that clients without a lock surely overlap.
+    Overlapping,
+}
+
+impl Lengths {
+    pub fn draw(self, rng: &mut Rng) -> Duration {
+        match self {
+            Lengths::Overlapping => rng.millis(300, 1000),
+            Lengths::WithOverruns if rng.chance(1, 3) => rng.millis(2000, 3000),
+            Lengths::Bounded | Lengths::WithOverruns if rng.chance(1, 2) => rng.millis(20, 400),
+            Lengths::Bounded | Lengths::WithOverruns => rng.millis(550, 1000),
+        }
+    }
+}
+
+/// What one client thread does.
+pub struct Plan {
+    pub client: u32,
+    pub rng: Rng,
+    pub lengths: Lengths,
+    pub mode: Mode,
+    pub clock_shift: Option<&'static str>,
+    /// The length of the first section, instead of a random one.
+    pub first_section: Option<Duration>,
+}
+
+/// Runs sections until `until`, each `exec` queueing (`-w`) at most until
+/// then. Returns how many it started.
+pub fn client_loop(ctx: &Ctx, slots: &Slots, mut plan: Plan, until: Instant) -> u32 {
+    let mut seq = 0;
+    loop {
+        let wait = until.saturating_duration_since(Instant::now());
+        if wait < MIN_WAIT {
+            return seq;
+        }
+        seq += 1;
+        let section = match plan.first_section.take() {
+            Some(length) => length,
+            None => plan.lengths.draw(&mut plan.rng),
+        };
+        let launch = Launch {
+            client: plan.client,
+            seq,
+            section,
+            mode: plan.mode,
+            ttl: TTL,
+            wait,
+            clock_shift: plan.clock_shift,
+        };
+        run_one(ctx, slots, &launch);
+    }
+}
+
+/// Runs one section as `launch` says, and records its start and return.
+/// Returns the exit status (128+N for signal N).
+pub fn run_one(ctx: &Ctx, slots: &Slots, launch: &Launch) -> i32 {
+    let mut command = command(ctx, launch);
+    ctx.history.start(launch.client, launch.seq, launch.mode);
+    let mut running = Running::spawn(&mut command);
+    *slots.lock(launch.client) = Some(Active {
+        seq: launch.seq,
+        pid: running.id() as i32,
+        section: launch.section,
+    });
+    // Far beyond any healthy run: the wait, a frozen exec, the section.
+    let limit = Instant::now() + launch.wait + launch.section + Duration::from_secs(30);
+    let (at, status) = loop {
+        let mut slot = slots.lock(launch.client);
+        match running.try_wait() {
+            Ok(Some(status)) => {
+                *slot = None;
+                break (now_ns(), code(status));
+            }
+            Ok(None) if Instant::now() > limit => {
+                let _ = running.kill();
+                *slot = None;
+                break (
+                    now_ns(),
+                    code(running.wait().expect("a killed child is reaped")),
+                );
+            }
+            Ok(None) => {}
+            Err(e) => panic!("cannot wait for client {}'s exec: {e}", launch.client),
+        }
+        drop(slot);
+        thread::sleep(POLL);
+    };
+    ctx.history.returned(launch.client, launch.seq, at, status);
+    status
+}
+
+fn command(ctx: &Ctx, launch: &Launch) -> Command {
+    let section_args = [
+        ctx.history.path().as_os_str().to_owned(),
+        ctx.bookkeeping.clone().into(),
+        ctx.witness.as_os_str().to_owned(),
+        launch.client.to_string().into(),
+        launch.seq.to_string().into(),
+        launch.section.as_millis().to_string().into(),
+    ];
+    let mut command = if launch.mode == Mode::Unlocked {
+        Command::new(&ctx.section)
+    } else {
+        let mut exec = support::redlock();
+        // The guard goes by its variable, not `--restart-guard`: a binary
+        // without the guard rejects an unknown option but ignores a variable.
+        exec.env("REDLOCK_SERVERS", &ctx.servers)
+            .env(
+                "REDLOCK_RESTART_GUARD",
+                format!("{}ms", ctx.guard.as_millis()),
+            )
+            .args(["exec", "--ttl", &format!("{}ms", launch.ttl.as_millis())])
+            .args(["-w", &format!("{}ms", launch.wait.as_millis()), LOCK, "--"])
+            .arg(&ctx.section);
+        if launch.mode == Mode::PausedBeforeSpawn {
+            let pause = PAUSE_BEFORE_SPAWN.as_millis().to_string();
+            exec.env("REDLOCK_TEST_PAUSE_BEFORE_SPAWN_MS", pause);
+        }
+        if let (Some(shift), Some(library)) = (launch.clock_shift, &ctx.faketime) {
+            with_clock_shift(&mut exec, library, shift);
+        }
+        exec
+    };
+    let log = ctx.logs.join(format!("client-{}.log", launch.client));
+    let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .unwrap_or_else(|e| panic!("cannot open {}: {e}", log.display()));
+    let log_too = log.try_clone().expect("a log file handle can be cloned");
+    command
+        .args(section_args)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_too);
+    command
+}
+
+/// Runs `command` (and what it starts) with the wall clock shifted by
+/// `shift`, and every monotonic clock left true: redlock must not care.
+pub fn with_clock_shift(command: &mut Command, library: &std::path::Path, shift: &str) {
+    command
+        .env("LD_PRELOAD", library)
+        .env("FAKETIME", shift)
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+}
+
+/// The exit code, or 128+N for a process killed by signal N.
+fn code(status: ExitStatus) -> i32 {
+    status
+        .code()
+        .or_else(|| status.signal().map(|signal| 128 + signal))
+        .expect("a finished process has a code or a signal")
+}

@@ -1,0 +1,70 @@
+//! Turns what a scenario left behind into its line and its verdict.
+
+use crate::checker::{Analysis, Expect, Parsed, Report};
+use crate::rig::Rig;
+
+/// The result of one scenario: its line, and why it failed (empty: passed).
+pub struct Outcome {
+    pub line: String,
+    pub problems: Vec<String>,
+}
+
+impl Outcome {
+    /// A scenario that could not run at all.
+    pub fn unrunnable(scenario: &str, seed: u64, why: String) -> Outcome {
+        Outcome {
+            line: format!("scenario={scenario} not run seed={seed}"),
+            problems: vec![why],
+        }
+    }
+}
+
+/// What is being judged.
+pub struct Case<'a> {
+    pub scenario: &'a str,
+    pub clients: usize,
+    pub seed: u64,
+    pub expect: Expect,
+    /// From the start of the clients to the return of the last one.
+    pub window: (u64, u64),
+}
+
+/// Stops the rig, checks the history, and adds what `more` finds wrong
+/// with it for this scenario. A failed scenario keeps its directory
+/// (history, client logs) and says where.
+pub fn judge(
+    case: &Case,
+    rig: Rig,
+    more: impl FnOnce(&Parsed, &Analysis) -> Vec<String>,
+) -> Outcome {
+    let history = rig.ctx.history.path().to_owned();
+    let (bookkeeping, dir) = rig.finish();
+    let text = std::fs::read_to_string(&history)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", history.display()));
+    let parsed = match Parsed::parse(&text) {
+        Ok(parsed) => parsed,
+        Err(e) => return Outcome::unrunnable(case.scenario, case.seed, e),
+    };
+    let analysis = Analysis::of(&parsed, case.window);
+    let report = Report {
+        scenario: case.scenario,
+        clients: case.clients,
+        analysis: &analysis,
+        occupancy_max: bookkeeping.occupancy_max,
+        lost_updates: bookkeeping.lost_updates,
+        seed: case.seed,
+    };
+    let mut problems = report.problems(case.expect);
+    problems.extend(more(&parsed, &analysis));
+    if !problems.is_empty() {
+        let kept = dir.keep();
+        problems.push(format!(
+            "history and client logs kept in {}",
+            kept.display()
+        ));
+    }
+    Outcome {
+        line: report.line(),
+        problems,
+    }
+}
