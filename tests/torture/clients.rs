@@ -181,10 +181,7 @@ fn command(ctx: &Ctx, launch: &Launch) -> Command {
         // The guard goes by its variable, not `--restart-guard`: a binary
         // without the guard rejects an unknown option but ignores a variable.
         exec.env("REDLOCK_SERVERS", &ctx.servers)
-            .env(
-                "REDLOCK_RESTART_GUARD",
-                format!("{}ms", ctx.guard.as_millis()),
-            )
+            .env("REDLOCK_RESTART_GUARD", guard_value(ctx.guard))
             .args(["exec", "--ttl", &format!("{}ms", launch.ttl.as_millis())])
             .args(["-w", &format!("{}ms", launch.wait.as_millis()), LOCK, "--"])
             .arg(&ctx.section);
@@ -219,6 +216,15 @@ pub fn with_clock_shift(command: &mut Command, library: &std::path::Path, shift:
         .env("LD_PRELOAD", library)
         .env("FAKETIME", shift)
         .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+}
+
+/// `REDLOCK_RESTART_GUARD`: `0` turns the guard off, as documented.
+fn guard_value(guard: Duration) -> String {
+    if guard.is_zero() {
+        "0".to_string()
+    } else {
+        format!("{}ms", guard.as_millis())
+    }
 }
 
 /// The exit code, or 128+N for a process killed by signal N.
