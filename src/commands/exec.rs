@@ -4,6 +4,7 @@
 use std::cell::Cell;
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::AsRawFd as _;
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::process::ExitStatus;
@@ -95,6 +96,12 @@ async fn supervise_under(
         argv: spec.argv.clone(),
         env,
         env_remove: child_env.remove,
+        inherit: child_env
+            .file
+            .as_ref()
+            .map(|file| file.as_raw_fd())
+            .into_iter()
+            .collect(),
         signal: spec.signal,
         plan: spec.stop,
     };

@@ -35,8 +35,8 @@ pub struct Handoff {
     pub tls_ca_cert: Option<PathBuf>,
 }
 
-/// The command's environment changes, and the descriptor that must stay open
-/// until the command has started.
+/// The command's environment changes, and the descriptor the command must
+/// inherit (it stays open here until the command has started).
 #[derive(Debug, Default)]
 pub struct ChildEnv {
     pub set: Vec<(&'static str, OsString)>,
@@ -80,10 +80,11 @@ impl Handoff {
         Ok(env)
     }
 
-    /// The server list in an in-memory file of mode 0600, inherited by the
-    /// processes this one starts (no close-on-exec).
+    /// The server list in an in-memory file of mode 0600. Close-on-exec, so
+    /// that no process but the command inherits it (not the watchdog); the
+    /// command's spawn keeps it open for the command alone.
     fn memory_file(&self) -> std::io::Result<OwnedFd> {
-        let fd = memfd_create(c"redlock-servers", MFdFlags::empty())?;
+        let fd = memfd_create(c"redlock-servers", MFdFlags::MFD_CLOEXEC)?;
         fchmod(&fd, Mode::S_IRUSR | Mode::S_IWUSR)?;
         let mut file = std::fs::File::from(fd);
         for spec in &self.specs {

@@ -11,7 +11,11 @@ local restarting = 0
 local guard = tonumber(ARGV[1])
 if guard > 0 then
   local info = redis.call("INFO", "server")
-  local uptime = tonumber(string.match(info, "uptime_in_seconds:(%d+)")) * 1000
+  local seconds = tonumber(string.match(info, "uptime_in_seconds:(%-?%d+)"))
+  if not seconds then
+    return redis.error_reply("ERR no uptime_in_seconds in INFO server, which the restart guard reads")
+  end
+  local uptime = math.max(seconds * 1000, 0)
   if uptime < guard then
     restarting = guard - uptime
   end

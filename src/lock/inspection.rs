@@ -32,6 +32,8 @@ pub struct Inspection {
     pub key: LockKey,
     pub quorum: usize,
     pub servers: Vec<ServerState>,
+    /// The restart guard the servers were judged by (`None`: off).
+    pub restart_guard: Option<std::time::Duration>,
 }
 
 /// Who holds a lock, as far as a majority can tell.
@@ -69,24 +71,45 @@ impl Inspection {
         }
     }
 
-    /// The servers whose value is `value`, in configuration order.
+    /// The servers that count and whose value is `value`, in configuration
+    /// order.
     pub fn holding(&self, value: &[u8]) -> Vec<ServerSpec> {
         self.servers
             .iter()
-            .filter(|s| matches!(&s.state, Ok(KeyState { value: Some(v), .. }) if v == value))
+            .filter(|s| matches!(&s.state, Ok(KeyState { value: Some(v), restarting: None, .. }) if v == value))
             .map(|s| s.server.clone())
             .collect()
     }
 
-    /// The error for an inspection whose verdict is [`Verdict::Unknown`].
+    /// The error for an inspection whose verdict is [`Verdict::Unknown`]:
+    /// restarting when servers kept out by the restart guard are why.
     pub fn no_quorum(&self) -> LockError {
-        let failures = Failures(
+        let again_in: Vec<std::time::Duration> = self
+            .servers
+            .iter()
+            .filter_map(|s| s.state.as_ref().ok()?.restarting)
+            .collect();
+        if let (Some(&soonest), Some(guard)) = (again_in.iter().min(), self.restart_guard) {
+            return LockError::Restarting {
+                key: self.key.clone(),
+                restarting: again_in.len(),
+                total: self.servers.len(),
+                guard,
+                again_in: soonest,
+                failures: self.failures(),
+            };
+        }
+        self.failures()
+            .into_error(&self.key, self.servers.len(), self.quorum)
+    }
+
+    fn failures(&self) -> Failures {
+        Failures(
             self.servers
                 .iter()
                 .filter_map(|s| s.state.clone().err().map(|e| (s.server.clone(), e)))
                 .collect(),
-        );
-        failures.into_error(&self.key, self.servers.len(), self.quorum)
+        )
     }
 
     /// The values of the servers that count.
@@ -112,6 +135,7 @@ mod tests {
         Inspection {
             key: LockKey::new(b"k".to_vec()),
             quorum,
+            restart_guard: None,
             servers: states
                 .into_iter()
                 .enumerate()

@@ -52,6 +52,10 @@ impl Vote for SetReply {
     fn is_yes(&self) -> bool {
         *self == SetReply::Taken
     }
+
+    fn is_inconclusive(&self) -> bool {
+        matches!(self, SetReply::Restarting(_))
+    }
 }
 
 /// The configured masters and the protocol over them.
@@ -267,6 +271,7 @@ impl Redlock {
             key: key.clone(),
             quorum: self.quorum,
             servers,
+            restart_guard: (!self.restart_guard.is_zero()).then_some(self.restart_guard),
         }
     }
 
@@ -298,9 +303,12 @@ impl Redlock {
         let quorum = self.quorum;
         round(&self.servers, request, move |replies| {
             let tally = replies.tally(quorum);
+            let inconclusive =
+                replies.pending() > 0 && replies.answered().any(Vote::is_inconclusive);
             match (tally.is_decided(), tally.succeeded()) {
                 (false, _) => Progress::Undecided,
                 (true, true) => Progress::Succeeded,
+                (true, false) if inconclusive => Progress::Undecided,
                 (true, false) => Progress::Failed,
             }
         })

@@ -45,7 +45,7 @@ impl<T> Replies<T> {
             .collect()
     }
 
-    fn pending(&self) -> usize {
+    pub fn pending(&self) -> usize {
         self.answers.iter().filter(|a| a.is_none()).count()
     }
 
@@ -58,6 +58,13 @@ impl<T> Replies<T> {
 /// A reply that counts toward a quorum or against it.
 pub(super) trait Vote {
     fn is_yes(&self) -> bool;
+
+    /// A "no" that says nothing about who holds the lock (a server kept out
+    /// by the restart guard): a failed round waits for the others, so that
+    /// it can tell busy from not counted.
+    fn is_inconclusive(&self) -> bool {
+        false
+    }
 }
 
 impl Vote for bool {

@@ -23,6 +23,8 @@ pub struct Command {
     pub env: Vec<(&'static str, OsString)>,
     /// Variables taken out of it.
     pub env_remove: Vec<&'static str>,
+    /// Descriptors (close-on-exec here) that the command alone inherits.
+    pub inherit: Vec<RawFd>,
     /// The signal that asks the command to stop.
     pub signal: Signal,
     pub plan: super::schedule::StopPlan,
@@ -42,10 +44,12 @@ impl Group {
 
     /// Whether a process of the group is still running: one that is not a
     /// zombie waiting to be reaped (by a supervisor that may be frozen).
+    /// A process whose main thread exited shows as a zombie while its other
+    /// threads run, so a zombie with threads left counts as live.
     pub fn has_live_members(self) -> bool {
-        super::proc::all()
-            .iter()
-            .any(|p| p.group == self.0 && p.state != 'Z' && p.state != 'X')
+        super::proc::all().iter().any(|p| {
+            p.group == self.0 && (!matches!(p.state, 'Z' | 'X') || super::proc::threads(p.pid) > 1)
+        })
     }
 
     /// Whether no process is left in the group.
@@ -121,9 +125,25 @@ pub fn spawn(
             command.pre_exec(move || take_terminal_from(supervisor_group));
         }
         command.pre_exec(default_job_signals);
+        let inherit = spec.inherit.clone();
+        command.pre_exec(move || keep_open(&inherit));
         command.pre_exec(move || not_after(start_by));
     }
     command.spawn()
+}
+
+/// Hook: clears close-on-exec on `fds`, so that the command inherits them
+/// (fcntl is async-signal-safe; nothing is allocated here).
+fn keep_open(fds: &[RawFd]) -> io::Result<()> {
+    for &fd in fds {
+        // SAFETY: the descriptor is open in the parent until the spawn returns.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        nix::fcntl::fcntl(
+            fd,
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+        )?;
+    }
+    Ok(())
 }
 
 /// The error a spawn fails with when the stop time had passed before the

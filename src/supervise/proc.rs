@@ -50,6 +50,11 @@ pub fn all() -> Vec<Stat> {
         .collect()
 }
 
+/// How many threads `pid` has (0 when it is gone).
+pub fn threads(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |tasks| tasks.count())
+}
+
 /// The children of `pid`'s main thread.
 pub fn children(pid: i32) -> Vec<i32> {
     std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))

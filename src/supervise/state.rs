@@ -73,6 +73,8 @@ pub struct State {
     stage: Stage,
     reason: Option<StopReason>,
     killed_at: Option<BootInstant>,
+    /// When the first stop fell due, the command had already ended.
+    found_ended: bool,
 }
 
 impl State {
@@ -83,6 +85,7 @@ impl State {
             stage: Stage::Watching,
             reason: None,
             killed_at: None,
+            found_ended: false,
         }
     }
 
@@ -100,9 +103,12 @@ impl State {
     }
 
     /// The clock moved on: what the stop schedule asks for at `now`, and when
-    /// to look again. `alive` is asked only when a stop is due: a command
-    /// that has ended (we were frozen and have not reaped it yet) is not
-    /// stopped, and its end is judged by [`Self::outcome`].
+    /// to look again. The schedule's signals always go out (to a group that
+    /// has ended they do no harm, and a liveness check that cannot see a
+    /// process must never spare it). `alive` is asked when the first stop
+    /// falls due: a command found ended then (we were frozen and have not
+    /// reaped it yet) was not stopped by us, and its end is judged by
+    /// [`Self::outcome`].
     pub fn on_clock(
         &mut self,
         now: BootInstant,
@@ -114,23 +120,27 @@ impl State {
         loop {
             let action = next_action(self.plan, now, deadline, self.stage);
             let due = !matches!(action, Action::Sleep(_));
-            if due && alive.take().is_some_and(|alive| !alive()) {
-                return (effects, now + super::schedule::CLOCK_CHECK);
+            if due && self.stage == Stage::Watching && alive.take().is_some_and(|alive| !alive()) {
+                self.found_ended = true;
             }
             match action {
                 Action::Sleep(until) => return (effects, until),
                 Action::Signal { kill_at } => {
-                    self.reason = Some(StopReason::NotExtended {
-                        left: deadline.saturating_since(now),
-                    });
+                    if !self.found_ended {
+                        self.reason = Some(StopReason::NotExtended {
+                            left: deadline.saturating_since(now),
+                        });
+                    }
                     self.stage = Stage::Stopping { kill_at };
                     effects.push(Effect::Stop);
                 }
                 Action::Kill => {
-                    if self.reason.is_none() {
+                    if self.stage == Stage::Watching {
                         // We were frozen or suspended past the point of
                         // stopping: signal and kill at once.
-                        self.reason = Some(StopReason::Overdue);
+                        if !self.found_ended {
+                            self.reason = Some(StopReason::Overdue);
+                        }
                         effects.push(Effect::Stop);
                     }
                     self.stage = Stage::Killed;
@@ -302,7 +312,11 @@ mod tests {
         let (mut state, deadline, plan) = setup();
         // We wake up past the kill time; the command had already ended.
         let (effects, _) = state.on_clock(deadline + MS(500), deadline, || false);
-        assert_eq!(effects, [], "no stop for a command that has ended");
+        // The signals go out all the same (harmless to an ended group, and a
+        // liveness check must never spare a process it cannot see), but
+        // they are no stop of ours.
+        assert_eq!(effects, [Effect::Stop, Effect::Kill]);
+        assert_eq!(state.reason, None);
         let status = ExitStatus::from_raw(3 << 8);
         state.on_exit(status);
         let late = deadline + MS(600);

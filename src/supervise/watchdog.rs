@@ -186,26 +186,27 @@ impl Watch {
             false => Stage::Watching,
         };
         let action = next_action(self.plan, now, deadline, stage);
-        if !matches!(action, Action::Sleep(_)) && !target.has_live_members() {
-            // Nothing left to stop: the command ended on its own. Before the
-            // kill time, that was within the lock's validity; after it (we
-            // were frozen too), nobody can say, and it counts as stopped.
-            self.target = None;
-            self.report = match now < self.plan.kill_at(deadline) {
-                true => Report::EndedInTime,
-                false => Report::Stopped,
+        // Once it has signalled, the report stays Stopped whatever follows.
+        let first_due = !self.signalled && self.report != Report::Stopped;
+        if first_due && !matches!(action, Action::Sleep(_)) {
+            // The first stop falls due. A command already gone ended on its
+            // own: within the validity if we are not late ourselves; if we
+            // are (frozen too), nobody can say, and it counts as stopped.
+            // The signals go out regardless: a process this check cannot
+            // see must not be spared.
+            self.report = match target.has_live_members() || now >= self.plan.kill_at(deadline) {
+                true => Report::Stopped,
+                false => Report::EndedInTime,
             };
-            return Ok(check);
         }
         match action {
             Action::Kill => {
                 target.signal(Signal::SIGKILL);
-                Err(Report::Stopped)
+                Err(self.report)
             }
             Action::Signal { kill_at } => {
                 stop(target, self.signal);
                 self.signalled = true;
-                self.report = Report::Stopped;
                 Ok(kill_at.min(check))
             }
             Action::Sleep(until) => Ok(until),

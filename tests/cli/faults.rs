@@ -72,11 +72,13 @@ fn a_command_that_ended_while_exec_was_frozen_keeps_its_status() {
     let cluster = Cluster::start(3);
     let dir = tempfile::tempdir().unwrap();
     let started = dir.path().join("started");
+    // --ttl 3s: the stop time is about 1.8s after the lock is taken, far
+    // after the command's end, even on a loaded machine.
     let script = format!("touch '{}'; sleep 0.2; exit 3", started.display());
     let exec = Running::spawn(
         cluster
             .redlock()
-            .args(["exec", "--ttl", "1s", "ended", "--", "sh", "-c", &script])
+            .args(["exec", "--ttl", "3s", "ended", "--", "sh", "-c", &script])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
@@ -86,7 +88,7 @@ fn a_command_that_ended_while_exec_was_frozen_keeps_its_status() {
         "the command never started"
     );
     exec.signal(Signal::SIGSTOP);
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(Duration::from_millis(3500));
     exec.signal(Signal::SIGCONT);
     let out = exec.finish(Duration::from_secs(10));
     out.assert_code(3, "the command's own status, seen late");
@@ -101,14 +103,16 @@ fn an_extension_after_a_server_restart_tells_the_truth_at_once() {
     let mut cluster = Cluster::start(1);
     let dir = tempfile::tempdir().unwrap();
     let started = dir.path().join("started");
-    let script = format!("touch '{}'; sleep 5", started.display());
+    // --ttl 6s: the first extension comes 2s after the lock is taken, long
+    // after the restart below has finished.
+    let script = format!("touch '{}'; sleep 10", started.display());
     let exec = Running::spawn(
         cluster
             .redlock()
             .args([
                 "exec",
                 "--ttl",
-                "3s",
+                "6s",
                 "restarted",
                 "--",
                 "sh",

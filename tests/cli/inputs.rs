@@ -325,7 +325,9 @@ fn one_server_spelled_two_ways_is_listed_twice() {
             .args(["status", "x"]),
     );
     one_line_error(&out, 78, "5000 servers and a duplicate");
-    assert!(took < Duration::from_secs(1), "took {took:?}");
+    // Far below the seconds an O(n²) check took, with room for a debug
+    // build on a loaded machine.
+    assert!(took < Duration::from_secs(2), "took {took:?}");
 }
 
 #[test]
@@ -413,6 +415,12 @@ fn a_token_written_after_its_validity_ran_out_is_released_and_69() {
             .stderr(Stdio::piped()),
     );
     // The lock is taken, and the token waits in a full pipe past its TTL.
+    assert!(
+        support::wait_until(Duration::from_secs(10), || cluster[0]
+            .get(b"stalled")
+            .is_some()),
+        "the lock was never taken"
+    );
     std::thread::sleep(Duration::from_millis(800));
     let mut drained = Vec::new();
     let drain = std::thread::spawn(move || {
