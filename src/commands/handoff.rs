@@ -11,8 +11,9 @@
 //!   It lives as long as a process holds it open; `REDLOCK_SERVERS` is taken
 //!   out of the command's environment.
 //!
-//! The prefix and the CA file go with them, so that `redlock status NAME`
-//! inside the command looks at the same key.
+//! The prefix, the CA file and the restart guard go with them, so that
+//! `redlock status NAME` inside the command looks at the same key the same
+//! way.
 
 use std::ffi::OsString;
 use std::io::Write as _;
@@ -33,6 +34,7 @@ pub struct Handoff {
     pub source: ServerSource,
     pub prefix: Vec<u8>,
     pub tls_ca_cert: Option<PathBuf>,
+    pub restart_guard: std::time::Duration,
 }
 
 /// The command's environment changes, and the descriptor the command must
@@ -73,6 +75,10 @@ impl Handoff {
                 .set
                 .push(("REDLOCK_PREFIX", OsString::from_vec(self.prefix.clone()))),
         }
+        // The same guard, so that a nested status counts the servers as
+        // this exec did (a flag here would otherwise not reach it).
+        let guard = format!("{}ms", self.restart_guard.as_millis());
+        env.set.push(("REDLOCK_RESTART_GUARD", guard.into()));
         if let Some(ca) = &self.tls_ca_cert {
             let ca = std::path::absolute(ca)?;
             env.set.push(("REDLOCK_TLS_CA_CERT", ca.into_os_string()));

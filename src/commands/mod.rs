@@ -35,6 +35,7 @@ fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, E
         source: servers.source,
         prefix: servers.prefix,
         tls_ca_cert: servers.tls_ca_cert,
+        restart_guard: servers.restart_guard,
     };
     let redlock = Redlock::new(
         servers.specs,

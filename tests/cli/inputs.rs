@@ -530,3 +530,25 @@ fn urls_with_control_characters_or_great_length_are_shown_safely() {
         assert!(out.stderr.len() < 600, "{} bytes", out.stderr.len());
     }
 }
+
+/// A restart guard given by flag reaches a nested redlock too: on servers
+/// that just started, `--restart-guard 0` for exec means 0 for the nested
+/// status, which then finds the lock held (not "restarting", 69).
+#[test]
+fn a_nested_call_counts_the_servers_as_exec_did() {
+    let cluster = Cluster::start(3);
+    let script = r#""$0" status nested-guard >/dev/null; echo "nested=$?""#;
+    let bin = env!("CARGO_BIN_EXE_redlock");
+    let mut cmd = cluster.redlock();
+    cmd.env_remove("REDLOCK_RESTART_GUARD");
+    let out = run(cmd
+        .args(["--restart-guard", "0", "exec", "nested-guard", "--"])
+        .args(["sh", "-c", script, bin]));
+    out.assert_code(0, "exec with --restart-guard 0");
+    assert!(
+        out.stdout.contains("nested=0"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
