@@ -72,8 +72,13 @@ fn torture() {
     );
     let started = Instant::now();
     let mut failures = Vec::new();
+    // The lines also go to a report that scripts/test prints, so that CI
+    // shows them although cargo test keeps a passing test's output.
+    let report_path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("torture-report.txt");
+    let mut report = Vec::new();
     scenarios::run(&settings, &section, |outcome| {
         println!("{}", outcome.line);
+        report.push(outcome.line.clone());
         if !outcome.problems.is_empty() {
             failures.push(format!(
                 "{}\n  - {}",
@@ -83,6 +88,11 @@ fn torture() {
         }
     });
     println!("torture: done in {:.1}s", started.elapsed().as_secs_f64());
+    report.push(format!(
+        "torture: done in {:.1}s",
+        started.elapsed().as_secs_f64()
+    ));
+    let _ = std::fs::write(&report_path, report.join("\n") + "\n");
     assert!(
         failures.is_empty(),
         "{} scenario(s) failed:\n{}",
