@@ -109,3 +109,33 @@ fn status_shows_restarting_servers_and_does_not_call_them_free() {
         .iter()
         .all(|s| s["restarting_ms"] == 0));
 }
+
+/// Busy or not counted must not depend on which replies come first. Two
+/// restarted servers answer at once; the three that hold another's lock
+/// answer a moment later (paused briefly, well within the server timeout).
+/// A majority holds the lock: busy (75), not "restarting" (69).
+#[test]
+fn busy_is_told_from_restarting_whatever_answers_first() {
+    let mut cluster = Cluster::start(5);
+    // Old enough to count under a 2s guard.
+    std::thread::sleep(Duration::from_millis(2200));
+    let holder = run(guarded(&cluster, "2s").args(["acquire", "-n", "order"]));
+    holder.assert_code(0, "the holder, on five counting servers");
+    cluster[0].restart();
+    cluster[1].restart();
+    let mut contender = guarded(&cluster, "2s");
+    contender.args(["--server-timeout", "2s", "acquire", "-n", "order"]);
+    for i in 2..5 {
+        cluster[i].pause();
+    }
+    let resumed = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        for i in 2..5 {
+            cluster[i].resume();
+        }
+        cluster
+    });
+    let out = run(&mut contender);
+    let _cluster = resumed.join().unwrap();
+    out.assert_code(75, "three of five hold it: busy");
+}
