@@ -3,7 +3,7 @@
 -- restarted without persistence forgot the locks it held, so it must not
 -- count toward a quorum until every lock it may have held has expired
 -- (antirez, "Distributed locks with Redis": delayed restarts). Deciding it
--- here costs no extra round trip.
+-- here costs no extra round trip (restarting_ms comes from guard.lua).
 -- Returns 1 taken (or already ours: a request retried after a dropped
 -- connection may find its own SET done), 0 held by another value, -N
 -- restarting: counted again in N ms.
@@ -11,18 +11,12 @@ if redis.replicate_commands then
   -- Before Redis 5, INFO (non-deterministic) would forbid the SET after it.
   redis.replicate_commands()
 end
-local guard = tonumber(ARGV[3])
-if guard > 0 then
-  local info = redis.call("INFO", "server")
-  local seconds = tonumber(string.match(info, "uptime_in_seconds:(%-?%d+)"))
-  if not seconds then
-    return redis.error_reply("ERR no uptime_in_seconds in INFO server, which the restart guard reads")
-  end
-  local uptime = seconds * 1000
-  if uptime < guard then
-    -- A negative uptime (the server's clock stepped back) counts as none.
-    return math.max(uptime, 0) - guard
-  end
+local restarting = restarting_ms(tonumber(ARGV[3]))
+if type(restarting) == "table" then
+  return restarting
+end
+if restarting > 0 then
+  return -restarting
 end
 if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
   return 1

@@ -3,16 +3,12 @@
 -- with a shorter TTL must not cut short a lease its supervisor relies on.
 -- A missing key is never re-created: once it expired, it may already belong
 -- to someone else on the other servers. Returns 1 if the token holds the key.
--- A key of another type is "not ours" (WRONGTYPE); any other error, such as
--- an ACL that denies GET, reaches the client: it must never read as "lost".
-local value = redis.pcall("GET", KEYS[1])
-if type(value) == "table" and value.err then
-  if string.match(value.err, "^%-?WRONGTYPE") then
-    return 0
-  end
-  return redis.error_reply(value.err)
+-- (holds_token comes from token.lua.)
+local held = holds_token()
+if type(held) == "table" then
+  return held
 end
-if value ~= ARGV[1] then
+if not held then
   return 0
 end
 local wanted = tonumber(ARGV[2])

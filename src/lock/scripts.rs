@@ -19,17 +19,33 @@ impl LuaScript {
 
 /// `SET NX PX` unless the server restarted within the guard: 1 taken, 0
 /// held by another value, -N restarting (counted again in N ms).
-pub static ACQUIRE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("acquire.lua")));
+pub static ACQUIRE: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::new(concat!(
+        include_str!("guard.lua"),
+        include_str!("acquire.lua")
+    ))
+});
 
 /// `if GET == token then DEL`: 1 if deleted, 0 if the token was not there.
-pub static RELEASE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("release.lua")));
+pub static RELEASE: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::new(concat!(
+        include_str!("token.lua"),
+        include_str!("release.lua")
+    ))
+});
 
 /// `if GET == token then PEXPIRE ttl`: 1 if extended, 0 otherwise.
-pub static EXTEND: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("extend.lua")));
+pub static EXTEND: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::new(concat!(
+        include_str!("token.lua"),
+        include_str!("extend.lua")
+    ))
+});
 
 /// `{TYPE, GET or nil, PTTL, ms until counted again}` for `status`.
-pub static INSPECT: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("inspect.lua")));
+pub static INSPECT: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::new(concat!(
+        include_str!("guard.lua"),
+        include_str!("inspect.lua")
+    ))
+});

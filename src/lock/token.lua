@@ -1,0 +1,16 @@
+-- Shared by release.lua and extend.lua, put in front of each.
+-- Whether KEYS[1] holds the token ARGV[1]: true or false, or an error reply
+-- to return. pcall, so that a key of another type is simply not ours
+-- (WRONGTYPE), while any other error, such as an ACL that denies GET,
+-- reaches the client: it must never read as "not ours".
+local function holds_token()
+  local value = redis.pcall("GET", KEYS[1])
+  if type(value) == "table" and value.err then
+    if string.match(value.err, "^%-?WRONGTYPE") then
+      return false
+    end
+    return redis.error_reply(value.err)
+  end
+  return value == ARGV[1]
+end
+
