@@ -203,6 +203,18 @@ pub struct AcquireArgs {
 
     #[command(flatten)]
     pub wait: WaitArgs,
+
+    #[command(flatten)]
+    pub holder: HolderArgs,
+}
+
+/// What the holder records beside the lock, besides who and where it is.
+#[derive(Debug, Args)]
+pub struct HolderArgs {
+    /// A note recorded beside the lock while it is held, shown by `status` and
+    /// to whoever finds it busy, e.g. -m "rolling out v2.3".
+    #[arg(short = 'm', long = "message", value_name = "TEXT")]
+    pub message: Option<OsString>,
 }
 
 /// Blocking is the default, as in flock.
@@ -249,6 +261,9 @@ pub struct ExecArgs {
 
     #[command(flatten)]
     pub wait: WaitArgs,
+
+    #[command(flatten)]
+    pub holder: HolderArgs,
 
     /// Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out);
     /// -E 0 skips quietly, the cron idiom.

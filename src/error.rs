@@ -107,6 +107,8 @@ mod tests {
                     key: key.clone(),
                     held_elsewhere: 3,
                     total: 3,
+                    held_by: None,
+                    expires_in: None,
                     failures: Failures::default(),
                 },
                 Exit::Busy,

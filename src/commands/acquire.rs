@@ -1,5 +1,6 @@
 //! `redlock acquire`: take the lock and print its token.
 
+use std::cell::Cell;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
@@ -8,7 +9,7 @@ use crate::clock::BootInstant;
 use crate::error::Error;
 use crate::exit_code::Exit;
 use crate::lock::{acquire_or_cancel, LockKey, Redlock, Wait};
-use crate::output::Reporter;
+use crate::output::{Reporter, Tried};
 use crate::signals::Listener;
 
 /// Signals that interrupt a waiting `acquire`; what was taken is released.
@@ -22,11 +23,22 @@ pub async fn run(
     out: Reporter,
 ) -> Result<Exit, Error> {
     let mut interrupts = Listener::new(&INTERRUPTS)?;
-    let on_retry = |attempt, err: &_| out.retrying(attempt, err);
+    let started = BootInstant::now();
+    let attempts = Cell::new(1);
+    let on_retry = |attempt, err: &_| {
+        attempts.set(attempt + 1);
+        out.retrying(attempt, err);
+    };
     let acquired = acquire_or_cancel(redlock, key, ttl, wait, interrupts.recv(), on_retry).await;
     let lease = match acquired {
         Ok(Ok(lease)) => lease,
-        Ok(Err(err)) => return out.failed(key, err),
+        Ok(Err(err)) => {
+            let tried = Tried {
+                attempts: attempts.get(),
+                waited: started.elapsed(),
+            };
+            return out.failed_after(key, err, tried);
+        }
         Err(signal) => return Ok(out.interrupted(key, signal)),
     };
     if let Err(err) = out.acquired(&lease, redlock.len()) {

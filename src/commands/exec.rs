@@ -11,11 +11,13 @@ use std::process::ExitStatus;
 
 use tokio::sync::watch;
 
-use super::handoff::Handoff;
+use super::handoff::{ChildEnv, Handoff};
 use crate::config::ExecSpec;
 use crate::error::{describe, Error};
 use crate::exit_code::Exit;
-use crate::lock::{acquire_or_cancel, keep, Lease, LockError, Redlock, Verdict};
+use crate::lock::{
+    acquire_or_cancel, count_servers, keep, Holder, Lease, LockError, Redlock, Verdict,
+};
 use crate::output::{text, Reporter};
 use crate::signals::Listener;
 use crate::supervise::{self, child, Outcome};
@@ -75,6 +77,28 @@ pub async fn run(
     outcome
 }
 
+/// The command to run, with the lock and the servers in its environment.
+fn command_under(spec: &ExecSpec, lease: &Lease, child_env: &ChildEnv) -> supervise::Command {
+    let mut env = vec![
+        ("REDLOCK_NAME", spec.name.clone()),
+        ("REDLOCK_TOKEN", OsString::from(lease.token.as_str())),
+    ];
+    env.extend(child_env.set.iter().cloned());
+    supervise::Command {
+        argv: spec.argv.clone(),
+        env,
+        env_remove: child_env.remove.clone(),
+        inherit: child_env
+            .file
+            .as_ref()
+            .map(|file| file.as_raw_fd())
+            .into_iter()
+            .collect(),
+        signal: spec.signal,
+        plan: spec.stop,
+    }
+}
+
 /// Runs the command under `lease` while the keeper extends it.
 async fn supervise_under(
     redlock: &Redlock,
@@ -87,39 +111,32 @@ async fn supervise_under(
     let child_env = handoff
         .child_env()
         .map_err(|err| Error::internal("cannot hand the servers on to the command", err))?;
-    let mut env = vec![
-        ("REDLOCK_NAME", spec.name.clone()),
-        ("REDLOCK_TOKEN", OsString::from(lease.token.as_str())),
-    ];
-    env.extend(child_env.set);
-    let command = supervise::Command {
-        argv: spec.argv.clone(),
-        env,
-        env_remove: child_env.remove,
-        inherit: child_env
-            .file
-            .as_ref()
-            .map(|file| file.as_raw_fd())
-            .into_iter()
-            .collect(),
-        signal: spec.signal,
-        plan: spec.stop,
-    };
+    let command = command_under(spec, lease, &child_env);
     let (deadlines, deadline) = watch::channel(lease.deadline);
+    // Once the command runs, its pid joins the holder record.
+    let (holder_updates, holder) = watch::channel(None);
     // A refused extension ends the run as a refusal (78), not as a loss.
     let refused = Cell::new(None);
     let lost = async {
         let on_retry = |err: &LockError| {
             out.outcome(&format!("extending failed, retrying: {}", describe(err)));
         };
-        let err = keep(redlock, lease, deadlines, on_retry).await;
-        let account = err.to_string();
+        let err = keep(redlock, lease, deadlines, holder, on_retry).await;
+        let account = loss_account(&err);
         if matches!(err, LockError::Refused { .. }) {
             refused.set(Some(err));
         }
         account
     };
-    let report = |event: supervise::Event| out.supervision(&event);
+    let report = |event: supervise::Event| {
+        if let (supervise::Event::Started { pid }, Some(holder)) = (&event, redlock.holder()) {
+            holder_updates.send_replace(Some(Holder {
+                command_pid: Some(*pid),
+                ..holder.clone()
+            }));
+        }
+        out.supervision(&event)
+    };
     let outcome = supervise::run(&command, deadline, lost, signals, &report)
         .await
         .map_err(Error::Internal)?;
@@ -138,6 +155,24 @@ async fn supervise_under(
         }
         Outcome::NotStarted(err) => cannot_run(&spec.argv, &err, out),
     })
+}
+
+/// Why the lock was lost, after "lock NAME was lost (…)": without the name
+/// again.
+fn loss_account(err: &LockError) -> String {
+    match err {
+        LockError::NotHeld {
+            held,
+            total,
+            quorum,
+            failures,
+            ..
+        } => format!(
+            "{held} of {} still hold its token, {quorum} needed{failures}",
+            count_servers(*total)
+        ),
+        other => other.to_string(),
+    }
 }
 
 /// A `redlock exec` inside the command of another one for the same lock
@@ -171,7 +206,7 @@ async fn run_nested(
             Ok(Some(cannot_run(&spec.argv, &err, out)))
         }
         // A stale or foreign REDLOCK_TOKEN: take the lock as usual.
-        Verdict::Held { .. } | Verdict::Free => Ok(None),
+        Verdict::Held { .. } | Verdict::Foreign { .. } | Verdict::Free => Ok(None),
         // Waiting for the lock could mean waiting for ourselves forever.
         Verdict::Unknown => Err(inspection.no_quorum().into()),
     }

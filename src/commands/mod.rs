@@ -7,6 +7,7 @@ mod exec;
 mod extend;
 pub mod generate;
 mod handoff;
+mod holder;
 mod release;
 mod status;
 mod watchdog;
@@ -44,6 +45,15 @@ fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, E
         servers.restart_guard,
     )
     .map_err(|err| Error::Config(err.to_string()))?;
+    let redlock = match &job {
+        LockJob::Acquire { message, .. } => {
+            redlock.with_holder(holder::this_process(message.clone(), None))
+        }
+        LockJob::Exec(spec) => {
+            redlock.with_holder(holder::this_process(spec.message.clone(), Some(&spec.argv)))
+        }
+        _ => redlock,
+    };
     crate::signals::reset_inherited();
     // One thread is plenty for N sockets, and it keeps the process simple to
     // reason about when it later supervises a child.
@@ -52,7 +62,7 @@ fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, E
         .build()?;
     runtime.block_on(async {
         match job {
-            LockJob::Acquire { key, ttl, wait } => {
+            LockJob::Acquire { key, ttl, wait, .. } => {
                 acquire::run(&redlock, &key, ttl, wait, out).await
             }
             LockJob::Release { key, token } => release::run(&redlock, &key, &token, out).await,

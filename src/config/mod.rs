@@ -72,6 +72,7 @@ pub enum LockJob {
         key: LockKey,
         ttl: Duration,
         wait: Wait,
+        message: Option<String>,
     },
     Release {
         key: LockKey,
@@ -101,6 +102,8 @@ pub struct ExecSpec {
     pub stop: StopPlan,
     pub signal: Signal,
     pub argv: Vec<OsString>,
+    /// The note recorded beside the lock (`-m`).
+    pub message: Option<String>,
 }
 
 impl Config {
@@ -144,6 +147,7 @@ impl Config {
                 ttl: ttl(args.ttl.ttl, MIN_TTL)?,
                 key: key(&args.name)?,
                 wait: wait(&args.wait),
+                message: message(args.holder),
             },
             Command::Release(args) => LockJob::Release {
                 key: key(&args.name)?,
@@ -155,7 +159,7 @@ impl Config {
                 token: token(args.lock.token)?,
             },
             Command::Status(name) => LockJob::Status { key: key(&name)? },
-            Command::Exec(args) => LockJob::Exec(exec_spec(args, &prefix)?),
+            Command::Exec(args) => LockJob::Exec(exec_spec(args, &prefix, json)?),
         };
         let (servers, notices) = servers_for(
             &job,
@@ -251,7 +255,14 @@ impl LockJob {
     }
 }
 
-fn exec_spec(args: ExecArgs, prefix: &[u8]) -> Result<ExecSpec, Error> {
+fn exec_spec(args: ExecArgs, prefix: &[u8], json: bool) -> Result<ExecSpec, Error> {
+    if json {
+        return Err(Error::Usage(
+            "exec has no --json: its stdout is the command's; use `redlock status --json` to \
+             read the lock"
+                .into(),
+        ));
+    }
     let ttl = ttl(args.ttl.ttl, MIN_EXEC_TTL)?;
     let argv = match args.shell {
         Some(line) if line.is_empty() => {
@@ -277,7 +288,14 @@ fn exec_spec(args: ExecArgs, prefix: &[u8]) -> Result<ExecSpec, Error> {
         stop: StopPlan::new(ttl, args.kill_after),
         signal: args.signal,
         argv,
+        message: message(args.holder),
     })
+}
+
+/// The `-m` note as text: it is shown to people, so bytes that are not
+/// UTF-8 become U+FFFD rather than an error.
+fn message(args: cli::HolderArgs) -> Option<String> {
+    args.message.map(|m| m.to_string_lossy().into_owned())
 }
 
 /// The lock name used when none is given: `exec:` and the command line, each
@@ -285,13 +303,18 @@ fn exec_spec(args: ExecArgs, prefix: &[u8]) -> Result<ExecSpec, Error> {
 /// contends for the same lock. Names are shared across versions: the quoting
 /// must never change.
 pub fn derived_name(argv: &[OsString]) -> OsString {
+    let mut name = b"exec:".to_vec();
+    name.extend(quoted_command_line(argv));
+    std::os::unix::ffi::OsStringExt::from_vec(name)
+}
+
+/// The words of `argv`, shell-quoted where needed, joined by spaces.
+pub fn quoted_command_line(argv: &[OsString]) -> Vec<u8> {
     let words: Vec<Vec<u8>> = argv
         .iter()
         .map(|word| shell_quote(word.as_bytes()))
         .collect();
-    let mut name = b"exec:".to_vec();
-    name.extend(words.join(&b' '));
-    std::os::unix::ffi::OsStringExt::from_vec(name)
+    words.join(&b' ')
 }
 
 fn shell_quote(word: &[u8]) -> Vec<u8> {

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::holder::{held_sentence, HeldBy};
 use super::key::LockKey;
 use super::server_url::ServerSpec;
 use super::servers::ServerError;
@@ -61,14 +62,20 @@ impl fmt::Display for Failures {
 /// situation; advice in terms of a command line is the caller's to add.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    #[error("lock {key} is busy: {held_elsewhere} of {total} servers said another owner holds it{failures}")]
+    #[error("{}{failures}", busy(key, held_by.as_deref(), expires_in.as_ref(), *held_elsewhere, *total))]
     Busy {
         key: LockKey,
+        /// Servers that said another value holds the key; the round stops
+        /// as soon as the outcome is certain, so at least this many.
         held_elsewhere: usize,
         total: usize,
+        /// Who holds it, as most of those servers said.
+        held_by: Option<Box<HeldBy>>,
+        /// When a majority will let it go (`None`: no expiry, or unknown).
+        expires_in: Option<Duration>,
         failures: Failures,
     },
-    #[error("no quorum for lock {key}: {failed} of {total} servers failed, and a majority needs {quorum}{failures}")]
+    #[error("no quorum for lock {key}: {}{failures}", no_quorum(*failed, *total, *quorum))]
     NoQuorum {
         key: LockKey,
         /// Servers that failed or did not answer in time.
@@ -78,8 +85,9 @@ pub enum LockError {
         failures: Failures,
     },
     #[error(
-        "lock {key}: {refused} of {total} servers cannot be used as configured, so no majority \
-         is possible{failures}"
+        "lock {key}: {refused} of {} cannot be used as configured, so no majority \
+         is possible{failures}",
+        servers(*total)
     )]
     Refused {
         key: LockKey,
@@ -98,8 +106,9 @@ pub enum LockError {
         ttl: Duration,
     },
     #[error(
-        "lock {key}: {restarting} of {total} servers restarted less than {} ago (restart guard; \
+        "lock {key}: {restarting} of {} restarted less than {} ago (restart guard; \
          counted again in {}){failures}",
+        servers(*total),
         humantime::format_duration(*guard),
         humantime::format_duration(*again_in)
     )]
@@ -114,7 +123,8 @@ pub enum LockError {
         failures: Failures,
     },
     #[error(
-        "lock {key} is not held by this token: {held} of {total} servers confirmed it, {quorum} needed{failures}"
+        "lock {key} is not held by this token: {}{failures}",
+        not_held(*held, *total, *quorum)
     )]
     NotHeld {
         key: LockKey,
@@ -123,6 +133,49 @@ pub enum LockError {
         quorum: usize,
         failures: Failures,
     },
+}
+
+/// "NAME is held by WHO; expires in D".
+fn busy(
+    key: &LockKey,
+    held_by: Option<&HeldBy>,
+    expires_in: Option<&Duration>,
+    held_elsewhere: usize,
+    total: usize,
+) -> String {
+    match held_by {
+        Some(held_by) => held_sentence(key, held_by, expires_in.copied()),
+        None => format!(
+            "{key} is held by another holder: at least {held_elsewhere} of {} said so",
+            servers(total)
+        ),
+    }
+}
+
+/// Why too few servers answered, in words that fit one server as well as
+/// five.
+fn no_quorum(failed: usize, total: usize, quorum: usize) -> String {
+    if total == 1 {
+        return "its only server failed".to_owned();
+    }
+    format!(
+        "{failed} of {} failed, and a majority is {quorum}",
+        servers(total)
+    )
+}
+
+/// How many servers still hold a token, against the quorum.
+fn not_held(held: usize, total: usize, quorum: usize) -> String {
+    format!("{held} of {} confirmed it, {quorum} needed", servers(total))
+}
+
+/// "1 server", "3 servers".
+pub fn servers(count: usize) -> String {
+    if count == 1 {
+        "1 server".to_owned()
+    } else {
+        format!("{count} servers")
+    }
 }
 
 impl LockError {

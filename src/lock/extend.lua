@@ -2,8 +2,10 @@
 -- the key still holds our token. Never shortens it: a process that extends
 -- with a shorter TTL must not cut short a lease its supervisor relies on.
 -- A missing key is never re-created: once it expired, it may already belong
--- to someone else on the other servers. Returns 1 if the token holds the key.
--- (holds_token comes from token.lua.)
+-- to someone else on the other servers. The holder record follows the lock's
+-- expiry; a non-empty ARGV[3] replaces it (exec adds the command's pid).
+-- Returns 1 if the token holds the key. (holds_token comes from token.lua,
+-- the holder functions from holder.lua.)
 local held = holds_token()
 if type(held) == "table" then
   return held
@@ -15,5 +17,11 @@ local wanted = tonumber(ARGV[2])
 local left = redis.call("PTTL", KEYS[1])
 if left >= 0 and left < wanted then
   redis.call("PEXPIRE", KEYS[1], wanted)
+  left = wanted
+end
+if ARGV[3] ~= "" then
+  write_holder(ARGV[3], left, true)
+elseif left > 0 then
+  redis.call("PEXPIRE", KEYS[2], left)
 end
 return 1

@@ -1,7 +1,10 @@
 //! What every server holds for one lock, and who holds it as far as a
 //! majority can tell.
 
+use std::time::Duration;
+
 use super::error::{Failures, LockError};
+use super::holder::HeldBy;
 use super::key::LockKey;
 use super::server_url::ServerSpec;
 use super::servers::ServerError;
@@ -18,6 +21,105 @@ pub struct KeyState {
     /// The server started within the restart guard: it counts again after
     /// this long. What it holds is not evidence either way until then.
     pub restarting: Option<std::time::Duration>,
+    /// The holder record beside the key, as stored (see `holder.rs`).
+    pub record: Option<Vec<u8>>,
+    /// The server's clock in ms when it answered, for the record's age.
+    pub now_ms: u64,
+}
+
+impl KeyState {
+    /// Reads what holder.lua's `occupant()` returns, with inspect.lua's
+    /// restart guard appended when present.
+    pub(super) fn from_occupant(reply: redis::Value) -> redis::RedisResult<KeyState> {
+        let mut fields: Vec<redis::Value> = redis::from_redis_value(reply)?;
+        let restarting_ms: u64 = match fields.len() {
+            5 => 0,
+            6 => redis::from_redis_value(fields.pop().unwrap_or(redis::Value::Nil))?,
+            _ => {
+                return Err(redis::RedisError::from((
+                    redis::ErrorKind::UnexpectedReturnType,
+                    "a lock script returned an unexpected reply",
+                )))
+            }
+        };
+        let (kind, value, pttl_ms, record, now_ms): (
+            String,
+            Option<Vec<u8>>,
+            i64,
+            Option<Vec<u8>>,
+            u64,
+        ) = redis::from_redis_value(redis::Value::Array(fields))?;
+        Ok(KeyState {
+            kind,
+            value,
+            pttl_ms,
+            restarting: (restarting_ms > 0).then(|| Duration::from_millis(restarting_ms)),
+            record,
+            now_ms,
+        })
+    }
+
+    /// Who holds the key, `None` when nothing does.
+    pub fn held_by(&self) -> Option<HeldBy> {
+        (self.kind != "none").then(|| {
+            HeldBy::of(
+                &self.kind,
+                self.value.as_deref(),
+                self.record.as_deref(),
+                self.now_ms,
+            )
+        })
+    }
+
+    /// What a majority must agree on for a lock to be held: the type and,
+    /// for strings, the value.
+    fn occupation(&self) -> Option<Occupation<'_>> {
+        (self.kind != "none").then_some((self.kind.as_str(), self.value.as_deref()))
+    }
+}
+
+/// A key's type and, for strings, its value: what servers must agree on.
+type Occupation<'a> = (&'a str, Option<&'a [u8]>);
+
+/// Who holds a lock and when a majority of servers will let it go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Occupied {
+    pub held_by: HeldBy,
+    /// When the quorum-th server's key expires; `None` when it has no expiry.
+    pub expires_in: Option<Duration>,
+}
+
+impl Occupied {
+    /// The occupant most of `seen` agree on; its record from the first
+    /// server that has one, its expiry as the quorum-th longest of theirs.
+    pub(super) fn by_most(seen: &[&KeyState], quorum: usize) -> Option<Occupied> {
+        let most = seen
+            .iter()
+            .filter_map(|s| s.occupation())
+            .max_by_key(|o| seen.iter().filter(|s| s.occupation() == Some(*o)).count())?;
+        let agreeing: Vec<&KeyState> = seen
+            .iter()
+            .copied()
+            .filter(|s| s.occupation() == Some(most))
+            .collect();
+        let held_by = agreeing
+            .iter()
+            .filter_map(|s| s.held_by())
+            .find(|h| matches!(h, HeldBy::Redlock(_)))
+            .or_else(|| agreeing[0].held_by())?;
+        let mut left: Vec<i64> = agreeing.iter().map(|s| s.pttl_ms).collect();
+        left.sort_unstable_by(|a, b| b.cmp(a));
+        let expires_in = if left.contains(&-1) {
+            None
+        } else {
+            let nth = left[quorum.min(left.len()) - 1];
+            Some(Duration::from_millis(u64::try_from(nth).unwrap_or(0)))
+        };
+        Some(Occupied {
+            held_by,
+            expires_in,
+        })
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -41,6 +143,9 @@ pub struct Inspection {
 pub enum Verdict {
     /// One value holds at least a quorum of servers.
     Held { value: Vec<u8>, on: usize },
+    /// A key of another type than a lock's is on at least a quorum of
+    /// servers: held, though by no Redlock client.
+    Foreign { kind: String, on: usize },
     /// No value can hold a quorum, even counting the servers that did not answer.
     Free,
     /// Too few servers answered to tell.
@@ -54,16 +159,20 @@ impl Inspection {
             .iter()
             .filter(|s| !matches!(&s.state, Ok(state) if state.restarting.is_none()))
             .count();
-        let mut best: Option<(&[u8], usize)> = None;
-        for value in self.values() {
-            let on = self.values().filter(|v| *v == value).count();
+        let mut best: Option<(Occupation, usize)> = None;
+        for seen in self.occupations() {
+            let on = self.occupations().filter(|o| *o == seen).count();
             if best.is_none_or(|(_, most)| on > most) {
-                best = Some((value, on));
+                best = Some((seen, on));
             }
         }
         match best {
-            Some((value, on)) if on >= self.quorum => Verdict::Held {
+            Some(((_, Some(value)), on)) if on >= self.quorum => Verdict::Held {
                 value: value.to_vec(),
+                on,
+            },
+            Some(((kind, None), on)) if on >= self.quorum => Verdict::Foreign {
+                kind: kind.to_owned(),
                 on,
             },
             _ if best.map_or(0, |(_, on)| on) + unanswered < self.quorum => Verdict::Free,
@@ -112,16 +221,32 @@ impl Inspection {
         )
     }
 
-    /// The values of the servers that count.
-    fn values(&self) -> impl Iterator<Item = &[u8]> {
+    /// What the servers that count hold (nothing for missing keys).
+    fn occupations(&self) -> impl Iterator<Item = Occupation<'_>> {
+        self.counting().filter_map(KeyState::occupation)
+    }
+
+    /// The answers of the servers that count.
+    fn counting(&self) -> impl Iterator<Item = &KeyState> {
         self.servers.iter().filter_map(|s| match &s.state {
-            Ok(KeyState {
-                value: Some(v),
-                restarting: None,
-                ..
-            }) => Some(v.as_slice()),
+            Ok(state) if state.restarting.is_none() => Some(state),
             _ => None,
         })
+    }
+
+    /// Who holds the lock a majority agrees on, and when it expires: `None`
+    /// unless the verdict is held.
+    pub fn occupied(&self) -> Option<Occupied> {
+        let agreed = match self.verdict() {
+            Verdict::Held { value, .. } => ("string".to_owned(), Some(value)),
+            Verdict::Foreign { kind, .. } => (kind, None),
+            Verdict::Free | Verdict::Unknown => return None,
+        };
+        let seen: Vec<&KeyState> = self
+            .counting()
+            .filter(|s| s.occupation() == Some((agreed.0.as_str(), agreed.1.as_deref())))
+            .collect();
+        Occupied::by_most(&seen, self.quorum)
     }
 }
 
@@ -147,6 +272,8 @@ mod tests {
                             value: v.map(|v| v.as_bytes().to_vec()),
                             pttl_ms: if v.is_some() { 1000 } else { -2 },
                             restarting: None,
+                            record: None,
+                            now_ms: 0,
                         })
                         .map_err(|()| ServerError::Failed("down".into())),
                 })

@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::error::LockError;
+use super::holder::Holder;
 use super::mutex::{Lease, Redlock};
 use crate::clock::BootInstant;
 
@@ -17,23 +18,36 @@ pub fn interval(ttl: Duration) -> Duration {
 
 /// Extends `lease` every [`interval`] and publishes each new deadline on
 /// `deadlines`; retries a failed extension after a short pause, telling
-/// `on_retry` why. Returns only when a majority says the token is gone, or
+/// `on_retry` why. A new holder record on `holder` is written at once, with
+/// an extension. Returns only when a majority says the token is gone, or
 /// when the servers refuse the extension in a way no retry can fix.
 pub async fn keep(
     redlock: &Redlock,
     lease: &Lease,
     deadlines: watch::Sender<BootInstant>,
+    mut holder: watch::Receiver<Option<Holder>>,
     mut on_retry: impl FnMut(&LockError),
 ) -> LockError {
     let interval = interval(lease.ttl);
     let retry = (lease.ttl / 20).clamp(Duration::from_millis(10), Duration::from_millis(250));
     let mut pause = interval;
+    let mut record = None;
     loop {
-        tokio::time::sleep(pause).await;
-        match redlock.extend(&lease.key, &lease.token, lease.ttl).await {
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            Ok(()) = holder.changed(), if record.is_none() => {
+                record = holder.borrow_and_update().clone();
+            }
+        }
+        let extended = redlock
+            .extend_as(&lease.key, &lease.token, lease.ttl, record.as_ref())
+            .await;
+        match extended {
             Ok(extended) => {
                 deadlines.send_replace(extended.deadline);
                 pause = interval;
+                // Written: later extensions only follow the lock's expiry.
+                record = None;
             }
             Err(err @ (LockError::NotHeld { .. } | LockError::Refused { .. })) => return err,
             Err(err) => {

@@ -4,6 +4,7 @@
 //! the shared clock.
 
 mod error;
+mod holder;
 mod inspection;
 mod keeper;
 mod key;
@@ -15,8 +16,9 @@ mod scripts;
 mod server_url;
 mod servers;
 
-pub use error::{Failures, LockError};
-pub use inspection::{Inspection, KeyState, ServerState, Verdict};
+pub use error::{servers as count_servers, Failures, LockError};
+pub use holder::{held_sentence, is_record_key, rounded, HeldBy, Holder, Recorded};
+pub use inspection::{Inspection, KeyState, Occupied, ServerState, Verdict};
 pub use keeper::{interval as keeper_interval, keep};
 pub use key::{escape_and_cut, escape_bytes, LockKey, Token, SERVER_TEXT_SHOWN};
 pub use mutex::{Lease, Redlock, Released};

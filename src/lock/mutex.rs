@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::{Failures, LockError};
-use super::inspection::{Inspection, KeyState, ServerState};
+use super::holder::{record_key, Holder};
+use super::inspection::{Inspection, KeyState, Occupied, ServerState};
 use super::key::{LockKey, Token};
 use super::quorum::{drift, quorum, ttl_millis, validity, Tally};
 use super::round::{round, Progress, Replies, Vote};
@@ -35,15 +36,18 @@ pub struct Lease {
 /// The result of a release that reached a majority.
 #[derive(Debug, Clone)]
 pub struct Released {
-    pub released_on: usize,
+    /// The servers where the key held the token and was deleted, in the
+    /// order they answered.
+    pub released_on: Vec<ServerSpec>,
     pub total: usize,
 }
 
 /// What one server said to `SET NX` under the restart guard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum SetReply {
     Taken,
-    Held,
+    /// Another value holds the key: what the server holds.
+    Held(Box<KeyState>),
     /// It started within the guard: counted again after this long.
     Restarting(Duration),
 }
@@ -65,6 +69,8 @@ pub struct Redlock {
     /// A server that started less than this long ago does not count toward
     /// a quorum for acquire (zero: every server counts).
     restart_guard: Duration,
+    /// What is recorded beside each lock this client takes (`None`: nothing).
+    holder: Option<Holder>,
 }
 
 impl Redlock {
@@ -86,7 +92,29 @@ impl Redlock {
             servers,
             quorum,
             restart_guard,
+            holder: None,
         })
+    }
+
+    /// Records `holder` beside every lock this client takes.
+    pub fn with_holder(self, holder: Holder) -> Self {
+        Redlock {
+            holder: Some(holder),
+            ..self
+        }
+    }
+
+    /// What this client records beside the locks it takes.
+    pub fn holder(&self) -> Option<&Holder> {
+        self.holder.as_ref()
+    }
+
+    /// The record written beside `token`'s lock: empty when none is kept.
+    fn record(&self, token: &Token, holder: Option<&Holder>) -> Vec<u8> {
+        holder
+            .or(self.holder.as_ref())
+            .map(|holder| holder.encode(token))
+            .unwrap_or_default()
     }
 
     pub fn len(&self) -> usize {
@@ -110,26 +138,30 @@ impl Redlock {
         let ttl_ms = ttl_millis(ttl).to_string();
         let guard_ms = ttl_millis(self.restart_guard).to_string();
         let (request_key, request_token) = (key.clone(), token.clone());
+        let record = self.record(token, None);
         let replies = self
             .decided_round(move |mut connection: Connection| {
                 let (key, token) = (request_key.clone(), request_token.clone());
-                let (ttl_ms, guard_ms) = (ttl_ms.clone(), guard_ms.clone());
+                let (ttl_ms, guard_ms, record) = (ttl_ms.clone(), guard_ms.clone(), record);
                 async move {
-                    let reply: i64 = connection
+                    let reply: redis::Value = connection
                         .run_script(
                             &scripts::ACQUIRE,
-                            &[key.bytes()],
+                            &[key.bytes(), &record_key(&key)],
                             &[
                                 token.as_str().as_bytes(),
                                 ttl_ms.as_bytes(),
                                 guard_ms.as_bytes(),
+                                &record,
                             ],
                         )
                         .await?;
                     Ok(match reply {
-                        1 => SetReply::Taken,
-                        0 => SetReply::Held,
-                        left => SetReply::Restarting(Duration::from_millis(left.unsigned_abs())),
+                        redis::Value::Int(1) => SetReply::Taken,
+                        redis::Value::Int(left) => {
+                            SetReply::Restarting(Duration::from_millis(left.unsigned_abs()))
+                        }
+                        seen => SetReply::Held(Box::new(KeyState::from_occupant(seen)?)),
                     })
                 }
             })
@@ -154,7 +186,14 @@ impl Redlock {
     /// out of reach, restarting when it is, else no quorum.
     fn not_taken(&self, key: &LockKey, replies: &Replies<SetReply>) -> LockError {
         let tally = replies.tally(self.quorum);
-        let held = replies.answered().filter(|r| **r == SetReply::Held).count();
+        let seen: Vec<&KeyState> = replies
+            .answered()
+            .filter_map(|r| match r {
+                SetReply::Held(seen) => Some(seen.as_ref()),
+                _ => None,
+            })
+            .collect();
+        let held = seen.len();
         let again_in = replies
             .answered()
             .filter_map(|r| match r {
@@ -175,12 +214,17 @@ impl Redlock {
                 again_in: soonest,
                 failures,
             },
-            _ => LockError::Busy {
-                key: key.clone(),
-                held_elsewhere: held,
-                total: self.len(),
-                failures,
-            },
+            _ => {
+                let occupied = Occupied::by_most(&seen, self.quorum);
+                LockError::Busy {
+                    key: key.clone(),
+                    held_elsewhere: held,
+                    total: self.len(),
+                    held_by: occupied.as_ref().map(|o| Box::new(o.held_by.clone())),
+                    expires_in: occupied.and_then(|o| o.expires_in),
+                    failures,
+                }
+            }
         }
     }
 
@@ -193,18 +237,32 @@ impl Redlock {
         token: &Token,
         ttl: Duration,
     ) -> Result<Lease, LockError> {
+        self.extend_as(key, token, ttl, None).await
+    }
+
+    /// [`Self::extend`], replacing the holder record with `holder` when one
+    /// is given (the time the lock was taken stays).
+    pub async fn extend_as(
+        &self,
+        key: &LockKey,
+        token: &Token,
+        ttl: Duration,
+        holder: Option<&Holder>,
+    ) -> Result<Lease, LockError> {
         let started = BootInstant::now();
         let ttl_ms = ttl_millis(ttl).to_string();
+        let record = holder.map(|h| h.encode(token)).unwrap_or_default();
         let (request_key, request_token) = (key.clone(), token.clone());
         let replies = self
             .decided_round(move |mut connection: Connection| {
                 let (key, token, ttl_ms) = (request_key.clone(), request_token.clone(), ttl_ms);
+                let record = record.clone();
                 async move {
                     let extended: i64 = connection
                         .run_script(
                             &scripts::EXTEND,
-                            &[key.bytes()],
-                            &[token.as_str().as_bytes(), ttl_ms.as_bytes()],
+                            &[key.bytes(), &record_key(&key)],
+                            &[token.as_str().as_bytes(), ttl_ms.as_bytes(), &record],
                         )
                         .await?;
                     Ok(extended == 1)
@@ -225,7 +283,7 @@ impl Redlock {
         let tally = replies.tally(self.quorum);
         if tally.succeeded() {
             return Ok(Released {
-                released_on: tally.yes,
+                released_on: replies.yes_servers(&self.servers),
                 total: self.len(),
             });
         }
@@ -240,20 +298,14 @@ impl Redlock {
         let replies = round(
             &self.servers,
             move |mut connection: Connection| async move {
-                let (kind, value, pttl_ms, restarting_ms): (String, Option<Vec<u8>>, i64, u64) =
-                    connection
-                        .run_script(
-                            &scripts::INSPECT,
-                            &[request_key.bytes()],
-                            &[guard_ms.as_bytes()],
-                        )
-                        .await?;
-                Ok(KeyState {
-                    kind,
-                    value,
-                    pttl_ms,
-                    restarting: (restarting_ms > 0).then(|| Duration::from_millis(restarting_ms)),
-                })
+                let seen: redis::Value = connection
+                    .run_script(
+                        &scripts::INSPECT,
+                        &[request_key.bytes(), &record_key(&request_key)],
+                        &[guard_ms.as_bytes()],
+                    )
+                    .await?;
+                KeyState::from_occupant(seen)
             },
             |_| Progress::Undecided,
         )
@@ -283,7 +335,7 @@ impl Redlock {
                 let deleted: i64 = connection
                     .run_script(
                         &scripts::RELEASE,
-                        &[key.bytes()],
+                        &[key.bytes(), &record_key(&key)],
                         &[token.as_str().as_bytes()],
                     )
                     .await?;

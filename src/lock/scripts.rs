@@ -17,16 +17,19 @@ impl LuaScript {
     }
 }
 
-/// `SET NX PX` unless the server restarted within the guard: 1 taken, 0
-/// held by another value, -N restarting (counted again in N ms).
+/// `SET NX PX` and the holder record, unless the server restarted within
+/// the guard: 1 taken, -N restarting (counted again in N ms), else who holds
+/// it (`occupant()` of holder.lua).
 pub static ACQUIRE: LazyLock<LuaScript> = LazyLock::new(|| {
     LuaScript::new(concat!(
         include_str!("guard.lua"),
+        include_str!("holder.lua"),
         include_str!("acquire.lua")
     ))
 });
 
-/// `if GET == token then DEL`: 1 if deleted, 0 if the token was not there.
+/// `if GET == token then DEL` (the key and its holder record): 1 if deleted,
+/// 0 if the token was not there.
 pub static RELEASE: LazyLock<LuaScript> = LazyLock::new(|| {
     LuaScript::new(concat!(
         include_str!("token.lua"),
@@ -34,18 +37,21 @@ pub static RELEASE: LazyLock<LuaScript> = LazyLock::new(|| {
     ))
 });
 
-/// `if GET == token then PEXPIRE ttl`: 1 if extended, 0 otherwise.
+/// `if GET == token then PEXPIRE ttl` (the record follows): 1 if extended,
+/// 0 otherwise.
 pub static EXTEND: LazyLock<LuaScript> = LazyLock::new(|| {
     LuaScript::new(concat!(
         include_str!("token.lua"),
+        include_str!("holder.lua"),
         include_str!("extend.lua")
     ))
 });
 
-/// `{TYPE, GET or nil, PTTL, ms until counted again}` for `status`.
+/// `occupant()` and the ms until counted again, for `status`.
 pub static INSPECT: LazyLock<LuaScript> = LazyLock::new(|| {
     LuaScript::new(concat!(
         include_str!("guard.lua"),
+        include_str!("holder.lua"),
         include_str!("inspect.lua")
     ))
 });

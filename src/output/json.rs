@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::lock::{escape_bytes, Inspection, KeyState, Lease, LockError, Verdict};
+use crate::lock::{escape_bytes, HeldBy, Inspection, KeyState, Lease, LockError, Verdict};
 
 /// Arbitrary bytes (lock names, foreign values) as a JSON string: exactly,
 /// when they are UTF-8 (JSON's own escapes cover control characters);
@@ -23,7 +23,7 @@ impl Serialize for Bytes<'_> {
     }
 }
 
-fn millis(duration: Duration) -> u64 {
+pub fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -56,16 +56,97 @@ impl<'a> LeaseJson<'a> {
 pub struct ReleaseJson<'a> {
     pub name: Bytes<'a>,
     pub released: bool,
-    pub released_on: usize,
+    /// The servers the key was deleted from, as acquire's `held_on`.
+    pub released_on: Vec<String>,
+    /// How many: what `released_on` was before 0.3.
+    pub released_count: usize,
     pub servers: usize,
 }
 
-/// A failure under `--json`: which kind, and the message.
+/// A failure under `--json`: which kind, and the message; for a busy lock,
+/// who holds it; for acquire, how long it tried.
 #[derive(Debug, Serialize)]
 pub struct FailureJson<'a> {
     pub name: Bytes<'a>,
     pub error: &'static str,
     pub message: String,
+    pub holder: Option<HolderJson<'a>>,
+    pub expires_in_ms: Option<u64>,
+    pub attempts: u32,
+    pub waited_ms: u64,
+}
+
+/// Who holds a lock: `kind` is "redlock" (with what it recorded),
+/// "other_client" (another Redlock client's token, without a record) or
+/// "non_redlock" (a key of another type).
+#[derive(Debug, Serialize)]
+pub struct HolderJson<'a> {
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    command: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    command_pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    job: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    held_for_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    token: Option<Bytes<'a>>,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    value_type: Option<&'a str>,
+}
+
+impl<'a> HolderJson<'a> {
+    pub fn new(held_by: &'a HeldBy) -> Self {
+        let none = HolderJson {
+            kind: "",
+            host: None,
+            pid: None,
+            user: None,
+            command: None,
+            command_pid: None,
+            message: None,
+            job: None,
+            held_for_ms: None,
+            token: None,
+            value_type: None,
+        };
+        match held_by {
+            HeldBy::Redlock(recorded) => {
+                let holder = &recorded.holder;
+                HolderJson {
+                    kind: "redlock",
+                    host: Some(&holder.host),
+                    pid: Some(holder.pid),
+                    user: Some(&holder.user),
+                    command: holder.command.as_deref(),
+                    command_pid: holder.command_pid,
+                    message: holder.message.as_deref(),
+                    job: holder.job.as_deref(),
+                    held_for_ms: Some(millis(recorded.held_for)),
+                    ..none
+                }
+            }
+            HeldBy::OtherClient { token } => HolderJson {
+                kind: "other_client",
+                token: Some(Bytes(token)),
+                ..none
+            },
+            HeldBy::NonRedlock { kind } => HolderJson {
+                kind: "non_redlock",
+                value_type: Some(kind),
+                ..none
+            },
+        }
+    }
 }
 
 /// The `error` field of a failure.
@@ -85,8 +166,13 @@ pub fn failure_kind(error: &LockError) -> &'static str {
 pub struct StatusJson<'a> {
     name: Bytes<'a>,
     state: &'static str,
-    held: bool,
+    /// `null` when the state is unknown.
+    held: Option<bool>,
     token: Option<Bytes<'a>>,
+    holder: Option<HolderJson<'a>>,
+    /// When a majority of servers will let it go; `null` when it is not
+    /// held, or its key has no expiry.
+    expires_in_ms: Option<u64>,
     /// The same shape as acquire's `held_on`: the servers holding the token.
     held_on: Vec<String>,
     quorum: usize,
@@ -117,7 +203,11 @@ enum ServerJson<'a> {
 }
 
 impl<'a> StatusJson<'a> {
-    pub fn new(inspection: &'a Inspection, verdict: &'a Verdict) -> Self {
+    pub fn new(
+        inspection: &'a Inspection,
+        verdict: &'a Verdict,
+        occupied: Option<&'a crate::lock::Occupied>,
+    ) -> Self {
         let servers = inspection
             .servers
             .iter()
@@ -127,6 +217,7 @@ impl<'a> StatusJson<'a> {
                     value,
                     pttl_ms,
                     restarting,
+                    ..
                 }) => ServerJson::Answered {
                     server: s.server.to_string(),
                     exists: kind != "none",
@@ -144,6 +235,7 @@ impl<'a> StatusJson<'a> {
             .collect();
         let (state, token) = match verdict {
             Verdict::Held { value, .. } => ("held", Some(value.as_slice())),
+            Verdict::Foreign { .. } => ("held", None),
             Verdict::Free => ("free", None),
             Verdict::Unknown => ("unknown", None),
         };
@@ -153,8 +245,10 @@ impl<'a> StatusJson<'a> {
         StatusJson {
             name: Bytes(inspection.key.bytes()),
             state,
-            held: state == "held",
+            held: (state != "unknown").then_some(state == "held"),
             token: token.map(Bytes),
+            holder: occupied.map(|o| HolderJson::new(&o.held_by)),
+            expires_in_ms: occupied.and_then(|o| o.expires_in).map(millis),
             held_on: held_on.iter().map(ToString::to_string).collect(),
             quorum: inspection.quorum,
             servers,

@@ -12,7 +12,7 @@ use std::io::{self, Write};
 
 use crate::error::Error;
 use crate::exit_code::Exit;
-use crate::lock::{Inspection, Lease, LockKey, Released, Verdict};
+use crate::lock::{count_servers, Inspection, Lease, LockError, LockKey, Released, Verdict};
 use crate::supervise::Event;
 use json::{FailureJson, LeaseJson, ReleaseJson, StatusJson};
 
@@ -76,7 +76,9 @@ impl Reporter {
     /// What the supervisor of `exec` tells.
     pub fn supervision(&self, event: &Event) {
         match event {
-            Event::HoldingForLeftovers => self.verbose(|| text::event(event)),
+            Event::Started { .. } | Event::HoldingForLeftovers => {
+                self.verbose(|| text::event(event))
+            }
             Event::LeftoverStoppedAgain { .. } => self.outcome(&text::event(event)),
             Event::WatchdogGone => self.warning(&text::event(event)),
         }
@@ -100,8 +102,9 @@ impl Reporter {
     pub fn released(&self, key: &LockKey, released: &Released) -> io::Result<()> {
         self.verbose(|| {
             format!(
-                "released {key} on {} of {} servers",
-                released.released_on, released.total
+                "released {key} on {} of {}",
+                released.released_on.len(),
+                count_servers(released.total)
             )
         });
         if !self.mode.json {
@@ -110,7 +113,12 @@ impl Reporter {
         line(&json::to_line(&ReleaseJson {
             name: json::Bytes(key.bytes()),
             released: true,
-            released_on: released.released_on,
+            released_on: released
+                .released_on
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+            released_count: released.released_on.len(),
             servers: released.total,
         })?)
     }
@@ -118,9 +126,10 @@ impl Reporter {
     pub fn extended(&self, lease: &Lease, servers: usize) -> io::Result<()> {
         self.verbose(|| {
             format!(
-                "extended {} on {} of {servers} servers; valid for {}",
+                "extended {} on {} of {}; valid for {}",
                 lease.key,
                 lease.held_on.len(),
+                count_servers(servers),
                 human(lease.validity)
             )
         });
@@ -133,7 +142,12 @@ impl Reporter {
     /// `status`: the table, or the JSON object; nothing under `-q`.
     pub fn status(&self, inspection: &Inspection, verdict: &Verdict) -> io::Result<()> {
         if self.mode.json {
-            line(&json::to_line(&StatusJson::new(inspection, verdict))?)
+            let occupied = inspection.occupied();
+            line(&json::to_line(&StatusJson::new(
+                inspection,
+                verdict,
+                occupied.as_ref(),
+            ))?)
         } else if !self.mode.quiet {
             line(&text::status(inspection, verdict))
         } else {
@@ -144,8 +158,18 @@ impl Reporter {
     /// A failed lock operation: under `--json` it is a result on stdout too.
     /// Returns it as the run's error.
     pub fn failed<T>(&self, key: &LockKey, error: impl Into<Error>) -> Result<T, Error> {
+        self.failed_after(key, error, Tried::once())
+    }
+
+    /// [`Self::failed`], for an operation that tried `tried.attempts` times.
+    pub fn failed_after<T>(
+        &self,
+        key: &LockKey,
+        error: impl Into<Error>,
+        tried: Tried,
+    ) -> Result<T, Error> {
         let error = error.into();
-        if let Err(err) = self.failure(key, &error) {
+        if let Err(err) = self.failure(key, &error, tried) {
             self.unwritten(&err);
         }
         Err(error)
@@ -173,24 +197,54 @@ impl Reporter {
     /// A signal ended the wait for the lock; whatever was taken has been
     /// released. The status of a process killed by that signal.
     pub fn interrupted(&self, key: &LockKey, signal: nix::sys::signal::Signal) -> Exit {
-        self.verbose(|| format!("interrupted by {signal}; released what was taken of {key}"));
+        self.verbose(|| format!("interrupted by {signal} while waiting for {key}; it is not held"));
         Exit::Signal(signal as i32)
     }
 
     /// With `--json`, a failed lock operation is a result too: one object on
     /// stdout naming it. The message on stderr follows as for any error.
-    fn failure(&self, key: &LockKey, error: &Error) -> io::Result<()> {
+    fn failure(&self, key: &LockKey, error: &Error, tried: Tried) -> io::Result<()> {
         let Error::Lock(lock) = error else {
             return Ok(());
         };
         if !self.mode.json {
             return Ok(());
         }
+        let (held_by, expires_in) = match lock {
+            LockError::Busy {
+                held_by,
+                expires_in,
+                ..
+            } => (held_by.as_deref(), *expires_in),
+            _ => (None, None),
+        };
         line(&json::to_line(&FailureJson {
             name: json::Bytes(key.bytes()),
             error: json::failure_kind(lock),
             message: error.to_string(),
+            holder: held_by.map(json::HolderJson::new),
+            expires_in_ms: expires_in.map(json::millis),
+            attempts: tried.attempts,
+            waited_ms: json::millis(tried.waited),
         })?)
+    }
+}
+
+/// How hard an operation tried before it failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tried {
+    pub attempts: u32,
+    /// From the first attempt to the failure of the last.
+    pub waited: std::time::Duration,
+}
+
+impl Tried {
+    /// One attempt, no waiting: release, extend, status.
+    pub fn once() -> Self {
+        Tried {
+            attempts: 1,
+            waited: std::time::Duration::ZERO,
+        }
     }
 }
 

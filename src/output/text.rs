@@ -6,7 +6,8 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::time::Duration;
 
 use crate::lock::{
-    escape_and_cut, escape_bytes, Inspection, KeyState, Lease, Verdict, SERVER_TEXT_SHOWN,
+    count_servers, escape_and_cut, escape_bytes, held_sentence, HeldBy, Inspection, KeyState,
+    Lease, Verdict, SERVER_TEXT_SHOWN,
 };
 use crate::supervise::{Event, StopReason};
 
@@ -30,9 +31,10 @@ pub fn acquired(lease: &Lease, servers: usize, detail: bool) -> String {
         String::new()
     };
     format!(
-        "acquired {} on {} of {servers} servers{detail}; valid for {}",
+        "acquired {} on {} of {}{detail}; valid for {}",
         lease.key,
         lease.held_on.len(),
+        count_servers(servers),
         human(lease.validity)
     )
 }
@@ -66,6 +68,7 @@ pub fn stop_reason(reason: &StopReason) -> String {
 /// What the supervisor tells about its work.
 pub fn event(event: &Event) -> String {
     match event {
+        Event::Started { pid } => format!("the command runs as process {pid}"),
         Event::HoldingForLeftovers => {
             "the command exited; holding the lock until the processes it left behind end".into()
         }
@@ -80,25 +83,44 @@ pub fn event(event: &Event) -> String {
     }
 }
 
-/// `redlock status`: the verdict, then one line per server.
+/// `redlock status`: who holds it and until when, what the holder
+/// recorded, the token's majority, then one line per server.
 pub fn status(inspection: &Inspection, verdict: &Verdict) -> String {
-    let total = inspection.servers.len();
-    let mut text = match verdict {
-        Verdict::Held { value, on } => format!(
-            "{} is held: token {} on {on} of {total} servers (quorum {})",
+    let (total, quorum) = (inspection.servers.len(), inspection.quorum);
+    let mut text = match (verdict, inspection.occupied()) {
+        (Verdict::Held { .. } | Verdict::Foreign { .. }, Some(occupied)) => {
+            let mut text = held_sentence(&inspection.key, &occupied.held_by, occupied.expires_in);
+            if let HeldBy::Redlock(recorded) = &occupied.held_by {
+                if let Some(command) = &recorded.holder.command {
+                    text.push_str(&format!("\n  command: {}", server_text(command.as_bytes())));
+                }
+            }
+            text
+        }
+        (Verdict::Free, _) => format!(
+            "{} is free: nothing holds a majority of {} (quorum {quorum})",
             inspection.key,
-            server_text(value),
-            inspection.quorum
+            count_servers(total)
         ),
-        Verdict::Free => format!(
-            "{} is free: no token holds a majority of {total} servers (quorum {})",
-            inspection.key, inspection.quorum
-        ),
-        Verdict::Unknown => format!(
-            "{} is unknown: too few of {total} servers answered (quorum {})",
-            inspection.key, inspection.quorum
+        _ => format!(
+            "{} is unknown: too few of {} answered (quorum {quorum})",
+            inspection.key,
+            count_servers(total)
         ),
     };
+    match verdict {
+        Verdict::Held { value, on } => text.push_str(&format!(
+            "\n  token:   {} on {on} of {} (quorum {quorum})",
+            server_text(value),
+            count_servers(total)
+        )),
+        Verdict::Foreign { kind, on } => text.push_str(&format!(
+            "\n  a {} on {on} of {} (quorum {quorum})",
+            server_text(kind.as_bytes()),
+            count_servers(total)
+        )),
+        Verdict::Free | Verdict::Unknown => {}
+    }
     let names: Vec<String> = inspection
         .servers
         .iter()

@@ -92,6 +92,9 @@ pub async fn run(
             };
         }
     };
+    if let Some(pid) = child.process.id() {
+        report(Event::Started { pid });
+    }
     let supervisor = Supervisor {
         group: child.group,
         deadline: *deadlines.borrow(),

@@ -39,6 +39,8 @@ pub enum StopReason {
 /// Something the supervisor did that the user may want to hear about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
+    /// The command runs, as process `pid`.
+    Started { pid: u32 },
     /// The command exited; the lock is held until what it left behind ends.
     HoldingForLeftovers,
     /// A process left behind stopped on the terminal again and gets `signal`.

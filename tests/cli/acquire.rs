@@ -52,13 +52,18 @@ fn acquire_prints_only_the_token_and_stores_it_canonically_on_every_server() {
             "server {i}: PTTL {pttl} is not about 30s"
         );
     }
-    // Nothing else was written: the key is the only one.
+    // Nothing else was written but the holder record beside the key.
     for server in &cluster.servers {
-        let keys: Vec<Vec<u8>> = redis::cmd("KEYS")
+        let mut keys: Vec<Vec<u8>> = redis::cmd("KEYS")
             .arg("*")
             .query(&mut server.client())
             .unwrap();
-        assert_eq!(keys, vec![b"deploy".to_vec()], "only the lock key exists");
+        keys.sort();
+        assert_eq!(
+            keys,
+            vec![b"deploy".to_vec(), b"deploy\0holder".to_vec()],
+            "the lock key and its holder record"
+        );
     }
 }
 
@@ -168,7 +173,12 @@ fn foreign_values_on_a_majority_mean_busy_and_nothing_of_ours_is_left() {
     out.assert_code(75, "busy on a majority");
     assert_eq!(out.stdout, "", "no token printed");
     assert!(out.stderr.starts_with("redlock: "), "{}", out.stderr);
-    assert!(out.stderr.contains("busy"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("\"job\" is held by another client (token foreign-"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(
         cluster.get_all(b"job"),
         vec![
@@ -234,7 +244,7 @@ fn nonblocking_acquire_of_a_held_lock_is_busy_at_once() {
         out.assert_code(75, &format!("{flags:?} on a held lock"));
         assert_eq!(out.stdout, "", "{flags:?}");
         assert_eq!(out.stderr.lines().count(), 1, "{flags:?}: {}", out.stderr);
-        assert!(out.stderr.contains("busy"), "{}", out.stderr);
+        assert!(out.stderr.contains("is held by"), "{}", out.stderr);
         assert!(
             took < Duration::from_millis(1000),
             "{flags:?} took {took:?}: no retry expected"
@@ -289,7 +299,7 @@ fn wait_runs_out_against_a_long_holder() {
     let (out, took) = timed(cluster.redlock().args(["acquire", "-w", "300ms", "long"]));
     out.assert_code(75, "-w 300ms against a 30s holder");
     assert_eq!(out.stdout, "");
-    assert!(out.stderr.contains("busy"), "{}", out.stderr);
+    assert!(out.stderr.contains("\"long\" is held by"), "{}", out.stderr);
     assert!(
         took >= Duration::from_millis(300),
         "gave up after {took:?}, before -w 300ms"

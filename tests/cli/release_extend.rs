@@ -150,7 +150,24 @@ fn release_json_reports_the_servers() {
     let json = out.json();
     assert_eq!(json["name"], "job");
     assert_eq!(json["released"], true);
-    assert_eq!(json["released_on"], 3, "release waits for every server");
+    let ports = |list: &serde_json::Value| -> Vec<String> {
+        let mut ports: Vec<String> = list
+            .as_array()
+            .expect("released_on is a list")
+            .iter()
+            .map(|s| s.as_str().unwrap().rsplit(':').next().unwrap().to_owned())
+            .collect();
+        ports.sort();
+        ports
+    };
+    let mut every: Vec<String> = (0..3).map(|i| cluster[i].port().to_string()).collect();
+    every.sort();
+    assert_eq!(
+        ports(&json["released_on"]),
+        every,
+        "release waits for every server"
+    );
+    assert_eq!(json["released_count"], 3);
     assert_eq!(json["servers"], 3);
 
     let out = run(cluster.redlock().args(["release", "--json", "job", &token]));

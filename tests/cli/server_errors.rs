@@ -382,30 +382,52 @@ fn a_huge_error_reply_is_cut() {
 
 #[test]
 fn what_a_server_holds_is_escaped_and_cut_in_the_status_table_but_whole_in_json() {
-    // The inspect script's answer: {type, value, PTTL, ms until counted
-    // again}. A value that is not
-    // ours is shown in the table; a type other than "string" too.
+    // The inspect script's answer: {type, value, PTTL, holder record, the
+    // server's clock in ms, ms until counted again}. A value that is not
+    // ours is shown in the table; a type other than "string" too; and a
+    // holder record's fields.
     let huge_value = format!("\x1b]0;PWNED\x07{}", "v".repeat(5 << 20));
     let mut held = format!(
-        "*4\r\n$6\r\nstring\r\n${}\r\n{huge_value}\r\n:60000\r\n:0\r\n",
+        "*6\r\n$6\r\nstring\r\n${}\r\n{huge_value}\r\n:60000\r\n$-1\r\n:5000\r\n:0\r\n",
         huge_value.len()
     )
     .into_bytes();
     let held_server = FakeServer::answering(std::mem::take(&mut held));
     let kind = "\x1b[2J\x07hash";
-    let foreign = format!("*4\r\n${}\r\n{kind}\r\n$-1\r\n:-1\r\n:0\r\n", kind.len());
+    let foreign = format!(
+        "*6\r\n${}\r\n{kind}\r\n$-1\r\n:-1\r\n$-1\r\n:5000\r\n:0\r\n",
+        kind.len()
+    );
     let foreign_server = FakeServer::answering(foreign);
-    for (server, code) in [(&held_server, 0), (&foreign_server, 1)] {
+    let evil = format!("\u{1b}]0;PWNED\u{7}{}", "h".repeat(1000));
+    let record = serde_json::json!({
+        "token": "tok", "host": evil, "pid": 1, "user": evil, "message": evil,
+        "command": evil, "job": evil,
+    })
+    .to_string();
+    let record = format!("1000 {record}");
+    let recorded = format!(
+        "*6\r\n$6\r\nstring\r\n$3\r\ntok\r\n:60000\r\n${}\r\n{record}\r\n:5000\r\n:0\r\n",
+        record.len()
+    );
+    let recorded_server = FakeServer::answering(recorded);
+    for server in [&held_server, &foreign_server, &recorded_server] {
         let out = run(support::redlock().args(["-s", &server.url(), "status", "x"]));
-        out.assert_code(code, "status");
+        out.assert_code(0, "status");
         assert_no_controls(&out.stdout, "status table");
-        assert_eq!(out.stdout.lines().count(), 2, "{:?}", out.stdout);
+        assert!(out.stdout.lines().count() <= 4, "{:?}", out.stdout);
         assert!(
             out.stdout.lines().all(|line| line.len() < MESSAGE_BOUND),
             "status table lines are bounded: {} bytes",
             out.stdout.len()
         );
     }
+    let out = run(support::redlock().args(["-s", &recorded_server.url(), "status", "x"]));
+    assert!(
+        out.stdout.contains("held by \\u{1b}]0;PWNED\\u{7}hhh") && out.stdout.contains("for 4s"),
+        "the record is shown, escaped, with its age by the server's clock: {}",
+        out.stdout
+    );
     let out = run(support::redlock().args(["-s", &held_server.url(), "status", "--json", "x"]));
     out.assert_code(0, "status --json");
     let json = out.json();

@@ -41,6 +41,12 @@ fn settings(command_line: &str, ports: &[u16]) -> insta::Settings {
     }
     settings.add_filter(r"\b[0-9a-f]{32}\b", "[TOKEN]");
     settings.add_filter(r"expires in \d[0-9a-z ]*", "expires in [TTL]");
+    // Who holds it: this host, this user, a pid and an age that vary.
+    settings.add_filter(
+        r"held by \S+@\S+ \(pid \d+",
+        "held by [USER]@[HOST] (pid [PID]",
+    );
+    settings.add_filter(r"\) for \d[0-9a-z ]*;", ") for [AGE];");
     settings
 }
 

@@ -57,11 +57,12 @@ fn status_of_a_held_lock_exits_0_and_shows_the_token_per_server() {
     out.assert_code(0, "held lock");
     assert_eq!(out.stderr, "");
     let lines: Vec<&str> = out.stdout.lines().collect();
-    assert_eq!(lines.len(), 4, "{}", out.stdout);
+    assert_eq!(lines.len(), 5, "{}", out.stdout);
+    assert!(lines[0].contains("\"deploy\" is held by"), "{}", lines[0]);
     assert!(
-        lines[0].contains("held") && lines[0].contains(&token),
+        lines[1].contains(&token) && lines[1].contains("on 3 of 3 servers"),
         "{}",
-        lines[0]
+        lines[1]
     );
     for i in 0..3 {
         let line = lines
@@ -151,7 +152,11 @@ fn status_with_a_majority_killed_is_unknown_69() {
     out.assert_code(69, "--json unknown");
     let json = out.json();
     assert_eq!(json["state"], "unknown");
-    assert_eq!(json["held"], false);
+    assert_eq!(
+        json["held"],
+        serde_json::Value::Null,
+        "unknown is not false"
+    );
     let servers = json["servers"].as_array().expect("servers is an array");
     for server in &servers[..2] {
         assert!(
@@ -234,7 +239,7 @@ fn status_escapes_control_characters_in_foreign_values() {
     let out = run(cluster.redlock().args(["status", "evil"]));
     out.assert_code(0, "held by the evil value");
     assert_no_raw_controls(&out.stdout, "stdout");
-    assert_eq!(out.stdout.lines().count(), 4, "{:?}", out.stdout);
+    assert_eq!(out.stdout.lines().count(), 5, "{:?}", out.stdout);
     let out = run(cluster.redlock().args(["status", "--json", "evil"]));
     assert_no_raw_controls(&out.stdout, "--json stdout");
     assert_eq!(out.stdout.lines().count(), 1);
@@ -254,11 +259,17 @@ fn round_trip(name: &OsStr) -> (String, String) {
     let token = token_of(&out);
     assert_held_everywhere(&cluster, name.as_bytes(), &token);
     for server in &cluster.servers {
-        let keys: Vec<Vec<u8>> = redis::cmd("KEYS")
+        let mut keys: Vec<Vec<u8>> = redis::cmd("KEYS")
             .arg("*")
             .query(&mut server.client())
             .unwrap();
-        assert_eq!(keys, vec![name.as_bytes().to_vec()], "the key is the name");
+        keys.sort();
+        let record = [name.as_bytes(), b"\0holder"].concat();
+        assert_eq!(
+            keys,
+            vec![name.as_bytes().to_vec(), record],
+            "the key is the name; its holder record is beside it"
+        );
     }
 
     let busy = run(cluster.redlock().args(["acquire", "-n"]).arg(name));
@@ -270,7 +281,7 @@ fn round_trip(name: &OsStr) -> (String, String) {
     status.assert_code(0, "status of an odd name");
     assert_eq!(
         status.stdout.lines().count(),
-        4,
+        5,
         "the name must not add lines: {:?}",
         status.stdout
     );

@@ -1,0 +1,125 @@
+//! What this process records about itself beside a lock it takes: enough for
+//! whoever finds the lock busy to know who to ask, and whether it is stale.
+
+use std::ffi::OsString;
+
+use crate::config::quoted_command_line;
+use crate::lock::{redact_url, Holder};
+
+/// This process, with the user's note and, for `exec`, the command. The pid
+/// is the process that holds the lock: `exec` itself, or for `acquire`
+/// (which exits once it printed the token) the process that ran it.
+pub fn this_process(message: Option<String>, argv: Option<&[OsString]>) -> Holder {
+    let pid = match argv {
+        Some(_) => std::process::id(),
+        None => nix::unistd::getppid().as_raw().unsigned_abs(),
+    };
+    Holder {
+        token: String::new(),
+        host: nix::unistd::gethostname()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "unknown host".to_owned()),
+        pid,
+        user: user_name(),
+        command: argv.map(command_line),
+        command_pid: None,
+        message,
+        job: job_url(|name| std::env::var(name).ok()),
+    }
+}
+
+/// The login name: as the session says ($USER, $LOGNAME), else as the
+/// password database says, else the uid.
+fn user_name() -> String {
+    let from_env = ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()));
+    from_env.unwrap_or_else(|| {
+        let uid = nix::unistd::getuid();
+        match nix::unistd::User::from_uid(uid) {
+            Ok(Some(user)) => user.name,
+            _ => format!("uid {uid}"),
+        }
+    })
+}
+
+/// The command line as recorded: the record is readable by anyone who can
+/// read the servers, so URLs with credentials in it are redacted (as `ps`
+/// would not).
+fn command_line(argv: &[OsString]) -> String {
+    String::from_utf8_lossy(&quoted_command_line(argv))
+        .split(' ')
+        .map(|word| {
+            if word.contains('@') || word.contains("://") {
+                redact_url(word)
+            } else {
+                word.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The CI job's URL, from the variables each CI sets: GitHub Actions,
+/// GitLab CI, Buildkite, Jenkins.
+fn job_url(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let github = || {
+        Some(format!(
+            "{}/{}/actions/runs/{}",
+            var("GITHUB_SERVER_URL")?,
+            var("GITHUB_REPOSITORY")?,
+            var("GITHUB_RUN_ID")?
+        ))
+    };
+    github()
+        .or_else(|| var("CI_JOB_URL"))
+        .or_else(|| var("BUILDKITE_BUILD_URL"))
+        .or_else(|| var("BUILD_URL"))
+        .filter(|url| !url.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_ci_names_its_job() {
+        let env = |pairs: &'static [(&str, &str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(
+            job_url(env(&[
+                ("GITHUB_SERVER_URL", "https://github.com"),
+                ("GITHUB_REPOSITORY", "o/r"),
+                ("GITHUB_RUN_ID", "42"),
+            ])),
+            Some("https://github.com/o/r/actions/runs/42".into())
+        );
+        assert_eq!(
+            job_url(env(&[("CI_JOB_URL", "https://gitlab/j/1")])),
+            Some("https://gitlab/j/1".into())
+        );
+        assert_eq!(
+            job_url(env(&[("BUILDKITE_BUILD_URL", "https://bk/b/2")])),
+            Some("https://bk/b/2".into())
+        );
+        assert_eq!(
+            job_url(env(&[("BUILD_URL", "https://jenkins/job/3/")])),
+            Some("https://jenkins/job/3/".into())
+        );
+        assert_eq!(job_url(env(&[("GITHUB_RUN_ID", "42")])), None);
+    }
+
+    #[test]
+    fn credentials_in_the_command_line_are_not_recorded() {
+        let argv = ["psql", "redis://:hunter2@db:5432", "two words"].map(OsString::from);
+        let line = command_line(&argv);
+        assert!(!line.contains("hunter2"), "{line}");
+        assert!(line.contains("'two words'"), "{line}");
+    }
+}

@@ -1,0 +1,287 @@
+//! Who holds a lock: a small record written beside the canonical key, in the
+//! same script as the lock itself (see holder.lua). The key keeps the bare
+//! token, so other Redlock clients still exclude and are excluded by it; the
+//! record lives under a second key that expires and is deleted with the lock.
+//!
+//! Everything in a record is informational. What a server returns is
+//! untrusted: it is read within bounds, and escaped by whoever shows it.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::key::{escape_and_cut, LockKey, Token};
+
+/// Appended to a lock's key to name its holder record. No name redlock
+/// makes contains NUL (names come from argv), so no lock can collide with a
+/// record.
+const RECORD_SUFFIX: &[u8] = b"\0holder";
+
+/// The longest record read back; anything longer is not ours.
+const MAX_RECORD: usize = 8 * 1024;
+
+/// The holder record's key for `key`.
+pub fn record_key(key: &LockKey) -> Vec<u8> {
+    [key.bytes(), RECORD_SUFFIX].concat()
+}
+
+/// Whether `key` names a holder record rather than a lock.
+pub fn is_record_key(key: &[u8]) -> bool {
+    key.ends_with(RECORD_SUFFIX)
+}
+
+/// What a redlock process records about itself when it takes a lock.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Holder {
+    /// The token the record belongs to: a record whose token is not the
+    /// lock's value describes an earlier holder and is ignored.
+    pub token: String,
+    pub host: String,
+    /// The `redlock` process that holds the lock.
+    pub pid: u32,
+    pub user: String,
+    /// The command `exec` runs, as a shell would show it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The command's pid, once it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_pid: Option<u32>,
+    /// The user's note (`-m`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The CI job's URL, when the environment names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
+}
+
+/// How much of each field is kept, in bytes: a record stays well under a
+/// kilobyte per field, whatever the environment holds.
+const HOST_LIMIT: usize = 255;
+const USER_LIMIT: usize = 64;
+const COMMAND_LIMIT: usize = 1024;
+const MESSAGE_LIMIT: usize = 512;
+const JOB_LIMIT: usize = 512;
+
+impl Holder {
+    /// The record as written beside the lock: JSON, each field cut to its
+    /// bound on a character boundary.
+    pub fn encode(&self, token: &Token) -> Vec<u8> {
+        let bounded = Holder {
+            token: token.as_str().to_owned(),
+            host: cut(&self.host, HOST_LIMIT),
+            pid: self.pid,
+            user: cut(&self.user, USER_LIMIT),
+            command: self.command.as_deref().map(|c| cut(c, COMMAND_LIMIT)),
+            command_pid: self.command_pid,
+            message: self.message.as_deref().map(|m| cut(m, MESSAGE_LIMIT)),
+            job: self.job.as_deref().map(|j| cut(j, JOB_LIMIT)),
+        };
+        // Serializing plain strings and numbers cannot fail.
+        serde_json::to_vec(&bounded).unwrap_or_default()
+    }
+}
+
+fn cut(text: &str, limit: usize) -> String {
+    let mut end = text.len().min(limit);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+/// A record as one server returned it, with that server's clock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    pub holder: Holder,
+    /// How long the lock has been held, by the server's own clock.
+    pub held_for: Duration,
+}
+
+impl Recorded {
+    /// Reads `"<since ms> <json>"` against the server's clock `now_ms`; `None`
+    /// for anything that is not a well-formed record of a holder of `value`.
+    pub fn parse(raw: &[u8], now_ms: u64, value: &[u8]) -> Option<Recorded> {
+        if raw.len() > MAX_RECORD {
+            return None;
+        }
+        let space = raw.iter().position(|&b| b == b' ')?;
+        let since: u64 = std::str::from_utf8(&raw[..space]).ok()?.parse().ok()?;
+        let holder: Holder = serde_json::from_slice(&raw[space + 1..]).ok()?;
+        (holder.token.as_bytes() == value).then(|| Recorded {
+            holder,
+            held_for: Duration::from_millis(now_ms.saturating_sub(since)),
+        })
+    }
+}
+
+/// Who occupies a lock's key, as far as one server's answer (or a
+/// majority's) tells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeldBy {
+    /// A redlock process, with its record.
+    Redlock(Box<Recorded>),
+    /// A string without a record: another Redlock client's token.
+    OtherClient { token: Vec<u8> },
+    /// A key of another type: not a lock of any Redlock client.
+    NonRedlock { kind: String },
+}
+
+impl HeldBy {
+    /// Who holds a key of type `kind` whose value is `value` (strings only),
+    /// given the record beside it.
+    pub fn of(kind: &str, value: Option<&[u8]>, record: Option<&[u8]>, now_ms: u64) -> HeldBy {
+        match value {
+            Some(value) => match record.and_then(|raw| Recorded::parse(raw, now_ms, value)) {
+                Some(recorded) => HeldBy::Redlock(Box::new(recorded)),
+                None => HeldBy::OtherClient {
+                    token: value.to_vec(),
+                },
+            },
+            None => HeldBy::NonRedlock {
+                kind: kind.to_owned(),
+            },
+        }
+    }
+}
+
+/// How many characters of each recorded field a one-line summary shows.
+const SHOWN: usize = 120;
+
+/// A recorded text fit for one line of a terminal.
+fn shown(text: &str) -> String {
+    escape_and_cut(text.as_bytes(), SHOWN)
+}
+
+/// A duration in whole seconds (whole ms under a second), e.g. `4m 12s`.
+pub fn rounded(duration: Duration) -> String {
+    let rounded = if duration < Duration::from_secs(1) {
+        Duration::from_millis(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
+    } else {
+        Duration::from_secs(duration.as_secs())
+    };
+    humantime::format_duration(rounded).to_string()
+}
+
+impl Holder {
+    /// `user@host (pid N, command pid M, job URL, "message")`.
+    pub fn summary(&self) -> String {
+        let mut details = vec![format!("pid {}", self.pid)];
+        details.extend(self.command_pid.map(|pid| format!("command pid {pid}")));
+        details.extend(self.job.as_deref().map(|job| format!("job {}", shown(job))));
+        details.extend(
+            self.message
+                .as_deref()
+                .map(|message| format!("\"{}\"", shown(message))),
+        );
+        format!(
+            "{}@{} ({})",
+            shown(&self.user),
+            shown(&self.host),
+            details.join(", ")
+        )
+    }
+}
+
+/// "NAME is held by WHO; expires in D": the busy message and status's
+/// first line.
+pub fn held_sentence(key: &LockKey, held_by: &HeldBy, expires_in: Option<Duration>) -> String {
+    let expiry = match expires_in {
+        Some(left) => format!("expires in {}", rounded(left)),
+        None => "it never expires (no TTL)".to_owned(),
+    };
+    format!("{key} is held by {held_by}; {expiry}")
+}
+
+impl std::fmt::Display for HeldBy {
+    /// Who holds it, for "… is held by {}": one line, escaped.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HeldBy::Redlock(recorded) => write!(
+                f,
+                "{} for {}",
+                recorded.holder.summary(),
+                rounded(recorded.held_for)
+            ),
+            HeldBy::OtherClient { token } => {
+                write!(f, "another client (token {})", escape_and_cut(token, SHOWN))
+            }
+            HeldBy::NonRedlock { kind } => write!(
+                f,
+                "a non-redlock value (a {})",
+                escape_and_cut(kind.as_bytes(), SHOWN)
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn holder() -> Holder {
+        Holder {
+            host: "ci-7".into(),
+            pid: 4242,
+            user: "deploy".into(),
+            message: Some("é".repeat(400)),
+            ..Holder::default()
+        }
+    }
+
+    #[test]
+    fn a_record_reads_back_with_its_age_and_bounds() {
+        let token = Token::generate();
+        let record = holder().encode(&token);
+        let raw = [b"1000 ".as_slice(), &record].concat();
+        let read = Recorded::parse(&raw, 61_000, token.as_str().as_bytes()).unwrap();
+        assert_eq!(read.held_for, Duration::from_secs(60));
+        assert_eq!(read.holder.host, "ci-7");
+        // 400 two-byte characters cut to 512 bytes on a character boundary.
+        assert_eq!(read.holder.message.unwrap().len(), 512);
+    }
+
+    #[test]
+    fn a_record_of_another_token_or_malformed_is_no_record() {
+        let token = Token::generate();
+        let raw = [b"1000 ".as_slice(), &holder().encode(&token)].concat();
+        assert!(Recorded::parse(&raw, 2000, b"someone else").is_none());
+        assert!(Recorded::parse(b"x {}", 2000, b"t").is_none());
+        assert!(Recorded::parse(b"1000 {not json", 2000, b"t").is_none());
+        let huge = [b"1000 ".as_slice(), &vec![b' '; MAX_RECORD]].concat();
+        assert!(Recorded::parse(&huge, 2000, b"t").is_none());
+        assert_eq!(
+            HeldBy::of("string", Some(b"v"), None, 0),
+            HeldBy::OtherClient {
+                token: b"v".to_vec()
+            }
+        );
+        assert_eq!(
+            HeldBy::of("hash", None, None, 0),
+            HeldBy::NonRedlock {
+                kind: "hash".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_holder_reads_on_one_line() {
+        let mut holder = holder();
+        holder.message = Some("roll\nout \u{1b}[2J".into());
+        holder.job = Some("https://ci/1".into());
+        let held_by = HeldBy::Redlock(Box::new(Recorded {
+            holder,
+            held_for: Duration::from_millis(252_345),
+        }));
+        assert_eq!(
+            held_by.to_string(),
+            r#"deploy@ci-7 (pid 4242, job https://ci/1, "roll\nout \u{1b}[2J") for 4m 12s"#
+        );
+    }
+
+    #[test]
+    fn record_keys_cannot_be_lock_names() {
+        let key = LockKey::new(b"redlock:deploy".to_vec());
+        assert!(is_record_key(&record_key(&key)));
+        assert!(!is_record_key(key.bytes()));
+    }
+}
