@@ -10,6 +10,7 @@ mod exec;
 mod faults;
 mod fixture;
 mod generated;
+mod holder;
 mod inputs;
 mod readme;
 mod release_extend;
