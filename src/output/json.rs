@@ -58,7 +58,7 @@ pub struct ReleaseJson<'a> {
     pub released: bool,
     /// The servers the key was deleted from, as acquire's `held_on`.
     pub released_on: Vec<String>,
-    /// How many: what `released_on` was before 0.3.
+    /// How many: what `released_on` was before it became a list.
     pub released_count: usize,
     pub servers: usize,
 }
