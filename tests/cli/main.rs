@@ -13,6 +13,7 @@ mod generated;
 mod holder;
 mod inputs;
 mod readme;
+mod recipes;
 mod release_extend;
 mod restart_guard;
 mod server_errors;
