@@ -228,6 +228,18 @@ pub struct WaitArgs {
     /// (-w 0 is -n).
     #[arg(short = 'w', long = "wait", value_name = "DUR", value_parser = duration::parse, allow_hyphen_values = true)]
     pub wait: Option<Duration>,
+
+    /// Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out);
+    /// -E 0 skips quietly, the cron idiom (acquire then prints no token).
+    #[arg(
+        short = 'E',
+        long = "conflict-exit-code",
+        value_name = "CODE",
+        default_value = "75",
+        value_parser = parse_exit_status,
+        allow_hyphen_values = true
+    )]
+    pub conflict_exit_code: u8,
 }
 
 #[derive(Debug, Args)]
@@ -264,18 +276,6 @@ pub struct ExecArgs {
 
     #[command(flatten)]
     pub holder: HolderArgs,
-
-    /// Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out);
-    /// -E 0 skips quietly, the cron idiom.
-    #[arg(
-        short = 'E',
-        long = "conflict-exit-code",
-        value_name = "CODE",
-        default_value = "75",
-        value_parser = parse_exit_status,
-        allow_hyphen_values = true
-    )]
-    pub conflict_exit_code: u8,
 
     /// After the stop signal, wait this long before SIGKILL; capped at a third of
     /// --ttl so that the kill always lands before the lock can lapse.

@@ -8,7 +8,7 @@ use nix::sys::signal::Signal;
 use crate::clock::BootInstant;
 use crate::error::Error;
 use crate::exit_code::Exit;
-use crate::lock::{acquire_or_cancel, LockKey, Redlock, Wait};
+use crate::lock::{acquire_or_cancel, LockError, LockKey, Redlock, Wait};
 use crate::output::{Reporter, Tried};
 use crate::signals::Listener;
 
@@ -20,6 +20,7 @@ pub async fn run(
     key: &LockKey,
     ttl: Duration,
     wait: Wait,
+    conflict_exit: u8,
     out: Reporter,
 ) -> Result<Exit, Error> {
     let mut interrupts = Listener::new(&INTERRUPTS)?;
@@ -37,6 +38,9 @@ pub async fn run(
                 attempts: attempts.get(),
                 waited: started.elapsed(),
             };
+            if matches!(err, LockError::Busy { .. }) && conflict_exit != Exit::Busy.code() {
+                return Ok(busy(key, err, tried, conflict_exit, out));
+            }
             return out.failed_after(key, err, tried);
         }
         Err(signal) => return Ok(out.interrupted(key, signal)),
@@ -60,4 +64,15 @@ pub async fn run(
         });
     }
     Ok(Exit::Success)
+}
+
+/// `-E CODE`: the lock is busy, and the caller asked for CODE instead of 75.
+/// As under `exec`, `-E 0` says nothing on stderr; `--json` still prints the
+/// failure on stdout, and stdout has no token either way.
+fn busy(key: &LockKey, err: LockError, tried: Tried, conflict_exit: u8, out: Reporter) -> Exit {
+    if conflict_exit != 0 {
+        out.outcome(&err.to_string());
+    }
+    let _ = out.failed_after::<()>(key, err, tried);
+    Exit::Code(conflict_exit)
 }

@@ -62,9 +62,13 @@ fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, E
         .build()?;
     runtime.block_on(async {
         match job {
-            LockJob::Acquire { key, ttl, wait, .. } => {
-                acquire::run(&redlock, &key, ttl, wait, out).await
-            }
+            LockJob::Acquire {
+                key,
+                ttl,
+                wait,
+                conflict_exit,
+                ..
+            } => acquire::run(&redlock, &key, ttl, wait, conflict_exit, out).await,
             LockJob::Release { key, token } => release::run(&redlock, &key, &token, out).await,
             LockJob::Extend { key, token, ttl } => {
                 extend::run(&redlock, &key, &token, ttl, out).await

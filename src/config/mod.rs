@@ -73,6 +73,8 @@ pub enum LockJob {
         ttl: Duration,
         wait: Wait,
         message: Option<String>,
+        /// The status when the lock is busy (`-E`).
+        conflict_exit: u8,
     },
     Release {
         key: LockKey,
@@ -148,6 +150,7 @@ impl Config {
                 key: key(&args.name)?,
                 wait: wait(&args.wait),
                 message: message(args.holder),
+                conflict_exit: args.wait.conflict_exit_code,
             },
             Command::Release(args) => LockJob::Release {
                 key: key(&args.name)?,
@@ -284,7 +287,7 @@ fn exec_spec(args: ExecArgs, prefix: &[u8], json: bool) -> Result<ExecSpec, Erro
         derived_name,
         ttl,
         wait: wait(&args.wait),
-        conflict_exit: args.conflict_exit_code,
+        conflict_exit: args.wait.conflict_exit_code,
         stop: StopPlan::new(ttl, args.kill_after),
         signal: args.signal,
         argv,

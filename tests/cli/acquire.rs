@@ -271,6 +271,40 @@ fn nonblocking_acquire_of_a_held_lock_is_busy_at_once() {
     );
 }
 
+/// `-E CODE` as under `exec`: the status for a busy lock (or a `-w` wait that
+/// ran out on one), `-E 0` without a word, so that a cron job skips quietly;
+/// never a token, and never for any other failure.
+#[test]
+fn conflict_exit_code_replaces_75_for_a_busy_lock_only() {
+    let mut cluster = Cluster::start(3);
+    let holder = acquire(&cluster, "nightly", &[]);
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "-n", "-E", "0", "nightly"]));
+    out.assert_code(0, "-n -E 0 on a held lock");
+    assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("", ""));
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "-w", "300ms", "-E", "3", "nightly"]));
+    out.assert_code(3, "-w ran out, -E 3");
+    assert_eq!(out.stdout, "", "no token");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("busy"), "{}", out.stderr);
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "--json", "-n", "-E", "0", "nightly"]));
+    out.assert_code(0, "--json -n -E 0");
+    assert_eq!(out.json()["error"], "busy", "the result is still told");
+    assert_held_everywhere(&cluster, b"nightly", &holder);
+    // A free lock is taken as usual, and no quorum is still 69.
+    let token = acquire(&cluster, "other", &["-E", "0"]);
+    assert_held_everywhere(&cluster, b"other", &token);
+    cluster[0].kill();
+    cluster[1].kill();
+    let out = run(cluster.redlock().args(["acquire", "-n", "-E", "0", "gone"]));
+    out.assert_code(69, "-E 0 without a quorum");
+}
+
 #[test]
 fn wait_takes_the_lock_once_the_holders_ttl_runs_out() {
     let cluster = Cluster::start(3);
