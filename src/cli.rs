@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueHint};
 use nix::sys::signal::Signal;
 
 use crate::duration;
@@ -164,7 +164,12 @@ pub enum Command {
 
     /// Run a command while holding the lock, extending the lock while it runs and
     /// stopping the command before the lock can lapse.
-    #[command(after_help = exec_after_help())]
+    #[command(
+        after_help = exec_after_help(),
+        override_usage = "redlock exec [OPTIONS] NAME CMD [ARGS]...\n       \
+            redlock exec [OPTIONS] [NAME] -- CMD [ARGS]...\n       \
+            redlock exec [OPTIONS] [NAME] -c STRING"
+    )]
     Exec(ExecArgs),
 
     /// Write shell completions or man pages (for packagers and the project's own
@@ -265,7 +270,9 @@ pub struct ExtendArgs {
 pub struct ExecArgs {
     /// The lock's name. Without it, the name is derived from the command line:
     /// `exec:` followed by the words of the command, shell-quoted where needed.
-    #[arg(value_name = "NAME")]
+    // The terminator makes a `--` where NAME could be end it unset: the
+    // command follows, and the name is derived from it.
+    #[arg(value_name = "NAME", value_terminator = "--")]
     pub name: Option<OsString>,
 
     #[command(flatten)]
@@ -296,8 +303,14 @@ pub struct ExecArgs {
     )]
     pub shell: Option<OsString>,
 
-    /// The command and its arguments, after `--`.
-    #[arg(last = true, value_name = "CMD", required_unless_present = "shell")]
+    /// The command and its arguments: after NAME, as with flock, or after `--`,
+    /// which needs no NAME before it. The options of redlock come before CMD;
+    /// every word from CMD on is the command's.
+    #[arg(
+        value_name = "CMD",
+        trailing_var_arg = true,
+        value_hint = ValueHint::CommandWithArguments
+    )]
     pub argv: Vec<OsString>,
 }
 
@@ -376,11 +389,82 @@ pub enum Generated {
 #[cfg(test)]
 mod tests {
     use super::Cli;
-    use clap::CommandFactory;
+    use clap::{CommandFactory, Parser};
 
     #[test]
     fn clap_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// `exec`'s NAME and command line as parsed from `words`, or clap's error.
+    fn exec_words(words: &[&str]) -> Result<(Option<String>, Vec<String>, bool), String> {
+        let cli = Cli::try_parse_from(["redlock", "exec"].iter().chain(words))
+            .map_err(|err| err.to_string())?;
+        let super::Command::Exec(args) = cli.command else {
+            panic!("{words:?} is no exec");
+        };
+        let text = |word: std::ffi::OsString| word.into_string().unwrap();
+        let argv = args.argv.into_iter().map(text).collect();
+        Ok((args.name.map(text), argv, args.wait.nonblock))
+    }
+
+    #[test]
+    fn exec_takes_the_command_after_name_or_after_the_double_dash() {
+        let ok = |name: Option<&str>, argv: &[&str], nonblock| {
+            Ok((
+                name.map(String::from),
+                argv.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
+                nonblock,
+            ))
+        };
+        // As flock: NAME, then the command; every word from it on is the
+        // command's, options and `--` included.
+        assert_eq!(
+            exec_words(&["nm", "ls", "-l"]),
+            ok(Some("nm"), &["ls", "-l"], false)
+        );
+        assert_eq!(
+            exec_words(&["nm", "ls", "-n", "--", "-v"]),
+            ok(Some("nm"), &["ls", "-n", "--", "-v"], false)
+        );
+        // redlock's options before the command, also after NAME.
+        assert_eq!(
+            exec_words(&["-n", "nm", "--ttl", "5s", "ls", "-n"]),
+            ok(Some("nm"), &["ls", "-n"], true)
+        );
+        // `--` after NAME, or instead of it: then the name is derived.
+        assert_eq!(
+            exec_words(&["nm", "-n", "--", "ls"]),
+            ok(Some("nm"), &["ls"], true)
+        );
+        assert_eq!(
+            exec_words(&["--ttl", "5s", "nm", "--", "ls"]),
+            ok(Some("nm"), &["ls"], false)
+        );
+        assert_eq!(
+            exec_words(&["--", "ls", "-l"]),
+            ok(None, &["ls", "-l"], false)
+        );
+        assert_eq!(
+            exec_words(&["-n", "--", "nm", "--", "x"]),
+            ok(None, &["nm", "--", "x"], true)
+        );
+        // -c takes the place of the command.
+        assert_eq!(
+            exec_words(&["-c", "make", "nm"]),
+            ok(Some("nm"), &[], false)
+        );
+        assert_eq!(
+            exec_words(&["nm", "-c", "make"]),
+            ok(Some("nm"), &[], false)
+        );
+        // NAME alone parses; config says that the command is missing.
+        assert_eq!(exec_words(&["nm"]), ok(Some("nm"), &[], false));
+        // An unknown option before the command is an error, not a command.
+        let err = exec_words(&["nm", "--bogus", "ls"]).unwrap_err();
+        assert!(err.contains("--bogus"), "{err}");
+        let err = exec_words(&["nm", "-c", "make", "ls"]).unwrap_err();
+        assert!(err.contains("cannot be used with"), "{err}");
     }
 
     #[test]

@@ -267,15 +267,19 @@ fn exec_spec(args: ExecArgs, prefix: &[u8], json: bool) -> Result<ExecSpec, Erro
         ));
     }
     let ttl = ttl(args.ttl.ttl, MIN_EXEC_TTL)?;
+    let argv = args.argv;
     let argv = match args.shell {
         Some(line) if line.is_empty() => {
             return Err(Error::Usage("-c needs a non-empty command line".into()))
         }
         Some(line) => vec!["sh".into(), "-c".into(), line],
-        None if args.argv.first().is_none_or(|program| program.is_empty()) => {
-            return Err(Error::Usage("no command to run after --".into()))
+        None if argv.first().is_none_or(|program| program.is_empty()) => {
+            return Err(Error::Usage(
+                "no command to run: give it after NAME, or after `--` to name the lock after it"
+                    .into(),
+            ))
         }
-        None => args.argv,
+        None => argv,
     };
     let (name, derived_name) = match args.name {
         Some(name) => (name, false),

@@ -88,6 +88,43 @@ fn passes_the_childs_exit_code_through() {
     assert_gone_everywhere(&cluster, b"codes");
 }
 
+/// The command may follow NAME without `--`, as with `flock NAME cmd`:
+/// every word from the command on is the command's, even one that looks like
+/// an option of redlock, or `--`; redlock's own options come before it.
+#[test]
+fn the_command_may_follow_name_without_a_double_dash() {
+    let cluster = Cluster::start(3);
+    let script = r#"printf '%s|' "$REDLOCK_NAME" "$@""#;
+    let out = run(cluster.redlock().args([
+        "exec", "flocky", "-n", "sh", "-c", script, "sh", "-v", "-n", "--", "x",
+    ]));
+    out.assert_code(0, "exec NAME sh -c ...");
+    assert_eq!(out.stdout, "flocky|-v|-n|--|x|");
+    assert_gone_everywhere(&cluster, b"flocky");
+    // `--` instead of NAME: the name is derived from the command.
+    let out = run(cluster
+        .redlock()
+        .args(["exec", "-n", "--", "sh", "-c", script, "sh", "-v"]));
+    out.assert_code(0, "exec -- sh -c ...");
+    let name = out
+        .stdout
+        .strip_suffix("|-v|")
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(
+        name.starts_with("exec:sh -c 'printf ") && name.ends_with(" sh -v"),
+        "{name}"
+    );
+    // NAME alone is no command.
+    let out = run(cluster.redlock().args(["exec", "-n", "flocky"]));
+    out.assert_code(64, "exec NAME");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("after NAME, or after `--`"),
+        "{}",
+        out.stderr
+    );
+}
+
 #[test]
 fn missing_or_unrunnable_command_gives_127_or_126_and_releases() {
     let cluster = Cluster::start(3);
