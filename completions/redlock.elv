@@ -30,8 +30,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --quiet 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
             cand -v 'Describe each step on stderr: servers, timings, validity'
             cand --verbose 'Describe each step on stderr: servers, timings, validity'
-            cand -h 'Print help (see more with ''--help'')'
-            cand --help 'Print help (see more with ''--help'')'
+            cand -h 'Print help'
+            cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
             cand acquire 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given'
@@ -39,8 +39,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand extend 'Push the lock''s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
             cand status 'Show what every server holds for the lock. Exits 0 when a majority holds it, 1 when it is free'
             cand exec 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
-            cand generate 'Write shell completions or man pages (for packagers and the project''s own generated files)'
-            cand __watchdog 'The process that enforces an exec''s deadline when the supervisor cannot (internal; started by `exec` itself)'
+            cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'redlock;acquire'= {
             cand --ttl 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)'
@@ -152,44 +151,25 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
-        &'redlock;generate'= {
-            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
-            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
-            cand --servers-file 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist'
-            cand --server-timeout 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl'
-            cand --restart-guard 'Do not count a server that started less than DUR ago toward a quorum: it may have lost the locks it held. Must be at least the longest --ttl any client uses on these servers; 0 turns it off. [default: the lock''s --ttl]'
-            cand --tls-ca-cert 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)'
-            cand --prefix 'Prepended to every lock name to form the Redis key (empty by default)'
-            cand --json 'Print a result as one JSON object on stdout'
-            cand -q 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
-            cand --quiet 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
-            cand -v 'Describe each step on stderr: servers, timings, validity'
-            cand --verbose 'Describe each step on stderr: servers, timings, validity'
-            cand -h 'Print help (see more with ''--help'')'
-            cand --help 'Print help (see more with ''--help'')'
-            cand -V 'Print version'
-            cand --version 'Print version'
+        &'redlock;help'= {
+            cand acquire 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given'
+            cand release 'Release the lock, if TOKEN still holds it'
+            cand extend 'Push the lock''s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
+            cand status 'Show what every server holds for the lock. Exits 0 when a majority holds it, 1 when it is free'
+            cand exec 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
+            cand help 'Print this message or the help of the given subcommand(s)'
         }
-        &'redlock;__watchdog'= {
-            cand --signal 'signal'
-            cand --grace-ms 'grace-ms'
-            cand --margin-ms 'margin-ms'
-            cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
-            cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]'
-            cand --servers-file 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist'
-            cand --server-timeout 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl'
-            cand --restart-guard 'Do not count a server that started less than DUR ago toward a quorum: it may have lost the locks it held. Must be at least the longest --ttl any client uses on these servers; 0 turns it off. [default: the lock''s --ttl]'
-            cand --tls-ca-cert 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)'
-            cand --prefix 'Prepended to every lock name to form the Redis key (empty by default)'
-            cand --json 'Print a result as one JSON object on stdout'
-            cand -q 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
-            cand --quiet 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
-            cand -v 'Describe each step on stderr: servers, timings, validity'
-            cand --verbose 'Describe each step on stderr: servers, timings, validity'
-            cand -h 'Print help'
-            cand --help 'Print help'
-            cand -V 'Print version'
-            cand --version 'Print version'
+        &'redlock;help;acquire'= {
+        }
+        &'redlock;help;release'= {
+        }
+        &'redlock;help;extend'= {
+        }
+        &'redlock;help;status'= {
+        }
+        &'redlock;help;exec'= {
+        }
+        &'redlock;help;help'= {
         }
     ]
     $completions[$command]

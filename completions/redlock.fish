@@ -33,15 +33,14 @@ complete -c redlock -n "__fish_redlock_needs_command" -l prefix -d 'Prepended to
 complete -c redlock -n "__fish_redlock_needs_command" -l json -d 'Print a result as one JSON object on stdout'
 complete -c redlock -n "__fish_redlock_needs_command" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
 complete -c redlock -n "__fish_redlock_needs_command" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
-complete -c redlock -n "__fish_redlock_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c redlock -n "__fish_redlock_needs_command" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_needs_command" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "acquire" -d 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "release" -d 'Release the lock, if TOKEN still holds it'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "extend" -d 'Push the lock\'s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "status" -d 'Show what every server holds for the lock. Exits 0 when a majority holds it, 1 when it is free'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "exec" -d 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
-complete -c redlock -n "__fish_redlock_needs_command" -f -a "generate" -d 'Write shell completions or man pages (for packagers and the project\'s own generated files)'
-complete -c redlock -n "__fish_redlock_needs_command" -f -a "__watchdog" -d 'The process that enforces an exec\'s deadline when the supervisor cannot (internal; started by `exec` itself)'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'Retry for at most DUR, then exit with the last attempt\'s status: 75 busy, 69 no quorum (-w 0 is -n)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s E -l conflict-exit-code -d 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out); -E 0 skips quietly, the cron idiom (acquire then prints no token)' -r
@@ -95,7 +94,29 @@ complete -c redlock -n "__fish_redlock_using_subcommand exec" -l ttl -d 'How lon
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s w -l wait -d 'Retry for at most DUR, then exit with the last attempt\'s status: 75 busy, 69 no quorum (-w 0 is -n)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s E -l conflict-exit-code -d 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out); -E 0 skips quietly, the cron idiom (acquire then prints no token)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s k -l kill-after -d 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse' -r
-complete -c redlock -n "__fish_redlock_using_subcommand exec" -l signal -d 'The signal that asks the command to stop when the lock is lost, e.g. TERM, SIGINT or 2' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -l signal -d 'The signal that asks the command to stop when the lock is lost, e.g. TERM, SIGINT or 2' -r -f -a "TERM\t''
+INT\t''
+HUP\t''
+QUIT\t''
+KILL\t''
+USR1\t''
+USR2\t''
+ILL\t''
+TRAP\t''
+ABRT\t''
+BUS\t''
+FPE\t''
+SEGV\t''
+PIPE\t''
+ALRM\t''
+STKFLT\t''
+XCPU\t''
+XFSZ\t''
+VTALRM\t''
+PROF\t''
+IO\t''
+PWR\t''
+SYS\t''"
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s c -l command -d 'Run STRING with `sh -c` instead of CMD' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -l servers-file -d 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist' -r -F
@@ -109,28 +130,9 @@ complete -c redlock -n "__fish_redlock_using_subcommand exec" -s q -l quiet -d '
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand generate" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand generate" -l servers-file -d 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand generate" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
-complete -c redlock -n "__fish_redlock_using_subcommand generate" -l restart-guard -d 'Do not count a server that started less than DUR ago toward a quorum: it may have lost the locks it held. Must be at least the longest --ttl any client uses on these servers; 0 turns it off. [default: the lock\'s --ttl]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand generate" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand generate" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
-complete -c redlock -n "__fish_redlock_using_subcommand generate" -l json -d 'Print a result as one JSON object on stdout'
-complete -c redlock -n "__fish_redlock_using_subcommand generate" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
-complete -c redlock -n "__fish_redlock_using_subcommand generate" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
-complete -c redlock -n "__fish_redlock_using_subcommand generate" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c redlock -n "__fish_redlock_using_subcommand generate" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l signal -r
-complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l grace-ms -r
-complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l margin-ms -r
-complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l servers-file -d 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
-complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l restart-guard -d 'Do not count a server that started less than DUR ago toward a quorum: it may have lost the locks it held. Must be at least the longest --ttl any client uses on these servers; 0 turns it off. [default: the lock\'s --ttl]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
-complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -l json -d 'Print a result as one JSON object on stdout'
-complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
-complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
-complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -s h -l help -d 'Print help'
-complete -c redlock -n "__fish_redlock_using_subcommand __watchdog" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status exec help" -f -a "acquire" -d 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status exec help" -f -a "release" -d 'Release the lock, if TOKEN still holds it'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status exec help" -f -a "extend" -d 'Push the lock\'s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status exec help" -f -a "status" -d 'Show what every server holds for the lock. Exits 0 when a majority holds it, 1 when it is free'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status exec help" -f -a "exec" -d 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status exec help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -36,7 +36,6 @@ fn exec_after_help() -> String {
     name = "redlock",
     version,
     propagate_version = true,
-    disable_help_subcommand = true,
     after_help = exit_code::help_text(),
     long_about = "A distributed mutex for shell scripts, cron jobs and CI pipelines.\n\n\
         redlock takes a lock on N independent Redis masters with the Redlock algorithm: \
@@ -291,7 +290,14 @@ pub struct ExecArgs {
 
     /// The signal that asks the command to stop when the lock is lost, e.g. TERM,
     /// SIGINT or 2.
-    #[arg(long, value_name = "SIG", default_value = "TERM", value_parser = parse_stop_signal, allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "SIG",
+        default_value = "TERM",
+        value_parser = StopSignalParser,
+        hide_possible_values = true,
+        allow_hyphen_values = true
+    )]
     pub signal: Signal,
 
     /// Run STRING with `sh -c` instead of CMD.
@@ -350,6 +356,47 @@ fn parse_stop_signal(text: &str) -> Result<Signal, String> {
             signal.as_str()
         )),
         _ => Ok(signal),
+    }
+}
+
+/// [`parse_stop_signal`], with the names it accepts as the possible values
+/// that completions offer (not listed in `--help`: numbers and `SIG` names
+/// are accepted too).
+#[derive(Debug, Clone, Copy)]
+struct StopSignalParser;
+
+impl clap::builder::TypedValueParser for StopSignalParser {
+    type Value = Signal;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Signal, clap::Error> {
+        parse_stop_signal.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        // The usual ones first, then the rest in the order of their numbers.
+        const USUAL: [Signal; 7] = [
+            Signal::SIGTERM,
+            Signal::SIGINT,
+            Signal::SIGHUP,
+            Signal::SIGQUIT,
+            Signal::SIGKILL,
+            Signal::SIGUSR1,
+            Signal::SIGUSR2,
+        ];
+        let rest = Signal::iterator().filter(|signal| !USUAL.contains(signal));
+        let names = USUAL
+            .into_iter()
+            .chain(rest)
+            .filter(|signal| parse_stop_signal(signal.as_str()).is_ok())
+            .map(|signal| signal.as_str().trim_start_matches("SIG"));
+        Some(Box::new(names.map(clap::builder::PossibleValue::new)))
     }
 }
 

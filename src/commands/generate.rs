@@ -23,9 +23,12 @@ pub fn completions() -> Vec<(String, Vec<u8>)> {
     ]
     .into_iter()
     .map(|shell| {
-        let mut command = Cli::command();
+        let mut command = without_hidden_subcommands(Cli::command());
         let mut script = Vec::new();
         clap_complete::generate(shell, &mut command, "redlock", &mut script);
+        if shell == Shell::Bash {
+            script.extend(bash_exec_command(&command).into_bytes());
+        }
         (
             clap_complete::Generator::file_name(&shell, "redlock"),
             script,
@@ -34,9 +37,55 @@ pub fn completions() -> Vec<(String, Vec<u8>)> {
     .collect()
 }
 
+/// What clap's bash completion lacks for `exec`: the command after NAME or
+/// `--` is completed as a command line (zsh gets it from the value hint).
+/// The script needs the options that take a value, to know which words are
+/// positional.
+fn bash_exec_command(command: &clap::Command) -> String {
+    let exec = command
+        .find_subcommand("exec")
+        .expect("exec is a subcommand");
+    let mut takes_value = Vec::new();
+    for arg in exec.get_opts() {
+        takes_value.extend(
+            arg.get_short_and_visible_aliases()
+                .into_iter()
+                .flatten()
+                .map(|c| format!("-{c}")),
+        );
+        takes_value.extend(
+            arg.get_long_and_visible_aliases()
+                .into_iter()
+                .flatten()
+                .map(|l| format!("--{l}")),
+        );
+    }
+    include_str!("generate/exec_command.bash").replace("@TAKES_VALUE@", &takes_value.join(" "))
+}
+
+/// `command` with only its visible subcommands: clap_complete offers every
+/// subcommand, hidden or not, and clap cannot remove one, so the command is
+/// rebuilt around the same options. Only what completions use is carried over.
+fn without_hidden_subcommands(command: clap::Command) -> clap::Command {
+    let visible = command
+        .get_subcommands()
+        .filter(|sub| !sub.is_hide_set())
+        .cloned();
+    let mut copy = clap::Command::new("redlock")
+        .args(command.get_arguments().cloned())
+        .subcommands(visible)
+        .version(env!("CARGO_PKG_VERSION"))
+        .propagate_version(true);
+    if let Some(about) = command.get_about() {
+        copy = copy.about(about.clone());
+    }
+    copy
+}
+
 /// `(file name, contents)` of `redlock.1` and one page per visible subcommand.
 pub fn man_pages() -> anyhow::Result<Vec<(String, Vec<u8>)>> {
-    let mut command = Cli::command();
+    // `redlock help CMD` is `redlock CMD --help`: no page of its own.
+    let mut command = Cli::command().disable_help_subcommand(true);
     command.build();
     let mut pages = vec![("redlock.1".to_owned(), render(command.clone())?)];
     for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set()) {

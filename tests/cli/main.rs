@@ -5,6 +5,7 @@
 mod support;
 
 mod acquire;
+mod completions;
 mod errors;
 mod exec;
 mod faults;

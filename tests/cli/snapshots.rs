@@ -139,6 +139,25 @@ fn help_exec() {
     help("help_exec", &["exec", "--help"]);
 }
 
+/// `redlock help CMD` is `redlock CMD --help`, as in git and cargo; the
+/// hidden subcommands stay out of the list of commands.
+#[test]
+fn help_subcommand_prints_the_commands_help() {
+    for name in ["acquire", "release", "extend", "status", "exec"] {
+        let by_flag = run(redlock().args([name, "--help"]));
+        let out = run(redlock().args(["help", name]));
+        out.assert_code(0, &format!("redlock help {name}"));
+        assert_eq!(out.stdout, by_flag.stdout, "redlock help {name}");
+    }
+    let out = run(redlock().arg("help"));
+    out.assert_code(0, "redlock help");
+    assert_eq!(out.stdout, run(redlock().arg("--help")).stdout);
+    assert!(!out.stdout.contains("generate") && !out.stdout.contains("watchdog"));
+    let out = run(redlock().args(["help", "nope"]));
+    out.assert_code(64, "redlock help nope");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+}
+
 // ---------------------------------------------------------------------------
 // Usage errors: 64, before any server is asked
 // ---------------------------------------------------------------------------
