@@ -10,15 +10,95 @@ use nix::sys::signal::Signal;
 use crate::duration;
 use crate::exit_code::{self, Exit};
 
-/// The examples and exit statuses of `exec --help`, with the numbers of the
-/// statuses it shares with the other commands taken from [`Exit`].
-fn exec_after_help() -> String {
+/// One example of a subcommand: what it does, and the lines to type. Shown
+/// by `--help` and by the man pages, from here.
+pub struct Example {
+    pub what: &'static str,
+    pub lines: &'static [&'static str],
+}
+
+/// The examples of the subcommand `name` (none for a hidden one).
+pub fn examples(name: &str) -> &'static [Example] {
+    match name {
+        "acquire" => &[
+            Example {
+                what: "Take the lock for a script, waiting at most 30s; release it when the script exits",
+                lines: &[
+                    "tok=$(redlock acquire -w 30s nightly-report) || exit",
+                    "trap 'redlock release nightly-report \"$tok\" || exit $?' EXIT",
+                ],
+            },
+            Example {
+                what: "Cron: skip quietly (exit 0, no token) while another run holds the lock",
+                lines: &[
+                    "tok=$(redlock acquire -n -E 0 nightly-report) || exit",
+                    "[ -n \"$tok\" ] || exit 0",
+                ],
+            },
+        ],
+        "release" => &[
+            Example {
+                what: "Release the lock that acquire gave the token for",
+                lines: &["redlock release nightly-report \"$tok\""],
+            },
+            Example {
+                what: "The same, with the token from the environment",
+                lines: &["REDLOCK_TOKEN=$tok redlock release nightly-report"],
+            },
+        ],
+        "extend" => &[Example {
+            what: "Keep a long job's lock for 10 more minutes; 79 means it was lost",
+            lines: &["redlock extend --ttl 10m nightly-report \"$tok\" || exit"],
+        }],
+        "status" => &[
+            Example {
+                what: "What every server holds for the lock",
+                lines: &["redlock status deploy"],
+            },
+            Example {
+                what: "Whether the lock is held, by the exit status alone (0 held, 1 free)",
+                lines: &["if redlock status -q deploy; then echo held; fi"],
+            },
+        ],
+        "exec" => &[
+            Example {
+                what: "Cron: run the backup on one host only, skip quietly if it is running",
+                lines: &["redlock exec -n -E 0 nightly-backup /usr/local/bin/backup"],
+            },
+            Example {
+                what: "CI: wait up to 30 minutes for the previous deploy",
+                lines: &["redlock exec deploy -w 30m ./deploy.sh staging"],
+            },
+            Example {
+                what: "A shell command line; the lock is named after it",
+                lines: &["redlock exec -c 'make migrate && make seed'"],
+            },
+            Example {
+                what: "Without NAME, `--` comes before the command; the lock is named after it",
+                lines: &["redlock exec -n -- ./report.sh --full"],
+            },
+        ],
+        _ => &[],
+    }
+}
+
+/// The "Examples:" block of a subcommand's `--help`.
+fn examples_help(name: &str) -> String {
+    let mut text = String::from("Examples:");
+    for example in examples(name) {
+        text.push_str(&format!("\n  # {}", example.what));
+        for line in example.lines {
+            text.push_str(&format!("\n  {line}"));
+        }
+    }
+    text
+}
+
+/// The exit statuses of `exec`, with the numbers it shares with the other
+/// commands taken from [`Exit`]. In `exec --help` and its man page.
+pub fn exec_exit_status() -> String {
     format!(
-        "Examples:\n  \
-        redlock exec -n -E 0 -- /usr/local/bin/nightly-backup     # cron: skip quietly if running\n  \
-        redlock exec deploy -w 30m -- ./deploy.sh                 # CI: wait for the previous deploy\n  \
-        redlock exec db-migrate -c 'make migrate && make seed'     # a shell command line\n\n\
-        Exit status: the command's own; 128+N if it died of signal N; {} (or -E) if the lock\n\
+        "Exit status: the command's own; 128+N if it died of signal N; {} (or -E) if the lock\n\
         was busy; {} if no quorum; {} if the lock was lost while the command ran; {} if the\n\
         servers refuse the lock or an extension; 126/127 if the command could not be run /\n\
         was not found.",
@@ -144,27 +224,27 @@ pub struct GlobalArgs {
 pub enum Command {
     /// Take the lock and print its token on stdout. Blocks until the lock is free
     /// unless -n or -w is given.
-    #[command(
-        after_help = "Example:\n  tok=$(redlock acquire -w 30s nightly-report) || exit\n  \
-        trap 'redlock release nightly-report \"$tok\"' EXIT"
-    )]
+    #[command(after_help = examples_help("acquire"))]
     Acquire(AcquireArgs),
 
     /// Release the lock, if TOKEN still holds it.
+    #[command(after_help = examples_help("release"))]
     Release(TokenArgs),
 
     /// Push the lock's expiry out to --ttl from now, if TOKEN still holds it. A lock
     /// that already expired is never re-created.
+    #[command(after_help = examples_help("extend"))]
     Extend(ExtendArgs),
 
     /// Show what every server holds for the lock. Exits 0 when a majority holds it,
     /// 1 when it is free.
+    #[command(after_help = examples_help("status"))]
     Status(NameArg),
 
     /// Run a command while holding the lock, extending the lock while it runs and
     /// stopping the command before the lock can lapse.
     #[command(
-        after_help = exec_after_help(),
+        after_help = format!("{}\n\n{}", examples_help("exec"), exec_exit_status()),
         override_usage = "redlock exec [OPTIONS] NAME CMD [ARGS]...\n       \
             redlock exec [OPTIONS] [NAME] -- CMD [ARGS]...\n       \
             redlock exec [OPTIONS] [NAME] -c STRING"

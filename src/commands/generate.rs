@@ -12,6 +12,10 @@ use crate::cli::{Cli, Generated};
 use crate::error::Error;
 use crate::exit_code::Exit;
 
+mod man;
+
+pub use man::man_pages;
+
 /// `(file name, contents)` of every completion script.
 pub fn completions() -> Vec<(String, Vec<u8>)> {
     [
@@ -80,28 +84,6 @@ fn without_hidden_subcommands(command: clap::Command) -> clap::Command {
         copy = copy.about(about.clone());
     }
     copy
-}
-
-/// `(file name, contents)` of `redlock.1` and one page per visible subcommand.
-pub fn man_pages() -> anyhow::Result<Vec<(String, Vec<u8>)>> {
-    // `redlock help CMD` is `redlock CMD --help`: no page of its own.
-    let mut command = Cli::command().disable_help_subcommand(true);
-    command.build();
-    let mut pages = vec![("redlock.1".to_owned(), render(command.clone())?)];
-    for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set()) {
-        // clap wants a 'static name; leaking a few short strings in a command
-        // that exits right after is harmless.
-        let name: &'static str = format!("redlock-{}", sub.get_name()).leak();
-        let page = sub.clone().name(name).display_name(name);
-        pages.push((format!("{name}.1"), render(page)?));
-    }
-    Ok(pages)
-}
-
-fn render(command: clap::Command) -> anyhow::Result<Vec<u8>> {
-    let mut page = Vec::new();
-    clap_mangen::Man::new(command).render(&mut page)?;
-    Ok(page)
 }
 
 pub fn write(what: Generated, dir: &Path) -> Result<Exit, Error> {

@@ -85,3 +85,161 @@ fn generate_ignores_the_server_settings() {
     assert_eq!(out.stderr, "");
     assert!(dir.path().join("redlock.bash").exists());
 }
+
+/// The `.SH` sections of a man page, as `(title, body)`.
+fn sections(page: &str) -> Vec<(String, String)> {
+    page.split("\n.SH ")
+        .skip(1)
+        .map(|section| {
+            let (title, body) = section.split_once('\n').unwrap_or((section, ""));
+            (title.trim_matches('"').to_owned(), body.to_owned())
+        })
+        .collect()
+}
+
+fn man_pages() -> Vec<(String, String)> {
+    redlock::generate::man_pages()
+        .unwrap()
+        .into_iter()
+        .map(|(name, page)| (name, String::from_utf8(page).unwrap()))
+        .collect()
+}
+
+#[test]
+fn every_commands_help_has_examples() {
+    for name in ["acquire", "release", "extend", "status", "exec"] {
+        let out = crate::support::run(crate::support::redlock().args([name, "--help"]));
+        out.assert_code(0, &format!("{name} --help"));
+        let examples = out
+            .stdout
+            .split("\nExamples:\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{name} --help has no Examples:\n{}", out.stdout));
+        assert!(
+            examples
+                .lines()
+                .any(|l| l.starts_with(&format!("  redlock {name} "))
+                    || l.contains(&format!("$(redlock {name} "))),
+            "{name} --help: no example runs it:\n{examples}"
+        );
+    }
+}
+
+#[test]
+fn every_man_page_has_exit_status_environment_and_examples() {
+    let pages = man_pages();
+    assert_eq!(pages.len(), 6, "redlock.1 and five commands");
+    for (name, page) in &pages {
+        let titles: Vec<String> = sections(page).into_iter().map(|(t, _)| t).collect();
+        for wanted in ["EXIT STATUS", "ENVIRONMENT", "EXAMPLES"] {
+            assert!(
+                titles.iter().any(|t| t == wanted),
+                "{name} lacks {wanted}: {titles:?}"
+            );
+        }
+        let exit_status = &sections(page)
+            .into_iter()
+            .find(|(t, _)| t == "EXIT STATUS")
+            .unwrap()
+            .1;
+        for row in redlock::exit_code::TABLE {
+            assert!(
+                exit_status.contains(&format!(".B {}\n", row.exit.code())),
+                "{name}: EXIT STATUS lacks {}",
+                row.exit.code()
+            );
+        }
+    }
+    let exec = &pages
+        .iter()
+        .find(|(name, _)| name == "redlock-exec.1")
+        .unwrap()
+        .1;
+    assert!(
+        exec.contains("\n.SH \"SIGNALS AND TERMINALS\"\n")
+            || exec.contains("\n.SH SIGNALS AND TERMINALS\n")
+    );
+}
+
+/// Every `REDLOCK_*` name in `dir` (recursively), but the test hooks.
+fn variables_in(dir: &Path, found: &mut BTreeSet<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            variables_in(&path, found);
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        for (start, _) in text.match_indices("REDLOCK_") {
+            let name: String = text[start..]
+                .chars()
+                .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                .collect();
+            if name.len() > "REDLOCK_".len() && !name.starts_with("REDLOCK_TEST_") {
+                found.insert(name);
+            }
+        }
+    }
+}
+
+/// A variable the program reads and the man page does not name fails here:
+/// the list is taken from the source, not retyped.
+#[test]
+fn the_environment_section_names_every_variable_in_the_source() {
+    let mut variables = BTreeSet::new();
+    variables_in(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut variables,
+    );
+    assert!(
+        variables.contains("REDLOCK_SERVERS") && variables.len() >= 8,
+        "{variables:?}"
+    );
+    for (name, page) in man_pages() {
+        let environment = sections(&page)
+            .into_iter()
+            .find(|(t, _)| t == "ENVIRONMENT")
+            .map(|(_, body)| body)
+            .unwrap_or_default();
+        let documented: BTreeSet<&str> = environment
+            .lines()
+            .filter_map(|line| line.strip_prefix(".B "))
+            .collect();
+        for variable in &variables {
+            assert!(
+                documented.contains(variable.as_str()),
+                "{name}: ENVIRONMENT does not name {variable}"
+            );
+        }
+    }
+}
+
+/// Rendered as `man` renders them, no line ends in a word broken by
+/// hyphenation ("sepa-" / "rate"): such a word cannot be searched for.
+#[test]
+fn man_pages_break_no_word() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, page) in man_pages() {
+        let file = dir.path().join(&name);
+        std::fs::write(&file, page).unwrap();
+        let out = std::process::Command::new("groff")
+            .args(["-man", "-Tutf8", "-P-c", "-rLL=70n"])
+            .arg(&file)
+            .output()
+            .expect("groff (Debian: groff-base; scripts/test installs it)");
+        assert!(out.status.success(), "groff {name}: {:?}", out.status);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let broken: Vec<&str> = text
+            .lines()
+            .map(str::trim_end)
+            .filter(|line| {
+                let mut end = line.chars().rev();
+                matches!(end.next(), Some('-' | '\u{2010}'))
+                    && end.next().is_some_and(char::is_alphabetic)
+            })
+            .collect();
+        assert!(broken.is_empty(), "{name} breaks words: {broken:?}");
+    }
+}

@@ -1,0 +1,195 @@
+//! The man pages: clap_mangen's sections (name, synopsis, description,
+//! options, commands), then sections of our own that `--help` has no room
+//! for: how `exec` treats signals and terminals, the exit statuses (from
+//! `exit_code::TABLE`), the environment, and the examples (from
+//! `cli::examples`, which `--help` shows too). Hyphenation is off: a word
+//! broken mid-word ("sepa-rate") cannot be searched for or copied.
+
+use clap::CommandFactory;
+use clap_mangen::Man;
+
+use crate::cli::{self, Cli};
+use crate::exit_code::TABLE;
+
+/// Every variable `redlock` reads, and what for. A test checks that each
+/// `REDLOCK_*` name in the source is here.
+const ENVIRONMENT: [(&str, &str); 10] = [
+    (
+        "REDLOCK_SERVERS",
+        "The server URLs, as for -s, separated by commas; used when no -s is given.",
+    ),
+    (
+        "REDLOCK_SERVERS_FILE",
+        "A file of server URLs, one per line, as --servers-file; used when neither -s nor \
+         REDLOCK_SERVERS names servers.",
+    ),
+    ("REDLOCK_SERVER_TIMEOUT", "The default of --server-timeout."),
+    ("REDLOCK_RESTART_GUARD", "The default of --restart-guard."),
+    ("REDLOCK_TLS_CA_CERT", "The default of --tls-ca-cert."),
+    ("REDLOCK_PREFIX", "The default of --prefix."),
+    (
+        "REDLOCK_TOKEN",
+        "release and extend: the token, when no TOKEN is given. exec sets it for the command.",
+    ),
+    (
+        "REDLOCK_NAME",
+        "Set by exec for the command: the lock's name, without the prefix. A redlock exec of the \
+         same NAME inside the command, with REDLOCK_TOKEN still holding the lock, runs its command \
+         at once, under the lock the outer exec keeps.",
+    ),
+    (
+        "XDG_CONFIG_HOME",
+        "The per-user servers file is $XDG_CONFIG_HOME/redlock/servers.",
+    ),
+    (
+        "HOME",
+        "Without XDG_CONFIG_HOME, the per-user servers file is $HOME/.config/redlock/servers.",
+    ),
+];
+
+/// What `exec` does with signals and terminals: the README's account, short.
+const EXEC_SIGNALS: [(&str, &str); 6] = [
+    (
+        "Signals",
+        "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to exec are passed on to the \
+         command's process group; when the command ends, exec releases the lock and exits with \
+         the command's status. While exec still waits for the lock, they make it release what it \
+         took and exit 128+N without running the command. A signal that was ignored when exec \
+         started is neither handled nor passed on, and the command inherits it ignored \
+         (nohup redlock exec ... protects the command from SIGHUP).",
+    ),
+    (
+        "Losing the lock",
+        "When an extension finds the lock gone, or none succeeds in time, exec sends --signal \
+         (SIGTERM by default, then SIGCONT) to the command's process group, waits -k (5s by \
+         default) or until the group is empty, sends SIGKILL, and exits 79. Independently of any \
+         loss being seen, this stop is scheduled so that SIGKILL lands before the lock's validity \
+         ends; a watchdog process enforces it even if exec itself is frozen.",
+    ),
+    (
+        "SIGTSTP and SIGCONT",
+        "SIGTSTP and SIGCONT sent to exec are passed on to the command's process group. Without \
+         a terminal, kill -TSTP pauses the command while exec goes on holding and extending the \
+         lock. While exec waits for the lock, SIGTSTP stops exec.",
+    ),
+    (
+        "Terminals",
+        "exec gives the command's process group the terminal, as a shell does for a job: at once \
+         when exec runs alone in the foreground of a terminal, otherwise when the command stops \
+         because it reads or writes the terminal. Ctrl-C and Ctrl-\\ then reach the command.",
+    ),
+    (
+        "Ctrl-Z",
+        "Ctrl-Z stops the command; exec takes the terminal back and stops its own job, so that \
+         the shell gets control; fg continues both. Nothing extends the lock while the job is \
+         suspended: once the validity runs out, the watchdog stops the command, and exec reports \
+         79 when it is continued.",
+    ),
+    (
+        "If exec is killed",
+        "With SIGKILL, the command dies too (PR_SET_PDEATHSIG), and the watchdog stops the rest of \
+         its process group. The lock then lapses after its TTL.",
+    ),
+];
+
+/// `(file name, contents)` of `redlock.1` and one page per visible subcommand.
+pub fn man_pages() -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    // `redlock help CMD` is `redlock CMD --help`: no page of its own.
+    let mut command = Cli::command().disable_help_subcommand(true);
+    command.build();
+    let mut pages = vec![("redlock.1".to_owned(), render(command.clone(), "")?)];
+    for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set()) {
+        // clap wants a 'static name; leaking a few short strings in a command
+        // that exits right after is harmless.
+        let name: &'static str = format!("redlock-{}", sub.get_name()).leak();
+        let page = sub.clone().name(name).display_name(name);
+        pages.push((format!("{name}.1"), render(page, sub.get_name())?));
+    }
+    Ok(pages)
+}
+
+/// The page of `command`, the subcommand `sub` ("" for redlock itself).
+fn render(command: clap::Command, sub: &str) -> anyhow::Result<Vec<u8>> {
+    let man = Man::new(command.clone());
+    let mut page = Vec::new();
+    man.render_title(&mut page)?;
+    page.extend_from_slice(b".nh\n.ad l\n");
+    man.render_name_section(&mut page)?;
+    man.render_synopsis_section(&mut page)?;
+    man.render_description_section(&mut page)?;
+    if command.get_arguments().any(|arg| !arg.is_hide_set()) {
+        man.render_options_section(&mut page)?;
+    }
+    if command.has_subcommands() {
+        man.render_subcommands_section(&mut page)?;
+    }
+    let mut ours = String::new();
+    if sub == "exec" {
+        section(&mut ours, "SIGNALS AND TERMINALS");
+        for (title, text) in EXEC_SIGNALS {
+            ours.push_str(&format!(".TP\n.B {}\n{}\n", escape(title), escape(text)));
+        }
+    }
+    exit_status(&mut ours, sub);
+    section(&mut ours, "ENVIRONMENT");
+    for (name, text) in ENVIRONMENT {
+        ours.push_str(&format!(".TP\n.B {name}\n{}\n", escape(text)));
+    }
+    examples(&mut ours, sub);
+    page.extend_from_slice(ours.as_bytes());
+    man.render_version_section(&mut page)?;
+    Ok(page)
+}
+
+fn section(page: &mut String, title: &str) {
+    page.push_str(&format!(".SH {title}\n"));
+}
+
+/// EXIT STATUS: for `exec`, its own account first; then every fixed status
+/// from the one table, and 128+N.
+fn exit_status(page: &mut String, sub: &str) {
+    section(page, "EXIT STATUS");
+    if sub == "exec" {
+        let text = cli::exec_exit_status().replace('\n', " ");
+        page.push_str(&format!("{}\n.PP\nAs for every command:\n", escape(&text)));
+    }
+    for row in TABLE {
+        page.push_str(&format!(
+            ".TP\n.B {}\n{}\n",
+            row.exit.code(),
+            escape(row.help)
+        ));
+    }
+    page.push_str(".TP\n.B 128+N\ninterrupted by signal N, after releasing what was taken\n");
+}
+
+/// EXAMPLES: each with what it does, then its lines as typed. The page of
+/// redlock itself gathers those of every command.
+fn examples(page: &mut String, sub: &str) {
+    section(page, "EXAMPLES");
+    let subs: Vec<&str> = match sub {
+        "" => vec!["exec", "acquire", "release", "extend", "status"],
+        sub => vec![sub],
+    };
+    for example in subs.into_iter().flat_map(cli::examples) {
+        page.push_str(&format!(
+            ".PP\n{}:\n.PP\n.RS 4\n.nf\n",
+            escape(example.what)
+        ));
+        for line in example.lines {
+            page.push_str(&format!("{}\n", escape(line)));
+        }
+        page.push_str(".fi\n.RE\n");
+    }
+}
+
+/// Text for a roff line: backslashes and minus signs as roff spells them,
+/// and a leading `.` or `'` kept from being read as a request.
+fn escape(text: &str) -> String {
+    let text = text.replace('\\', "\\e").replace('-', "\\-");
+    if text.starts_with('.') || text.starts_with('\'') {
+        format!("\\&{text}")
+    } else {
+        text
+    }
+}
