@@ -138,7 +138,7 @@ fn garbage_arguments_are_one_line_usage_errors() {
         &["release", "x", "tok", "extra"],
         &["status", "x", "-q", "-v"],
         &["bogus"],
-        &["help"],
+        &["help", "bogus"],
         &["acquire", "x", "--ttl"],
         &["-s"],
     ];
