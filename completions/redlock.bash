@@ -101,7 +101,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-n -w -E -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-n -w -E -m -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --message --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -124,6 +124,14 @@ _redlock() {
                     return 0
                     ;;
                 -E)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --message)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -m)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -163,7 +171,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__exec)
-            opts="-n -w -E -k -c -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --kill-after --signal --command --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-n -w -E -m -k -c -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --message --kill-after --signal --command --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -186,6 +194,14 @@ _redlock() {
                     return 0
                     ;;
                 -E)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --message)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -m)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -489,7 +505,7 @@ fi
 # A word that is only `=` or `:` (bash splits `--ttl=5s` and URLs there) is
 # glued to its neighbours.
 _redlock_exec_command_start() {
-    local takes_value=" --ttl -w --wait -E --conflict-exit-code -k --kill-after --signal -c --command -s --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix "
+    local takes_value=" --ttl -w --wait -E --conflict-exit-code -m --message -k --kill-after --signal -c --command -s --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix "
     local i=1 word seen_exec="" positionals=0 skip=""
     while ((i < COMP_CWORD)); do
         word=${COMP_WORDS[i]}

@@ -35,6 +35,10 @@ pub fn examples(name: &str) -> &'static [Example] {
                     "[ -n \"$tok\" ] || exit 0",
                 ],
             },
+            Example {
+                what: "Runbook: say why you hold it; status and busy messages show the note",
+                lines: &["tok=$(redlock acquire -n --ttl 1h -m \"failover to db2 (INC-4242)\" db-failover)"],
+            },
         ],
         "release" => &[
             Example {
@@ -58,6 +62,10 @@ pub fn examples(name: &str) -> &'static [Example] {
             Example {
                 what: "Whether the lock is held, by the exit status alone (0 held, 1 free)",
                 lines: &["if redlock status -q deploy; then echo held; fi"],
+            },
+            Example {
+                what: "Who holds it, for a script: user, host, pid, note, CI job, age",
+                lines: &["redlock status --json deploy | jq .holder"],
             },
         ],
         "exec" => &[

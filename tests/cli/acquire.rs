@@ -289,7 +289,11 @@ fn conflict_exit_code_replaces_75_for_a_busy_lock_only() {
     out.assert_code(3, "-w ran out, -E 3");
     assert_eq!(out.stdout, "", "no token");
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
-    assert!(out.stderr.contains("busy"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("\"nightly\" is held by"),
+        "{}",
+        out.stderr
+    );
     let out = run(cluster
         .redlock()
         .args(["acquire", "--json", "-n", "-E", "0", "nightly"]));
