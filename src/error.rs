@@ -109,6 +109,7 @@ mod tests {
                     total: 3,
                     held_by: None,
                     expires_in: None,
+                    held_on: Vec::new(),
                     failures: Failures::default(),
                 },
                 Exit::Busy,

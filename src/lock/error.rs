@@ -73,6 +73,8 @@ pub enum LockError {
         held_by: Option<Box<HeldBy>>,
         /// When a majority will let it go (`None`: no expiry, or unknown).
         expires_in: Option<Duration>,
+        /// What each server that said so holds, in configuration order.
+        held_on: Vec<(ServerSpec, HeldBy)>,
         failures: Failures,
     },
     #[error("no quorum for lock {key}: {}{failures}", no_quorum(*failed, *total, *quorum))]

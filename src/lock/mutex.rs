@@ -216,12 +216,24 @@ impl Redlock {
             },
             _ => {
                 let occupied = Occupied::by_most(&seen, self.quorum);
+                let held_on = replies
+                    .answers
+                    .iter()
+                    .zip(&self.servers)
+                    .filter_map(|(answer, server)| match answer {
+                        Some(Ok(SetReply::Held(seen))) => {
+                            Some((server.spec().clone(), seen.held_by()?))
+                        }
+                        _ => None,
+                    })
+                    .collect();
                 LockError::Busy {
                     key: key.clone(),
                     held_elsewhere: held,
                     total: self.len(),
                     held_by: occupied.as_ref().map(|o| Box::new(o.held_by.clone())),
                     expires_in: occupied.and_then(|o| o.expires_in),
+                    held_on,
                     failures,
                 }
             }
