@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
+use super::waiting::acquire_showing_progress;
 use crate::clock::BootInstant;
 use crate::error::Error;
 use crate::exit_code::Exit;
-use crate::lock::{acquire_or_cancel, LockError, LockKey, Redlock, Wait};
+use crate::lock::{LockError, LockKey, Redlock, Wait};
 use crate::output::{Reporter, Tried};
 use crate::signals::Listener;
 
@@ -30,7 +31,8 @@ pub async fn run(
         attempts.set(attempt + 1);
         out.retrying(attempt, err);
     };
-    let acquired = acquire_or_cancel(redlock, key, ttl, wait, interrupts.recv(), on_retry).await;
+    let acquired =
+        acquire_showing_progress(redlock, key, (ttl, wait), interrupts.recv(), out, on_retry).await;
     let lease = match acquired {
         Ok(Ok(lease)) => lease,
         Ok(Err(err)) => {

@@ -12,12 +12,11 @@ use std::process::ExitStatus;
 use tokio::sync::watch;
 
 use super::handoff::{ChildEnv, Handoff};
+use super::waiting::acquire_showing_progress;
 use crate::config::ExecSpec;
 use crate::error::{describe, Error};
 use crate::exit_code::Exit;
-use crate::lock::{
-    acquire_or_cancel, count_servers, keep, Holder, Lease, LockError, Redlock, Verdict,
-};
+use crate::lock::{count_servers, keep, Holder, Lease, LockError, Redlock, Verdict};
 use crate::output::{text, Reporter};
 use crate::signals::Listener;
 use crate::supervise::{self, child, Outcome};
@@ -39,12 +38,12 @@ pub async fn run(
     // the command instead of being lost.
     let mut signals = Listener::new(&supervise::FORWARDED)?;
     let on_retry = |attempt, err: &_| out.retrying(attempt, err);
-    let acquired = acquire_or_cancel(
+    let acquired = acquire_showing_progress(
         redlock,
         &spec.key,
-        spec.ttl,
-        spec.wait,
+        (spec.ttl, spec.wait),
         signals.recv(),
+        out,
         on_retry,
     )
     .await;

@@ -10,6 +10,7 @@ mod handoff;
 mod holder;
 mod release;
 mod status;
+mod waiting;
 mod watchdog;
 
 use crate::config::{LockJob, Servers, Task};

@@ -6,17 +6,21 @@
 
 pub mod json;
 mod notice;
+pub mod progress;
 pub mod text;
 
 use std::io::{self, Write};
 
 use crate::error::Error;
 use crate::exit_code::Exit;
-use crate::lock::{count_servers, Inspection, Lease, LockError, LockKey, Released, Verdict};
+use crate::lock::{
+    count_servers, Inspection, Lease, LockError, LockKey, Released, Verdict, Wait,
+};
 use crate::supervise::Event;
 use json::{FailureJson, LeaseJson, ReleaseJson, StatusJson};
 
 pub use notice::Notice;
+pub use progress::Progress;
 
 use text::human;
 
@@ -192,6 +196,20 @@ impl Reporter {
                 crate::error::describe(error)
             )
         });
+    }
+
+    /// What a wait for `key` shows while it lasts (nothing without a wait).
+    pub fn progress(&self, key: &LockKey, wait: Wait) -> Progress {
+        let (style, limit) = match wait {
+            Wait::No => (progress::Style::Off, None),
+            Wait::For(limit) => (self.progress_style(), Some(limit)),
+            Wait::Forever => (self.progress_style(), None),
+        };
+        Progress::new(key, limit, style)
+    }
+
+    fn progress_style(&self) -> progress::Style {
+        progress::Style::for_stderr(self.mode.quiet, self.mode.verbose)
     }
 
     /// A signal ended the wait for the lock; whatever was taken has been

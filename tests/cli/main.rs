@@ -13,6 +13,7 @@ mod fixture;
 mod generated;
 mod holder;
 mod inputs;
+mod progress;
 mod readme;
 mod recipes;
 mod release_extend;

@@ -1,0 +1,49 @@
+//! Taking a lock while telling the user what the wait is for: each failed
+//! attempt updates the progress, and a timer shows it, also while one
+//! attempt hangs until the server timeout.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::time::Duration;
+
+use crate::lock::{acquire_or_cancel, Lease, LockError, LockKey, Redlock, Wait};
+use crate::output::{Progress, Reporter};
+
+/// How often the progress is looked at; it decides itself what is due.
+const TICK: Duration = Duration::from_millis(250);
+
+/// [`acquire_or_cancel`] with the progress shown on stderr while it waits;
+/// `on_retry` hears of each failed attempt as well. The progress is cleared
+/// from the terminal before this returns.
+pub async fn acquire_showing_progress<C: Future>(
+    redlock: &Redlock,
+    key: &LockKey,
+    (ttl, wait): (Duration, Wait),
+    cancel: C,
+    out: Reporter,
+    mut on_retry: impl FnMut(u32, &LockError),
+) -> Result<Result<Lease, LockError>, C::Output> {
+    let progress = RefCell::new(out.progress(key, wait));
+    let on_retry = |attempt, err: &LockError| {
+        progress.borrow_mut().saw(err);
+        on_retry(attempt, err);
+    };
+    let acquiring = acquire_or_cancel(redlock, key, ttl, wait, cancel, on_retry);
+    let outcome = showing(&progress, acquiring).await;
+    progress.borrow_mut().finish();
+    outcome
+}
+
+/// Runs `work`, ticking `progress` meanwhile.
+async fn showing<F: Future>(progress: &RefCell<Progress>, work: F) -> F::Output {
+    let mut ticks = tokio::time::interval(TICK);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            biased;
+            output = &mut work => return output,
+            _ = ticks.tick() => progress.borrow_mut().tick(),
+        }
+    }
+}
