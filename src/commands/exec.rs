@@ -13,11 +13,12 @@ use tokio::sync::watch;
 
 use super::handoff::{ChildEnv, Handoff};
 use super::waiting::acquire_showing_progress;
+use crate::clock::BootInstant;
 use crate::config::ExecSpec;
 use crate::error::{describe, Error};
 use crate::exit_code::Exit;
-use crate::lock::{count_servers, keep, Holder, Lease, LockError, Redlock, Verdict};
-use crate::output::{text, Reporter};
+use crate::lock::{count_servers, keep, Holder, Keeping, Lease, LockError, Redlock, Verdict};
+use crate::output::{text, Held, Reporter};
 use crate::signals::Listener;
 use crate::supervise::{self, child, Outcome};
 
@@ -37,6 +38,7 @@ pub async fn run(
     // taken; one that comes right after the lock was taken is passed on to
     // the command instead of being lost.
     let mut signals = Listener::new(&supervise::FORWARDED)?;
+    let started = BootInstant::now();
     let on_retry = |attempt, err: &_| out.retrying(attempt, err);
     let acquired = acquire_showing_progress(
         redlock,
@@ -59,8 +61,18 @@ pub async fn run(
         Ok(Err(err)) => return Err(err.into()),
         Err(signal) => return Ok(out.interrupted(&spec.key, signal)),
     };
+    let waited = started.elapsed();
     out.holding(&lease, redlock.len());
-    let outcome = supervise_under(redlock, &spec, handoff, &lease, &mut signals, out).await;
+    let extensions = Cell::new(0);
+    let outcome = supervise_under(
+        redlock,
+        &spec,
+        handoff,
+        &lease,
+        &mut signals,
+        (out, &extensions),
+    )
+    .await;
     let lost = matches!(
         outcome,
         Ok(Exit::Lost) | Err(Error::Lock(LockError::Refused { .. }))
@@ -73,6 +85,12 @@ pub async fn run(
         Err(err) if !lost => out.outcome(&format!("release after the command ended: {err}")),
         Err(_) => {}
     }
+    out.held(&Held {
+        key: &spec.key,
+        waited,
+        extensions: extensions.get(),
+        lost,
+    });
     outcome
 }
 
@@ -98,14 +116,15 @@ fn command_under(spec: &ExecSpec, lease: &Lease, child_env: &ChildEnv) -> superv
     }
 }
 
-/// Runs the command under `lease` while the keeper extends it.
+/// Runs the command under `lease` while the keeper extends it, counting the
+/// extensions in `extensions`.
 async fn supervise_under(
     redlock: &Redlock,
     spec: &ExecSpec,
     handoff: &Handoff,
     lease: &Lease,
     signals: &mut Listener,
-    out: Reporter,
+    (out, extensions): (Reporter, &Cell<u32>),
 ) -> Result<Exit, Error> {
     let child_env = handoff
         .child_env()
@@ -117,10 +136,13 @@ async fn supervise_under(
     // A refused extension ends the run as a refusal (78), not as a loss.
     let refused = Cell::new(None);
     let lost = async {
-        let on_retry = |err: &LockError| {
-            out.outcome(&format!("extending failed, retrying: {}", describe(err)));
+        let on_event = |event: Keeping<'_>| match event {
+            Keeping::Extended(_) => extensions.set(extensions.get() + 1),
+            Keeping::Retrying(err) => {
+                out.outcome(&format!("extending failed, retrying: {}", describe(err)));
+            }
         };
-        let err = keep(redlock, lease, deadlines, holder, on_retry).await;
+        let err = keep(redlock, lease, deadlines, holder, on_event).await;
         let account = loss_account(&err);
         if matches!(err, LockError::Refused { .. }) {
             refused.set(Some(err));

@@ -16,9 +16,18 @@ pub fn interval(ttl: Duration) -> Duration {
     ttl / 3
 }
 
+/// What the keeper did, told as it happens.
+#[derive(Debug)]
+pub enum Keeping<'a> {
+    /// An extension succeeded; the lease as it now stands.
+    Extended(&'a Lease),
+    /// An extension failed and will be retried after a short pause.
+    Retrying(&'a LockError),
+}
+
 /// Extends `lease` every [`interval`] and publishes each new deadline on
-/// `deadlines`; retries a failed extension after a short pause, telling
-/// `on_retry` why. A new holder record on `holder` is written at once, with
+/// `deadlines`; retries a failed extension after a short pause. `on_event`
+/// hears of each extension and each failure. A new holder record on `holder` is written at once, with
 /// an extension. Returns only when a majority says the token is gone, or
 /// when the servers refuse the extension in a way no retry can fix.
 pub async fn keep(
@@ -26,7 +35,7 @@ pub async fn keep(
     lease: &Lease,
     deadlines: watch::Sender<BootInstant>,
     mut holder: watch::Receiver<Option<Holder>>,
-    mut on_retry: impl FnMut(&LockError),
+    mut on_event: impl FnMut(Keeping<'_>),
 ) -> LockError {
     let interval = interval(lease.ttl);
     let retry = (lease.ttl / 20).clamp(Duration::from_millis(10), Duration::from_millis(250));
@@ -45,13 +54,14 @@ pub async fn keep(
         match extended {
             Ok(extended) => {
                 deadlines.send_replace(extended.deadline);
+                on_event(Keeping::Extended(&extended));
                 pause = interval;
                 // Written: later extensions only follow the lock's expiry.
                 record = None;
             }
             Err(err @ (LockError::NotHeld { .. } | LockError::Refused { .. })) => return err,
             Err(err) => {
-                on_retry(&err);
+                on_event(Keeping::Retrying(&err));
                 pause = retry;
             }
         }

@@ -19,7 +19,7 @@ mod servers;
 pub use error::{servers as count_servers, Failures, LockError};
 pub use holder::{held_sentence, is_record_key, rounded, HeldBy, Holder, Recorded};
 pub use inspection::{Inspection, KeyState, Occupied, ServerState, Verdict};
-pub use keeper::{interval as keeper_interval, keep};
+pub use keeper::{interval as keeper_interval, keep, Keeping};
 pub use key::{escape_and_cut, escape_bytes, LockKey, Token, SERVER_TEXT_SHOWN};
 pub use mutex::{Lease, Redlock, Released};
 pub use quorum::{drift, quorum, validity};

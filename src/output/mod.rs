@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use crate::error::Error;
 use crate::exit_code::Exit;
 use crate::lock::{
-    count_servers, Inspection, Lease, LockError, LockKey, Released, Verdict, Wait,
+    count_servers, rounded, Inspection, Lease, LockError, LockKey, Released, Verdict, Wait,
 };
 use crate::supervise::Event;
 use json::{FailureJson, LeaseJson, ReleaseJson, StatusJson};
@@ -212,6 +212,28 @@ impl Reporter {
         progress::Style::for_stderr(self.mode.quiet, self.mode.verbose)
     }
 
+    /// Under `-v`, as `exec` ends: how it got and held the lock.
+    pub fn held(&self, held: &Held) {
+        self.verbose(|| {
+            let times = if held.extensions == 1 {
+                "time"
+            } else {
+                "times"
+            };
+            let end = if held.lost {
+                "lost it before the command ended"
+            } else {
+                "kept it to the end"
+            };
+            format!(
+                "lock {}: waited {} for it, extended it {} {times}, {end}",
+                held.key,
+                rounded(held.waited),
+                held.extensions
+            )
+        });
+    }
+
     /// A signal ended the wait for the lock; whatever was taken has been
     /// released. The status of a process killed by that signal.
     pub fn interrupted(&self, key: &LockKey, signal: nix::sys::signal::Signal) -> Exit {
@@ -246,6 +268,18 @@ impl Reporter {
             waited_ms: json::millis(tried.waited),
         })?)
     }
+}
+
+/// How `exec` got and held its lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held<'a> {
+    pub key: &'a LockKey,
+    /// From the first attempt until the lock was taken.
+    pub waited: std::time::Duration,
+    /// Extensions that succeeded.
+    pub extensions: u32,
+    /// The lock was lost (or an extension refused) while the command ran.
+    pub lost: bool,
 }
 
 /// How hard an operation tried before it failed.

@@ -1,12 +1,13 @@
 //! What a waiting `acquire` or `exec` says while it waits: nothing in the
 //! first second, then whom it waits for (or which servers it cannot reach)
 //! and how long it has waited; one line rewritten in place on a terminal,
-//! a line every ten seconds on a pipe.
+//! a line every ten seconds on a pipe; and `exec -v`'s account of how it
+//! held the lock.
 
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::support::{acquire, port_of, run, timed, Cluster, Running, RUN_TIMEOUT};
+use crate::support::{acquire, port_of, run, timed, wait_until, Cluster, Running, RUN_TIMEOUT};
 
 /// The lines of `stderr` that report progress.
 fn waiting_lines(stderr: &str) -> Vec<&str> {
@@ -201,4 +202,61 @@ fn a_terminal_line_is_rewritten_in_place_and_cleared() {
         screen[first..busy].contains("waited 2s of 2s 500ms"),
         "{screen:?}"
     );
+}
+
+/// `exec -v`'s closing line: how long it waited, how many times it
+/// extended the lock, and how it ended.
+fn held_report(stderr: &str, name: &str) -> (Duration, u32, String) {
+    let prefix = format!("redlock: lock \"{name}\": waited ");
+    let line = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no account of the lock: {stderr}"));
+    let (waited, rest) = line.split_once(" for it, extended it ").unwrap();
+    let (count, end) = rest.split_once(' ').unwrap();
+    let end = end.split_once(", ").unwrap().1.to_owned();
+    (
+        humantime::parse_duration(waited).unwrap(),
+        count.parse().unwrap(),
+        end,
+    )
+}
+
+#[test]
+fn exec_verbose_tells_how_it_held_the_lock() {
+    let cluster = Cluster::start(3);
+    acquire(&cluster, "kept", &["--ttl", "1200ms"]);
+    // Extended every 200ms while the command sleeps a second.
+    let out = run(cluster
+        .redlock()
+        .args(["exec", "-v", "--ttl", "600ms", "kept", "--", "sleep", "1"]));
+    out.assert_code(0, "the command's status");
+    let (waited, extensions, end) = held_report(&out.stderr, "kept");
+    assert!(waited >= Duration::from_millis(900), "waited {waited:?}");
+    assert!((2..=10).contains(&extensions), "{extensions} extensions");
+    assert_eq!(end, "kept it to the end");
+}
+
+#[test]
+fn exec_verbose_tells_of_a_lost_lock() {
+    let cluster = Cluster::start(3);
+    let exec = Running::spawn(
+        cluster
+            .redlock()
+            .args(["exec", "-v", "--ttl", "1s", "taken", "--", "sleep", "30"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    assert!(wait_until(Duration::from_secs(10), || {
+        cluster.get_all(b"taken").iter().all(Option::is_some)
+    }));
+    for server in &cluster.servers {
+        server.set(b"taken", b"someone else");
+    }
+    let out = exec.finish(RUN_TIMEOUT);
+    out.assert_code(79, "lost");
+    let (waited, _, end) = held_report(&out.stderr, "taken");
+    assert!(waited < Duration::from_secs(1), "waited {waited:?}");
+    assert_eq!(end, "lost it before the command ended");
 }
