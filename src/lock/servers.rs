@@ -279,8 +279,8 @@ fn io_error_kind(err: &RedisError) -> Option<io::ErrorKind> {
 
 /// What a permission error says about what redlock needs.
 const NOT_PERMITTED: &str = "not permitted by the server's ACL (redlock needs +set +get +del \
-     +pexpire +pttl +type +eval +evalsha on the lock's keys, +info while the restart guard is \
-     on, and +select for a /db other than 0)";
+     +pexpire +pttl +type +time +eval +evalsha on the lock's keys, +info while the restart \
+     guard is on, and +select for a /db other than 0)";
 
 /// A hint for a plain TCP connection that the server reset.
 const PLAINTEXT_TO_TLS: &str =

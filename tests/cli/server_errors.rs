@@ -437,3 +437,43 @@ fn what_a_server_holds_is_escaped_and_cut_in_the_status_table_but_whole_in_json(
         "--json shows the value whole"
     );
 }
+
+/// The rules of the README's least-privileged user (the `ACL SETUSER locker`
+/// line under Permissions), after its password.
+fn documented_acl() -> Vec<String> {
+    let readme = include_str!("../../README.md");
+    let line = readme
+        .lines()
+        .find_map(|line| line.strip_prefix("`ACL SETUSER locker on >PASSWORD "))
+        .expect("the README shows the least-privileged user's ACL line");
+    line.trim_end_matches(['`', '.'])
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_documented_least_privileged_user_can_run_every_command() {
+    let cluster = Cluster::start(3);
+    let rules = documented_acl();
+    let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
+    let servers = cluster.acl_user("locker", PASSWORD, &rules);
+    // The restart guard reads INFO: on, at 1ms, once the servers' uptime
+    // (in whole seconds) is 1.
+    std::thread::sleep(Duration::from_millis(1100));
+    let locker = |args: &[&str]| {
+        let out = run(support::redlock()
+            .env("REDLOCK_SERVERS", &servers)
+            .env("REDLOCK_RESTART_GUARD", "1ms")
+            .args(args));
+        assert_no_panic(&out, &format!("{args:?}"));
+        out
+    };
+    let out = locker(&["acquire", "-n", "-m", "least", "lk"]);
+    out.assert_code(0, "acquire");
+    let token = out.stdout.trim().to_owned();
+    locker(&["status", "lk"]).assert_code(0, "status");
+    locker(&["extend", "lk", &token]).assert_code(0, "extend");
+    locker(&["release", "lk", &token]).assert_code(0, "release");
+    locker(&["exec", "--ttl", "300ms", "job", "--", "sleep", "0.5"]).assert_code(0, "exec");
+}
