@@ -38,9 +38,10 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('acquire', 'acquire', [CompletionResultType]::ParameterValue, 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given')
-            [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'Release the lock, if TOKEN still holds it')
+            [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'Release the lock, if TOKEN still holds it; with --force, whoever holds it')
             [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Push the lock''s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show what every server holds for the lock. Exits 0 when a majority holds it, 1 when it is free')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the locks on the servers (under --prefix) with their holders, as a majority sees them')
             [CompletionResult]::new('exec', 'exec', [CompletionResultType]::ParameterValue, 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -81,6 +82,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--restart-guard', '--restart-guard', [CompletionResultType]::ParameterName, 'Do not count a server that started less than DUR ago toward a quorum: it may have lost the locks it held. Must be at least the longest --ttl any client uses on these servers; 0 turns it off. [default: the lock''s --ttl]')
             [CompletionResult]::new('--tls-ca-cert', '--tls-ca-cert', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)')
             [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Prepended to every lock name to form the Redis key (empty by default)')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Delete the lock whoever holds it, without a token: for a stale lock whose holder is known to be dead, never to hurry a live one')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a result as one JSON object on stdout')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells')
@@ -113,6 +115,25 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;status' {
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]')
+            [CompletionResult]::new('--server', '--server', [CompletionResultType]::ParameterName, 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]')
+            [CompletionResult]::new('--servers-file', '--servers-file', [CompletionResultType]::ParameterName, 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist')
+            [CompletionResult]::new('--server-timeout', '--server-timeout', [CompletionResultType]::ParameterName, 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl')
+            [CompletionResult]::new('--restart-guard', '--restart-guard', [CompletionResultType]::ParameterName, 'Do not count a server that started less than DUR ago toward a quorum: it may have lost the locks it held. Must be at least the longest --ttl any client uses on these servers; 0 turns it off. [default: the lock''s --ttl]')
+            [CompletionResult]::new('--tls-ca-cert', '--tls-ca-cert', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)')
+            [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Prepended to every lock name to form the Redis key (empty by default)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a result as one JSON object on stdout')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Describe each step on stderr: servers, timings, validity')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Describe each step on stderr: servers, timings, validity')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'redlock;list' {
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]')
             [CompletionResult]::new('--server', '--server', [CompletionResultType]::ParameterName, 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]')
             [CompletionResult]::new('--servers-file', '--servers-file', [CompletionResultType]::ParameterName, 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist')

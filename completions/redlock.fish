@@ -36,9 +36,10 @@ complete -c redlock -n "__fish_redlock_needs_command" -s v -l verbose -d 'Descri
 complete -c redlock -n "__fish_redlock_needs_command" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_needs_command" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "acquire" -d 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given'
-complete -c redlock -n "__fish_redlock_needs_command" -f -a "release" -d 'Release the lock, if TOKEN still holds it'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "release" -d 'Release the lock, if TOKEN still holds it; with --force, whoever holds it'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "extend" -d 'Push the lock\'s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "status" -d 'Show what every server holds for the lock. Exits 0 when a majority holds it, 1 when it is free'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "list" -d 'List the locks on the servers (under --prefix) with their holders, as a majority sees them'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "exec" -d 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)' -r
@@ -63,6 +64,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -l server-timeo
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l restart-guard -d 'Do not count a server that started less than DUR ago toward a quorum: it may have lost the locks it held. Must be at least the longest --ttl any client uses on these servers; 0 turns it off. [default: the lock\'s --ttl]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l force -d 'Delete the lock whoever holds it, without a token: for a stale lock whose holder is known to be dead, never to hurry a live one'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l json -d 'Print a result as one JSON object on stdout'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
@@ -91,6 +93,17 @@ complete -c redlock -n "__fish_redlock_using_subcommand status" -s q -l quiet -d
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand list" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand list" -l servers-file -d 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand list" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: 250ms, or a fifth of --ttl when that is shorter; an explicit value must be below a third of --ttl' -r
+complete -c redlock -n "__fish_redlock_using_subcommand list" -l restart-guard -d 'Do not count a server that started less than DUR ago toward a quorum: it may have lost the locks it held. Must be at least the longest --ttl any client uses on these servers; 0 turns it off. [default: the lock\'s --ttl]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand list" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand list" -l prefix -d 'Prepended to every lock name to form the Redis key (empty by default)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand list" -l json -d 'Print a result as one JSON object on stdout'
+complete -c redlock -n "__fish_redlock_using_subcommand list" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
+complete -c redlock -n "__fish_redlock_using_subcommand list" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
+complete -c redlock -n "__fish_redlock_using_subcommand list" -s h -l help -d 'Print help'
+complete -c redlock -n "__fish_redlock_using_subcommand list" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s w -l wait -d 'Retry for at most DUR, then exit with the last attempt\'s status: 75 busy, 69 no quorum (-w 0 is -n)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s E -l conflict-exit-code -d 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out); -E 0 skips quietly, the cron idiom (acquire then prints no token)' -r

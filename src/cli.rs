@@ -235,9 +235,9 @@ pub enum Command {
     #[command(after_help = examples_help("acquire"))]
     Acquire(AcquireArgs),
 
-    /// Release the lock, if TOKEN still holds it.
+    /// Release the lock, if TOKEN still holds it; with --force, whoever holds it.
     #[command(after_help = examples_help("release"))]
-    Release(TokenArgs),
+    Release(ReleaseArgs),
 
     /// Push the lock's expiry out to --ttl from now, if TOKEN still holds it. A lock
     /// that already expired is never re-created.
@@ -248,6 +248,10 @@ pub enum Command {
     /// 1 when it is free.
     #[command(after_help = examples_help("status"))]
     Status(NameArg),
+
+    /// List the locks on the servers (under --prefix) with their holders, as a
+    /// majority sees them.
+    List(ListArgs),
 
     /// Run a command while holding the lock, extending the lock while it runs and
     /// stopping the command before the lock can lapse.
@@ -342,6 +346,24 @@ pub struct TokenArgs {
     /// The token `acquire` printed.
     #[arg(value_name = "TOKEN", env = "REDLOCK_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    #[command(flatten)]
+    pub lock: TokenArgs,
+
+    /// Delete the lock whoever holds it, without a token: for a stale lock whose
+    /// holder is known to be dead, never to hurry a live one.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// A glob on the lock names (after the prefix): * ? [abc] and \ as in Redis.
+    #[arg(value_name = "PATTERN", default_value = "*")]
+    pub pattern: OsString,
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,7 @@ mod extend;
 pub mod generate;
 mod handoff;
 mod holder;
+mod list;
 mod release;
 mod status;
 mod waiting;
@@ -71,6 +72,8 @@ fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, E
                 ..
             } => acquire::run(&redlock, &key, ttl, wait, conflict_exit, out).await,
             LockJob::Release { key, token } => release::run(&redlock, &key, &token, out).await,
+            LockJob::ForceRelease { key } => release::force(&redlock, &key, out).await,
+            LockJob::List(query) => list::run(&redlock, query, out).await,
             LockJob::Extend { key, token, ttl } => {
                 extend::run(&redlock, &key, &token, ttl, out).await
             }

@@ -13,7 +13,7 @@ use nix::sys::signal::Signal;
 use crate::cli::{self, Cli, Command, ExecArgs, GlobalArgs};
 use crate::duration;
 use crate::error::Error;
-use crate::lock::{LockKey, ServerSpec, Token, Wait};
+use crate::lock::{ListQuery, LockKey, ServerSpec, Token, Wait};
 use crate::output::{Notice, OutputMode};
 use crate::supervise::schedule::StopPlan;
 
@@ -80,6 +80,10 @@ pub enum LockJob {
         key: LockKey,
         token: Token,
     },
+    /// `release --force`: whoever holds it.
+    ForceRelease {
+        key: LockKey,
+    },
     Extend {
         key: LockKey,
         token: Token,
@@ -88,6 +92,7 @@ pub enum LockJob {
     Status {
         key: LockKey,
     },
+    List(ListQuery),
     Exec(ExecSpec),
 }
 
@@ -152,16 +157,14 @@ impl Config {
                 message: message(args.holder),
                 conflict_exit: args.wait.conflict_exit_code,
             },
-            Command::Release(args) => LockJob::Release {
-                key: key(&args.name)?,
-                token: token(args.token)?,
-            },
+            Command::Release(args) => release(args, &prefix)?,
             Command::Extend(args) => LockJob::Extend {
                 ttl: ttl(args.ttl.ttl, MIN_TTL)?,
                 key: key(&args.lock.name)?,
                 token: token(args.lock.token)?,
             },
             Command::Status(name) => LockJob::Status { key: key(&name)? },
+            Command::List(args) => list(args, &prefix)?,
             Command::Exec(args) => LockJob::Exec(exec_spec(args, &prefix, json)?),
         };
         let (servers, notices) = servers_for(
@@ -253,9 +256,43 @@ impl LockJob {
         match self {
             LockJob::Acquire { ttl, .. } | LockJob::Extend { ttl, .. } => Some(*ttl),
             LockJob::Exec(spec) => Some(spec.ttl),
-            LockJob::Release { .. } | LockJob::Status { .. } => None,
+            LockJob::Release { .. }
+            | LockJob::ForceRelease { .. }
+            | LockJob::Status { .. }
+            | LockJob::List(_) => None,
         }
     }
+}
+
+/// `release NAME TOKEN`, or `release --force NAME`. A TOKEN that comes from
+/// REDLOCK_TOKEN (a command under `exec` has one) is no reason to refuse
+/// --force; one on the command line is a mistake: --force ignores it.
+fn release(args: cli::ReleaseArgs, prefix: &[u8]) -> Result<LockJob, Error> {
+    let key = lock_key(prefix, &args.lock.name.name)?;
+    if !args.force {
+        let token = token(args.lock.token)?;
+        return Ok(LockJob::Release { key, token });
+    }
+    let from_env = std::env::var("REDLOCK_TOKEN").ok();
+    if args.lock.token.is_some() && args.lock.token != from_env {
+        return Err(Error::Usage(
+            "release --force takes no TOKEN: it deletes the lock whoever holds it".into(),
+        ));
+    }
+    Ok(LockJob::ForceRelease { key })
+}
+
+/// `list [PATTERN]`: the pattern is a glob on the name, kept as bytes.
+fn list(args: cli::ListArgs, prefix: &[u8]) -> Result<LockJob, Error> {
+    if args.pattern.is_empty() {
+        return Err(Error::Usage(
+            "the PATTERN must not be empty (leave it out to list every lock)".into(),
+        ));
+    }
+    Ok(LockJob::List(ListQuery {
+        prefix: prefix.to_vec(),
+        pattern: args.pattern.as_bytes().to_vec(),
+    }))
 }
 
 fn exec_spec(args: ExecArgs, prefix: &[u8], json: bool) -> Result<ExecSpec, Error> {

@@ -14,9 +14,10 @@ local function now_ms()
   return string.format("%.0f", tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000))
 end
 
--- The record, or false when there is none (or it is not a string).
-local function holder_record()
-  local record = redis.pcall("GET", KEYS[2])
+-- The record under `record_key` (KEYS[2] by default), or false when there
+-- is none (or it is not a string).
+local function holder_record(record_key)
+  local record = redis.pcall("GET", record_key or KEYS[2])
   if type(record) ~= "string" then
     return false
   end
@@ -37,15 +38,17 @@ local function write_holder(record, ttl_ms, keep_since)
   redis.call("SET", KEYS[2], (since or now_ms()) .. " " .. record, "PX", ttl_ms)
 end
 
--- Who occupies KEYS[1], as status and a busy acquire show it:
+-- Who occupies `key` (KEYS[1] by default; its record is `record_key`,
+-- KEYS[2] by default), as status and a busy acquire show it:
 -- {type, value (strings only, else false), remaining ms, record or false,
 --  this server's clock in ms}.
-local function occupant()
-  local kind = redis.call("TYPE", KEYS[1])["ok"]
+local function occupant(key, record_key)
+  key = key or KEYS[1]
+  local kind = redis.call("TYPE", key)["ok"]
   local value = false
   if kind == "string" then
-    value = redis.call("GET", KEYS[1])
+    value = redis.call("GET", key)
   end
-  return {kind, value, redis.call("PTTL", KEYS[1]), holder_record(), now_ms()}
+  return {kind, value, redis.call("PTTL", key), holder_record(record_key), now_ms()}
 end
 

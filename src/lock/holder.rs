@@ -15,7 +15,7 @@ use super::key::{escape_and_cut, LockKey, Token};
 /// Appended to a lock's key to name its holder record. No name redlock
 /// makes contains NUL (names come from argv), so no lock can collide with a
 /// record.
-const RECORD_SUFFIX: &[u8] = b"\0holder";
+pub(super) const RECORD_SUFFIX: &[u8] = b"\0holder";
 
 /// The longest record read back; anything longer is not ours.
 const MAX_RECORD: usize = 8 * 1024;

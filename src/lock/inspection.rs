@@ -234,6 +234,14 @@ impl Inspection {
         })
     }
 
+    /// Who most of the servers that count say occupies the key, whether or
+    /// not that is a majority (`list` shows what a minority holds, since it
+    /// keeps `acquire` busy); `None` when no server that counts has the key.
+    pub fn seen(&self) -> Option<Occupied> {
+        let counting: Vec<&KeyState> = self.counting().collect();
+        Occupied::by_most(&counting, self.quorum)
+    }
+
     /// Who holds the lock a majority agrees on, and when it expires: `None`
     /// unless the verdict is held.
     pub fn occupied(&self) -> Option<Occupied> {

@@ -4,10 +4,12 @@
 //! the shared clock.
 
 mod error;
+mod force;
 mod holder;
 mod inspection;
 mod keeper;
 mod key;
+mod listing;
 mod mutex;
 mod quorum;
 mod retry;
@@ -17,10 +19,12 @@ mod server_url;
 mod servers;
 
 pub use error::{servers as count_servers, Failures, LockError};
+pub use force::Forced;
 pub use holder::{held_sentence, is_record_key, rounded, HeldBy, Holder, Recorded};
 pub use inspection::{Inspection, KeyState, Occupied, ServerState, Verdict};
 pub use keeper::{interval as keeper_interval, keep, Keeping};
 pub use key::{escape_and_cut, escape_bytes, LockKey, Token, SERVER_TEXT_SHOWN};
+pub use listing::{ListQuery, Listed, Listing, ServerPart, Standing};
 pub use mutex::{Lease, Redlock, Released};
 pub use quorum::{drift, quorum, validity};
 pub use retry::{acquire_or_cancel, Wait};

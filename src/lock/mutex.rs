@@ -64,11 +64,11 @@ impl Vote for SetReply {
 
 /// The configured masters and the protocol over them.
 pub struct Redlock {
-    servers: Vec<Arc<Server>>,
-    quorum: usize,
+    pub(super) servers: Vec<Arc<Server>>,
+    pub(super) quorum: usize,
     /// A server that started less than this long ago does not count toward
     /// a quorum for acquire (zero: every server counts).
-    restart_guard: Duration,
+    pub(super) restart_guard: Duration,
     /// What is recorded beside each lock this client takes (`None`: nothing).
     holder: Option<Holder>,
 }

@@ -1,6 +1,6 @@
-//! The Lua scripts behind acquire, release, extend and status. Names and tokens reach
-//! them only as KEYS and ARGV, never inside the script text. They are sent
-//! by [`super::servers::Connection::run_script`].
+//! The Lua scripts behind acquire, release, extend, status and list. Names
+//! and tokens reach them only as KEYS and ARGV, never inside the script
+//! text. They are sent by [`super::servers::Connection::run_script`].
 
 use std::sync::LazyLock;
 
@@ -53,5 +53,24 @@ pub static INSPECT: LazyLock<LuaScript> = LazyLock::new(|| {
         include_str!("guard.lua"),
         include_str!("holder.lua"),
         include_str!("inspect.lua")
+    ))
+});
+
+/// The ms until counted again, then `occupant()` of every (key, record)
+/// pair in KEYS, for `list`.
+pub static LIST: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::new(concat!(
+        include_str!("guard.lua"),
+        include_str!("holder.lua"),
+        include_str!("list.lua")
+    ))
+});
+
+/// `occupant()`, then DEL of a string key and its record, whoever holds it:
+/// `release --force`.
+pub static FORCE: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::new(concat!(
+        include_str!("holder.lua"),
+        include_str!("force.lua")
     ))
 });

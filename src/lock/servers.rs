@@ -107,6 +107,26 @@ impl Connection {
     }
 }
 
+impl Connection {
+    /// One page of `SCAN cursor MATCH pattern COUNT count`: the cursor to
+    /// continue from (0 when the scan is complete) and the keys of the page.
+    pub async fn scan_page(
+        &mut self,
+        cursor: u64,
+        pattern: &[u8],
+        count: usize,
+    ) -> redis::RedisResult<(u64, Vec<Vec<u8>>)> {
+        redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(count)
+            .query_async(&mut self.inner)
+            .await
+    }
+}
+
 impl Server {
     pub fn new(
         spec: ServerSpec,
@@ -280,7 +300,7 @@ fn io_error_kind(err: &RedisError) -> Option<io::ErrorKind> {
 /// What a permission error says about what redlock needs.
 const NOT_PERMITTED: &str = "not permitted by the server's ACL (redlock needs +set +get +del \
      +pexpire +pttl +type +time +eval +evalsha on the lock's keys, +info while the restart \
-     guard is on, and +select for a /db other than 0)";
+     guard is on, +scan for list, and +select for a /db other than 0)";
 
 /// A hint for a plain TCP connection that the server reset.
 const PLAINTEXT_TO_TLS: &str =

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::lock::{escape_bytes, HeldBy, Inspection, KeyState, Lease, LockError, Verdict};
+use crate::lock::{
+    escape_bytes, Forced, HeldBy, Inspection, KeyState, Lease, Listed, Listing, LockError, Verdict,
+};
 
 /// Arbitrary bytes (lock names, foreign values) as a JSON string: exactly,
 /// when they are UTF-8 (JSON's own escapes cover control characters);
@@ -252,6 +254,173 @@ impl<'a> StatusJson<'a> {
             held_on: held_on.iter().map(ToString::to_string).collect(),
             quorum: inspection.quorum,
             servers,
+        }
+    }
+}
+
+/// `list --json`: every lock found, and how many servers could be read.
+#[derive(Debug, Serialize)]
+pub struct ListJson<'a> {
+    prefix: Bytes<'a>,
+    pattern: Bytes<'a>,
+    locks: Vec<ListedJson<'a>>,
+    /// How many servers are configured, and how many make a majority.
+    servers: usize,
+    quorum: usize,
+    /// The servers whose locks are not known (or do not count), in
+    /// configuration order.
+    failed: Vec<FailedJson>,
+}
+
+/// One lock of `list --json`, with `status --json`'s fields.
+#[derive(Debug, Serialize)]
+struct ListedJson<'a> {
+    /// Without the prefix: what `status` or `release --force` takes.
+    name: Bytes<'a>,
+    /// The Redis key: the prefix and the name.
+    key: Bytes<'a>,
+    /// "held", "minority" or "unknown".
+    state: &'static str,
+    token: Option<Bytes<'a>>,
+    holder: Option<HolderJson<'a>>,
+    /// When a majority lets it go; `null` unless held, or with no expiry.
+    expires_in_ms: Option<u64>,
+    held_on: Vec<String>,
+}
+
+/// A server that failed (or that the restart guard keeps out).
+#[derive(Debug, Serialize)]
+struct FailedJson {
+    server: String,
+    error: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    restarting_ms: Option<u64>,
+}
+
+impl<'a> ListJson<'a> {
+    pub fn new(listing: &'a Listing, entries: &'a [Listed<'a>]) -> Self {
+        let locks = entries
+            .iter()
+            .map(|entry| ListedJson {
+                name: Bytes(entry.name),
+                key: Bytes(entry.lock.key.bytes()),
+                state: super::text::standing(entry.standing),
+                token: entry.token.as_deref().map(Bytes),
+                holder: entry.occupied.as_ref().map(|o| HolderJson::new(&o.held_by)),
+                expires_in_ms: match entry.standing {
+                    crate::lock::Standing::Held => entry.occupied.as_ref(),
+                    _ => None,
+                }
+                .and_then(|o| o.expires_in)
+                .map(millis),
+                held_on: entry.held_on.iter().map(ToString::to_string).collect(),
+            })
+            .collect();
+        let failed = listing
+            .servers
+            .iter()
+            .filter_map(|part| {
+                let (error, restarting_ms) = match &part.state {
+                    Ok(None) => return None,
+                    Ok(Some(left)) => {
+                        ("restarting (restart guard)".to_owned(), Some(millis(*left)))
+                    }
+                    Err(err) => (err.to_string(), None),
+                };
+                Some(FailedJson {
+                    server: part.server.to_string(),
+                    error,
+                    restarting_ms,
+                })
+            })
+            .collect();
+        ListJson {
+            prefix: Bytes(&listing.query.prefix),
+            pattern: Bytes(&listing.query.pattern),
+            locks,
+            servers: listing.servers.len(),
+            quorum: listing.quorum,
+            failed,
+        }
+    }
+}
+
+/// `release --force --json`: `release --json`'s fields, and what was broken.
+#[derive(Debug, Serialize)]
+pub struct ForcedJson<'a> {
+    name: Bytes<'a>,
+    forced: bool,
+    /// Whether a lock was deleted on any server.
+    released: bool,
+    /// What it was before, as `status` says: "held", "free" or "unknown".
+    state: &'static str,
+    token: Option<Bytes<'a>>,
+    holder: Option<HolderJson<'a>>,
+    released_on: Vec<String>,
+    released_count: usize,
+    servers: usize,
+    /// Servers where the key is of another type: not a lock, left alone.
+    left_alone: Vec<LeftAloneJson>,
+    failed: Vec<FailedJson>,
+}
+
+#[derive(Debug, Serialize)]
+struct LeftAloneJson {
+    server: String,
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+impl<'a> ForcedJson<'a> {
+    pub fn new(
+        forced: &'a Forced,
+        verdict: &'a Verdict,
+        occupied: Option<&'a crate::lock::Occupied>,
+    ) -> Self {
+        let before = &forced.before;
+        let released_on: Vec<String> = forced
+            .deleted_on()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let token = occupied.and_then(|o| match &o.held_by {
+            HeldBy::Redlock(recorded) => Some(recorded.holder.token.as_bytes()),
+            HeldBy::OtherClient { token } => Some(token.as_slice()),
+            HeldBy::NonRedlock { .. } => None,
+        });
+        ForcedJson {
+            name: Bytes(before.key.bytes()),
+            forced: true,
+            released: !released_on.is_empty(),
+            state: match verdict {
+                Verdict::Held { .. } | Verdict::Foreign { .. } => "held",
+                Verdict::Free => "free",
+                Verdict::Unknown => "unknown",
+            },
+            token: token.map(Bytes),
+            holder: occupied.map(|o| HolderJson::new(&o.held_by)),
+            released_count: released_on.len(),
+            released_on,
+            servers: before.servers.len(),
+            left_alone: forced
+                .left_alone()
+                .into_iter()
+                .map(|(server, kind)| LeftAloneJson {
+                    server: server.to_string(),
+                    kind,
+                })
+                .collect(),
+            failed: before
+                .servers
+                .iter()
+                .filter_map(|s| {
+                    Some(FailedJson {
+                        server: s.server.to_string(),
+                        error: s.state.as_ref().err()?.to_string(),
+                        restarting_ms: None,
+                    })
+                })
+                .collect(),
         }
     }
 }

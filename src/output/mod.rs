@@ -14,10 +14,11 @@ use std::io::{self, Write};
 use crate::error::Error;
 use crate::exit_code::Exit;
 use crate::lock::{
-    count_servers, rounded, Inspection, Lease, LockError, LockKey, Released, Verdict, Wait,
+    count_servers, rounded, Forced, Inspection, Lease, Listing, LockError, LockKey, Released,
+    Verdict, Wait,
 };
 use crate::supervise::Event;
-use json::{FailureJson, LeaseJson, ReleaseJson, StatusJson};
+use json::{FailureJson, ForcedJson, LeaseJson, ListJson, ReleaseJson, StatusJson};
 
 pub use notice::Notice;
 pub use progress::Progress;
@@ -157,6 +158,45 @@ impl Reporter {
         } else {
             Ok(())
         }
+    }
+
+    /// `list`: the servers that could not be read on stderr, always; then
+    /// the table (nothing under `-q`), or the JSON object.
+    pub fn listed(&self, listing: &Listing) -> io::Result<()> {
+        for part in &listing.servers {
+            if let Some(message) = text::list_server(part) {
+                self.warning(&message);
+            }
+        }
+        let entries = listing.entries();
+        if self.mode.json {
+            line(&json::to_line(&ListJson::new(listing, &entries))?)
+        } else if entries.is_empty() {
+            self.outcome(&text::list_empty(listing));
+            Ok(())
+        } else if !self.mode.quiet {
+            line(&text::list(&entries))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// `release --force`: what was broken, on stderr (not under `-q`), and
+    /// with `--json` the result on stdout.
+    pub fn forced(&self, forced: &Forced) -> io::Result<()> {
+        if let Some(message) = text::forced(forced) {
+            self.outcome(&message);
+        }
+        if !self.mode.json {
+            return Ok(());
+        }
+        let verdict = forced.before.verdict();
+        let occupied = forced.before.occupied().or_else(|| forced.before.seen());
+        line(&json::to_line(&ForcedJson::new(
+            forced,
+            &verdict,
+            occupied.as_ref(),
+        ))?)
     }
 
     /// A failed lock operation: under `--json` it is a result on stdout too.

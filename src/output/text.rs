@@ -6,8 +6,8 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::time::Duration;
 
 use crate::lock::{
-    count_servers, escape_and_cut, escape_bytes, held_sentence, HeldBy, Inspection, KeyState,
-    Lease, Verdict, SERVER_TEXT_SHOWN,
+    count_servers, escape_and_cut, escape_bytes, held_sentence, rounded, Forced, HeldBy,
+    Inspection, KeyState, Lease, Listed, Listing, ServerPart, Standing, Verdict, SERVER_TEXT_SHOWN,
 };
 use crate::supervise::{Event, StopReason};
 
@@ -152,6 +152,157 @@ pub fn status(inspection: &Inspection, verdict: &Verdict) -> String {
         text.push_str(&format!("\n  {name:width$}  {detail}"));
     }
     text
+}
+
+/// The state column of `list` and the `state` of its JSON.
+pub fn standing(standing: Standing) -> &'static str {
+    match standing {
+        Standing::Held => "held",
+        Standing::Minority => "minority",
+        Standing::Unknown => "unknown",
+    }
+}
+
+/// How many characters of a name `list` pads its column to; longer names
+/// are shown whole and push their line's other columns out.
+const NAME_COLUMN: usize = 40;
+
+/// `redlock list`: a header and one line per lock, the holder last since it
+/// is the longest.
+pub fn list(entries: &[Listed<'_>]) -> String {
+    let rows: Vec<[String; 5]> = entries.iter().map(list_row).collect();
+    let header = ["NAME", "STATE", "AGE", "EXPIRES", "HOLDER"].map(String::from);
+    let width = |column: usize| {
+        let widest = rows.iter().map(|row| row[column].chars().count()).max();
+        widest.unwrap_or(0).max(header[column].len())
+    };
+    let widths = [width(0).min(NAME_COLUMN), width(1), width(2), width(3)];
+    std::iter::once(&header)
+        .chain(&rows)
+        .map(|row| {
+            let padded: Vec<String> = (0..4)
+                .map(|c| format!("{:<w$}", row[c], w = widths[c]))
+                .collect();
+            format!("{}  {}", padded.join("  "), row[4])
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn list_row(entry: &Listed<'_>) -> [String; 5] {
+    let occupied = entry.occupied.as_ref();
+    let age = match occupied.map(|o| &o.held_by) {
+        Some(HeldBy::Redlock(recorded)) => rounded(recorded.held_for),
+        _ => "-".to_owned(),
+    };
+    let expires = match (entry.standing, occupied) {
+        (Standing::Held, Some(o)) => o.expires_in.map_or("never".to_owned(), rounded),
+        _ => "-".to_owned(),
+    };
+    let holder = match occupied.map(|o| &o.held_by) {
+        Some(HeldBy::Redlock(recorded)) => recorded.holder.summary(),
+        Some(other) => other.to_string(),
+        None => "-".to_owned(),
+    };
+    let name = format!("\"{}\"", escape_bytes(entry.name));
+    [
+        name,
+        standing(entry.standing).to_owned(),
+        age,
+        expires,
+        holder,
+    ]
+}
+
+/// What `list` says on stderr about a server whose locks it could not read.
+pub fn list_server(part: &ServerPart) -> Option<String> {
+    match &part.state {
+        Ok(None) => None,
+        Ok(Some(left)) => Some(format!(
+            "{} restarted recently and does not count (restart guard; counted again in {})",
+            part.server,
+            human(*left)
+        )),
+        Err(err) => Some(format!(
+            "{} failed, its locks are not known: {err}",
+            part.server
+        )),
+    }
+}
+
+/// `list` found nothing.
+pub fn list_empty(listing: &Listing) -> String {
+    let pattern = escape_bytes(&listing.query.pattern);
+    match listing.query.prefix.as_slice() {
+        [] => format!("no locks taken by redlock match \"{pattern}\""),
+        prefix => format!(
+            "no locks under the prefix \"{}\" match \"{pattern}\"",
+            escape_bytes(prefix)
+        ),
+    }
+}
+
+/// What `release --force` broke, in one line; `None` when it deleted
+/// nothing because the key is not a lock (see [`not_a_lock`]).
+pub fn forced(forced: &Forced) -> Option<String> {
+    let before = &forced.before;
+    let (key, total) = (&before.key, before.servers.len());
+    let deleted = forced.deleted_on().len();
+    let answered = before.servers.iter().filter(|s| s.state.is_ok()).count();
+    let on = format!("{deleted} of {}", count_servers(total));
+    let text = match (
+        before.verdict(),
+        before.occupied().or_else(|| before.seen()),
+    ) {
+        _ if deleted == 0 && !forced.left_alone().is_empty() => return None,
+        _ if deleted == 0 => format!(
+            "{key} was already free on the {answered} of {} that answered; nothing deleted",
+            count_servers(total)
+        ),
+        (Verdict::Held { .. }, Some(occupied)) => {
+            format!("broke {key}: held by {}; deleted on {on}", occupied.held_by)
+        }
+        (Verdict::Unknown, seen) => format!(
+            "deleted {key} on {on}{}; too few servers answered to tell whether a majority \
+             held it",
+            seen.map(|o| format!(" (held by {})", o.held_by))
+                .unwrap_or_default()
+        ),
+        (_, seen) => format!(
+            "deleted leftovers of {key} on {on}{}; no majority held it",
+            seen.map(|o| format!(" (held by {})", o.held_by))
+                .unwrap_or_default()
+        ),
+    };
+    let failed: Vec<String> = before
+        .servers
+        .iter()
+        .filter_map(|s| Some(format!("{}: {}", s.server, s.state.as_ref().err()?)))
+        .collect();
+    Some(match failed.as_slice() {
+        [] => text,
+        failed => format!("{text}; not reached: {}", failed.join("; ")),
+    })
+}
+
+/// Why `release --force` left a key alone: it is of another type than a
+/// lock's on some server.
+pub fn not_a_lock(forced: &Forced) -> Option<String> {
+    let left = forced.left_alone();
+    let (_, kind) = left.first()?;
+    let before = &forced.before;
+    Some(format!(
+        "{} is not a lock: a {} on {} of {}, left alone (release --force deletes only locks, \
+         which are strings{})",
+        before.key,
+        server_text(kind.as_bytes()),
+        left.len(),
+        count_servers(before.servers.len()),
+        match forced.deleted_on().len() {
+            0 => String::new(),
+            n => format!("; the lock was deleted on {n}"),
+        }
+    ))
 }
 
 /// A value or type a server holds, for the table: escaped and cut (the JSON

@@ -13,6 +13,7 @@ mod fixture;
 mod generated;
 mod holder;
 mod inputs;
+mod list;
 mod progress;
 mod readme;
 mod recipes;

@@ -474,6 +474,11 @@ fn the_documented_least_privileged_user_can_run_every_command() {
     let token = out.stdout.trim().to_owned();
     locker(&["status", "lk"]).assert_code(0, "status");
     locker(&["extend", "lk", &token]).assert_code(0, "extend");
+    let out = locker(&["list", "--json"]);
+    out.assert_code(0, "list");
+    assert_eq!(out.json()["locks"][0]["name"], "lk", "{}", out.stdout);
     locker(&["release", "lk", &token]).assert_code(0, "release");
+    locker(&["acquire", "-n", "stale"]).assert_code(0, "acquire");
+    locker(&["release", "--force", "stale"]).assert_code(0, "release --force");
     locker(&["exec", "--ttl", "300ms", "job", "--", "sleep", "0.5"]).assert_code(0, "exec");
 }

@@ -1,0 +1,404 @@
+//! Every lock on the servers: each server's keys found with SCAN (never
+//! KEYS, which blocks a server for as long as it walks the whole keyspace),
+//! read back in batches of one script call each, and every name judged
+//! from a majority's point of view as `status` judges one.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::error::LockError;
+use super::holder::{is_record_key, record_key, HeldBy, RECORD_SUFFIX};
+use super::inspection::{Inspection, KeyState, Occupied, ServerState, Verdict};
+use super::key::LockKey;
+use super::mutex::Redlock;
+use super::quorum::ttl_millis;
+use super::scripts;
+use super::server_url::ServerSpec;
+use super::servers::{Connection, Server, ServerError};
+
+/// How many keys one SCAN call asks a server to look at: enough to walk
+/// thousands of keys in a few round trips, little enough that each call
+/// stays short on a server that is also serving locks.
+const SCAN_COUNT: usize = 1000;
+
+/// How many locks one script call reads: one call holds the server for
+/// about as long as a few hundred GETs.
+const BATCH: usize = 200;
+
+/// Which keys are locks: the names under a prefix that match a glob.
+#[derive(Debug, Clone)]
+pub struct ListQuery {
+    /// `--prefix`; empty when none is given.
+    pub prefix: Vec<u8>,
+    /// A Redis glob on the name (what follows the prefix).
+    pub pattern: Vec<u8>,
+}
+
+impl ListQuery {
+    /// The SCAN pattern. Under a prefix, every key under it whose name
+    /// matches: the prefix's own glob characters are escaped. Without one,
+    /// only the holder records of names that match: the whole keyspace is
+    /// not ours, and a record is how a lock taken by redlock is told from
+    /// any other string.
+    fn scan_pattern(&self) -> Vec<u8> {
+        let mut glob = escape_glob(&self.prefix);
+        glob.extend_from_slice(&self.pattern);
+        if self.prefix.is_empty() {
+            glob.extend_from_slice(RECORD_SUFFIX);
+        }
+        glob
+    }
+
+    /// The lock a key SCAN found stands for, if any.
+    fn lock_of(&self, key: Vec<u8>) -> Option<Vec<u8>> {
+        if !self.prefix.is_empty() {
+            return (!is_record_key(&key)).then_some(key);
+        }
+        let lock = key.strip_suffix(RECORD_SUFFIX)?.to_vec();
+        (!lock.is_empty() && !is_record_key(&lock)).then_some(lock)
+    }
+}
+
+/// `bytes` with Redis' glob characters (`* ? [ ] \`) escaped.
+fn escape_glob(bytes: &[u8]) -> Vec<u8> {
+    let mut glob = Vec::with_capacity(bytes.len());
+    for &b in bytes {
+        if b"*?[]\\".contains(&b) {
+            glob.push(b'\\');
+        }
+        glob.push(b);
+    }
+    glob
+}
+
+/// How one server took part in a listing.
+#[derive(Debug, Clone)]
+pub struct ServerPart {
+    pub server: ServerSpec,
+    /// `Ok(None)`: it answered and counts; `Ok(Some(left))`: it answered,
+    /// but the restart guard counts it again only after `left`; `Err`: it
+    /// failed, and none of its keys are known.
+    pub state: Result<Option<Duration>, ServerError>,
+}
+
+/// Every lock found, with every server's view of it.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    pub query: ListQuery,
+    pub quorum: usize,
+    pub servers: Vec<ServerPart>,
+    /// One inspection per lock found on any server, in the byte order of
+    /// their keys; names that no server that counts holds any more (they
+    /// expired between the SCAN and the read) are left out.
+    pub locks: Vec<Inspection>,
+    restart_guard: Option<Duration>,
+}
+
+impl Listing {
+    /// The name of a listed lock: its key without the prefix.
+    pub fn name<'a>(&self, lock: &'a Inspection) -> &'a [u8] {
+        let key = lock.key.bytes();
+        key.strip_prefix(self.query.prefix.as_slice())
+            .unwrap_or(key)
+    }
+
+    /// Why the listing cannot be trusted, when fewer than a majority of the
+    /// servers answered (or count, under the restart guard).
+    pub fn no_quorum(&self) -> Option<LockError> {
+        let counting = self
+            .servers
+            .iter()
+            .filter(|s| matches!(s.state, Ok(None)))
+            .count();
+        if counting >= self.quorum {
+            return None;
+        }
+        let key = LockKey::new(self.query.scan_pattern_shown());
+        let servers = self.servers.iter().map(|part| ServerState {
+            server: part.server.clone(),
+            state: part.state.clone().map(|restarting| KeyState {
+                kind: "none".to_owned(),
+                value: None,
+                pttl_ms: -2,
+                restarting,
+                record: None,
+                now_ms: 0,
+            }),
+        });
+        let as_one = Inspection {
+            key,
+            quorum: self.quorum,
+            servers: servers.collect(),
+            restart_guard: self.restart_guard,
+        };
+        Some(as_one.no_quorum())
+    }
+}
+
+/// Where a listed lock stands, from a majority's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// A majority holds it: the same verdict as `status` exiting 0.
+    Held,
+    /// Only a minority holds it: nobody has the lock, but what is left
+    /// keeps `acquire` busy until it expires.
+    Minority,
+    /// Too few servers answered to tell.
+    Unknown,
+}
+
+/// One lock of a listing.
+#[derive(Debug, Clone)]
+pub struct Listed<'a> {
+    /// The key without the prefix.
+    pub name: &'a [u8],
+    pub lock: &'a Inspection,
+    pub standing: Standing,
+    /// Who holds it; for a minority or an unknown, who most servers show.
+    pub occupied: Option<Occupied>,
+    /// The value most servers hold (a string's), and the servers holding it.
+    pub token: Option<Vec<u8>>,
+    pub held_on: Vec<ServerSpec>,
+}
+
+impl Listing {
+    /// Every listed lock, in order, with where it stands.
+    pub fn entries(&self) -> Vec<Listed<'_>> {
+        self.locks
+            .iter()
+            .map(|lock| {
+                let (standing, occupied) = match lock.verdict() {
+                    Verdict::Held { .. } | Verdict::Foreign { .. } => {
+                        (Standing::Held, lock.occupied())
+                    }
+                    Verdict::Free => (Standing::Minority, lock.seen()),
+                    Verdict::Unknown => (Standing::Unknown, lock.seen()),
+                };
+                let token = occupied.as_ref().and_then(|o| match &o.held_by {
+                    HeldBy::Redlock(recorded) => Some(recorded.holder.token.as_bytes().to_vec()),
+                    HeldBy::OtherClient { token } => Some(token.clone()),
+                    HeldBy::NonRedlock { .. } => None,
+                });
+                Listed {
+                    name: self.name(lock),
+                    lock,
+                    standing,
+                    held_on: token
+                        .as_deref()
+                        .map(|t| lock.holding(t))
+                        .unwrap_or_default(),
+                    token,
+                    occupied,
+                }
+            })
+            .collect()
+    }
+}
+
+impl ListQuery {
+    /// The prefix and pattern as the user wrote them, for messages.
+    fn scan_pattern_shown(&self) -> Vec<u8> {
+        [self.prefix.as_slice(), &self.pattern].concat()
+    }
+}
+
+impl Redlock {
+    /// Finds every lock `query` names on every server, and reads them all.
+    /// Each SCAN page and each batch is one request bounded by the server
+    /// timeout; the servers are asked concurrently.
+    pub async fn list(&self, query: ListQuery) -> Listing {
+        let pattern: Arc<[u8]> = query.scan_pattern().into();
+        let scans = fan_out(&self.servers, |server| scan(server, Arc::clone(&pattern))).await;
+        let mut names = BTreeSet::new();
+        for keys in scans.iter().flatten() {
+            names.extend(keys.iter().filter_map(|k| query.lock_of(k.clone())));
+        }
+        let keys: Arc<[LockKey]> = names.into_iter().map(LockKey::new).collect();
+        let guard_ms: Arc<str> = ttl_millis(self.restart_guard).to_string().into();
+        let reads = fan_out(&self.servers, |server| {
+            read(server, Arc::clone(&keys), Arc::clone(&guard_ms))
+        })
+        .await;
+        let reads: Vec<Result<ServerRead, ServerError>> = scans
+            .into_iter()
+            .zip(reads)
+            .map(|(scan, read)| scan.and(read))
+            .collect();
+        let specs: Vec<ServerSpec> = self.servers.iter().map(|s| s.spec().clone()).collect();
+        let restart_guard = (!self.restart_guard.is_zero()).then_some(self.restart_guard);
+        let locks = keys
+            .iter()
+            .enumerate()
+            .map(|(i, key)| Inspection {
+                key: key.clone(),
+                quorum: self.quorum,
+                servers: specs
+                    .iter()
+                    .zip(&reads)
+                    .map(|(server, read)| ServerState {
+                        server: server.clone(),
+                        state: read.clone().map(|(_, states)| states[i].clone()),
+                    })
+                    .collect(),
+                restart_guard,
+            })
+            .filter(|lock| lock.verdict() != Verdict::Free || lock.seen().is_some())
+            .collect();
+        let servers = specs
+            .into_iter()
+            .zip(reads)
+            .map(|(server, read)| ServerPart {
+                server,
+                state: read.map(|(restarting, _)| restarting),
+            })
+            .collect();
+        Listing {
+            query,
+            quorum: self.quorum,
+            servers,
+            locks,
+            restart_guard,
+        }
+    }
+}
+
+/// Runs `work` for every server at once; its results in configuration order.
+async fn fan_out<T, Fut>(
+    servers: &[Arc<Server>],
+    work: impl Fn(Arc<Server>) -> Fut,
+) -> Vec<Result<T, ServerError>>
+where
+    T: Send + 'static,
+    Fut: std::future::Future<Output = Result<T, ServerError>> + Send + 'static,
+{
+    let tasks: Vec<_> = servers
+        .iter()
+        .map(|server| tokio::spawn(work(Arc::clone(server))))
+        .collect();
+    let mut results = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        results.push(
+            task.await
+                .unwrap_or_else(|err| Err(ServerError::Failed(err.to_string()))),
+        );
+    }
+    results
+}
+
+/// Every key of one server that matches `pattern`, one SCAN page per request.
+async fn scan(server: Arc<Server>, pattern: Arc<[u8]>) -> Result<Vec<Vec<u8>>, ServerError> {
+    let mut keys = Vec::new();
+    let mut cursor = 0;
+    loop {
+        let pattern = Arc::clone(&pattern);
+        let (next, page) = server
+            .call(move |mut connection: Connection| async move {
+                connection.scan_page(cursor, &pattern, SCAN_COUNT).await
+            })
+            .await?;
+        keys.extend(page);
+        if next == 0 {
+            return Ok(keys);
+        }
+        cursor = next;
+    }
+}
+
+/// Whether the restart guard keeps a server out (for how long), and what it
+/// holds for each lock of the listing.
+type ServerRead = (Option<Duration>, Vec<KeyState>);
+
+/// What one server holds for each of `keys`, in their order, and whether the
+/// restart guard keeps it out.
+async fn read(
+    server: Arc<Server>,
+    keys: Arc<[LockKey]>,
+    guard_ms: Arc<str>,
+) -> Result<ServerRead, ServerError> {
+    let mut states = Vec::with_capacity(keys.len());
+    let mut restarting = None;
+    // At least one call, so that an empty listing still hears the guard.
+    let batches: Vec<&[LockKey]> = match keys.len() {
+        0 => vec![&[]],
+        _ => keys.chunks(BATCH).collect(),
+    };
+    for batch in batches {
+        let pairs: Arc<[Vec<u8>]> = batch
+            .iter()
+            .flat_map(|key| [key.bytes().to_vec(), record_key(key)])
+            .collect();
+        let guard_ms = Arc::clone(&guard_ms);
+        let (left, read) = server
+            .call(move |mut connection: Connection| async move {
+                let keys: Vec<&[u8]> = pairs.iter().map(Vec::as_slice).collect();
+                let reply: Vec<redis::Value> = connection
+                    .run_script(&scripts::LIST, &keys, &[guard_ms.as_bytes()])
+                    .await?;
+                parse_batch(reply, keys.len() / 2)
+            })
+            .await?;
+        restarting = left;
+        states.extend(read.into_iter().map(|state| KeyState {
+            restarting: left,
+            ..state
+        }));
+    }
+    Ok((restarting, states))
+}
+
+/// list.lua's reply: the ms until counted again, then `expected` occupants.
+fn parse_batch(mut reply: Vec<redis::Value>, expected: usize) -> redis::RedisResult<ServerRead> {
+    if reply.len() != expected + 1 {
+        return Err(redis::RedisError::from((
+            redis::ErrorKind::UnexpectedReturnType,
+            "the list script returned an unexpected reply",
+        )));
+    }
+    let occupants = reply.split_off(1);
+    let restarting_ms: u64 = redis::from_redis_value(reply.remove(0))?;
+    let states = occupants
+        .into_iter()
+        .map(KeyState::from_occupant)
+        .collect::<redis::RedisResult<Vec<_>>>()?;
+    Ok((
+        (restarting_ms > 0).then(|| Duration::from_millis(restarting_ms)),
+        states,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(prefix: &[u8], pattern: &[u8]) -> ListQuery {
+        ListQuery {
+            prefix: prefix.to_vec(),
+            pattern: pattern.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_prefix_is_matched_literally_and_names_by_their_glob() {
+        let q = query(b"app[1]*:", b"deploy-*");
+        assert_eq!(q.scan_pattern(), b"app\\[1\\]\\*:deploy-*".to_vec());
+        assert_eq!(
+            q.lock_of(b"app[1]*:deploy-a".to_vec()),
+            Some(b"app[1]*:deploy-a".to_vec())
+        );
+        assert_eq!(q.lock_of(b"app[1]*:deploy-a\0holder".to_vec()), None);
+    }
+
+    #[test]
+    fn without_a_prefix_only_names_with_a_holder_record_are_found() {
+        let q = query(b"", b"*");
+        assert_eq!(q.scan_pattern(), b"*\0holder".to_vec());
+        assert_eq!(
+            q.lock_of(b"deploy\0holder".to_vec()),
+            Some(b"deploy".to_vec())
+        );
+        assert_eq!(q.lock_of(b"deploy".to_vec()), None);
+        assert_eq!(q.lock_of(b"\0holder".to_vec()), None);
+        assert_eq!(q.lock_of(b"x\0holder\0holder".to_vec()), None);
+    }
+}
