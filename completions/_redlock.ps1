@@ -40,7 +40,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('acquire', 'acquire', [CompletionResultType]::ParameterValue, 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given')
             [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'Release the lock, if TOKEN still holds it; with --force, whoever holds it')
             [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Push the lock''s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created')
-            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show what every server holds for the lock. Exits 0 when a majority holds it, 1 when it is free')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the locks on the servers (under --prefix) with their holders, as a majority sees them')
             [CompletionResult]::new('exec', 'exec', [CompletionResultType]::ParameterValue, 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -187,9 +187,10 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;help' {
             [CompletionResult]::new('acquire', 'acquire', [CompletionResultType]::ParameterValue, 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given')
-            [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'Release the lock, if TOKEN still holds it')
+            [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'Release the lock, if TOKEN still holds it; with --force, whoever holds it')
             [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Push the lock''s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created')
-            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show what every server holds for the lock. Exits 0 when a majority holds it, 1 when it is free')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the locks on the servers (under --prefix) with their holders, as a majority sees them')
             [CompletionResult]::new('exec', 'exec', [CompletionResultType]::ParameterValue, 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -204,6 +205,9 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;help;status' {
+            break
+        }
+        'redlock;help;list' {
             break
         }
         'redlock;help;exec' {

@@ -16,9 +16,6 @@ _redlock() {
             ",$1")
                 cmd="redlock"
                 ;;
-            redlock,__watchdog)
-                cmd="redlock__subcmd____watchdog"
-                ;;
             redlock,acquire)
                 cmd="redlock__subcmd__acquire"
                 ;;
@@ -28,8 +25,8 @@ _redlock() {
             redlock,extend)
                 cmd="redlock__subcmd__extend"
                 ;;
-            redlock,generate)
-                cmd="redlock__subcmd__generate"
+            redlock,help)
+                cmd="redlock__subcmd__help"
                 ;;
             redlock,list)
                 cmd="redlock__subcmd__list"
@@ -40,6 +37,27 @@ _redlock() {
             redlock,status)
                 cmd="redlock__subcmd__status"
                 ;;
+            redlock__subcmd__help,acquire)
+                cmd="redlock__subcmd__help__subcmd__acquire"
+                ;;
+            redlock__subcmd__help,exec)
+                cmd="redlock__subcmd__help__subcmd__exec"
+                ;;
+            redlock__subcmd__help,extend)
+                cmd="redlock__subcmd__help__subcmd__extend"
+                ;;
+            redlock__subcmd__help,help)
+                cmd="redlock__subcmd__help__subcmd__help"
+                ;;
+            redlock__subcmd__help,list)
+                cmd="redlock__subcmd__help__subcmd__list"
+                ;;
+            redlock__subcmd__help,release)
+                cmd="redlock__subcmd__help__subcmd__release"
+                ;;
+            redlock__subcmd__help,status)
+                cmd="redlock__subcmd__help__subcmd__status"
+                ;;
             *)
                 ;;
         esac
@@ -47,7 +65,7 @@ _redlock() {
 
     case "${cmd}" in
         redlock)
-            opts="-s -q -v -h -V --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version acquire release extend status list exec generate __watchdog"
+            opts="-s -q -v -h -V --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version acquire release extend status list exec help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -88,62 +106,8 @@ _redlock() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        redlock__subcmd____watchdog)
-            opts="-s -q -v -h -V --signal --grace-ms --margin-ms --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --signal)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --grace-ms)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --margin-ms)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --server)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -s)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --servers-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --server-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --restart-guard)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --tls-ca-cert)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --prefix)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         redlock__subcmd__acquire)
-            opts="-n -w -m -s -q -v -h -V --ttl --nonblock --wait --message --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-n -w -E -m -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --message --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -158,6 +122,14 @@ _redlock() {
                     return 0
                     ;;
                 -w)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --conflict-exit-code)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -E)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -205,7 +177,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__exec)
-            opts="-n -w -m -E -k -c -s -q -v -h -V --ttl --nonblock --wait --message --conflict-exit-code --kill-after --signal --command --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-n -w -E -m -k -c -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --message --kill-after --signal --command --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -223,19 +195,19 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --message)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -m)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --conflict-exit-code)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 -E)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --message)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -m)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -248,7 +220,7 @@ _redlock() {
                     return 0
                     ;;
                 --signal)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "TERM INT HUP QUIT KILL USR1 USR2 ILL TRAP ABRT BUS FPE SEGV PIPE ALRM STKFLT XCPU XFSZ VTALRM PROF IO PWR SYS" -- "${cur}"))
                     return 0
                     ;;
                 --command)
@@ -340,41 +312,111 @@ _redlock() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        redlock__subcmd__generate)
-            opts="-s -q -v -h -V --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version completions man"
+        redlock__subcmd__help)
+            opts="acquire release extend status list exec help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --server)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
+                *)
+                    COMPREPLY=()
                     ;;
-                -s)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redlock__subcmd__help__subcmd__acquire)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
                     ;;
-                --servers-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redlock__subcmd__help__subcmd__exec)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
                     ;;
-                --server-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redlock__subcmd__help__subcmd__extend)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
                     ;;
-                --restart-guard)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redlock__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
                     ;;
-                --tls-ca-cert)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redlock__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
                     ;;
-                --prefix)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redlock__subcmd__help__subcmd__release)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
                     ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redlock__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;
@@ -515,4 +557,92 @@ if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERS
     complete -F _redlock -o nosort -o bashdefault -o default redlock
 else
     complete -F _redlock -o bashdefault -o default redlock
+fi
+
+# Added by redlock to clap's completion: the command that `redlock exec` runs
+# is completed as a command line of its own, both after `--` and after NAME
+# (`redlock exec NAME CMD ...`); everything else is left to _redlock above.
+
+# The index in COMP_WORDS of the first word of exec's command, or nothing.
+# A word that is only `=` or `:` (bash splits `--ttl=5s` and URLs there) is
+# glued to its neighbours.
+_redlock_exec_command_start() {
+    local takes_value=" --ttl -w --wait -E --conflict-exit-code -m --message -k --kill-after --signal -c --command -s --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix "
+    local i=1 word seen_exec="" positionals=0 skip=""
+    while ((i < COMP_CWORD)); do
+        word=${COMP_WORDS[i]}
+        while ((i + 2 <= COMP_CWORD)) && [[ ${COMP_WORDS[i + 1]} =~ ^[=:]+$ ]]; do
+            word+=${COMP_WORDS[i + 1]}${COMP_WORDS[i + 2]}
+            ((i += 2))
+        done
+        ((i++))
+        if [[ -n $skip ]]; then
+            skip=""
+            continue
+        fi
+        case $word in
+            --)
+                [[ -n $seen_exec ]] || return 1
+                echo "$i"
+                return 0
+                ;;
+            -c | --command | -c* | --command=*)
+                [[ -n $seen_exec ]] && return 1
+                ;;
+            --*=*) ;;
+            --*)
+                [[ $takes_value == *" $word "* ]] && skip=1
+                ;;
+            -?*)
+                # A cluster of short flags: the first that takes a value
+                # takes the rest of the word, or the next word.
+                local j
+                for ((j = 1; j < ${#word}; j++)); do
+                    if [[ $takes_value == *" -${word:j:1} "* ]]; then
+                        ((j == ${#word} - 1)) && skip=1
+                        break
+                    fi
+                done
+                ;;
+            *)
+                if [[ -z $seen_exec ]]; then
+                    [[ $word == exec ]] || return 1
+                    seen_exec=1
+                else
+                    ((positionals++))
+                    if ((positionals == 2)); then
+                        echo "$((i - 1))"
+                        return 0
+                    fi
+                fi
+                ;;
+        esac
+    done
+    # The word being completed starts the command, unless it is an option.
+    [[ -n $seen_exec && -z $skip && $positionals == 1 ]] || return 1
+    [[ ${COMP_WORDS[COMP_CWORD]} != -* ]] || return 1
+    echo "$COMP_CWORD"
+}
+
+_redlock_with_exec_command() {
+    local start
+    if start=$(_redlock_exec_command_start); then
+        if declare -F _comp_command_offset >/dev/null; then
+            _comp_command_offset "$start"
+        elif declare -F _command_offset >/dev/null; then
+            _command_offset "$start"
+        elif ((COMP_CWORD == start)); then
+            COMPREPLY=($(compgen -c -- "${COMP_WORDS[COMP_CWORD]}"))
+        else
+            COMPREPLY=($(compgen -f -- "${COMP_WORDS[COMP_CWORD]}"))
+        fi
+        return 0
+    fi
+    _redlock "$@"
+}
+
+if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERSINFO[0]}" -gt 4 ]]; then
+    complete -F _redlock_with_exec_command -o nosort -o bashdefault -o default redlock
+else
+    complete -F _redlock_with_exec_command -o bashdefault -o default redlock
 fi

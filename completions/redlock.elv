@@ -37,7 +37,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand acquire 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given'
             cand release 'Release the lock, if TOKEN still holds it; with --force, whoever holds it'
             cand extend 'Push the lock''s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
-            cand status 'Show what every server holds for the lock. Exits 0 when a majority holds it, 1 when it is free'
+            cand status 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free'
             cand list 'List the locks on the servers (under --prefix) with their holders, as a majority sees them'
             cand exec 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -177,9 +177,10 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;help'= {
             cand acquire 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given'
-            cand release 'Release the lock, if TOKEN still holds it'
+            cand release 'Release the lock, if TOKEN still holds it; with --force, whoever holds it'
             cand extend 'Push the lock''s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
-            cand status 'Show what every server holds for the lock. Exits 0 when a majority holds it, 1 when it is free'
+            cand status 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free'
+            cand list 'List the locks on the servers (under --prefix) with their holders, as a majority sees them'
             cand exec 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -190,6 +191,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;help;extend'= {
         }
         &'redlock;help;status'= {
+        }
+        &'redlock;help;list'= {
         }
         &'redlock;help;exec'= {
         }

@@ -17,10 +17,9 @@ pub struct Example {
     pub lines: &'static [&'static str],
 }
 
-/// The examples of the subcommand `name` (none for a hidden one).
-pub fn examples(name: &str) -> &'static [Example] {
-    match name {
-        "acquire" => &[
+/// Every visible subcommand's examples.
+const EXAMPLES: &[(&str, &[Example])] = &[
+    ("acquire", &[
             Example {
                 what: "Take the lock for a script, waiting at most 30s; release it when the script exits",
                 lines: &[
@@ -39,8 +38,8 @@ pub fn examples(name: &str) -> &'static [Example] {
                 what: "Runbook: say why you hold it; status and busy messages show the note",
                 lines: &["tok=$(redlock acquire -n --ttl 1h -m \"failover to db2 (INC-4242)\" db-failover)"],
             },
-        ],
-        "release" => &[
+    ]),
+    ("release", &[
             Example {
                 what: "Release the lock that acquire gave the token for",
                 lines: &["redlock release nightly-report \"$tok\""],
@@ -49,12 +48,26 @@ pub fn examples(name: &str) -> &'static [Example] {
                 what: "The same, with the token from the environment",
                 lines: &["REDLOCK_TOKEN=$tok redlock release nightly-report"],
             },
-        ],
-        "extend" => &[Example {
+            Example {
+                what: "Break a stale lock whose holder is known dead; prints what it broke",
+                lines: &["redlock release --force db-failover"],
+            },
+    ]),
+    ("list", &[
+            Example {
+                what: "The nightly locks on these servers: name, state, age, expiry, holder",
+                lines: &["redlock list 'nightly-*'"],
+            },
+            Example {
+                what: "The deploy locks of one application, as JSON",
+                lines: &["redlock --prefix app: list --json 'deploy-*' | jq '.locks[].holder'"],
+            },
+    ]),
+    ("extend", &[Example {
             what: "Keep a long job's lock for 10 more minutes; 79 means it was lost",
             lines: &["redlock extend --ttl 10m nightly-report \"$tok\" || exit"],
-        }],
-        "status" => &[
+    }]),
+    ("status", &[
             Example {
                 what: "What every server holds for the lock",
                 lines: &["redlock status deploy"],
@@ -67,8 +80,8 @@ pub fn examples(name: &str) -> &'static [Example] {
                 what: "Who holds it, for a script: user, host, pid, note, CI job, age",
                 lines: &["redlock status --json deploy | jq .holder"],
             },
-        ],
-        "exec" => &[
+    ]),
+    ("exec", &[
             Example {
                 what: "Cron: run the backup on one host only, skip quietly if it is running",
                 lines: &["redlock exec -n -E 0 nightly-backup /usr/local/bin/backup"],
@@ -85,9 +98,15 @@ pub fn examples(name: &str) -> &'static [Example] {
                 what: "Without NAME, `--` comes before the command; the lock is named after it",
                 lines: &["redlock exec -n -- ./report.sh --full"],
             },
-        ],
-        _ => &[],
-    }
+    ]),
+];
+
+/// The examples of the subcommand `name` (none for a hidden one).
+pub fn examples(name: &str) -> &'static [Example] {
+    EXAMPLES
+        .iter()
+        .find(|(command, _)| *command == name)
+        .map_or(&[], |(_, examples)| examples)
 }
 
 /// The "Examples:" block of a subcommand's `--help`.
@@ -244,13 +263,14 @@ pub enum Command {
     #[command(after_help = examples_help("extend"))]
     Extend(ExtendArgs),
 
-    /// Show what every server holds for the lock. Exits 0 when a majority holds it,
-    /// 1 when it is free.
+    /// Show who holds the lock, for how long and until when, and what every server
+    /// holds. Exits 0 when a majority holds it, 1 when it is free.
     #[command(after_help = examples_help("status"))]
     Status(NameArg),
 
     /// List the locks on the servers (under --prefix) with their holders, as a
     /// majority sees them.
+    #[command(after_help = examples_help("list"))]
     List(ListArgs),
 
     /// Run a command while holding the lock, extending the lock while it runs and

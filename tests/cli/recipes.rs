@@ -133,14 +133,16 @@ fn path_with(rest: &str) -> String {
     format!("{}:{rest}", bin_dir().display())
 }
 
-/// A job that records when it ran, what lock it ran under and what
+/// A job that records when it ran, what lock it ran under (`exec` tells it
+/// in REDLOCK_NAME; a runbook's step is told `db-failover`) and what
 /// `status --json` said of its holder while it ran.
 fn recording_job(place: &Place, name: &str, log: &str) -> String {
     place.job(
         name,
         &format!(
-            "echo \"start $(date +%s%N) $REDLOCK_NAME\" >> {log}\n\
-             redlock status --json \"$REDLOCK_NAME\" > {log}.status.$$\n\
+            "lock=${{REDLOCK_NAME:-db-failover}}\n\
+             echo \"start $(date +%s%N) $lock\" >> {log}\n\
+             redlock status --json \"$lock\" > {log}.status.$$\n\
              sleep 1\n\
              echo \"end $(date +%s%N)\" >> {log}",
             log = place.join(log)
