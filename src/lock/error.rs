@@ -69,7 +69,8 @@ pub enum LockError {
         /// as soon as the outcome is certain, so at least this many.
         held_elsewhere: usize,
         total: usize,
-        /// Who holds it, as most of those servers said.
+        /// Who holds it, when that many servers agree on it that it holds a
+        /// majority (`None` for leftovers of several holders).
         held_by: Option<Box<HeldBy>>,
         /// When a majority will let it go (`None`: no expiry, or unknown).
         expires_in: Option<Duration>,
@@ -148,7 +149,8 @@ fn busy(
     match held_by {
         Some(held_by) => held_sentence(key, held_by, expires_in.copied()),
         None => format!(
-            "{key} is held by another holder: at least {held_elsewhere} of {} said so",
+            "{key} is busy: {held_elsewhere} of {} hold it for others, no one holder on a \
+             majority (leftovers, which keep it busy until they expire)",
             servers(total)
         ),
     }

@@ -21,7 +21,7 @@ if left >= 0 and left < wanted then
 end
 if ARGV[3] ~= "" then
   write_holder(ARGV[3], left, true)
-elseif left > 0 then
-  redis.call("PEXPIRE", KEYS[2], left)
+else
+  follow_lock(left)
 end
 return 1

@@ -9,8 +9,13 @@ if redis.replicate_commands then
   redis.replicate_commands()
 end
 
+-- This server's clock in ms, or false when TIME is denied (an ACL without
+-- +time): the holder record is information only, never a reason to fail.
 local function now_ms()
-  local time = redis.call("TIME")
+  local time = redis.pcall("TIME")
+  if type(time) ~= "table" or time.err then
+    return false
+  end
   return string.format("%.0f", tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000))
 end
 
@@ -24,10 +29,20 @@ local function holder_record(record_key)
   return record
 end
 
+-- Whether KEYS[2] may be written or deleted: missing, or a string (a
+-- record). A key of another type there is someone else's; left alone.
+local function record_writable()
+  local kind = redis.pcall("TYPE", KEYS[2])
+  return type(kind) == "table" and (kind["ok"] == "none" or kind["ok"] == "string")
+end
+
 -- Writes the record with the lock's remaining life; keeps the time the lock
--- was taken when it rewrites one. An empty record writes nothing.
+-- was taken when it rewrites one. An empty record writes nothing. The record
+-- is information only: whatever fails here (an ACL without +time, a full
+-- server) must not fail the lock operation it rides on, so every call is a
+-- pcall and a failure just leaves no record.
 local function write_holder(record, ttl_ms, keep_since)
-  if record == "" or ttl_ms <= 0 then
+  if record == "" or ttl_ms <= 0 or not record_writable() then
     return
   end
   local since = nil
@@ -35,13 +50,29 @@ local function write_holder(record, ttl_ms, keep_since)
     local old = holder_record()
     since = old and string.match(old, "^(%d+) ")
   end
-  redis.call("SET", KEYS[2], (since or now_ms()) .. " " .. record, "PX", ttl_ms)
+  since = since or now_ms()
+  if not since then
+    return
+  end
+  redis.pcall("SET", KEYS[2], since .. " " .. record, "PX", ttl_ms)
+end
+
+-- Gives the record the lock's remaining life, or deletes it (left <= 0).
+local function follow_lock(left)
+  if not record_writable() then
+    return
+  end
+  if left > 0 then
+    redis.pcall("PEXPIRE", KEYS[2], left)
+  elseif left == -2 then
+    redis.pcall("DEL", KEYS[2])
+  end
 end
 
 -- Who occupies `key` (KEYS[1] by default; its record is `record_key`,
 -- KEYS[2] by default), as status and a busy acquire show it:
 -- {type, value (strings only, else false), remaining ms, record or false,
---  this server's clock in ms}.
+--  this server's clock in ms or false}.
 local function occupant(key, record_key)
   key = key or KEYS[1]
   local kind = redis.call("TYPE", key)["ok"]

@@ -17,8 +17,10 @@ use super::key::{escape_and_cut, LockKey, Token};
 /// record.
 pub(super) const RECORD_SUFFIX: &[u8] = b"\0holder";
 
-/// The longest record read back; anything longer is not ours.
-const MAX_RECORD: usize = 8 * 1024;
+/// The longest record read back; anything longer is not ours. Each field's
+/// bound counts bytes before JSON escapes, which can make one six times
+/// longer (`\u0001`): the fields' bounds times six, and room to spare.
+const MAX_RECORD: usize = 32 * 1024;
 
 /// The holder record's key for `key`.
 pub fn record_key(key: &LockKey) -> Vec<u8> {
@@ -93,14 +95,15 @@ fn cut(text: &str, limit: usize) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recorded {
     pub holder: Holder,
-    /// How long the lock has been held, by the server's own clock.
-    pub held_for: Duration,
+    /// How long the lock has been held, by the server's own clock (`None`
+    /// when the server would not tell its time).
+    pub held_for: Option<Duration>,
 }
 
 impl Recorded {
     /// Reads `"<since ms> <json>"` against the server's clock `now_ms`; `None`
     /// for anything that is not a well-formed record of a holder of `value`.
-    pub fn parse(raw: &[u8], now_ms: u64, value: &[u8]) -> Option<Recorded> {
+    pub fn parse(raw: &[u8], now_ms: Option<u64>, value: &[u8]) -> Option<Recorded> {
         if raw.len() > MAX_RECORD {
             return None;
         }
@@ -109,7 +112,7 @@ impl Recorded {
         let holder: Holder = serde_json::from_slice(&raw[space + 1..]).ok()?;
         (holder.token.as_bytes() == value).then(|| Recorded {
             holder,
-            held_for: Duration::from_millis(now_ms.saturating_sub(since)),
+            held_for: now_ms.map(|now| Duration::from_millis(now.saturating_sub(since))),
         })
     }
 }
@@ -129,7 +132,12 @@ pub enum HeldBy {
 impl HeldBy {
     /// Who holds a key of type `kind` whose value is `value` (strings only),
     /// given the record beside it.
-    pub fn of(kind: &str, value: Option<&[u8]>, record: Option<&[u8]>, now_ms: u64) -> HeldBy {
+    pub fn of(
+        kind: &str,
+        value: Option<&[u8]>,
+        record: Option<&[u8]>,
+        now_ms: Option<u64>,
+    ) -> HeldBy {
         match value {
             Some(value) => match record.and_then(|raw| Recorded::parse(raw, now_ms, value)) {
                 Some(recorded) => HeldBy::Redlock(Box::new(recorded)),
@@ -196,12 +204,10 @@ impl std::fmt::Display for HeldBy {
     /// Who holds it, for "… is held by {}": one line, escaped.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            HeldBy::Redlock(recorded) => write!(
-                f,
-                "{} for {}",
-                recorded.holder.summary(),
-                rounded(recorded.held_for)
-            ),
+            HeldBy::Redlock(recorded) => match recorded.held_for {
+                Some(age) => write!(f, "{} for {}", recorded.holder.summary(), rounded(age)),
+                None => f.write_str(&recorded.holder.summary()),
+            },
             HeldBy::OtherClient { token } => {
                 write!(f, "another client (token {})", escape_and_cut(token, SHOWN))
             }
@@ -233,8 +239,8 @@ mod tests {
         let token = Token::generate();
         let record = holder().encode(&token);
         let raw = [b"1000 ".as_slice(), &record].concat();
-        let read = Recorded::parse(&raw, 61_000, token.as_str().as_bytes()).unwrap();
-        assert_eq!(read.held_for, Duration::from_secs(60));
+        let read = Recorded::parse(&raw, Some(61_000), token.as_str().as_bytes()).unwrap();
+        assert_eq!(read.held_for, Some(Duration::from_secs(60)));
         assert_eq!(read.holder.host, "ci-7");
         // 400 two-byte characters cut to 512 bytes on a character boundary.
         assert_eq!(read.holder.message.unwrap().len(), 512);
@@ -244,19 +250,19 @@ mod tests {
     fn a_record_of_another_token_or_malformed_is_no_record() {
         let token = Token::generate();
         let raw = [b"1000 ".as_slice(), &holder().encode(&token)].concat();
-        assert!(Recorded::parse(&raw, 2000, b"someone else").is_none());
-        assert!(Recorded::parse(b"x {}", 2000, b"t").is_none());
-        assert!(Recorded::parse(b"1000 {not json", 2000, b"t").is_none());
+        assert!(Recorded::parse(&raw, Some(2000), b"someone else").is_none());
+        assert!(Recorded::parse(b"x {}", Some(2000), b"t").is_none());
+        assert!(Recorded::parse(b"1000 {not json", Some(2000), b"t").is_none());
         let huge = [b"1000 ".as_slice(), &vec![b' '; MAX_RECORD]].concat();
-        assert!(Recorded::parse(&huge, 2000, b"t").is_none());
+        assert!(Recorded::parse(&huge, Some(2000), b"t").is_none());
         assert_eq!(
-            HeldBy::of("string", Some(b"v"), None, 0),
+            HeldBy::of("string", Some(b"v"), None, None),
             HeldBy::OtherClient {
                 token: b"v".to_vec()
             }
         );
         assert_eq!(
-            HeldBy::of("hash", None, None, 0),
+            HeldBy::of("hash", None, None, None),
             HeldBy::NonRedlock {
                 kind: "hash".into()
             }
@@ -270,7 +276,7 @@ mod tests {
         holder.job = Some("https://ci/1".into());
         let held_by = HeldBy::Redlock(Box::new(Recorded {
             holder,
-            held_for: Duration::from_millis(252_345),
+            held_for: Some(Duration::from_millis(252_345)),
         }));
         assert_eq!(
             held_by.to_string(),

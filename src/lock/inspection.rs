@@ -24,8 +24,11 @@ pub struct KeyState {
     /// The holder record beside the key, as stored (see `holder.rs`).
     pub record: Option<Vec<u8>>,
     /// The server's clock in ms when it answered, for the record's age.
-    pub now_ms: u64,
+    pub now_ms: Option<u64>,
 }
+
+/// holder.lua's `occupant()`: type, value, PTTL, record, the server's clock.
+type OccupantReply = (String, Option<Vec<u8>>, i64, Option<Vec<u8>>, Option<u64>);
 
 impl KeyState {
     /// Reads what holder.lua's `occupant()` returns, with inspect.lua's
@@ -42,13 +45,8 @@ impl KeyState {
                 )))
             }
         };
-        let (kind, value, pttl_ms, record, now_ms): (
-            String,
-            Option<Vec<u8>>,
-            i64,
-            Option<Vec<u8>>,
-            u64,
-        ) = redis::from_redis_value(redis::Value::Array(fields))?;
+        let (kind, value, pttl_ms, record, now_ms): OccupantReply =
+            redis::from_redis_value(redis::Value::Array(fields))?;
         Ok(KeyState {
             kind,
             value,
@@ -85,6 +83,8 @@ type Occupation<'a> = (&'a str, Option<&'a [u8]>);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Occupied {
     pub held_by: HeldBy,
+    /// How many of the servers looked at agree on it.
+    pub on: usize,
     /// When the quorum-th server's key expires; `None` when it has no expiry.
     pub expires_in: Option<Duration>,
 }
@@ -117,6 +117,7 @@ impl Occupied {
         };
         Some(Occupied {
             held_by,
+            on: agreeing.len(),
             expires_in,
         })
     }
@@ -281,7 +282,7 @@ mod tests {
                             pttl_ms: if v.is_some() { 1000 } else { -2 },
                             restarting: None,
                             record: None,
-                            now_ms: 0,
+                            now_ms: None,
                         })
                         .map_err(|()| ServerError::Failed("down".into())),
                 })

@@ -123,7 +123,7 @@ impl Listing {
                 pttl_ms: -2,
                 restarting,
                 record: None,
-                now_ms: 0,
+                now_ms: None,
             }),
         });
         let as_one = Inspection {

@@ -215,7 +215,10 @@ impl Redlock {
                 failures,
             },
             _ => {
-                let occupied = Occupied::by_most(&seen, self.quorum);
+                // Leftovers on a minority name no holder: the lock is
+                // nobody's, it is busy only until they expire.
+                let occupied =
+                    Occupied::by_most(&seen, self.quorum).filter(|o| o.on >= self.quorum);
                 let held_on = replies
                     .answers
                     .iter()

@@ -33,6 +33,7 @@ pub static ACQUIRE: LazyLock<LuaScript> = LazyLock::new(|| {
 pub static RELEASE: LazyLock<LuaScript> = LazyLock::new(|| {
     LuaScript::new(concat!(
         include_str!("token.lua"),
+        include_str!("holder.lua"),
         include_str!("release.lua")
     ))
 });

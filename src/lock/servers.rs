@@ -302,6 +302,11 @@ const NOT_PERMITTED: &str = "not permitted by the server's ACL (redlock needs +s
      +pexpire +pttl +type +time +eval +evalsha on the lock's keys, +info while the restart \
      guard is on, +scan for list, and +select for a /db other than 0)";
 
+/// What a Redis Cluster node answers for keys it does not serve together.
+const CLUSTER: &str = "a cluster-mode endpoint: redlock needs standalone masters; on a \
+     cluster node only names with a {hash tag} work (a lock and its holder record must \
+     share a slot, and the node must serve it)";
+
 /// A hint for a plain TCP connection that the server reset.
 const PLAINTEXT_TO_TLS: &str =
     "a TLS port resets plaintext connections: if this is one, use rediss://";
@@ -323,6 +328,16 @@ const TLS_HANDSHAKE: &str = "the server refused the TLS handshake (it may requir
 fn refusal(err: &RedisError, message: &str) -> Option<&'static str> {
     if is_not_permitted(err, message) {
         return Some(NOT_PERMITTED);
+    }
+    if matches!(err.code(), Some("CROSSSLOT" | "MOVED" | "ASK"))
+        || matches!(
+            err.kind(),
+            ErrorKind::Server(
+                ServerErrorKind::CrossSlot | ServerErrorKind::Moved | ServerErrorKind::Ask
+            )
+        )
+    {
+        return Some(CLUSTER);
     }
     if message.contains("received fatal alert: CertificateRequired") {
         return Some(CLIENT_CERTIFICATE);

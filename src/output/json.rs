@@ -133,7 +133,7 @@ impl<'a> HolderJson<'a> {
                     command_pid: holder.command_pid,
                     message: holder.message.as_deref(),
                     job: holder.job.as_deref(),
-                    held_for_ms: Some(millis(recorded.held_for)),
+                    held_for_ms: recorded.held_for.map(millis),
                     ..none
                 }
             }

@@ -192,7 +192,7 @@ pub fn list(entries: &[Listed<'_>]) -> String {
 fn list_row(entry: &Listed<'_>) -> [String; 5] {
     let occupied = entry.occupied.as_ref();
     let age = match occupied.map(|o| &o.held_by) {
-        Some(HeldBy::Redlock(recorded)) => rounded(recorded.held_for),
+        Some(HeldBy::Redlock(recorded)) => recorded.held_for.map_or("-".to_owned(), rounded),
         _ => "-".to_owned(),
     };
     let expires = match (entry.standing, occupied) {

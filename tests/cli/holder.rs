@@ -402,3 +402,126 @@ fn an_interrupted_wait_says_nothing_is_held() {
             .unwrap(),
     );
 }
+
+#[test]
+fn a_key_of_another_type_where_the_record_goes_is_left_alone() {
+    let cluster = Cluster::start(3);
+    for server in &cluster.servers {
+        let _: () = redis::cmd("HSET")
+            .arg(RECORD)
+            .arg("f")
+            .arg("v")
+            .query(&mut server.client())
+            .unwrap();
+    }
+    let token = acquire(&cluster, "deploy", &[]);
+    run(cluster.redlock().args(["extend", "deploy", &token])).assert_code(0, "extend");
+    run(cluster.redlock().args(["release", "deploy", &token])).assert_code(0, "release");
+    for server in &cluster.servers {
+        let kind: String = redis::cmd("TYPE")
+            .arg(RECORD)
+            .query(&mut server.client())
+            .unwrap();
+        assert_eq!(kind, "hash", "the hash is still there");
+        assert_eq!(server.pttl(RECORD), -1, "and still without expiry");
+    }
+}
+
+#[test]
+fn leftovers_of_two_holders_name_no_holder() {
+    let cluster = Cluster::start(3);
+    cluster[0].set_px(b"split", b"token-a", 60_000);
+    cluster[1].set_px(b"split", b"token-b", 60_000);
+    let out = run(cluster.redlock().args(["acquire", "-n", "split"]));
+    out.assert_code(75, "busy on leftovers");
+    assert!(
+        out.stderr.contains(
+            "\"split\" is busy: 2 of 3 servers hold it for others, no one holder on a majority"
+        ),
+        "{}",
+        out.stderr
+    );
+    let json = run(cluster.redlock().args(["acquire", "--json", "-n", "split"])).json();
+    assert!(json["holder"].is_null(), "{json}");
+    assert!(json["expires_in_ms"].is_null(), "{json}");
+}
+
+#[test]
+fn without_time_in_the_acl_locks_work_without_a_record() {
+    let cluster = Cluster::start(3);
+    let rules = [
+        "~*", "+set", "+get", "+del", "+pexpire", "+pttl", "+type", "+info", "+eval", "+evalsha",
+    ];
+    let urls: Vec<String> = cluster
+        .servers
+        .iter()
+        .map(|s| s.acl_user("notime", "pw-notime", &rules))
+        .collect();
+    let as_user = || {
+        let mut cmd = cluster.redlock();
+        cmd.env("REDLOCK_SERVERS", urls.join(","));
+        cmd
+    };
+    let before = dbsizes(&cluster);
+    let out = run(as_user().args(["acquire", "-n", "deploy"]));
+    out.assert_code(0, "acquire without +time");
+    let token = out.stdout.trim().to_owned();
+    assert_eq!(cluster[0].get(RECORD), None, "no record without TIME");
+    let out = run(as_user().args(["status", "deploy"]));
+    out.assert_code(0, "status without +time");
+    assert!(
+        out.stdout.contains("held by another client"),
+        "{}",
+        out.stdout
+    );
+    let out = run(as_user().args(["acquire", "-n", "deploy"]));
+    out.assert_code(75, "busy without +time");
+    run(as_user().args(["release", "deploy", &token])).assert_code(0, "release");
+    assert_eq!(dbsizes(&cluster), before);
+}
+
+#[test]
+fn a_cluster_node_is_refused_unless_the_name_has_a_hash_tag() {
+    let dir = temp_dir("holder-cluster");
+    let config = dir.path().join("nodes.conf");
+    let server = crate::support::RedisServer::start_with(&[
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        config.to_str().unwrap(),
+    ]);
+    let _: () = redis::cmd("CLUSTER")
+        .arg("ADDSLOTSRANGE")
+        .arg(0)
+        .arg(16383)
+        .query(&mut server.client())
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(10), || {
+        let info: String = redis::cmd("CLUSTER")
+            .arg("INFO")
+            .query(&mut server.client())
+            .unwrap();
+        info.contains("cluster_state:ok")
+    }));
+    let redlock = || {
+        let mut cmd = crate::support::redlock();
+        cmd.args(["-s", &server.url()]);
+        cmd
+    };
+    let (out, took) = crate::support::timed(redlock().args(["acquire", "-w", "5s", "deploy"]));
+    out.assert_code(78, "a lock and its record in two slots");
+    assert!(
+        out.stderr.contains("cluster-mode endpoint"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        took < Duration::from_secs(3),
+        "refused at once, not retried: {took:?}"
+    );
+    let out = run(redlock().args(["acquire", "-n", "{deploy}"]));
+    out.assert_code(0, "a hash tag keeps both in one slot");
+    let out = run(redlock().args(["status", "{deploy}"]));
+    out.assert_code(0, "status");
+    assert!(out.stdout.contains("is held by"), "{}", out.stdout);
+}
