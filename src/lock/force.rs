@@ -4,14 +4,11 @@
 //! what was deleted.
 
 use super::error::{Failures, LockError};
-use super::holder::record_key;
-use super::inspection::{Inspection, KeyState, ServerState};
+use super::inspection::{Inspection, KeyState};
 use super::key::LockKey;
 use super::mutex::Redlock;
-use super::round::{round, Progress};
 use super::scripts;
 use super::server_url::ServerSpec;
-use super::servers::{Connection, ServerError};
 
 /// What a forced release found and did.
 #[derive(Debug, Clone)]
@@ -68,31 +65,7 @@ impl Redlock {
     /// string, whoever holds it, waiting for every server (each bounded by
     /// the server timeout).
     pub async fn force_release(&self, key: &LockKey) -> Forced {
-        let request_key = key.clone();
-        let replies = round(
-            &self.servers,
-            move |mut connection: Connection| async move {
-                let seen: redis::Value = connection
-                    .run_script(
-                        &scripts::FORCE,
-                        &[request_key.bytes(), &record_key(&request_key)],
-                        &[],
-                    )
-                    .await?;
-                KeyState::from_occupant(seen)
-            },
-            |_| Progress::Undecided,
-        )
-        .await;
-        let servers = replies
-            .answers
-            .into_iter()
-            .zip(&self.servers)
-            .map(|(state, server)| ServerState {
-                server: server.spec().clone(),
-                state: state.unwrap_or_else(|| Err(ServerError::Failed("no reply".into()))),
-            })
-            .collect();
+        let servers = self.occupant_round(&scripts::FORCE, key, Vec::new()).await;
         Forced {
             before: Inspection {
                 key: key.clone(),

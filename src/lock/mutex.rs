@@ -308,16 +308,37 @@ impl Redlock {
     /// Reads what every server holds under `key`, waiting for every server or
     /// its timeout.
     pub async fn inspect(&self, key: &LockKey) -> Inspection {
-        let request_key = key.clone();
         let guard_ms = ttl_millis(self.restart_guard).to_string();
+        let servers = self
+            .occupant_round(&scripts::INSPECT, key, vec![guard_ms.into_bytes()])
+            .await;
+        Inspection {
+            key: key.clone(),
+            quorum: self.quorum,
+            servers,
+            restart_guard: (!self.restart_guard.is_zero()).then_some(self.restart_guard),
+        }
+    }
+
+    /// Runs `script` (which returns holder.lua's `occupant()`) on `key` and
+    /// its record on every server, waiting for every server or its timeout:
+    /// every server's answer, in configuration order.
+    pub(super) async fn occupant_round(
+        &self,
+        script: &'static scripts::LuaScript,
+        key: &LockKey,
+        args: Vec<Vec<u8>>,
+    ) -> Vec<ServerState> {
+        let request_key = key.clone();
         let replies = round(
             &self.servers,
             move |mut connection: Connection| async move {
+                let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
                 let seen: redis::Value = connection
                     .run_script(
-                        &scripts::INSPECT,
+                        script,
                         &[request_key.bytes(), &record_key(&request_key)],
-                        &[guard_ms.as_bytes()],
+                        &args,
                     )
                     .await?;
                 KeyState::from_occupant(seen)
@@ -325,7 +346,7 @@ impl Redlock {
             |_| Progress::Undecided,
         )
         .await;
-        let servers = replies
+        replies
             .answers
             .into_iter()
             .zip(&self.servers)
@@ -333,13 +354,7 @@ impl Redlock {
                 server: server.spec().clone(),
                 state: state.unwrap_or_else(|| Err(ServerError::Failed("no reply".into()))),
             })
-            .collect();
-        Inspection {
-            key: key.clone(),
-            quorum: self.quorum,
-            servers,
-            restart_guard: (!self.restart_guard.is_zero()).then_some(self.restart_guard),
-        }
+            .collect()
     }
 
     async fn release_round(&self, key: &LockKey, token: &Token) -> Replies<bool> {

@@ -29,14 +29,6 @@ fn as_alice(cluster: &Cluster) -> Command {
     cmd
 }
 
-fn dbsizes(cluster: &Cluster) -> Vec<i64> {
-    cluster
-        .servers
-        .iter()
-        .map(|s| redis::cmd("DBSIZE").query(&mut s.client()).unwrap())
-        .collect()
-}
-
 const RECORD: &[u8] = b"deploy\0holder";
 
 #[test]
@@ -132,10 +124,10 @@ fn exec_records_its_command_and_the_commands_pid() {
 #[test]
 fn the_record_lives_and_dies_with_the_lock() {
     let cluster = Cluster::start(3);
-    let before = dbsizes(&cluster);
+    let before = cluster.dbsizes();
     let token = acquire(&cluster, "deploy", &["--ttl", "20s"]);
     assert_eq!(
-        dbsizes(&cluster),
+        cluster.dbsizes(),
         before.iter().map(|n| n + 2).collect::<Vec<_>>(),
         "the lock and its record"
     );
@@ -159,16 +151,16 @@ fn the_record_lives_and_dies_with_the_lock() {
         "{json}"
     );
     run(cluster.redlock().args(["release", "deploy", &token])).assert_code(0, "release");
-    assert_eq!(dbsizes(&cluster), before, "release leaves nothing behind");
+    assert_eq!(cluster.dbsizes(), before, "release leaves nothing behind");
 
     run(cluster.redlock().args(["exec", "job", "--", "true"])).assert_code(0, "exec");
-    assert_eq!(dbsizes(&cluster), before, "exec leaves nothing behind");
+    assert_eq!(cluster.dbsizes(), before, "exec leaves nothing behind");
 
     acquire(&cluster, "short", &["--ttl", "300ms"]);
     assert!(
-        wait_until(Duration::from_secs(5), || dbsizes(&cluster) == before),
+        wait_until(Duration::from_secs(5), || cluster.dbsizes() == before),
         "an expired lock leaves nothing behind: {:?}",
-        dbsizes(&cluster)
+        cluster.dbsizes()
     );
 }
 
@@ -462,7 +454,7 @@ fn without_time_in_the_acl_locks_work_without_a_record() {
         cmd.env("REDLOCK_SERVERS", urls.join(","));
         cmd
     };
-    let before = dbsizes(&cluster);
+    let before = cluster.dbsizes();
     let out = run(as_user().args(["acquire", "-n", "deploy"]));
     out.assert_code(0, "acquire without +time");
     let token = out.stdout.trim().to_owned();
@@ -477,7 +469,7 @@ fn without_time_in_the_acl_locks_work_without_a_record() {
     let out = run(as_user().args(["acquire", "-n", "deploy"]));
     out.assert_code(75, "busy without +time");
     run(as_user().args(["release", "deploy", &token])).assert_code(0, "release");
-    assert_eq!(dbsizes(&cluster), before);
+    assert_eq!(cluster.dbsizes(), before);
 }
 
 #[test]

@@ -15,15 +15,6 @@ use serde_json::Value;
 use crate::support::assertions::{assert_gone_everywhere, assert_no_panic};
 use crate::support::{acquire, pid_alive, port_of, run, wait_until, Cluster, Running};
 
-/// `DBSIZE` of every server.
-fn dbsizes(cluster: &Cluster) -> Vec<i64> {
-    cluster
-        .servers
-        .iter()
-        .map(|s| redis::cmd("DBSIZE").query(&mut s.client()).unwrap())
-        .collect()
-}
-
 /// The listed locks of `list --json`, by name.
 fn listed(json: &Value) -> Vec<(String, Value)> {
     json["locks"]
@@ -320,9 +311,9 @@ fn odd_names_are_listed_escaped() {
 #[test]
 fn force_release_breaks_a_held_lock_and_says_whose_it_was() {
     let cluster = Cluster::start(3);
-    let before = dbsizes(&cluster);
+    let before = cluster.dbsizes();
     let token = acquire(&cluster, "deploy", &["-m", "stuck"]);
-    assert_ne!(dbsizes(&cluster), before);
+    assert_ne!(cluster.dbsizes(), before);
     let out = run(cluster.redlock().args(["release", "--force", "deploy"]));
     out.assert_code(0, "release --force");
     assert_eq!(out.stdout, "");
@@ -336,7 +327,7 @@ fn force_release_breaks_a_held_lock_and_says_whose_it_was() {
     assert_eq!(out.stderr.lines().count(), 1);
     assert_gone_everywhere(&cluster, b"deploy");
     // The holder record went with it.
-    assert_eq!(dbsizes(&cluster), before);
+    assert_eq!(cluster.dbsizes(), before);
     // The holder's own release now finds it gone.
     run(cluster.redlock().args(["release", "deploy", &token])).assert_code(79, "the holder");
 }

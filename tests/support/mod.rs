@@ -770,6 +770,15 @@ impl Cluster {
             .join(",")
     }
 
+    /// `DBSIZE` of every server, in order: what a test compares to see that
+    /// nothing was left behind.
+    pub fn dbsizes(&self) -> Vec<i64> {
+        self.servers
+            .iter()
+            .map(|s| redis::cmd("DBSIZE").query(&mut s.client()).unwrap())
+            .collect()
+    }
+
     /// [`redlock`] with `REDLOCK_SERVERS` set to [`Self::servers_arg`].
     pub fn redlock(&self) -> Command {
         let mut cmd = redlock();
