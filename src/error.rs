@@ -107,6 +107,7 @@ mod tests {
                     key: key.clone(),
                     held_elsewhere: 3,
                     total: 3,
+                    in_line: 0,
                     held_by: None,
                     expires_in: None,
                     held_on: Vec::new(),

@@ -62,13 +62,15 @@ impl fmt::Display for Failures {
 /// situation; advice in terms of a command line is the caller's to add.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    #[error("{}{failures}", busy(key, held_by.as_deref(), expires_in.as_ref(), *held_elsewhere, *total))]
+    #[error("{}{failures}", busy(key, held_by.as_deref(), expires_in.as_ref(), (*held_elsewhere, *in_line), *total))]
     Busy {
         key: LockKey,
         /// Servers that said another value holds the key; the round stops
         /// as soon as the outcome is certain, so at least this many.
         held_elsewhere: usize,
         total: usize,
+        /// Servers where the lock is free, but earlier waiters stand in line.
+        in_line: usize,
         /// Who holds it, when that many servers agree on it that it holds a
         /// majority (`None` for leftovers of several holders).
         held_by: Option<Box<HeldBy>>,
@@ -143,13 +145,17 @@ fn busy(
     key: &LockKey,
     held_by: Option<&HeldBy>,
     expires_in: Option<&Duration>,
-    held_elsewhere: usize,
+    (held_elsewhere, in_line): (usize, usize),
     total: usize,
 ) -> String {
     match held_by {
         Some(held_by) => held_sentence(key, held_by, expires_in.copied()),
+        None if in_line > held_elsewhere => format!(
+            "{key} is busy: earlier waiters stand in line for it on at least {in_line} of {}",
+            servers(total)
+        ),
         None => format!(
-            "{key} is busy: {held_elsewhere} of {} hold it for others, no one holder on a \
+            "{key} is busy: at least {held_elsewhere} of {} hold it for others, no one holder on a \
              majority (leftovers, which keep it busy until they expire)",
             servers(total)
         ),

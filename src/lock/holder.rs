@@ -27,9 +27,10 @@ pub fn record_key(key: &LockKey) -> Vec<u8> {
     [key.bytes(), RECORD_SUFFIX].concat()
 }
 
-/// Whether `key` names a holder record rather than a lock.
+/// Whether `key` is one redlock keeps beside a lock (its holder record, or
+/// its line of waiters) rather than a lock.
 pub fn is_record_key(key: &[u8]) -> bool {
-    key.ends_with(RECORD_SUFFIX)
+    key.ends_with(RECORD_SUFFIX) || super::queue::is_line_key(key)
 }
 
 /// What a redlock process records about itself when it takes a lock.

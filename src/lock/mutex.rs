@@ -10,6 +10,7 @@ use super::error::{Failures, LockError};
 use super::holder::{record_key, Holder};
 use super::inspection::{Inspection, KeyState, Occupied, ServerState};
 use super::key::{LockKey, Token};
+use super::queue::{self, line_keys, Ticket};
 use super::quorum::{drift, quorum, ttl_millis, validity, Tally};
 use super::round::{round, Progress, Replies, Vote};
 use super::scripts;
@@ -48,8 +49,20 @@ pub(super) enum SetReply {
     Taken,
     /// Another value holds the key: what the server holds.
     Held(Box<KeyState>),
+    /// The lock is free, but others stand in line before the caller.
+    Queued,
     /// It started within the guard: counted again after this long.
     Restarting(Duration),
+}
+
+/// What acquire.lua answered.
+fn set_reply(reply: redis::Value) -> redis::RedisResult<SetReply> {
+    Ok(match reply {
+        redis::Value::Int(1) => SetReply::Taken,
+        redis::Value::Int(left) => SetReply::Restarting(Duration::from_millis(left.unsigned_abs())),
+        redis::Value::SimpleString(status) if status == "queued" => SetReply::Queued,
+        seen => SetReply::Held(Box::new(KeyState::from_occupant(seen)?)),
+    })
 }
 
 impl Vote for SetReply {
@@ -69,6 +82,8 @@ pub struct Redlock {
     /// A server that started less than this long ago does not count toward
     /// a quorum for acquire (zero: every server counts).
     pub(super) restart_guard: Duration,
+    /// How long a waiter's ticket stays in line after its last attempt.
+    linger: Duration,
     /// What is recorded beside each lock this client takes (`None`: nothing).
     holder: Option<Holder>,
 }
@@ -93,6 +108,7 @@ impl Redlock {
             quorum,
             restart_guard,
             holder: None,
+            linger: queue::linger(timeout),
         })
     }
 
@@ -128,41 +144,44 @@ impl Redlock {
     /// One Redlock round: `SET key token NX PX ttl` on every server at once,
     /// deciding as soon as a majority agreed or no longer can. On failure the
     /// key is released everywhere, including servers that did not answer.
+    /// A waiter passes its `ticket`: it stands in line while the lock is
+    /// busy, and takes the lock only when first in line. Without one, the
+    /// lock is taken only when nobody stands in line.
     pub async fn try_acquire(
         &self,
         key: &LockKey,
         token: &Token,
         ttl: Duration,
+        ticket: Option<&Ticket>,
     ) -> Result<Lease, LockError> {
         let started = BootInstant::now();
-        let ttl_ms = ttl_millis(ttl).to_string();
-        let guard_ms = ttl_millis(self.restart_guard).to_string();
-        let (request_key, request_token) = (key.clone(), token.clone());
-        let record = self.record(token, None);
+        let args = [
+            token.as_str().as_bytes().to_vec(),
+            ttl_millis(ttl).to_string().into_bytes(),
+            ttl_millis(self.restart_guard).to_string().into_bytes(),
+            self.record(token, None),
+            ticket
+                .map(|t| t.id.clone())
+                .unwrap_or_default()
+                .into_bytes(),
+            ticket.map_or(0, |t| t.score).to_string().into_bytes(),
+            ttl_millis(self.linger).to_string().into_bytes(),
+        ];
+        let request_key = key.clone();
         let replies = self
             .decided_round(move |mut connection: Connection| {
-                let (key, token) = (request_key.clone(), request_token.clone());
-                let (ttl_ms, guard_ms, record) = (ttl_ms.clone(), guard_ms.clone(), record);
+                let (key, args) = (request_key.clone(), args.clone());
                 async move {
+                    let [line, lapse] = line_keys(&key);
+                    let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
                     let reply: redis::Value = connection
                         .run_script(
                             &scripts::ACQUIRE,
-                            &[key.bytes(), &record_key(&key)],
-                            &[
-                                token.as_str().as_bytes(),
-                                ttl_ms.as_bytes(),
-                                guard_ms.as_bytes(),
-                                &record,
-                            ],
+                            &[key.bytes(), &record_key(&key), &line, &lapse],
+                            &args,
                         )
                         .await?;
-                    Ok(match reply {
-                        redis::Value::Int(1) => SetReply::Taken,
-                        redis::Value::Int(left) => {
-                            SetReply::Restarting(Duration::from_millis(left.unsigned_abs()))
-                        }
-                        seen => SetReply::Held(Box::new(KeyState::from_occupant(seen)?)),
-                    })
+                    set_reply(reply)
                 }
             })
             .await;
@@ -181,6 +200,30 @@ impl Redlock {
         Err(too_slow.unwrap_or_else(|| self.not_taken(key, &replies)))
     }
 
+    /// Takes `ticket` out of `key`'s line on every server, waiting for each
+    /// at most the server timeout: a waiter that got the lock elsewhere,
+    /// gave up or was interrupted must not hold up the next for a linger.
+    pub async fn leave_line(&self, key: &LockKey, ticket: &Ticket) {
+        let (request_key, id) = (key.clone(), ticket.id.clone());
+        let request = move |mut connection: Connection| async move {
+            let [line, lapse] = line_keys(&request_key);
+            let left: i64 = connection
+                .run_script(
+                    &scripts::LEAVE,
+                    &[
+                        request_key.bytes(),
+                        &record_key(&request_key),
+                        &line,
+                        &lapse,
+                    ],
+                    &[id.as_bytes()],
+                )
+                .await?;
+            Ok(left)
+        };
+        round(&self.servers, request, |_| Progress::Undecided).await;
+    }
+
     /// Why a round of `SET NX` did not take the lock: busy when enough
     /// servers answered and the restart guard is not what kept a majority
     /// out of reach, restarting when it is, else no quorum.
@@ -194,6 +237,10 @@ impl Redlock {
             })
             .collect();
         let held = seen.len();
+        let in_line = replies
+            .answered()
+            .filter(|r| **r == SetReply::Queued)
+            .count();
         let again_in = replies
             .answered()
             .filter_map(|r| match r {
@@ -206,7 +253,7 @@ impl Redlock {
             return self.no_quorum(key, replies);
         }
         match again_in.iter().min() {
-            Some(&soonest) if held < self.quorum => LockError::Restarting {
+            Some(&soonest) if held + in_line < self.quorum => LockError::Restarting {
                 key: key.clone(),
                 restarting: again_in.len(),
                 total: self.len(),
@@ -234,6 +281,7 @@ impl Redlock {
                     key: key.clone(),
                     held_elsewhere: held,
                     total: self.len(),
+                    in_line,
                     held_by: occupied.as_ref().map(|o| Box::new(o.held_by.clone())),
                     expires_in: occupied.and_then(|o| o.expires_in),
                     held_on,

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::error::LockError;
 use super::key::{LockKey, Token};
 use super::mutex::{Lease, Redlock};
+use super::queue::Ticket;
 use crate::clock::BootInstant;
 
 /// How long `acquire` keeps trying.
@@ -27,6 +28,11 @@ pub enum Wait {
 /// released, so that a cancelled acquire never leaves a lock behind, and
 /// `cancel`'s output is returned. On failure the last attempt's reason is
 /// returned; `on_retry` hears of each failed attempt that is retried.
+///
+/// A caller that waits stands in the lock's line of waiters with one ticket
+/// from its first attempt on, and leaves the line however it ends: with the
+/// lock (on the servers that did not confirm it), on giving up, or when
+/// cancelled. A caller that does not wait (`-n`) never stands in line.
 pub async fn acquire_or_cancel<C: Future>(
     redlock: &Redlock,
     key: &LockKey,
@@ -36,15 +42,33 @@ pub async fn acquire_or_cancel<C: Future>(
     on_retry: impl FnMut(u32, &LockError),
 ) -> Result<Result<Lease, LockError>, C::Output> {
     let in_flight = InFlight::default();
-    tokio::select! {
-        outcome = acquire(redlock, key, ttl, wait, &in_flight, on_retry) => Ok(outcome),
+    let ticket = (wait != Wait::No).then(Ticket::draw);
+    let acquiring = acquire(
+        redlock,
+        key,
+        (ttl, wait),
+        ticket.as_ref(),
+        &in_flight,
+        on_retry,
+    );
+    let outcome = tokio::select! {
+        outcome = acquiring => Ok(outcome),
         cancelled = cancel => {
             if let Some(token) = in_flight.token() {
                 let _ = redlock.release(key, &token).await;
             }
             Err(cancelled)
         }
+    };
+    if let Some(ticket) = &ticket {
+        // The script takes a ticket out of line where it took the lock; a
+        // lease confirmed by every server needs nothing more.
+        let everywhere = matches!(&outcome, Ok(Ok(lease)) if lease.held_on.len() == redlock.len());
+        if !everywhere {
+            redlock.leave_line(key, ticket).await;
+        }
     }
+    outcome
 }
 
 /// Every attempt has a fresh token: a compare-and-delete of a failed attempt
@@ -53,8 +77,8 @@ pub async fn acquire_or_cancel<C: Future>(
 async fn acquire(
     redlock: &Redlock,
     key: &LockKey,
-    ttl: Duration,
-    wait: Wait,
+    (ttl, wait): (Duration, Wait),
+    ticket: Option<&Ticket>,
     in_flight: &InFlight,
     mut on_retry: impl FnMut(u32, &LockError),
 ) -> Result<Lease, LockError> {
@@ -68,7 +92,7 @@ async fn acquire(
         attempts += 1;
         let token = Token::generate();
         in_flight.set(token.clone());
-        let error = match redlock.try_acquire(key, &token, ttl).await {
+        let error = match redlock.try_acquire(key, &token, ttl, ticket).await {
             Ok(lease) => return Ok(Lease { attempts, ..lease }),
             Err(error) if error.is_transient() => error,
             Err(error) => return Err(error),

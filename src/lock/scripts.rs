@@ -24,6 +24,7 @@ pub static ACQUIRE: LazyLock<LuaScript> = LazyLock::new(|| {
     LuaScript::new(concat!(
         include_str!("guard.lua"),
         include_str!("holder.lua"),
+        include_str!("queue.lua"),
         include_str!("acquire.lua")
     ))
 });
@@ -73,5 +74,14 @@ pub static FORCE: LazyLock<LuaScript> = LazyLock::new(|| {
     LuaScript::new(concat!(
         include_str!("holder.lua"),
         include_str!("force.lua")
+    ))
+});
+
+/// Takes a ticket out of the line of waiters.
+pub static LEAVE: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::new(concat!(
+        include_str!("holder.lua"),
+        include_str!("queue.lua"),
+        include_str!("leave.lua")
     ))
 });

@@ -15,6 +15,7 @@ mod holder;
 mod inputs;
 mod list;
 mod progress;
+mod queue;
 mod readme;
 mod recipes;
 mod release_extend;
