@@ -46,7 +46,8 @@ fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, E
         servers.tls_root_cert.as_deref(),
         servers.restart_guard,
     )
-    .map_err(|err| Error::Config(err.to_string()))?;
+    .map_err(|err| Error::Config(err.to_string()))?
+    .with_wakeups(servers.wakeups);
     let redlock = match &job {
         LockJob::Acquire { message, .. } => {
             redlock.with_holder(holder::this_process(message.clone(), None))

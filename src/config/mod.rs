@@ -64,6 +64,9 @@ pub struct Servers {
     pub tls_root_cert: Option<Vec<u8>>,
     /// The key prefix, handed on by `exec` with the servers.
     pub prefix: Vec<u8>,
+    /// Whether waiters listen for releases besides polling
+    /// (`REDLOCK_WAKEUPS`).
+    pub wakeups: bool,
 }
 
 #[derive(Debug)]
@@ -235,6 +238,7 @@ fn servers_for(
         tls_ca_cert,
         tls_root_cert,
         prefix,
+        wakeups: wakeups(std::env::var_os("REDLOCK_WAKEUPS").as_deref())?,
     };
     Ok((servers, list.notices))
 }
@@ -432,6 +436,19 @@ fn ttl(ttl: Duration, min: Duration) -> Result<Duration, Error> {
 
 /// A duration option parsed in config (`--server-timeout`,
 /// `--restart-guard`), from the flag or its variable, whichever clap chose.
+/// `REDLOCK_WAKEUPS`: `0` turns wake-ups on release off (waiters only
+/// poll), `1` or unset (or empty) leaves them on.
+fn wakeups(value: Option<&OsStr>) -> Result<bool, Error> {
+    match value.map(|v| v.to_str()) {
+        None | Some(Some("" | "1")) => Ok(true),
+        Some(Some("0")) => Ok(false),
+        Some(_) => Err(Error::Usage(format!(
+            "invalid value '{}' for REDLOCK_WAKEUPS: use 0 (off) or 1 (on)",
+            value.unwrap_or_default().to_string_lossy()
+        ))),
+    }
+}
+
 fn parse_duration_option(text: &OsStr, flag: &str, variable: &str) -> Result<Duration, Error> {
     let text = text.to_string_lossy();
     duration::parse(&text).map_err(|err| {

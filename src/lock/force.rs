@@ -7,6 +7,7 @@ use super::error::{Failures, LockError};
 use super::inspection::{Inspection, KeyState};
 use super::key::LockKey;
 use super::mutex::Redlock;
+use super::notify;
 use super::scripts;
 use super::server_url::ServerSpec;
 
@@ -63,9 +64,12 @@ impl Forced {
 impl Redlock {
     /// Deletes `key` and its holder record on every server where it is a
     /// string, whoever holds it, waiting for every server (each bounded by
-    /// the server timeout).
+    /// the server timeout). Waiters hear of each delete (notify.rs).
     pub async fn force_release(&self, key: &LockKey) -> Forced {
-        let servers = self.occupant_round(&scripts::FORCE, key, Vec::new()).await;
+        let channel = notify::channel(key);
+        let servers = self
+            .occupant_round(&scripts::FORCE, key, vec![channel])
+            .await;
         Forced {
             before: Inspection {
                 key: key.clone(),

@@ -11,6 +11,7 @@ mod keeper;
 mod key;
 mod listing;
 mod mutex;
+mod notify;
 mod queue;
 mod quorum;
 mod retry;

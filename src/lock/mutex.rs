@@ -10,6 +10,7 @@ use super::error::{Failures, LockError};
 use super::holder::{record_key, Holder};
 use super::inspection::{Inspection, KeyState, Occupied, ServerState};
 use super::key::{LockKey, Token};
+use super::notify;
 use super::queue::{self, line_keys, Ticket};
 use super::quorum::{drift, quorum, ttl_millis, validity, Tally};
 use super::round::{round, Progress, Replies, Vote};
@@ -86,6 +87,8 @@ pub struct Redlock {
     linger: Duration,
     /// What is recorded beside each lock this client takes (`None`: nothing).
     holder: Option<Holder>,
+    /// Whether a waiter listens for releases (notify.rs) besides polling.
+    pub(super) wakeups: bool,
 }
 
 impl Redlock {
@@ -109,6 +112,7 @@ impl Redlock {
             restart_guard,
             holder: None,
             linger: queue::linger(timeout),
+            wakeups: true,
         })
     }
 
@@ -118,6 +122,11 @@ impl Redlock {
             holder: Some(holder),
             ..self
         }
+    }
+
+    /// Whether waiters listen for releases (on by default) or only poll.
+    pub fn with_wakeups(self, wakeups: bool) -> Self {
+        Redlock { wakeups, ..self }
     }
 
     /// What this client records beside the locks it takes.
@@ -192,7 +201,9 @@ impl Redlock {
         // Unlock-all: a server that timed out may still have taken the key.
         // If a majority refuses it (an ACL without GET or DEL), every attempt
         // would leave its key behind: no retry can work, so say so.
-        let unlocked = self.release_round(key, token).await;
+        // Not announced: contenders that split the vote would all wake and
+        // retry in lockstep; the random poll is what sets them apart.
+        let unlocked = self.release_round(key, token, false).await;
         let unlock_failures = Failures(unlocked.failures(&self.servers));
         if let Some(refused) = unlock_failures.refusal(key, self.len(), self.quorum) {
             return Err(refused);
@@ -205,6 +216,11 @@ impl Redlock {
     /// gave up or was interrupted must not hold up the next for a linger.
     pub async fn leave_line(&self, key: &LockKey, ticket: &Ticket) {
         let (request_key, id) = (key.clone(), ticket.id.clone());
+        let channel = if self.wakeups {
+            notify::channel(key)
+        } else {
+            Vec::new()
+        };
         let request = move |mut connection: Connection| async move {
             let [line, lapse] = line_keys(&request_key);
             let left: i64 = connection
@@ -216,7 +232,7 @@ impl Redlock {
                         &line,
                         &lapse,
                     ],
-                    &[id.as_bytes()],
+                    &[id.as_bytes(), &channel],
                 )
                 .await?;
             Ok(left)
@@ -342,7 +358,7 @@ impl Redlock {
     /// for every server (each bounded by the server timeout) so that the
     /// delete reaches all of them before the process exits.
     pub async fn release(&self, key: &LockKey, token: &Token) -> Result<Released, LockError> {
-        let replies = self.release_round(key, token).await;
+        let replies = self.release_round(key, token, true).await;
         let tally = replies.tally(self.quorum);
         if tally.succeeded() {
             return Ok(Released {
@@ -405,16 +421,23 @@ impl Redlock {
             .collect()
     }
 
-    async fn release_round(&self, key: &LockKey, token: &Token) -> Replies<bool> {
+    /// Compare-and-delete on every server; `announce` publishes each delete
+    /// to the waiters (notify.rs).
+    async fn release_round(&self, key: &LockKey, token: &Token, announce: bool) -> Replies<bool> {
         let (request_key, request_token) = (key.clone(), token.clone());
+        let channel: Arc<[u8]> = match announce {
+            true => notify::channel(key).into(),
+            false => Arc::new([]),
+        };
         let request = move |mut connection: Connection| {
             let (key, token) = (request_key.clone(), request_token.clone());
+            let channel = channel.clone();
             async move {
                 let deleted: i64 = connection
                     .run_script(
                         &scripts::RELEASE,
                         &[key.bytes(), &record_key(&key)],
-                        &[token.as_str().as_bytes()],
+                        &[token.as_str().as_bytes(), &channel],
                     )
                     .await?;
                 Ok(deleted == 1)

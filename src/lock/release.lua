@@ -1,6 +1,9 @@
 -- Compare-and-delete: remove the lock, and its holder record, only while it
 -- still holds our token. (holds_token comes from token.lua, record_writable
--- from holder.lua.)
+-- from holder.lua.) A delete is announced on the channel ARGV[2], when one
+-- is given (lock/notify.rs), so that waiters try again at once. pcall: the
+-- announcement is an optimisation, and an ACL without PUBLISH (or without
+-- the channel) must not fail the release.
 local held = holds_token()
 if type(held) == "table" then
   return held
@@ -9,6 +12,10 @@ if held then
   if record_writable() then
     redis.pcall("DEL", KEYS[2])
   end
-  return redis.call("DEL", KEYS[1])
+  local deleted = redis.call("DEL", KEYS[1])
+  if ARGV[2] and ARGV[2] ~= "" then
+    redis.pcall("PUBLISH", ARGV[2], "")
+  end
+  return deleted
 end
 return 0

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::error::LockError;
 use super::key::{LockKey, Token};
 use super::mutex::{Lease, Redlock};
+use super::notify::Wakeups;
 use super::queue::Ticket;
 use crate::clock::BootInstant;
 
@@ -74,6 +75,11 @@ pub async fn acquire_or_cancel<C: Future>(
 /// Every attempt has a fresh token: a compare-and-delete of a failed attempt
 /// that reaches a stalled server late must not match the next attempt's key.
 /// `in_flight` always holds the current attempt's token.
+///
+/// After the first failed attempt the waiter listens for releases on every
+/// server (notify.rs) and tries again once the subscriptions have settled,
+/// then at each release it hears of, and at the random poll in between. The
+/// uncontended path never subscribes.
 async fn acquire(
     redlock: &Redlock,
     key: &LockKey,
@@ -87,11 +93,15 @@ async fn acquire(
         Wait::For(limit) => Some(BootInstant::now() + limit),
         Wait::Forever => None,
     };
+    let mut wakeups: Option<Wakeups> = None;
     let mut attempts = 0;
     loop {
         attempts += 1;
         let token = Token::generate();
         in_flight.set(token.clone());
+        if let Some(wakeups) = wakeups.as_mut() {
+            wakeups.attempt_starts();
+        }
         let error = match redlock.try_acquire(key, &token, ttl, ticket).await {
             Ok(lease) => return Ok(Lease { attempts, ..lease }),
             Err(error) if error.is_transient() => error,
@@ -106,7 +116,18 @@ async fn acquire(
             pause = pause.min(left);
         }
         on_retry(attempts, &error);
-        tokio::time::sleep(pause).await;
+        if wakeups.is_none() && redlock.wakeups {
+            wakeups = Some(Wakeups::subscribe(&redlock.servers, key));
+        }
+        match wakeups.as_mut() {
+            Some(wakeups) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(pause) => {}
+                    _ = wakeups.woken() => {}
+                }
+            }
+            None => tokio::time::sleep(pause).await,
+        }
     }
 }
 
@@ -132,14 +153,27 @@ impl InFlight {
 
 /// A random pause between attempts, so that competing clients that failed
 /// together do not retry in lockstep: uniform in [base/2, 3·base/2), with the
-/// base a tenth of the TTL, between 10ms and 200ms.
+/// base a tenth of the TTL, between 10ms and 200ms. Debug builds let tests
+/// fix it with `REDLOCK_TEST_POLL_DELAY_MS`, to tell a wake-up from a poll.
 fn retry_delay(ttl: Duration) -> Duration {
+    if let Some(forced) = forced_poll_delay() {
+        return forced;
+    }
     let base = (ttl / 10).clamp(Duration::from_millis(10), Duration::from_millis(200));
     let mut bytes = [0u8; 8];
     // Jitter needs no cryptographic quality; a failure just means no jitter.
     let _ = getrandom::fill(&mut bytes);
     let fraction = (u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64;
     base / 2 + base.mul_f64(fraction)
+}
+
+/// The poll delay a test forced (debug builds only).
+fn forced_poll_delay() -> Option<Duration> {
+    cfg!(debug_assertions)
+        .then(|| std::env::var("REDLOCK_TEST_POLL_DELAY_MS").ok())
+        .flatten()
+        .and_then(|ms| ms.parse().ok())
+        .map(Duration::from_millis)
 }
 
 #[cfg(test)]

@@ -29,8 +29,9 @@ pub static ACQUIRE: LazyLock<LuaScript> = LazyLock::new(|| {
     ))
 });
 
-/// `if GET == token then DEL` (the key and its holder record): 1 if deleted,
-/// 0 if the token was not there.
+/// `if GET == token then DEL` (the key and its holder record), announced on
+/// the channel ARGV[2] unless it is empty: 1 if deleted, 0 if the token was
+/// not there.
 pub static RELEASE: LazyLock<LuaScript> = LazyLock::new(|| {
     LuaScript::new(concat!(
         include_str!("token.lua"),
@@ -68,8 +69,8 @@ pub static LIST: LazyLock<LuaScript> = LazyLock::new(|| {
     ))
 });
 
-/// `occupant()`, then DEL of a string key and its record, whoever holds it:
-/// `release --force`.
+/// `occupant()`, then DEL of a string key and its record, whoever holds it,
+/// announced on the channel ARGV[1]: `release --force`.
 pub static FORCE: LazyLock<LuaScript> = LazyLock::new(|| {
     LuaScript::new(concat!(
         include_str!("holder.lua"),

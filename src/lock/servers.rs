@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use redis::aio::MultiplexedConnection;
+use redis::aio::{MultiplexedConnection, PubSubStream};
 use redis::{
     AsyncConnectionConfig, ConnectionAddr, ErrorKind, FromRedisValue, RedisError, ServerErrorKind,
 };
@@ -240,6 +240,21 @@ impl Server {
             self.timeouts_in_a_row.store(0, Ordering::Relaxed);
         }
         reply
+    }
+
+    /// A connection of its own, subscribed to `channel`: the messages
+    /// published there from now on. Connecting and the confirmation of the
+    /// subscription are bounded by the server timeout together.
+    pub async fn subscribe(&self, channel: &[u8]) -> Result<PubSubStream, ServerError> {
+        let subscribing = async {
+            let mut pubsub = self.client.get_async_pubsub().await?;
+            pubsub.subscribe(channel).await?;
+            Ok(pubsub.into_on_message())
+        };
+        match tokio::time::timeout(self.timeout, subscribing).await {
+            Ok(subscribed) => subscribed.map_err(|err: RedisError| self.failed(&err)),
+            Err(_) => Err(ServerError::Timeout(self.timeout)),
+        }
     }
 
     async fn connect(&self) -> Result<(Connection, bool), ServerError> {

@@ -23,3 +23,4 @@ mod restart_guard;
 mod server_errors;
 mod snapshots;
 mod status;
+mod wakeup;

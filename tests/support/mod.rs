@@ -344,6 +344,15 @@ impl RedisServer {
         self.query(redis::cmd("PTTL").arg(key), "PTTL")
     }
 
+    /// `PUBSUB NUMSUB channel`: how many clients listen on `channel`.
+    pub fn subscribers(&self, channel: &[u8]) -> i64 {
+        let (_, count): (Vec<u8>, i64) = self.query(
+            redis::cmd("PUBSUB").arg("NUMSUB").arg(channel),
+            "PUBSUB NUMSUB",
+        );
+        count
+    }
+
     /// Creates (or resets) the ACL user `name` with password `password` and
     /// the ACL `rules` (e.g. `["~*", "+@all", "-get"]`) and returns the URL
     /// that logs in as that user: `redis://name:password@127.0.0.1:PORT`.

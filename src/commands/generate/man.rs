@@ -13,7 +13,7 @@ use crate::exit_code::TABLE;
 
 /// Every variable `redlock` reads, and what for. A test checks that each
 /// `REDLOCK_*` name in the source is here.
-const ENVIRONMENT: [(&str, &str); 10] = [
+const ENVIRONMENT: [(&str, &str); 11] = [
     (
         "REDLOCK_SERVERS",
         "The server URLs, as for -s, separated by commas; used when no -s is given.",
@@ -27,6 +27,12 @@ const ENVIRONMENT: [(&str, &str); 10] = [
     ("REDLOCK_RESTART_GUARD", "The default of --restart-guard."),
     ("REDLOCK_TLS_CA_CERT", "The default of --tls-ca-cert."),
     ("REDLOCK_PREFIX", "The default of --prefix."),
+    (
+        "REDLOCK_WAKEUPS",
+        "0 turns wake-ups on release off: a waiting acquire or exec then only polls, after a \
+         random pause, instead of trying again as soon as a release is announced. For \
+         benchmarks and debugging; 1 or unset leaves them on.",
+    ),
     (
         "REDLOCK_TOKEN",
         "release and extend: the token, when no TOKEN is given. exec sets it for the command.",

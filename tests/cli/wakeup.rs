@@ -1,0 +1,265 @@
+//! Wake-ups on release: a waiter listens on every server for the message a
+//! release publishes and tries again at once, instead of at its next poll.
+//! The poll is forced to a long delay (`REDLOCK_TEST_POLL_DELAY_MS`, debug
+//! builds only), so that a waiter that acquires soon after a release can
+//! only have been woken. Listening is an optimisation: a server the waiter
+//! could not subscribe to, or a user without the permissions, still gets the
+//! lock by polling.
+
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::support::{acquire, run, wait_until, Cluster, Output, RedisServer, Running};
+
+const PASSWORD: &str = "acl-pw-1234";
+
+/// A poll delay no wake-up test waits out.
+const SLOW_POLL_MS: &str = "5000";
+
+/// How many clients listen for releases of `name` on `server`.
+fn listeners(server: &RedisServer, name: &str) -> i64 {
+    server.subscribers(&[name.as_bytes(), b"\0released"].concat())
+}
+
+/// Waits until `servers` of `cluster` each have `count` listeners on
+/// `name`'s channel; panics with the logs if they do not within 10s.
+#[track_caller]
+fn wait_for_listeners(cluster: &Cluster, servers: &[usize], name: &str, count: i64) {
+    let listening = || {
+        servers
+            .iter()
+            .all(|&i| listeners(&cluster[i], name) == count)
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), listening),
+        "no {count} listener(s) on {name:?} on servers {servers:?}\n{}",
+        cluster.logs()
+    );
+}
+
+/// `cmd` started in the background with its output captured.
+fn spawn(cmd: &mut Command) -> Running {
+    Running::spawn(
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+}
+
+/// Waits for `waiter` and says how long that took from `released`.
+fn finished_after(waiter: Running, released: Instant) -> (Output, Duration) {
+    let out = waiter.finish(Duration::from_secs(30));
+    (out, released.elapsed())
+}
+
+/// A waiting acquire on `cluster` with the poll delay forced to `poll_ms`.
+fn waiter(cluster: &Cluster, name: &str, poll_ms: &str) -> Command {
+    let mut cmd = cluster.redlock();
+    cmd.args(["acquire", "-w", "20s", name])
+        .env("REDLOCK_TEST_POLL_DELAY_MS", poll_ms);
+    cmd
+}
+
+#[test]
+fn a_waiter_is_woken_by_a_release_without_waiting_out_its_poll() {
+    let cluster = Cluster::start(3);
+    let token = acquire(&cluster, "handoff", &[]);
+    let waiting = spawn(&mut waiter(&cluster, "handoff", SLOW_POLL_MS));
+    wait_for_listeners(&cluster, &[0, 1, 2], "handoff", 1);
+
+    run(cluster.redlock().args(["release", "handoff", &token])).assert_code(0, "release");
+    let (out, took) = finished_after(waiting, Instant::now());
+    out.assert_code(0, "the waiter");
+    assert!(
+        took < Duration::from_secs(1),
+        "the waiter took {took:?} after the release: it waited for its poll\n{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn without_wakeups_a_waiter_waits_for_its_poll() {
+    // The control for the test above: the same wait, wake-ups turned off.
+    let cluster = Cluster::start(3);
+    let token = acquire(&cluster, "handoff", &[]);
+    let waiting = spawn(waiter(&cluster, "handoff", SLOW_POLL_MS).env("REDLOCK_WAKEUPS", "0"));
+    // Nobody listens: give the first attempt time to fail.
+    thread::sleep(Duration::from_millis(500));
+    assert_eq!(listeners(&cluster[0], "handoff"), 0, "wake-ups are off");
+
+    run(cluster.redlock().args(["release", "handoff", &token])).assert_code(0, "release");
+    let (out, took) = finished_after(waiting, Instant::now());
+    out.assert_code(0, "the waiter");
+    assert!(
+        took >= Duration::from_secs(1),
+        "the waiter took only {took:?} after the release with REDLOCK_WAKEUPS=0"
+    );
+}
+
+#[test]
+fn release_force_wakes_waiters_too() {
+    let cluster = Cluster::start(3);
+    acquire(&cluster, "stale", &["--ttl", "1h"]);
+    let waiting = spawn(&mut waiter(&cluster, "stale", SLOW_POLL_MS));
+    wait_for_listeners(&cluster, &[0, 1, 2], "stale", 1);
+
+    run(cluster
+        .redlock()
+        .args(["release", "--force", "-q", "stale"]))
+    .assert_code(0, "release --force");
+    let (out, took) = finished_after(waiting, Instant::now());
+    out.assert_code(0, "the waiter");
+    assert!(
+        took < Duration::from_secs(1),
+        "the waiter took {took:?} after release --force\n{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn exec_is_woken_while_it_waits() {
+    let cluster = Cluster::start(3);
+    let token = acquire(&cluster, "job", &[]);
+    let waiting = spawn(
+        cluster
+            .redlock()
+            .args(["exec", "-w", "20s", "job", "--", "true"])
+            .env("REDLOCK_TEST_POLL_DELAY_MS", SLOW_POLL_MS),
+    );
+    wait_for_listeners(&cluster, &[0, 1, 2], "job", 1);
+
+    run(cluster.redlock().args(["release", "job", &token])).assert_code(0, "release");
+    let (out, took) = finished_after(waiting, Instant::now());
+    out.assert_code(0, "exec");
+    assert!(
+        took < Duration::from_secs(1),
+        "exec took {took:?} after the release: it waited for its poll\n{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_release_on_servers_the_waiter_could_not_subscribe_to_is_found_by_polling() {
+    // The waiter's user may subscribe on server 2 only. The lock is held on
+    // servers 0 and 1 (its key on 2 was removed behind its back), so the
+    // release is announced where nobody listens, and only the poll finds it.
+    let cluster = Cluster::start(3);
+    let token = acquire(&cluster, "polled", &[]);
+    redis::cmd("DEL")
+        .arg("polled")
+        .exec(&mut cluster[2].client())
+        .unwrap();
+    let no_channels = ["~*", "+@all", "resetchannels"];
+    let urls = [
+        cluster[0].acl_user("deaf", PASSWORD, &no_channels),
+        cluster[1].acl_user("deaf", PASSWORD, &no_channels),
+        cluster[2].acl_user("deaf", PASSWORD, &["~*", "&*", "+@all"]),
+    ];
+    let waiting = spawn(waiter(&cluster, "polled", "1500").env("REDLOCK_SERVERS", urls.join(",")));
+    wait_for_listeners(&cluster, &[2], "polled", 1);
+    assert_eq!(listeners(&cluster[0], "polled"), 0, "a refused SUBSCRIBE");
+
+    run(cluster.redlock().args(["release", "polled", &token])).assert_code(0, "release");
+    let (out, took) = finished_after(waiting, Instant::now());
+    out.assert_code(0, "the waiter");
+    assert!(
+        took < Duration::from_secs(10),
+        "the waiter took {took:?} after the release\n{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_server_hung_while_the_waiter_subscribes_does_not_hold_up_its_wake_up() {
+    // Server 2 is stopped while the waiter subscribes and stays stopped: its
+    // subscription times out, and the releases on the others still wake the
+    // waiter at once.
+    let mut cluster = Cluster::start(3);
+    let token = acquire(&cluster, "paused", &[]);
+    cluster[2].pause();
+    let waiting =
+        spawn(waiter(&cluster, "paused", SLOW_POLL_MS).args(["--server-timeout", "300ms"]));
+    wait_for_listeners(&cluster, &[0, 1], "paused", 1);
+    // Its subscription on server 2 has given up.
+    thread::sleep(Duration::from_millis(600));
+
+    run(cluster
+        .redlock()
+        .args(["--server-timeout", "300ms", "release", "paused", &token]))
+    .assert_code(0, "release");
+    let (out, took) = finished_after(waiting, Instant::now());
+    out.assert_code(0, "the waiter");
+    assert!(
+        took < Duration::from_secs(1),
+        "the waiter took {took:?} after the release\n{}",
+        out.stderr
+    );
+    cluster[2].resume();
+}
+
+#[test]
+fn a_user_without_publish_or_subscribe_locks_and_releases() {
+    // The README's least-privileged user less the channels: wake-ups are an
+    // optimisation, so a refused PUBLISH must not fail the release, and a
+    // refused SUBSCRIBE leaves the waiter polling.
+    let cluster = Cluster::start(3);
+    let rules = [
+        "~*", "+set", "+get", "+del", "+pexpire", "+pttl", "+type", "+info", "+time", "+eval",
+        "+evalsha",
+    ];
+    let servers = cluster.acl_user("nopubsub", PASSWORD, &rules);
+    let as_user = || {
+        let mut cmd = cluster.redlock();
+        cmd.env("REDLOCK_SERVERS", &servers);
+        cmd
+    };
+    let out = run(as_user().args(["acquire", "-n", "quiet"]));
+    out.assert_code(0, "acquire");
+    let token = out.stdout.trim().to_owned();
+    let waiting = spawn(
+        as_user()
+            .args(["acquire", "-w", "20s", "quiet"])
+            .env("REDLOCK_TEST_POLL_DELAY_MS", "300"),
+    );
+    thread::sleep(Duration::from_millis(500));
+
+    let out = run(as_user().args(["release", "quiet", &token]));
+    out.assert_code(0, &format!("release without PUBLISH: {}", out.stderr));
+    let out = waiting.finish(Duration::from_secs(30));
+    out.assert_code(0, "the waiter, without SUBSCRIBE");
+    let token = out.stdout.trim().to_owned();
+    run(as_user().args(["release", "quiet", &token])).assert_code(0, "its release");
+    let out = run(as_user().args(["acquire", "-n", "quiet"]));
+    out.assert_code(0, "acquire");
+    run(as_user().args(["release", "--force", "-q", "quiet"]))
+        .assert_code(0, "release --force without PUBLISH");
+}
+
+#[test]
+fn no_waiter_takes_the_lock_while_it_is_held() {
+    // Several waiters queue for one lock with wake-ups on; each section
+    // marks its occupancy with mkdir, which fails if another is inside.
+    let cluster = Cluster::start(5);
+    let dir = crate::support::temp_dir("wakeup-occupancy");
+    let inside = dir.path().join("inside");
+    let section = format!(
+        "mkdir '{0}' || exit 99; sleep 0.02; rmdir '{0}'",
+        inside.display()
+    );
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let mut cmd = cluster.redlock();
+            cmd.args(["exec", "-w", "60s", "shared", "-c", &section]);
+            thread::spawn(move || (0..6).map(|_| run(&mut cmd).code).collect::<Vec<_>>())
+        })
+        .collect();
+    for client in clients {
+        let codes = client.join().expect("a client thread");
+        assert!(
+            codes.iter().all(|&code| code == 0),
+            "a section found another inside (99) or failed: {codes:?}"
+        );
+    }
+    assert!(!inside.exists(), "a section never left");
+}
