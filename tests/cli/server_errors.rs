@@ -481,4 +481,40 @@ fn the_documented_least_privileged_user_can_run_every_command() {
     locker(&["acquire", "-n", "stale"]).assert_code(0, "acquire");
     locker(&["release", "--force", "stale"]).assert_code(0, "release --force");
     locker(&["exec", "--ttl", "300ms", "job", "--", "sleep", "0.5"]).assert_code(0, "exec");
+
+    // Wake-ups: the user may publish and subscribe, so a waiter is woken by
+    // the release, not by its poll (forced to 5s).
+    let out = locker(&["acquire", "-n", "woken"]);
+    out.assert_code(0, "acquire");
+    let token = out.stdout.trim().to_owned();
+    let waiter = support::Running::spawn(
+        support::redlock()
+            .env("REDLOCK_SERVERS", &servers)
+            .env("REDLOCK_RESTART_GUARD", "1ms")
+            .env("REDLOCK_TEST_POLL_DELAY_MS", "5000")
+            .args(["acquire", "-w", "20s", "woken"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped()),
+    );
+    let listening = || {
+        cluster
+            .servers
+            .iter()
+            .all(|s| s.subscribers(b"woken\0released") == 1)
+    };
+    assert!(
+        support::wait_until(Duration::from_secs(10), listening),
+        "the waiter does not listen for releases"
+    );
+    locker(&["release", "woken", &token]).assert_code(0, "release");
+    let released = std::time::Instant::now();
+    waiter
+        .finish(Duration::from_secs(30))
+        .assert_code(0, "the waiter");
+    assert!(
+        released.elapsed() < Duration::from_secs(1),
+        "the waiter was not woken: {:?}",
+        released.elapsed()
+    );
 }
