@@ -8,6 +8,7 @@
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_core::Stream;
 use tokio::sync::mpsc;
@@ -27,16 +28,22 @@ pub fn channel(key: &LockKey) -> Vec<u8> {
     [key.bytes(), CHANNEL_SUFFIX].concat()
 }
 
-/// What one server's listener reports.
+/// How long a waiter woken by one server's announcement waits for the
+/// others it listens to: a release deletes the key on every server at about
+/// the same time, and an attempt that overtakes it on a server would take the
+/// lock on fewer servers than it could.
+const SETTLE: Duration = Duration::from_millis(10);
+
+/// What one server's listener (by its index) reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Event {
     /// The subscription is confirmed: every release on this server from now
     /// on is announced to us.
-    Listening,
+    Listening(usize),
     /// The subscription failed; this server is left to the poll.
     Failed,
     /// A release was announced.
-    Released,
+    Released(usize),
 }
 
 /// The subscriptions of one waiter, one connection per server, and what
@@ -47,8 +54,12 @@ pub struct Wakeups {
     _listeners: JoinSet<()>,
     /// Subscriptions neither confirmed nor failed yet.
     unsettled: usize,
-    /// A release was announced since the attempt started.
-    released: bool,
+    /// The servers listened to.
+    listening_on: Vec<bool>,
+    /// The servers that announced a release since the attempt started.
+    announced: Vec<bool>,
+    /// Once one did: until when the others are waited for.
+    settle_until: Option<tokio::time::Instant>,
     /// A subscription was confirmed since the attempt started: a release on
     /// that server just before it would have gone unheard.
     listening: bool,
@@ -60,7 +71,7 @@ impl Wakeups {
         let (sender, events) = mpsc::unbounded_channel();
         let mut listeners = JoinSet::new();
         let channel: Arc<[u8]> = channel(key).into();
-        for server in servers {
+        for (index, server) in servers.iter().enumerate() {
             let (server, sender, channel) = (server.clone(), sender.clone(), channel.clone());
             listeners.spawn(async move {
                 let mut messages = match server.subscribe(&channel).await {
@@ -70,12 +81,12 @@ impl Wakeups {
                         return;
                     }
                 };
-                let _ = sender.send(Event::Listening);
+                let _ = sender.send(Event::Listening(index));
                 while poll_fn(|cx| Pin::new(&mut messages).poll_next(cx))
                     .await
                     .is_some()
                 {
-                    if sender.send(Event::Released).is_err() {
+                    if sender.send(Event::Released(index)).is_err() {
                         return;
                     }
                 }
@@ -85,7 +96,9 @@ impl Wakeups {
             events,
             _listeners: listeners,
             unsettled: servers.len(),
-            released: false,
+            listening_on: vec![false; servers.len()],
+            announced: vec![false; servers.len()],
+            settle_until: None,
             listening: false,
         }
     }
@@ -96,37 +109,65 @@ impl Wakeups {
         while let Ok(event) = self.events.try_recv() {
             self.note(event);
         }
-        self.released = false;
+        self.announced.fill(false);
+        self.settle_until = None;
         self.listening = false;
     }
 
     /// Resolves once something arrived since the attempt started that the
-    /// attempt may have missed: a release, or the last of the subscriptions
-    /// settling after one was confirmed. At once if that already happened;
-    /// never if nothing more can arrive.
+    /// attempt may have missed: a release (once every server listened to
+    /// announced it, or [`SETTLE`] after the first did), or the last of the
+    /// subscriptions settling after one was confirmed. At once if that
+    /// already happened; never if nothing more can arrive.
     pub async fn woken(&mut self) {
         loop {
             while let Ok(event) = self.events.try_recv() {
                 self.note(event);
             }
-            if self.released || (self.listening && self.unsettled == 0) {
+            if self.due() {
                 return;
             }
-            match self.events.recv().await {
-                Some(event) => self.note(event),
-                None => std::future::pending().await,
+            let settled = async {
+                match self.settle_until {
+                    Some(until) => tokio::time::sleep_until(until).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                event = self.events.recv() => match event {
+                    Some(event) => self.note(event),
+                    None => std::future::pending().await,
+                },
+                _ = settled => return,
             }
+        }
+    }
+
+    fn due(&self) -> bool {
+        let all_announced = self
+            .listening_on
+            .iter()
+            .zip(&self.announced)
+            .all(|(&listening, &announced)| announced || !listening);
+        match self.settle_until {
+            Some(until) => all_announced || tokio::time::Instant::now() >= until,
+            None => self.listening && self.unsettled == 0,
         }
     }
 
     fn note(&mut self, event: Event) {
         match event {
-            Event::Listening => {
+            Event::Listening(index) => {
                 self.unsettled -= 1;
                 self.listening = true;
+                self.listening_on[index] = true;
             }
             Event::Failed => self.unsettled -= 1,
-            Event::Released => self.released = true,
+            Event::Released(index) => {
+                self.announced[index] = true;
+                self.settle_until
+                    .get_or_insert_with(|| tokio::time::Instant::now() + SETTLE);
+            }
         }
     }
 }
