@@ -354,9 +354,10 @@ impl Redlock {
             })
     }
 
-    /// Deletes the key on every server where it still holds `token`, waiting
-    /// for every server (each bounded by the server timeout) so that the
-    /// delete reaches all of them before the process exits.
+    /// Deletes the key on every server where it still holds `token`. Once the
+    /// outcome is certain it still waits for every live server (see
+    /// [`round`]), so that the delete has reached them before the process
+    /// exits; a server hung before its handshake is not waited for.
     pub async fn release(&self, key: &LockKey, token: &Token) -> Result<Released, LockError> {
         let replies = self.release_round(key, token, true).await;
         let tally = replies.tally(self.quorum);
@@ -443,7 +444,15 @@ impl Redlock {
                 Ok(deleted == 1)
             }
         };
-        round(&self.servers, request, |_| Progress::Undecided).await
+        let quorum = self.quorum;
+        round(&self.servers, request, move |replies| {
+            if replies.tally(quorum).is_decided() {
+                Progress::Settled
+            } else {
+                Progress::Undecided
+            }
+        })
+        .await
     }
 
     /// A yes/no round that ends as soon as its outcome is certain.
@@ -460,7 +469,7 @@ impl Redlock {
                 replies.pending() > 0 && replies.answered().any(Vote::is_inconclusive);
             match (tally.is_decided(), tally.succeeded()) {
                 (false, _) => Progress::Undecided,
-                (true, true) => Progress::Succeeded,
+                (true, true) => Progress::Settled,
                 (true, false) if inconclusive => Progress::Undecided,
                 (true, false) => Progress::Failed,
             }

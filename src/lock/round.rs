@@ -3,7 +3,6 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::mpsc;
 
@@ -18,9 +17,10 @@ pub(super) enum Progress {
     Undecided,
     /// The round failed; nobody else need be waited for.
     Failed,
-    /// The round succeeded: servers that answer about as fast as the majority
-    /// did are still waited for, briefly.
-    Succeeded,
+    /// The round is decided, and its request should still reach the other
+    /// servers: every request handed to an open connection is written
+    /// before the round returns, without waiting for its reply.
+    Settled,
 }
 
 /// Every server's reply, in configuration order; `None` for one that has not
@@ -104,10 +104,6 @@ impl<T: Vote> Replies<T> {
     }
 }
 
-/// The least time a successful round waits for the servers that have not
-/// answered yet.
-const STRAGGLER_PATIENCE: Duration = Duration::from_millis(2);
-
 /// Sends `request` to every server concurrently and hands the replies so far
 /// to `progress` as each arrives, until it decides or every server answered
 /// (or failed within its timeout). Requests still in flight when the round
@@ -131,7 +127,6 @@ where
         });
     }
     drop(sender);
-    let started = tokio::time::Instant::now();
     let mut replies = Replies {
         answers: servers.iter().map(|_| None).collect(),
         arrival: Vec::with_capacity(servers.len()),
@@ -144,17 +139,28 @@ where
             break;
         }
     }
-    if outcome == Progress::Succeeded {
-        // A server that answers within about the time the quorum took is
-        // fast, not hung: wait for it too, so that it holds the lock (or its
-        // new expiry) before this process moves on or exits.
-        let patience = started.elapsed().max(STRAGGLER_PATIENCE);
-        let give_up_at = tokio::time::Instant::now() + patience;
-        while replies.pending() > 0 {
-            match tokio::time::timeout_at(give_up_at, arrivals.recv()).await {
-                Ok(Some((index, reply))) => replies.record(index, reply),
-                _ => break,
-            }
+    if outcome == Progress::Settled {
+        // The fault margin: the request should be on every healthy server
+        // before this process moves on or exits, not only on the majority.
+        // Waiting for the others' replies cannot tell a slow server from a
+        // stopped one except by time (the kernel of a SIGSTOPped server
+        // still completes TCP handshakes and takes the bytes), and any such
+        // patience is what a hung server then costs on every call. So the
+        // round does not wait for replies; it makes sure the requests are
+        // written. Each server whose connection is open has handed its
+        // request to that connection's driver task, which writes it to the
+        // socket when the runtime next polls it. On this current-thread
+        // runtime, a yield lets every task that is ready run before this
+        // one resumes. Once written, the kernel delivers the request even
+        // if this process exits at once, and a healthy server runs it
+        // before anything that reaches it later. A request to a server
+        // still connecting follows in the background while the process
+        // lives, as before; a late SET is what the algorithm allows for: it
+        // expires, and a release on the same connection follows it.
+        tokio::task::yield_now().await;
+        // Replies that came in meanwhile are counted (`held_on`), for free.
+        while let Ok((index, reply)) = arrivals.try_recv() {
+            replies.record(index, reply);
         }
     }
     replies

@@ -464,6 +464,63 @@ fn one_paused_server_of_three_does_not_delay_acquire() {
     assert_held_everywhere(&cluster, b"paused", &token);
 }
 
+/// One of five servers hung: every acquire and release returns without
+/// waiting for it (the server timeout is 2s; each call must take far less),
+/// and the fault margin holds: right after `acquire` returns, the key is on
+/// every healthy server, and right after `release` returns, it is gone from
+/// every one of them.
+#[test]
+fn a_hung_server_of_five_delays_neither_acquire_nor_release() {
+    let mut cluster = Cluster::start(5);
+    cluster[4].pause();
+    let hung = cluster[4].url();
+    for round in 0..40 {
+        let name = format!("hung-{round}");
+        let (out, took) = timed(cluster.redlock().args([
+            "acquire",
+            "-n",
+            "--json",
+            "--server-timeout",
+            "2s",
+            &name,
+        ]));
+        out.assert_code(0, "acquire with one of five hung");
+        assert!(took < Duration::from_secs(1), "acquire took {took:?}");
+        let json = out.json();
+        let token = json["token"].as_str().expect("a token").to_owned();
+        let held_on: Vec<&str> = json["held_on"]
+            .as_array()
+            .expect("held_on is an array")
+            .iter()
+            .map(|server| server.as_str().expect("held_on holds strings"))
+            .collect();
+        assert!(held_on.len() >= 3, "a quorum: {held_on:?}");
+        assert!(!held_on.contains(&hung.as_str()), "{held_on:?}");
+        for i in 0..4 {
+            assert_eq!(
+                cluster[i].get(name.as_bytes()).as_deref(),
+                Some(token.as_bytes()),
+                "round {round}: the key is not on healthy server {i} right after acquire"
+            );
+        }
+        let (out, took) =
+            timed(
+                cluster
+                    .redlock()
+                    .args(["release", "--server-timeout", "2s", &name, &token]),
+            );
+        out.assert_code(0, "release with one of five hung");
+        assert!(took < Duration::from_secs(1), "release took {took:?}");
+        for i in 0..4 {
+            assert_eq!(
+                cluster[i].get(name.as_bytes()),
+                None,
+                "round {round}: the key is still on healthy server {i} right after release"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_minority_down_does_not_matter() {
     let mut cluster = Cluster::start(5);

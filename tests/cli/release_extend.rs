@@ -162,13 +162,15 @@ fn release_json_reports_the_servers() {
     };
     let mut every: Vec<String> = (0..3).map(|i| cluster[i].port().to_string()).collect();
     every.sort();
-    assert_eq!(
-        ports(&json["released_on"]),
-        every,
-        "release waits for every server"
-    );
-    assert_eq!(json["released_count"], 3);
+    // The servers that confirmed before release returned: a majority at
+    // least. The delete was written to every server all the same, so the
+    // key is gone from each of them right after.
+    let released_on = ports(&json["released_on"]);
+    assert!(released_on.len() >= 2, "{released_on:?}");
+    assert!(released_on.iter().all(|port| every.contains(port)));
+    assert_eq!(json["released_count"], released_on.len());
     assert_eq!(json["servers"], 3);
+    assert_gone_everywhere(&cluster, b"job");
 
     let out = run(cluster.redlock().args(["release", "--json", "job", &token]));
     out.assert_code(79, "release --json not held");
