@@ -287,11 +287,6 @@ pub enum Command {
     /// generated files).
     #[command(hide = true)]
     Generate(GenerateArgs),
-
-    /// The process that enforces an exec's deadline when the supervisor cannot
-    /// (internal; started by `exec` itself).
-    #[command(hide = true, name = "__watchdog")]
-    Watchdog(WatchdogArgs),
 }
 
 #[derive(Debug, Args)]
@@ -448,16 +443,6 @@ pub struct ExecArgs {
         value_hint = ValueHint::CommandWithArguments
     )]
     pub argv: Vec<OsString>,
-}
-
-#[derive(Debug, Args)]
-pub struct WatchdogArgs {
-    #[arg(long, value_parser = parse_signal)]
-    pub signal: Signal,
-    #[arg(long)]
-    pub grace_ms: u64,
-    #[arg(long)]
-    pub margin_ms: u64,
 }
 
 /// An exit status for `-E`: 0 to 255.

@@ -20,12 +20,13 @@ use crate::exit_code::Exit;
 use crate::lock::{count_servers, keep, Holder, Keeping, Lease, LockError, Redlock, Verdict};
 use crate::output::{text, Held, Reporter};
 use crate::signals::Listener;
-use crate::supervise::{self, child, Outcome};
+use crate::supervise::{self, child, Outcome, Watchdog};
 
 pub async fn run(
     redlock: &Redlock,
     spec: ExecSpec,
     handoff: &Handoff,
+    watchdog: Watchdog,
     out: Reporter,
 ) -> Result<Exit, Error> {
     if spec.derived_name {
@@ -69,7 +70,7 @@ pub async fn run(
         &spec,
         handoff,
         &lease,
-        &mut signals,
+        (&mut signals, watchdog),
         (out, &extensions),
     )
     .await;
@@ -123,7 +124,7 @@ async fn supervise_under(
     spec: &ExecSpec,
     handoff: &Handoff,
     lease: &Lease,
-    signals: &mut Listener,
+    (signals, watchdog): (&mut Listener, Watchdog),
     (out, extensions): (Reporter, &Cell<u32>),
 ) -> Result<Exit, Error> {
     let child_env = handoff
@@ -158,7 +159,7 @@ async fn supervise_under(
         }
         out.supervision(&event)
     };
-    let outcome = supervise::run(&command, deadline, lost, signals, &report)
+    let outcome = supervise::run(&command, watchdog, deadline, lost, signals, &report)
         .await
         .map_err(Error::Internal)?;
     Ok(match outcome {

@@ -12,19 +12,18 @@ mod list;
 mod release;
 mod status;
 mod waiting;
-mod watchdog;
 
 use crate::config::{LockJob, Servers, Task};
 use crate::error::Error;
 use crate::exit_code::Exit;
 use crate::lock::Redlock;
 use crate::output::Reporter;
+use crate::supervise::Watchdog;
 
 /// Runs one validated task.
 pub fn dispatch(task: Task, out: Reporter) -> Result<Exit, Error> {
     match task {
         Task::Generate { what, dir } => generate::write(what, &dir),
-        Task::Watchdog { signal, plan } => watchdog::run(signal, plan),
         Task::Lock { servers, job } => run_lock_job(*servers, job, out),
     }
 }
@@ -58,6 +57,16 @@ fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, E
         _ => redlock,
     };
     crate::signals::reset_inherited();
+    // The watchdog is forked now, while this process has one thread; see
+    // `Watchdog::fork`. It is a copy of this process, so it costs no second
+    // start of the binary. It waits on its pipe until the command runs.
+    let watchdog = match &job {
+        LockJob::Exec(spec) => Some(
+            Watchdog::fork(spec.signal, spec.stop)
+                .map_err(|err| Error::internal("cannot start the watchdog process", err))?,
+        ),
+        _ => None,
+    };
     // One thread is plenty for N sockets, and it keeps the process simple to
     // reason about when it later supervises a child.
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -79,7 +88,10 @@ fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, E
                 extend::run(&redlock, &key, &token, ttl, out).await
             }
             LockJob::Status { key } => status::run(&redlock, &key, out).await,
-            LockJob::Exec(spec) => exec::run(&redlock, spec, &handoff, out).await,
+            LockJob::Exec(spec) => {
+                let watchdog = watchdog.expect("forked for exec");
+                exec::run(&redlock, spec, &handoff, watchdog, out).await
+            }
         }
     })
 }

@@ -43,11 +43,6 @@ pub enum Task {
         what: cli::Generated,
         dir: PathBuf,
     },
-    /// The watchdog process `exec` starts.
-    Watchdog {
-        signal: Signal,
-        plan: StopPlan,
-    },
 }
 
 /// Where the lock lives.
@@ -140,17 +135,6 @@ impl Config {
             Command::Generate(args) => {
                 let (what, dir) = (args.what, args.dir);
                 let task = Task::Generate { what, dir };
-                return Ok(Config::new(task, output));
-            }
-            Command::Watchdog(args) => {
-                let plan = StopPlan {
-                    grace: Duration::from_millis(args.grace_ms),
-                    margin: Duration::from_millis(args.margin_ms),
-                };
-                let task = Task::Watchdog {
-                    signal: args.signal,
-                    plan,
-                };
                 return Ok(Config::new(task, output));
             }
             Command::Acquire(args) => LockJob::Acquire {

@@ -32,10 +32,10 @@ use crate::signals::{Latest, Listener};
 use child::Group;
 use job_control::{Leftovers, Terminal};
 use state::{Effect, State};
-use watchdog::Watchdog;
 
 pub use child::Command;
 pub use state::{Event, Outcome, StopReason};
+pub use watchdog::Watchdog;
 
 /// Signals sent to `redlock exec` that are passed on to the command.
 pub const FORWARDED: [Signal; 6] = [
@@ -52,11 +52,13 @@ pub const FORWARDED: [Signal; 6] = [
 const NO_WATCHDOG: &str = "the watchdog process is gone; not starting the command without it";
 
 /// Runs `command` until it and the processes it left in its group have
-/// ended, within the validity `deadlines` publish, stopping it when `lost`
+/// ended, within the validity `deadlines` publish, guarded by `watchdog`
+/// (forked with `command`'s signal and plan), stopping it when `lost`
 /// resolves (with the protocol's account of the loss). `signals` (listened
 /// for since before the lock was taken) are passed on to the command.
 pub async fn run(
     command: &Command,
+    mut watchdog: Watchdog,
     deadlines: watch::Receiver<BootInstant>,
     lost: impl Future<Output = String>,
     signals: &mut Listener,
@@ -67,8 +69,6 @@ pub async fn run(
     // and SIGCONT is passed on.
     let job_signals = Latest::new(&[Signal::SIGTSTP, Signal::SIGCONT])?;
     child::adopt_orphans();
-    let mut watchdog = Watchdog::spawn(command.signal, command.plan)
-        .map_err(|err| anyhow::anyhow!("cannot start the watchdog process: {err}"))?;
     // The deadline goes first and the command announces its group itself,
     // so that the watchdog is never without either once the command runs.
     watchdog

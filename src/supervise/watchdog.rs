@@ -1,9 +1,9 @@
 //! A second process that enforces the lock's deadline even when the
 //! supervisor is frozen (SIGSTOP, a debugger, swap) or killed.
 //!
-//! The supervisor starts it as `redlock __watchdog` in its own process group
-//! (so terminal signals do not reach it) and talks to it over a pipe, one
-//! line per message:
+//! `exec` forks it before it builds its async runtime, while the process is
+//! still single-threaded, into its own process group (so terminal signals do
+//! not reach it), and talks to it over a pipe, one line per message:
 //!
 //! - `group PGID`: the command's process group, what to stop, written by the
 //!   command itself between fork and exec;
@@ -16,17 +16,20 @@
 //! boot clock, so that after a suspend it acts on resume, not a whole timeout
 //! later (poll's own timeout does not count suspended time).
 //!
-//! It says `ready` on stdout once it listens, and exits with its [`Report`].
+//! It exits with its [`Report`]. It is a copy of `exec` and never executes
+//! anything: it shows as `redlock` with `exec`'s command line.
 
-use std::io::{self, Read as _, Write as _};
-use std::os::fd::{AsFd as _, BorrowedFd};
-use std::os::unix::process::CommandExt as _;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::fs::File;
+use std::io::{self, Write as _};
+use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
 use nix::errno::Errno;
+use nix::fcntl::OFlag;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::Signal;
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::{dup2_stdin, dup2_stdout, fork, pipe2, setpgid, ForkResult, Pid};
 
 use super::child::Group;
 use super::schedule::{next_action, Action, Stage, StopPlan, CLOCK_CHECK};
@@ -65,48 +68,54 @@ impl Report {
     }
 }
 
-/// This process's own binary, on Linux.
-const SELF_EXE: &str = "/proc/self/exe";
-
-/// What the watchdog writes on stdout once it is running and listening.
-const READY: &[u8] = b"ready\n";
-
 /// The supervisor's handle on its watchdog.
 pub struct Watchdog {
-    process: Child,
-    pipe: Option<ChildStdin>,
+    pid: Pid,
+    pipe: Option<File>,
+    reaped: bool,
 }
 
 impl Watchdog {
-    /// Starts the watchdog and waits until it says it is ready, so that no
-    /// command ever runs unguarded.
-    pub fn spawn(signal: Signal, plan: StopPlan) -> io::Result<Self> {
-        // /proc/self/exe is this very binary even after it was replaced or
-        // deleted on disk (an upgrade while `exec -w` waited for the lock);
-        // its path is not.
-        let mut command = Command::new(SELF_EXE);
-        command
-            .arg0("redlock")
-            .arg("__watchdog")
-            .args(["--signal", &(signal as i32).to_string()])
-            .args(["--grace-ms", &plan.grace.as_millis().to_string()])
-            .args(["--margin-ms", &plan.margin.as_millis().to_string()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .process_group(0);
-        let mut process = command.spawn()?;
-        let mut ready = [0u8; READY.len()];
-        let said_ready = match process.stdout.take() {
-            Some(mut stdout) => stdout.read_exact(&mut ready).is_ok() && ready == READY,
-            None => false,
-        };
-        if !said_ready {
-            let _ = process.kill();
-            let _ = process.wait();
-            return Err(io::Error::other("it exited before it was ready"));
+    /// Forks the watchdog off this process. It listens from the moment it
+    /// exists: whatever is written to the pipe before it reads waits there.
+    ///
+    /// Call it only while this process has a single thread (before any
+    /// runtime is built): the child of a fork has only the thread that
+    /// forked, so a lock another thread held (the allocator's, stdio's)
+    /// would stay locked in it for ever. With one thread there is no such
+    /// lock, and the child is a plain copy that may allocate and do I/O; it
+    /// runs [`watch`] and exits without returning into the caller's code.
+    /// This is checked: with more than one thread it refuses.
+    pub fn fork(signal: Signal, plan: StopPlan) -> io::Result<Self> {
+        if threads_of_this_process()? != 1 {
+            return Err(io::Error::other("the process is no longer single-threaded"));
         }
-        let pipe = process.stdin.take();
-        Ok(Watchdog { process, pipe })
+        // Close-on-exec: the command, which writes its group to the pipe
+        // between fork and exec, does not keep it open afterwards.
+        let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
+        // SAFETY: the process is single-threaded (checked above), so the
+        // child may run ordinary Rust code; it never returns from here.
+        match unsafe { fork() }? {
+            ForkResult::Child => {
+                drop(write);
+                let code = match watchdog_process(read, signal, plan) {
+                    Ok(report) => report.code(),
+                    Err(err) => {
+                        let _ = writeln!(io::stderr(), "redlock: the watchdog failed: {err}");
+                        70
+                    }
+                };
+                // Not `exit`: nothing of the parent's (buffered output,
+                // exit handlers) may run twice.
+                // SAFETY: _exit ends this process at once and touches no memory.
+                unsafe { nix::libc::_exit(code.into()) }
+            }
+            ForkResult::Parent { child } => Ok(Watchdog {
+                pid: child,
+                pipe: Some(File::from(write)),
+                reaped: false,
+            }),
+        }
     }
 
     /// The pipe to the watchdog, for the command to announce its own group
@@ -126,8 +135,20 @@ impl Watchdog {
     /// report.
     pub fn done(mut self) -> Report {
         let _ = self.send("done\n");
+        Report::from_code(self.reap())
+    }
+
+    /// Closes the pipe and waits for the watchdog to exit: its exit code.
+    fn reap(&mut self) -> Option<i32> {
         self.pipe = None;
-        Report::from_code(self.process.wait().ok().and_then(|status| status.code()))
+        self.reaped = true;
+        loop {
+            match waitpid(self.pid, None) {
+                Ok(WaitStatus::Exited(_, code)) => return Some(code),
+                Err(Errno::EINTR) => continue,
+                _ => return None,
+            }
+        }
     }
 
     fn send(&mut self, message: &str) -> io::Result<()> {
@@ -136,6 +157,40 @@ impl Watchdog {
             None => Err(io::ErrorKind::BrokenPipe.into()),
         }
     }
+}
+
+impl Drop for Watchdog {
+    /// Without `done` (exec ends before any command ran, or after an
+    /// error), the closed pipe tells the watchdog the supervisor is gone: it
+    /// exits at once when it has no command to stop, or stops the command.
+    /// Either way it is reaped, so that it outlives `exec` only if `exec`
+    /// is killed.
+    fn drop(&mut self) {
+        if !self.reaped {
+            self.reap();
+        }
+    }
+}
+
+/// How many threads this process has.
+fn threads_of_this_process() -> io::Result<usize> {
+    Ok(std::fs::read_dir("/proc/self/task")?.count())
+}
+
+/// The forked watchdog, up to its report: out of the terminal's signals, its
+/// output away from whatever reads `exec`'s, then [`watch`].
+fn watchdog_process(pipe: OwnedFd, signal: Signal, plan: StopPlan) -> io::Result<Report> {
+    // Its own process group, as a spawned watchdog had: Ctrl-C and Ctrl-Z
+    // on a terminal go to the foreground group, never to it.
+    setpgid(Pid::from_raw(0), Pid::from_raw(0))?;
+    // A reader of `exec`'s stdout (`$(redlock exec ...)`) waits for every
+    // writer to close it: the watchdog must not keep it open after `exec`
+    // exits. stdin likewise goes. stderr stays, for its own failure.
+    let null = File::options().read(true).write(true).open("/dev/null")?;
+    dup2_stdin(&null)?;
+    dup2_stdout(&null)?;
+    drop(null);
+    watch(pipe.as_fd(), signal, plan)
 }
 
 /// What the supervisor said over the pipe.
@@ -227,17 +282,10 @@ impl Watch {
     }
 }
 
-/// The watchdog process itself: returns its report once the command is
-/// done, or after it killed the command.
-pub fn run(signal: Signal, plan: StopPlan) -> io::Result<Report> {
-    // Started from /proc/self/exe, we would show as `exe` in ps and top.
-    let _ = nix::sys::prctl::set_name(c"redlock");
-    {
-        let mut stdout = io::stdout().lock();
-        stdout.write_all(READY)?;
-        stdout.flush()?;
-    }
-    let stdin = io::stdin();
+/// The watchdog's loop: reads the supervisor's messages from `pipe` and
+/// returns its report once the command is done, or after it killed the
+/// command.
+fn watch(pipe: BorrowedFd<'_>, signal: Signal, plan: StopPlan) -> io::Result<Report> {
     let mut watch = Watch {
         signal,
         plan,
@@ -253,7 +301,7 @@ pub fn run(signal: Signal, plan: StopPlan) -> io::Result<Report> {
             Ok(wake) => wake,
             Err(report) => return Ok(report),
         };
-        let Some(read) = read_within(&stdin, wake.saturating_since(now), &mut unread)? else {
+        let Some(read) = read_within(pipe, wake.saturating_since(now), &mut unread)? else {
             continue;
         };
         if read == 0 {
@@ -279,11 +327,11 @@ pub fn run(signal: Signal, plan: StopPlan) -> io::Result<Report> {
 /// there was none (or a signal interrupted), else the bytes read, 0 at end
 /// of file.
 fn read_within(
-    stdin: &io::Stdin,
+    pipe: BorrowedFd<'_>,
     wait: Duration,
     unread: &mut Vec<u8>,
 ) -> io::Result<Option<usize>> {
-    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    let mut fds = [PollFd::new(pipe, PollFlags::POLLIN)];
     match poll(
         &mut fds,
         PollTimeout::try_from(wait).unwrap_or(PollTimeout::ZERO),
@@ -293,7 +341,7 @@ fn read_within(
         Err(err) => return Err(err.into()),
     }
     let mut buffer = [0u8; 1024];
-    match nix::unistd::read(stdin.as_fd(), &mut buffer) {
+    match nix::unistd::read(pipe, &mut buffer) {
         Ok(read) => {
             unread.extend_from_slice(&buffer[..read]);
             Ok(Some(read))

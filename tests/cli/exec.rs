@@ -1246,3 +1246,52 @@ fn on_a_terminal_a_leftover_stopped_on_the_terminal_does_not_hold_the_lock() {
         "the readers that ignore SIGHUP, and SIGTERM, were not stopped in turn:\n{screen}"
     );
 }
+
+/// The children of `pid`, read from /proc.
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|child| child.parse().unwrap())
+        .collect()
+}
+
+/// The watchdog is forked from `exec`, not a second start of the binary: it
+/// has `exec`'s own command line and executable, and runs in a process
+/// group of its own, out of reach of the terminal's signals.
+#[test]
+fn the_watchdog_is_a_fork_of_exec_in_its_own_group() {
+    let cluster = Cluster::start(1);
+    let exec = Running::spawn(
+        cluster
+            .redlock()
+            .args(["exec", "forked", "--", "sleep", "30"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    let pid = exec.id();
+    assert!(
+        wait_until(Duration::from_secs(10), || children_of(pid).len() == 2),
+        "exec {pid} never had its command and its watchdog: {:?}",
+        children_of(pid)
+    );
+    let cmdline = |pid: u32| std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let watchdog = children_of(pid)
+        .into_iter()
+        .find(|&child| cmdline(child) != b"sleep\x0030\x00")
+        .expect("a child that is not the command");
+    assert_eq!(
+        String::from_utf8_lossy(&cmdline(watchdog)),
+        String::from_utf8_lossy(&cmdline(pid)),
+        "the watchdog's command line"
+    );
+    let exe = |pid: u32| std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    assert_eq!(exe(watchdog), exe(pid));
+    let group = nix::unistd::getpgid(Some(Pid::from_raw(watchdog as i32))).unwrap();
+    assert_eq!(group, Pid::from_raw(watchdog as i32), "its own group");
+    exec.signal(Signal::SIGTERM);
+    let out = exec.finish(Duration::from_secs(20));
+    out.assert_code(143, "exec passes SIGTERM on to sleep");
+    assert!(!pid_alive(watchdog as i32), "the watchdog outlived exec");
+}
