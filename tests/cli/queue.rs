@@ -180,3 +180,80 @@ fn a_caller_that_does_not_wait_never_cuts_in_line() {
     }
     acquire(&cluster, "line", &[]);
 }
+
+/// Puts a waiter's ticket (started at `score` ms) in `name`'s line on
+/// `server`, lapsing far in the future.
+fn stand_in_line(server: &crate::support::RedisServer, name: &str, score: u64, id: &str) {
+    let mut client = server.client();
+    let line = [name.as_bytes(), b"\0line"].concat();
+    let lapse = [name.as_bytes(), b"\0lapse"].concat();
+    let _: () = redis::cmd("ZADD")
+        .arg(&line)
+        .arg(score)
+        .arg(id)
+        .query(&mut client)
+        .unwrap();
+    let _: () = redis::cmd("ZADD")
+        .arg(&lapse)
+        .arg(u64::MAX >> 12)
+        .arg(id)
+        .query(&mut client)
+        .unwrap();
+}
+
+#[test]
+fn servers_that_disagree_on_the_line_still_let_the_earliest_waiter_through() {
+    let cluster = Cluster::start(3);
+    // An earlier waiter reached only the first server (say the others were
+    // down when it arrived): there it is first; on the others, nobody is.
+    stand_in_line(&cluster[0], "line", 1, "000000000000001-early");
+    // A waiter that starts now is first in line on a majority (servers 1
+    // and 2), so it takes the lock there and nothing livelocks.
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "--json", "-w", "5s", "line"]));
+    out.assert_code(0, "the first in line on a majority takes the lock");
+    let json = out.json();
+    let held_on: Vec<String> = json["held_on"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        !held_on
+            .iter()
+            .any(|s| s.ends_with(&format!(":{}", cluster[0].port()))),
+        "not on the server where another waiter is first: {held_on:?}"
+    );
+    assert_eq!(held_on.len(), 2, "{held_on:?}");
+}
+
+#[test]
+fn other_redlock_clients_ignore_the_line_and_are_still_excluded() {
+    let cluster = Cluster::start(3);
+    for server in &cluster.servers {
+        stand_in_line(server, "line", 1, "000000000000001-first");
+    }
+    // A client that knows nothing of the line takes the free lock...
+    for server in &cluster.servers {
+        let taken: Option<String> = redis::cmd("SET")
+            .arg("line")
+            .arg("their-token")
+            .arg("NX")
+            .arg("PX")
+            .arg(60_000)
+            .query(&mut server.client())
+            .unwrap();
+        assert_eq!(taken.as_deref(), Some("OK"));
+    }
+    // ... and redlock is excluded by it, whatever the line says.
+    let out = run(cluster.redlock().args(["acquire", "-w", "600ms", "line"]));
+    out.assert_code(75, "held by the other client");
+    assert!(
+        out.stderr
+            .contains("held by another client (token their-token)"),
+        "{}",
+        out.stderr
+    );
+}
