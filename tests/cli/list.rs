@@ -269,8 +269,11 @@ fn thousands_of_locks_are_all_listed() {
     assert!(locks.iter().all(|(_, lock)| lock["state"] == "held"));
     assert_eq!(locks[1234].0, "job-1234");
     assert_eq!(locks[1234].1["holder"]["pid"], 1234);
+    // A bound a fault must not exceed (a KEYS-free listing that hangs or
+    // goes quadratic), not a speed figure: a debug build under a loaded
+    // suite takes 8–10 s here.
     assert!(
-        started.elapsed() < Duration::from_secs(10),
+        started.elapsed() < Duration::from_secs(30),
         "{:?}",
         started.elapsed()
     );
