@@ -96,6 +96,20 @@ fn a_command_the_acl_denies_inside_a_script_is_a_refusal() {
     assert_held_everywhere(&cluster, b"lk", &token);
 }
 
+/// acquire, status, release and extend on `servers` are each refused, for
+/// `why`.
+#[track_caller]
+fn assert_every_command_refused(servers: &str, why: &str) {
+    for args in [
+        &["acquire", "-w", "5s", "x"][..],
+        &["status", "x"],
+        &["release", "x", "tok"],
+        &["extend", "x", "tok"],
+    ] {
+        assert_refused(servers, args, why);
+    }
+}
+
 #[test]
 fn a_user_without_select_is_refused_for_a_database_other_than_0() {
     let cluster = Cluster::start(3);
@@ -105,14 +119,7 @@ fn a_user_without_select_is_refused_for_a_database_other_than_0() {
         .map(|s| format!("{}/1", s.acl_user("nosel", PASSWORD, &all_but("-select"))))
         .collect::<Vec<_>>()
         .join(",");
-    for args in [
-        &["acquire", "-w", "5s", "x"][..],
-        &["status", "x"],
-        &["release", "x", "tok"],
-        &["extend", "x", "tok"],
-    ] {
-        assert_refused(&servers, args, "ACL");
-    }
+    assert_every_command_refused(&servers, "ACL");
 }
 
 #[test]
@@ -189,14 +196,7 @@ fn a_database_index_the_server_does_not_have_is_a_refusal() {
         .map(|url| format!("{url}/16"))
         .collect::<Vec<_>>()
         .join(",");
-    for args in [
-        &["acquire", "-w", "5s", "x"][..],
-        &["status", "x"],
-        &["release", "x", "tok"],
-        &["extend", "x", "tok"],
-    ] {
-        assert_refused(&servers, args, "DB index is out of range");
-    }
+    assert_every_command_refused(&servers, "DB index is out of range");
 }
 
 #[test]
