@@ -108,6 +108,7 @@ mod tests {
                     held_elsewhere: 3,
                     total: 3,
                     in_line: 0,
+                    waiters: 0,
                     held_by: None,
                     expires_in: None,
                     held_on: Vec::new(),

@@ -62,7 +62,7 @@ pub async fn run(
         let _ = redlock.release(key, &lease.token).await;
         return Err(Error::Expired {
             key: key.clone(),
-            validity: lease.validity,
+            validity: lease.validity(),
         });
     }
     Ok(Exit::Success)

@@ -46,6 +46,7 @@ fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, E
         servers.restart_guard,
     )
     .map_err(|err| Error::Config(err.to_string()))?
+    .with_prefix(&handoff.prefix)
     .with_wakeups(servers.wakeups);
     let redlock = match &job {
         LockJob::Acquire { message, .. } => {

@@ -1,34 +1,41 @@
--- Take the lock: SET key token NX PX ttl, unless this server started less
--- than ARGV[3] ms ago (the restart guard; 0 turns it off), or others are in
--- line before the caller; and write the holder record ARGV[4] beside it. A
--- server that restarted without persistence forgot the locks it held, so it
--- must not count toward a quorum until every lock it may have held has
--- expired (antirez, "Distributed locks with Redis": delayed restarts).
--- Deciding it here costs no extra round trip (restarting_ms comes from
--- guard.lua, the holder functions from holder.lua, the line from queue.lua).
--- ARGV[5] is the caller's ticket ("" for a caller that does not wait: it
--- never stands in line, and takes the lock only when nobody does), ARGV[6]
--- its score, ARGV[7] how long a ticket stays without its waiter.
+-- Take the lock: SET key token NX PX ttl, unless this server may have lost
+-- locks within the restart guard (ARGV[3] ms, 0 turns it off; the marker is
+-- KEYS[6]), or others are in line before the caller; and write the holder
+-- record ARGV[4] beside it. Deciding it here costs no extra round trip
+-- (restarting_ms comes from guard.lua, the holder functions from
+-- holder.lua, the line from queue.lua).
+-- ARGV[5] is the caller's ticket ("" for a caller that does not stand in
+-- line: it takes the lock only when nobody does), ARGV[6] its score,
+-- ARGV[7] how long a ticket stays without its waiter, which is also how
+-- long the line may keep a free lock from callers in a row.
 -- Returns 1 taken (or already ours: a request retried after a dropped
--- connection may find its own SET done), -N restarting: counted again in
--- N ms, "queued" when the lock is free but others are first in line, or,
--- when another value holds it, who does: occupant().
-local restarting = restarting_ms(tonumber(ARGV[3]))
+-- connection may find its own SET done), {"restarting", ms until counted
+-- again, clock}, {"queued", waiters in line, clock} when the lock is free
+-- but others are first in line, or, when another value holds it, who does:
+-- occupant(). The clock is this server's in ms (false without TIME): a
+-- waiter takes its place in line by the servers' clocks, not its own.
+local restarting = restarting_ms(tonumber(ARGV[3]), KEYS[6])
 if type(restarting) == "table" then
   return restarting
 end
 if restarting > 0 then
-  return -restarting
+  return {"restarting", restarting, now_ms()}
 end
 local ticket = ARGV[5]
+local linger = tonumber(ARGV[7])
 local now = now_ms()
 local first = nil
 if now then
   first = first_in_line(now)
 end
+if first ~= nil and first ~= ticket and redis.call("EXISTS", KEYS[1]) == 0
+  and line_steps_aside(now, linger) then
+  first = nil
+end
 if first == nil or first == ticket then
   if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
     write_holder(ARGV[4], tonumber(ARGV[2]), false)
+    redis.pcall("DEL", KEYS[5])
     if first then
       leave_line(ticket)
     end
@@ -40,10 +47,10 @@ if first == nil or first == ticket then
   end
 end
 if ticket ~= "" and now then
-  stand_in_line(ticket, ARGV[6], tonumber(now), tonumber(ARGV[7]))
+  stand_in_line(ticket, ARGV[6], tonumber(now), linger)
 end
 local seen = occupant()
 if seen[1] == "none" then
-  return redis.status_reply("queued")
+  return {"queued", waiters_in_line(now), now}
 end
 return seen

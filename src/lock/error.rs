@@ -62,7 +62,7 @@ impl fmt::Display for Failures {
 /// situation; advice in terms of a command line is the caller's to add.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    #[error("{}{failures}", busy(key, held_by.as_deref(), expires_in.as_ref(), (*held_elsewhere, *in_line), *total))]
+    #[error("{}{failures}", busy(key, held_by.as_deref(), expires_in.as_ref(), (*held_elsewhere, *in_line, *waiters), *total))]
     Busy {
         key: LockKey,
         /// Servers that said another value holds the key; the round stops
@@ -71,6 +71,8 @@ pub enum LockError {
         total: usize,
         /// Servers where the lock is free, but earlier waiters stand in line.
         in_line: usize,
+        /// How many waiters stand in that line (the most any server saw).
+        waiters: u64,
         /// Who holds it, when that many servers agree on it that it holds a
         /// majority (`None` for leftovers of several holders).
         held_by: Option<Box<HeldBy>>,
@@ -111,8 +113,8 @@ pub enum LockError {
         ttl: Duration,
     },
     #[error(
-        "lock {key}: {restarting} of {} restarted less than {} ago (restart guard; \
-         counted again in {}){failures}",
+        "lock {key}: {restarting} of {} may have lost locks less than {} ago (a restart, \
+         a flush or an eviction; restart guard, counted again in {}){failures}",
         servers(*total),
         humantime::format_duration(*guard),
         humantime::format_duration(*again_in)
@@ -145,13 +147,17 @@ fn busy(
     key: &LockKey,
     held_by: Option<&HeldBy>,
     expires_in: Option<&Duration>,
-    (held_elsewhere, in_line): (usize, usize),
+    (held_elsewhere, in_line, waiters): (usize, usize, u64),
     total: usize,
 ) -> String {
     match held_by {
         Some(held_by) => held_sentence(key, held_by, expires_in.copied()),
         None if in_line > held_elsewhere => format!(
-            "{key} is busy: earlier waiters stand in line for it on at least {in_line} of {}",
+            "{key} is free, but {} in line for it (on at least {in_line} of {})",
+            match waiters {
+                1 => "1 waiter is".to_string(),
+                n => format!("{n} waiters are"),
+            },
             servers(total)
         ),
         None => format!(

@@ -25,6 +25,9 @@ pub struct KeyState {
     pub record: Option<Vec<u8>>,
     /// The server's clock in ms when it answered, for the record's age.
     pub now_ms: Option<u64>,
+    /// How many waiters stood in the lock's line (status and
+    /// `release --force` ask; 0 elsewhere).
+    pub waiters: u64,
 }
 
 /// holder.lua's `occupant()`: type, value, PTTL, record, the server's clock.
@@ -32,9 +35,13 @@ type OccupantReply = (String, Option<Vec<u8>>, i64, Option<Vec<u8>>, Option<u64>
 
 impl KeyState {
     /// Reads what holder.lua's `occupant()` returns, with inspect.lua's
-    /// restart guard appended when present.
+    /// restart guard and waiters appended when present.
     pub(super) fn from_occupant(reply: redis::Value) -> redis::RedisResult<KeyState> {
         let mut fields: Vec<redis::Value> = redis::from_redis_value(reply)?;
+        let waiters: u64 = match fields.len() {
+            7 => redis::from_redis_value(fields.pop().unwrap_or(redis::Value::Nil))?,
+            _ => 0,
+        };
         let restarting_ms: u64 = match fields.len() {
             5 => 0,
             6 => redis::from_redis_value(fields.pop().unwrap_or(redis::Value::Nil))?,
@@ -54,6 +61,7 @@ impl KeyState {
             restarting: (restarting_ms > 0).then(|| Duration::from_millis(restarting_ms)),
             record,
             now_ms,
+            waiters,
         })
     }
 
@@ -181,6 +189,17 @@ impl Inspection {
         }
     }
 
+    /// How many waiters stand in the lock's line: the most any server that
+    /// answered counted.
+    pub fn waiters(&self) -> u64 {
+        self.servers
+            .iter()
+            .filter_map(|s| s.state.as_ref().ok())
+            .map(|state| state.waiters)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The servers that count and whose value is `value`, in configuration
     /// order.
     pub fn holding(&self, value: &[u8]) -> Vec<ServerSpec> {
@@ -283,6 +302,7 @@ mod tests {
                             restarting: None,
                             record: None,
                             now_ms: None,
+                            waiters: 0,
                         })
                         .map_err(|()| ServerError::Failed("down".into())),
                 })

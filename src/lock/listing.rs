@@ -124,6 +124,7 @@ impl Listing {
                 restarting,
                 record: None,
                 now_ms: None,
+                waiters: 0,
             }),
         });
         let as_one = Inspection {
@@ -215,9 +216,12 @@ impl Redlock {
             names.extend(keys.iter().filter_map(|k| query.lock_of(k.clone())));
         }
         let keys: Arc<[LockKey]> = names.into_iter().map(LockKey::new).collect();
-        let guard_ms: Arc<str> = ttl_millis(self.restart_guard).to_string().into();
+        let guard: Arc<(String, Vec<u8>)> = Arc::new((
+            ttl_millis(self.restart_guard).to_string(),
+            self.marker.clone(),
+        ));
         let reads = fan_out(&self.servers, |server| {
-            read(server, Arc::clone(&keys), Arc::clone(&guard_ms))
+            read(server, Arc::clone(&keys), Arc::clone(&guard))
         })
         .await;
         let reads: Vec<Result<ServerRead, ServerError>> = scans
@@ -314,7 +318,7 @@ type ServerRead = (Option<Duration>, Vec<KeyState>);
 async fn read(
     server: Arc<Server>,
     keys: Arc<[LockKey]>,
-    guard_ms: Arc<str>,
+    guard: Arc<(String, Vec<u8>)>,
 ) -> Result<ServerRead, ServerError> {
     let mut states = Vec::with_capacity(keys.len());
     let mut restarting = None;
@@ -324,16 +328,19 @@ async fn read(
         _ => keys.chunks(BATCH).collect(),
     };
     for batch in batches {
-        let pairs: Arc<[Vec<u8>]> = batch
-            .iter()
-            .flat_map(|key| [key.bytes().to_vec(), record_key(key)])
+        let keys: Arc<[Vec<u8>]> = std::iter::once(guard.1.clone())
+            .chain(
+                batch
+                    .iter()
+                    .flat_map(|key| [key.bytes().to_vec(), record_key(key)]),
+            )
             .collect();
-        let guard_ms = Arc::clone(&guard_ms);
+        let guard = Arc::clone(&guard);
         let (left, read) = server
             .call(move |mut connection: Connection| async move {
-                let keys: Vec<&[u8]> = pairs.iter().map(Vec::as_slice).collect();
+                let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
                 let reply: Vec<redis::Value> = connection
-                    .run_script(&scripts::LIST, &keys, &[guard_ms.as_bytes()])
+                    .run_script(&scripts::LIST, &keys, &[guard.0.as_bytes()])
                     .await?;
                 parse_batch(reply, keys.len() / 2)
             })

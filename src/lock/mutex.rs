@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::{Failures, LockError};
-use super::holder::{record_key, Holder};
+use super::holder::Holder;
 use super::inspection::{Inspection, KeyState, Occupied, ServerState};
 use super::key::{LockKey, Token};
 use super::notify;
-use super::queue::{self, line_keys, Ticket};
+use super::queue::{self, Ticket};
 use super::quorum::{drift, quorum, ttl_millis, validity, Tally};
 use super::round::{round, Progress, Replies, Vote};
 use super::scripts;
@@ -25,14 +25,21 @@ pub struct Lease {
     pub key: LockKey,
     pub token: Token,
     pub ttl: Duration,
-    /// How long the lock could be relied upon when the call returned.
-    pub validity: Duration,
     /// The instant the validity runs out; comparable across processes.
     pub deadline: BootInstant,
     /// The servers that confirmed, in the order they answered.
     pub held_on: Vec<ServerSpec>,
     /// How many rounds `acquire` needed (1 for extend).
     pub attempts: u32,
+}
+
+impl Lease {
+    /// How long the lock can still be relied upon: counted now, from the
+    /// deadline, so that it is never more than what is left when the user
+    /// reads it, whatever rounds ran since the lock was taken.
+    pub fn validity(&self) -> Duration {
+        self.deadline.remaining()
+    }
 }
 
 /// The result of a release that reached a majority.
@@ -50,20 +57,65 @@ pub(super) enum SetReply {
     Taken,
     /// Another value holds the key: what the server holds.
     Held(Box<KeyState>),
-    /// The lock is free, but others stand in line before the caller.
-    Queued,
-    /// It started within the guard: counted again after this long.
-    Restarting(Duration),
+    /// The lock is free, but this many waiters stand in line before the
+    /// caller; the server's clock in ms.
+    Queued {
+        waiters: u64,
+        clock: Option<u64>,
+    },
+    /// It may have lost locks within the guard: counted again after this
+    /// long; the server's clock in ms.
+    Restarting {
+        left: Duration,
+        clock: Option<u64>,
+    },
 }
 
-/// What acquire.lua answered.
+impl SetReply {
+    /// The server's clock (ms) when it answered, where the reply has one.
+    fn clock(&self) -> Option<u64> {
+        match self {
+            SetReply::Taken => None,
+            SetReply::Held(seen) => seen.now_ms,
+            SetReply::Queued { clock, .. } | SetReply::Restarting { clock, .. } => *clock,
+        }
+    }
+}
+
+/// What acquire.lua answered: 1, `{"queued", waiters, clock}`,
+/// `{"restarting", ms, clock}`, or `occupant()`.
 fn set_reply(reply: redis::Value) -> redis::RedisResult<SetReply> {
-    Ok(match reply {
-        redis::Value::Int(1) => SetReply::Taken,
-        redis::Value::Int(left) => SetReply::Restarting(Duration::from_millis(left.unsigned_abs())),
-        redis::Value::SimpleString(status) if status == "queued" => SetReply::Queued,
-        seen => SetReply::Held(Box::new(KeyState::from_occupant(seen)?)),
-    })
+    if let redis::Value::Int(1) = reply {
+        return Ok(SetReply::Taken);
+    }
+    if let redis::Value::Array(items) = &reply {
+        if let [redis::Value::BulkString(tag), count, clock] = items.as_slice() {
+            let count: u64 = redis::from_redis_value(count.clone())?;
+            let clock: Option<u64> = redis::from_redis_value(clock.clone())?;
+            match tag.as_slice() {
+                b"queued" => {
+                    return Ok(SetReply::Queued {
+                        waiters: count,
+                        clock,
+                    })
+                }
+                b"restarting" => {
+                    return Ok(SetReply::Restarting {
+                        left: Duration::from_millis(count),
+                        clock,
+                    })
+                }
+                _ => {}
+            }
+        }
+    }
+    if let redis::Value::Int(_) = reply {
+        return Err(redis::RedisError::from((
+            redis::ErrorKind::UnexpectedReturnType,
+            "the acquire script returned an unexpected number",
+        )));
+    }
+    Ok(SetReply::Held(Box::new(KeyState::from_occupant(reply)?)))
 }
 
 impl Vote for SetReply {
@@ -72,7 +124,7 @@ impl Vote for SetReply {
     }
 
     fn is_inconclusive(&self) -> bool {
-        matches!(self, SetReply::Restarting(_))
+        matches!(self, SetReply::Restarting { .. })
     }
 }
 
@@ -83,8 +135,9 @@ pub struct Redlock {
     /// A server that started less than this long ago does not count toward
     /// a quorum for acquire (zero: every server counts).
     pub(super) restart_guard: Duration,
-    /// How long a waiter's ticket stays in line after its last attempt.
-    linger: Duration,
+    /// The restart guard's marker key (guard.lua), beside the locks under
+    /// the same prefix.
+    pub(super) marker: Vec<u8>,
     /// What is recorded beside each lock this client takes (`None`: nothing).
     holder: Option<Holder>,
     /// Whether a waiter listens for releases (notify.rs) besides polling.
@@ -111,7 +164,7 @@ impl Redlock {
             quorum,
             restart_guard,
             holder: None,
-            linger: queue::linger(timeout),
+            marker: queue::guard_marker(b""),
             wakeups: true,
         })
     }
@@ -122,6 +175,20 @@ impl Redlock {
             holder: Some(holder),
             ..self
         }
+    }
+
+    /// Keeps the restart guard's marker beside the locks under `prefix`, so
+    /// that an ACL that limits the keys to the prefix allows it too.
+    pub fn with_prefix(self, prefix: &[u8]) -> Self {
+        Redlock {
+            marker: queue::guard_marker(prefix),
+            ..self
+        }
+    }
+
+    /// The keys every script on `key` gets, in the order they name them.
+    pub(super) fn keys_of(&self, key: &LockKey) -> Vec<Vec<u8>> {
+        queue::lock_keys(key, &self.marker)
     }
 
     /// Whether waiters listen for releases (on by default) or only poll.
@@ -163,6 +230,19 @@ impl Redlock {
         ttl: Duration,
         ticket: Option<&Ticket>,
     ) -> Result<Lease, LockError> {
+        self.attempt(key, token, ttl, ticket).await.0
+    }
+
+    /// [`Self::try_acquire`], and the servers' clock as the attempt saw it
+    /// (the median of the clocks the servers that answered gave, in ms since
+    /// the Unix epoch), which a waiter takes its place in line by.
+    pub(super) async fn attempt(
+        &self,
+        key: &LockKey,
+        token: &Token,
+        ttl: Duration,
+        ticket: Option<&Ticket>,
+    ) -> (Result<Lease, LockError>, Option<u64>) {
         let started = BootInstant::now();
         let args = [
             token.as_str().as_bytes().to_vec(),
@@ -174,28 +254,25 @@ impl Redlock {
                 .unwrap_or_default()
                 .into_bytes(),
             ticket.map_or(0, |t| t.score).to_string().into_bytes(),
-            ttl_millis(self.linger).to_string().into_bytes(),
+            ttl_millis(queue::LINGER).to_string().into_bytes(),
         ];
-        let request_key = key.clone();
+        let keys = self.keys_of(key);
         let replies = self
             .decided_round(move |mut connection: Connection| {
-                let (key, args) = (request_key.clone(), args.clone());
+                let (keys, args) = (keys.clone(), args.clone());
                 async move {
-                    let [line, lapse] = line_keys(&key);
+                    let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
                     let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
                     let reply: redis::Value = connection
-                        .run_script(
-                            &scripts::ACQUIRE,
-                            &[key.bytes(), &record_key(&key), &line, &lapse],
-                            &args,
-                        )
+                        .run_script(&scripts::ACQUIRE, &keys, &args)
                         .await?;
                     set_reply(reply)
                 }
             })
             .await;
+        let clock = median(replies.answered().filter_map(SetReply::clock).collect());
         let too_slow = match self.lease(key, token, ttl, started, &replies) {
-            Ok(lease) => return Ok(lease),
+            Ok(lease) => return (Ok(lease), clock),
             Err(too_slow) => too_slow,
         };
         // Unlock-all: a server that timed out may still have taken the key.
@@ -206,38 +283,41 @@ impl Redlock {
         let unlocked = self.release_round(key, token, false).await;
         let unlock_failures = Failures(unlocked.failures(&self.servers));
         if let Some(refused) = unlock_failures.refusal(key, self.len(), self.quorum) {
-            return Err(refused);
+            return (Err(refused), clock);
         }
-        Err(too_slow.unwrap_or_else(|| self.not_taken(key, &replies)))
+        let error = too_slow.unwrap_or_else(|| self.not_taken(key, &replies));
+        (Err(error), clock)
     }
 
-    /// Takes `ticket` out of `key`'s line on every server, waiting for each
-    /// at most the server timeout: a waiter that got the lock elsewhere,
-    /// gave up or was interrupted must not hold up the next for a linger.
+    /// Takes `ticket` out of `key`'s line on every server. Like a decided
+    /// round, it waits for a majority's replies and then only for the
+    /// requests to be written: a hung minority must not cost every waiter
+    /// that got the lock, gave up or was interrupted a server timeout, and
+    /// a majority without the ticket lets the next waiter go first.
     pub async fn leave_line(&self, key: &LockKey, ticket: &Ticket) {
-        let (request_key, id) = (key.clone(), ticket.id.clone());
+        let keys = self.keys_of(key);
+        let id = ticket.id.clone();
         let channel = if self.wakeups {
             notify::channel(key)
         } else {
             Vec::new()
         };
         let request = move |mut connection: Connection| async move {
-            let [line, lapse] = line_keys(&request_key);
+            let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
             let left: i64 = connection
-                .run_script(
-                    &scripts::LEAVE,
-                    &[
-                        request_key.bytes(),
-                        &record_key(&request_key),
-                        &line,
-                        &lapse,
-                    ],
-                    &[id.as_bytes(), &channel],
-                )
+                .run_script(&scripts::LEAVE, &keys, &[id.as_bytes(), &channel])
                 .await?;
             Ok(left)
         };
-        round(&self.servers, request, |_| Progress::Undecided).await;
+        let quorum = self.quorum;
+        round(&self.servers, request, move |replies| {
+            if replies.answers.len() - replies.pending() >= quorum {
+                Progress::Settled
+            } else {
+                Progress::Undecided
+            }
+        })
+        .await;
     }
 
     /// Why a round of `SET NX` did not take the lock: busy when enough
@@ -253,14 +333,18 @@ impl Redlock {
             })
             .collect();
         let held = seen.len();
-        let in_line = replies
+        let queued: Vec<u64> = replies
             .answered()
-            .filter(|r| **r == SetReply::Queued)
-            .count();
+            .filter_map(|r| match r {
+                SetReply::Queued { waiters, .. } => Some(*waiters),
+                _ => None,
+            })
+            .collect();
+        let in_line = queued.len();
         let again_in = replies
             .answered()
             .filter_map(|r| match r {
-                SetReply::Restarting(left) => Some(*left),
+                SetReply::Restarting { left, .. } => Some(*left),
                 _ => None,
             })
             .collect::<Vec<_>>();
@@ -298,6 +382,7 @@ impl Redlock {
                     held_elsewhere: held,
                     total: self.len(),
                     in_line,
+                    waiters: queued.iter().copied().max().unwrap_or(0),
                     held_by: occupied.as_ref().map(|o| Box::new(o.held_by.clone())),
                     expires_in: occupied.and_then(|o| o.expires_in),
                     held_on,
@@ -331,16 +416,17 @@ impl Redlock {
         let started = BootInstant::now();
         let ttl_ms = ttl_millis(ttl).to_string();
         let record = holder.map(|h| h.encode(token)).unwrap_or_default();
-        let (request_key, request_token) = (key.clone(), token.clone());
+        let (keys, request_token) = (self.keys_of(key), token.clone());
         let replies = self
             .decided_round(move |mut connection: Connection| {
-                let (key, token, ttl_ms) = (request_key.clone(), request_token.clone(), ttl_ms);
+                let (keys, token, ttl_ms) = (keys.clone(), request_token.clone(), ttl_ms);
                 let record = record.clone();
                 async move {
+                    let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
                     let extended: i64 = connection
                         .run_script(
                             &scripts::EXTEND,
-                            &[key.bytes(), &record_key(&key)],
+                            &keys,
                             &[token.as_str().as_bytes(), ttl_ms.as_bytes(), &record],
                         )
                         .await?;
@@ -394,18 +480,13 @@ impl Redlock {
         key: &LockKey,
         args: Vec<Vec<u8>>,
     ) -> Vec<ServerState> {
-        let request_key = key.clone();
+        let keys = self.keys_of(key);
         let replies = round(
             &self.servers,
             move |mut connection: Connection| async move {
+                let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
                 let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-                let seen: redis::Value = connection
-                    .run_script(
-                        script,
-                        &[request_key.bytes(), &record_key(&request_key)],
-                        &args,
-                    )
-                    .await?;
+                let seen: redis::Value = connection.run_script(script, &keys, &args).await?;
                 KeyState::from_occupant(seen)
             },
             |_| Progress::Undecided,
@@ -425,19 +506,20 @@ impl Redlock {
     /// Compare-and-delete on every server; `announce` publishes each delete
     /// to the waiters (notify.rs).
     async fn release_round(&self, key: &LockKey, token: &Token, announce: bool) -> Replies<bool> {
-        let (request_key, request_token) = (key.clone(), token.clone());
+        let (keys, request_token) = (self.keys_of(key), token.clone());
         let channel: Arc<[u8]> = match announce {
             true => notify::channel(key).into(),
             false => Arc::new([]),
         };
         let request = move |mut connection: Connection| {
-            let (key, token) = (request_key.clone(), request_token.clone());
+            let (keys, token) = (keys.clone(), request_token.clone());
             let channel = channel.clone();
             async move {
+                let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
                 let deleted: i64 = connection
                     .run_script(
                         &scripts::RELEASE,
-                        &[key.bytes(), &record_key(&key)],
+                        &keys,
                         &[token.as_str().as_bytes(), &channel],
                     )
                     .await?;
@@ -504,7 +586,6 @@ impl Redlock {
             key: key.clone(),
             token: token.clone(),
             ttl,
-            validity,
             deadline: started + ttl.saturating_sub(drift(ttl)),
             held_on: replies.yes_servers(&self.servers),
             attempts: 1,
@@ -528,5 +609,73 @@ impl Redlock {
 
     fn no_quorum<T>(&self, key: &LockKey, replies: &Replies<T>) -> LockError {
         Failures(replies.failures(&self.servers)).into_error(key, self.len(), self.quorum)
+    }
+}
+
+/// The median of `clocks` (the upper one of the middle two), `None` for none.
+fn median(mut clocks: Vec<u64>) -> Option<u64> {
+    clocks.sort_unstable();
+    clocks.get(clocks.len() / 2).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::Value;
+
+    fn bulk(text: &str) -> Value {
+        Value::BulkString(text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn set_replies_parse_each_shape_and_refuse_others() {
+        assert_eq!(set_reply(Value::Int(1)).unwrap(), SetReply::Taken);
+        assert_eq!(
+            set_reply(Value::Array(vec![
+                bulk("queued"),
+                Value::Int(3),
+                Value::Int(17)
+            ]))
+            .unwrap(),
+            SetReply::Queued {
+                waiters: 3,
+                clock: Some(17)
+            }
+        );
+        assert_eq!(
+            set_reply(Value::Array(vec![
+                bulk("restarting"),
+                Value::Int(250),
+                Value::Nil
+            ]))
+            .unwrap(),
+            SetReply::Restarting {
+                left: Duration::from_millis(250),
+                clock: None
+            }
+        );
+        let held = set_reply(Value::Array(vec![
+            bulk("string"),
+            bulk("their-token"),
+            Value::Int(900),
+            Value::Nil,
+            Value::Int(42),
+        ]))
+        .unwrap();
+        assert!(matches!(&held, SetReply::Held(seen) if seen.pttl_ms == 900));
+        assert_eq!(held.clock(), Some(42));
+        // 0 and -N were once "restarting": nothing says that any more.
+        assert!(set_reply(Value::Int(0)).is_err());
+        assert!(set_reply(Value::Int(-5)).is_err());
+        assert!(set_reply(Value::Array(vec![bulk("queued"), bulk("x"), Value::Nil])).is_err());
+        assert!(set_reply(Value::Array(vec![bulk("other"), Value::Int(1), Value::Nil])).is_err());
+    }
+
+    #[test]
+    fn the_median_clock_is_robust_to_one_skewed_server() {
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![5]), Some(5));
+        assert_eq!(median(vec![100, 1, 102]), Some(100));
+        assert_eq!(median(vec![100, 101, 9_999, 102, 103]), Some(102));
     }
 }

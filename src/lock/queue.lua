@@ -1,33 +1,82 @@
--- Shared by acquire.lua (and leave.lua), put after holder.lua.
+-- Shared by acquire.lua, inspect.lua, force.lua and leave.lua, put after
+-- holder.lua.
 -- The line of waiters for the lock KEYS[1]: KEYS[3] orders their tickets
--- (score: when the waiter started waiting, by its own clock; equal scores
--- fall back to the ticket's text, so every server orders the same tickets
--- the same way), KEYS[4] holds when each ticket lapses (score: this
--- server's clock in ms) unless its waiter comes back. Both keys expire a
--- linger after the last waiter's visit, so a line nobody stands in
+-- (score: when the waiter arrived, by the servers' clocks as the waiter saw
+-- them; equal scores fall back to the ticket's text, so every server orders
+-- the same tickets the same way), KEYS[4] holds when each ticket lapses
+-- (score: this server's clock in ms) unless its waiter comes back, and
+-- KEYS[5] since when the line has kept a free lock from callers. All three
+-- expire a linger after the last visit, so a line nobody stands in
 -- vanishes. The line is advisory: it only ever keeps a caller from taking
 -- the lock, never lets one take it, so it cannot weaken mutual exclusion.
--- Every call is a pcall: a server that will not keep a line (an ACL
--- without the sorted-set commands, a key of another type) has none.
+-- Every call is a pcall, and a server where any of them fails (an ACL
+-- without some of the sorted-set commands, a key of another type) has no
+-- line at all: a half-kept line could keep dead tickets for ever.
+
+local function failed(reply)
+  return type(reply) == "table" and reply.err ~= nil
+end
 
 -- Drops the waiters that stopped coming back by `now`; returns the first
--- one still in line (its ticket), or nil.
+-- one still in line (its ticket), or nil when nobody is, or the line
+-- cannot be kept here. A first ticket without a lapse time (left by a
+-- failed write) counts as lapsed.
 local function first_in_line(now)
   local lapsed = redis.pcall("ZRANGEBYSCORE", KEYS[4], "-inf", now, "LIMIT", 0, 64)
-  if type(lapsed) == "table" and not lapsed.err and #lapsed > 0 then
-    redis.pcall("ZREM", KEYS[3], unpack(lapsed))
-    redis.pcall("ZREM", KEYS[4], unpack(lapsed))
+  if failed(lapsed) then
+    return nil
+  end
+  if #lapsed > 0 then
+    if failed(redis.pcall("ZREM", KEYS[3], unpack(lapsed)))
+      or failed(redis.pcall("ZREM", KEYS[4], unpack(lapsed))) then
+      return nil
+    end
   end
   local first = redis.pcall("ZRANGE", KEYS[3], 0, 0)
-  if type(first) ~= "table" or first.err then
+  if failed(first) or first[1] == nil then
+    return nil
+  end
+  local lapses = redis.pcall("ZSCORE", KEYS[4], first[1])
+  if failed(lapses) then
+    return nil
+  end
+  if not lapses then
+    redis.pcall("ZREM", KEYS[3], first[1])
     return nil
   end
   return first[1]
 end
 
--- Puts `ticket` in line (or keeps it there) until `now + linger` ms.
+-- How many waiters stand in line, lapsed ones left out (0 when the line
+-- cannot be kept here).
+local function waiters_in_line(now)
+  local count = redis.pcall("ZCOUNT", KEYS[4], "(" .. now, "+inf")
+  if failed(count) then
+    return 0
+  end
+  return count
+end
+
+-- Whether the line must step aside for a free lock: it has kept the free
+-- lock from callers for `bound` ms in a row. Waiters that die one after
+-- another each keep their place for a linger; this caps the sum, so that a
+-- storm of dead waiters costs a free lock at most `bound` at a time.
+local function line_steps_aside(now, bound)
+  local since = redis.pcall("GET", KEYS[5])
+  if failed(since) then
+    return true
+  end
+  if not since then
+    redis.pcall("SET", KEYS[5], string.format("%.0f", now), "PX", bound * 2)
+    return false
+  end
+  return now - tonumber(since) >= bound
+end
+
+-- Puts `ticket` in line (or keeps it there) until `now + linger` ms, at
+-- `score`; a ticket back after it lapsed gets its old score again.
 local function stand_in_line(ticket, score, now, linger)
-  redis.pcall("ZADD", KEYS[3], "NX", score, ticket)
+  redis.pcall("ZADD", KEYS[3], score, ticket)
   redis.pcall("ZADD", KEYS[4], now + linger, ticket)
   redis.pcall("PEXPIRE", KEYS[3], linger)
   redis.pcall("PEXPIRE", KEYS[4], linger)
@@ -39,3 +88,9 @@ local function leave_line(ticket)
   redis.pcall("ZREM", KEYS[4], ticket)
 end
 
+-- Removes the whole line; returns how many waiters stood in it.
+local function clear_line(now)
+  local waiters = waiters_in_line(now)
+  redis.pcall("DEL", KEYS[3], KEYS[4], KEYS[5])
+  return waiters
+end

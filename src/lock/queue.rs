@@ -1,40 +1,84 @@
 //! The line of waiters for a lock, so that waiters are served in the order
-//! they started waiting (see queue.lua and the README's "Arrival order").
+//! they arrived (see queue.lua and the README's "Arrival order").
 //!
-//! Each waiter draws one ticket when it starts waiting: the time by its own
-//! clock and a random suffix. Every server orders the tickets it holds the
+//! A waiter whose first attempt failed draws one ticket: the servers' clock
+//! as that attempt saw it (the median of the clocks they answered with) and a
+//! random suffix. Its own clock plays no part, so a host whose clock is off
+//! cannot buy an earlier place. Every server orders the tickets it holds the
 //! same way, so the earliest waiter still in line is first in line on every
 //! server it reached; the acquire script lets only the first in line (or,
 //! with nobody in line, anyone) take the lock. The line only ever keeps a
 //! caller out, so it cannot weaken mutual exclusion; a waiter that stops
-//! coming back lapses from the line after [`linger`].
+//! coming back lapses from the line after [`LINGER`], and the line never
+//! keeps a free lock from callers for longer than that in a row.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::holder::record_key;
 use super::key::LockKey;
 
-/// Appended to a lock's key to name its line (ordered by ticket) and the
-/// tickets' lapse times; like the holder record's, no lock name can end so.
+/// Appended to a lock's key to name its line (ordered by ticket), the
+/// tickets' lapse times, and since when the line has kept the free lock
+/// from callers; like the holder record's, no lock name can end so.
 const LINE_SUFFIX: &[u8] = b"\0line";
 const LAPSE_SUFFIX: &[u8] = b"\0lapse";
+const FREE_SUFFIX: &[u8] = b"\0free";
 
-/// The keys of `key`'s line: the tickets in order, and when each lapses.
-pub fn line_keys(key: &LockKey) -> [Vec<u8>; 2] {
-    [
+/// Appended to the prefix to name the restart guard's marker (guard.lua):
+/// no lock name is empty or holds NUL, so no lock is called so.
+const GUARD_SUFFIX: &[u8] = b"\0guard";
+
+/// How long a ticket stays in line after its waiter's last attempt, and the
+/// longest the line may keep a free lock from callers in a row. A live
+/// waiter comes back every 0.3s at most (the retry delay) plus an attempt;
+/// a dead one delays the next by at most this, whatever the options.
+pub const LINGER: Duration = Duration::from_secs(1);
+
+/// The restart guard's marker for the locks under `prefix`.
+pub fn guard_marker(prefix: &[u8]) -> Vec<u8> {
+    [prefix, GUARD_SUFFIX].concat()
+}
+
+/// The keys every lock script gets, in this order: the lock, its holder
+/// record, its line, the tickets' lapse times, since when the line has kept
+/// the free lock, and the restart guard's marker: `marker`, or, for a name
+/// with a Redis Cluster hash tag, one in the tag's slot (see
+/// [`hash_tagged_marker`]).
+pub fn lock_keys(key: &LockKey, marker: &[u8]) -> Vec<Vec<u8>> {
+    vec![
+        key.bytes().to_vec(),
+        record_key(key),
         [key.bytes(), LINE_SUFFIX].concat(),
         [key.bytes(), LAPSE_SUFFIX].concat(),
+        [key.bytes(), FREE_SUFFIX].concat(),
+        hash_tagged_marker(key.bytes()).unwrap_or_else(|| marker.to_vec()),
     ]
 }
 
-/// Whether `key` is one of a lock's line keys.
+/// For a key with a hash tag (the first `{…}` with something inside, as
+/// Redis Cluster reads it), a marker that hashes to the same slot: the key
+/// up to the tag's `}`, then the marker's suffix. A cluster node runs a
+/// script only on keys of one slot; every name with that tag (and the same
+/// text before it) shares the marker. `None` for a key without a tag.
+fn hash_tagged_marker(key: &[u8]) -> Option<Vec<u8>> {
+    let open = key.iter().position(|&b| b == b'{')?;
+    let close = open + 1 + key[open + 1..].iter().position(|&b| b == b'}')?;
+    (close > open + 1).then(|| [&key[..=close], GUARD_SUFFIX].concat())
+}
+
+/// Whether `key` is one redlock keeps for a lock's line or its restart
+/// guard, not a lock.
 pub fn is_line_key(key: &[u8]) -> bool {
-    key.ends_with(LINE_SUFFIX) || key.ends_with(LAPSE_SUFFIX)
+    [LINE_SUFFIX, LAPSE_SUFFIX, FREE_SUFFIX, GUARD_SUFFIX]
+        .iter()
+        .any(|suffix| key.ends_with(suffix))
 }
 
 /// One waiter's place in line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ticket {
-    /// Milliseconds since the Unix epoch when the waiter started waiting.
+    /// Milliseconds since the Unix epoch when the waiter arrived, by the
+    /// servers' clocks.
     pub score: u64,
     /// The score, zero-padded, and a random suffix: unique, and ordered
     /// like the score where scores tie.
@@ -42,13 +86,17 @@ pub struct Ticket {
 }
 
 impl Ticket {
-    /// A ticket for a waiter that starts waiting now.
-    pub fn draw() -> Ticket {
-        let score = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |since| {
-                u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-            });
+    /// A ticket for a waiter that arrived when the servers' clock read
+    /// `servers_clock` (ms); by this host's clock when no server told it
+    /// (an ACL without TIME).
+    pub fn draw(servers_clock: Option<u64>) -> Ticket {
+        let score = servers_clock.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |since| {
+                    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+                })
+        });
         let mut bytes = [0u8; 8];
         // Uniqueness only needs to hold among waiters of the same
         // millisecond; a failure of the OS generator leaves zeros.
@@ -61,41 +109,43 @@ impl Ticket {
     }
 }
 
-/// How long a ticket stays in line after its waiter's last attempt: longer
-/// than the longest pause between two attempts (the retry delay, at most
-/// 300ms, plus an attempt and its clean-up, two server timeouts), three
-/// times over, plus a second. A waiter that dies delays the next by at most
-/// this (3.4s with the default server timeout of 250ms).
-pub fn linger(server_timeout: Duration) -> Duration {
-    Duration::from_secs(1) + (Duration::from_millis(300) + server_timeout * 2) * 3
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn tickets_order_by_time_then_text() {
-        let a = Ticket::draw();
-        std::thread::sleep(Duration::from_millis(2));
-        let b = Ticket::draw();
+    fn tickets_order_by_the_servers_clock_then_text() {
+        let a = Ticket::draw(Some(1_700_000_000_000));
+        let b = Ticket::draw(Some(1_700_000_000_001));
         assert!(a.score < b.score);
         assert!(a.id < b.id, "{} {}", a.id, b.id);
-        assert_ne!(Ticket::draw().id, Ticket::draw().id);
-    }
-
-    #[test]
-    fn a_dead_waiter_lapses_within_a_few_seconds_by_default() {
-        assert_eq!(
-            linger(Duration::from_millis(250)),
-            Duration::from_millis(3400)
-        );
+        assert_ne!(Ticket::draw(Some(5)).id, Ticket::draw(Some(5)).id);
+        let local = Ticket::draw(None);
+        assert!(local.score > 1_700_000_000_000, "{}", local.score);
     }
 
     #[test]
     fn line_keys_are_not_lock_names() {
-        let [line, lapse] = line_keys(&LockKey::new(b"deploy".to_vec()));
-        assert_eq!(line, b"deploy\0line");
-        assert_eq!(lapse, b"deploy\0lapse");
+        let keys = lock_keys(&LockKey::new(b"deploy".to_vec()), &guard_marker(b"app:"));
+        assert_eq!(keys[2], b"deploy\0line");
+        assert_eq!(keys[3], b"deploy\0lapse");
+        assert_eq!(keys[4], b"deploy\0free");
+        assert_eq!(keys[5], b"app:\0guard");
+        assert!(keys[2..].iter().all(|key| is_line_key(key)));
+        assert!(!is_line_key(b"deploy"));
+    }
+
+    #[test]
+    fn a_hash_tagged_name_keeps_its_marker_in_its_slot() {
+        let marker = |name: &[u8]| lock_keys(&LockKey::new(name.to_vec()), b"\0guard")[5].clone();
+        assert_eq!(marker(b"app:{deploy}:web"), b"app:{deploy}\0guard");
+        assert_eq!(marker(b"{a}{b}"), b"{a}\0guard");
+        assert_eq!(
+            marker(b"x{}y{z}"),
+            b"\0guard",
+            "an empty first tag is no tag"
+        );
+        assert_eq!(marker(b"x{y"), b"\0guard");
+        assert_eq!(marker(b"plain"), b"\0guard");
     }
 }

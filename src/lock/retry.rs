@@ -31,8 +31,9 @@ pub enum Wait {
 /// returned; `on_retry` hears of each failed attempt that is retried.
 ///
 /// A caller that waits stands in the lock's line of waiters with one ticket
-/// from its first attempt on, and leaves the line however it ends: with the
-/// lock (on the servers that did not confirm it), on giving up, or when
+/// from its second attempt on, placed where the servers' clocks say its
+/// first attempt came, and leaves the line however it ends: with the lock
+/// (on the servers that did not confirm it), on giving up, or when
 /// cancelled. A caller that does not wait (`-n`) never stands in line.
 pub async fn acquire_or_cancel<C: Future>(
     redlock: &Redlock,
@@ -43,15 +44,7 @@ pub async fn acquire_or_cancel<C: Future>(
     on_retry: impl FnMut(u32, &LockError),
 ) -> Result<Result<Lease, LockError>, C::Output> {
     let in_flight = InFlight::default();
-    let ticket = (wait != Wait::No).then(Ticket::draw);
-    let acquiring = acquire(
-        redlock,
-        key,
-        (ttl, wait),
-        ticket.as_ref(),
-        &in_flight,
-        on_retry,
-    );
+    let acquiring = acquire(redlock, key, (ttl, wait), &in_flight, on_retry);
     let outcome = tokio::select! {
         outcome = acquiring => Ok(outcome),
         cancelled = cancel => {
@@ -61,7 +54,7 @@ pub async fn acquire_or_cancel<C: Future>(
             Err(cancelled)
         }
     };
-    if let Some(ticket) = &ticket {
+    if let Some(ticket) = &in_flight.ticket() {
         // The script takes a ticket out of line where it took the lock; a
         // lease confirmed by every server needs nothing more.
         let everywhere = matches!(&outcome, Ok(Ok(lease)) if lease.held_on.len() == redlock.len());
@@ -74,7 +67,8 @@ pub async fn acquire_or_cancel<C: Future>(
 
 /// Every attempt has a fresh token: a compare-and-delete of a failed attempt
 /// that reaches a stalled server late must not match the next attempt's key.
-/// `in_flight` always holds the current attempt's token.
+/// `in_flight` always holds the current attempt's token, and the ticket
+/// once the caller stands in line.
 ///
 /// After the first failed attempt the waiter listens for releases on every
 /// server (notify.rs) and tries again once the subscriptions have settled,
@@ -84,7 +78,6 @@ async fn acquire(
     redlock: &Redlock,
     key: &LockKey,
     (ttl, wait): (Duration, Wait),
-    ticket: Option<&Ticket>,
     in_flight: &InFlight,
     mut on_retry: impl FnMut(u32, &LockError),
 ) -> Result<Lease, LockError> {
@@ -102,11 +95,16 @@ async fn acquire(
         if let Some(wakeups) = wakeups.as_mut() {
             wakeups.attempt_starts();
         }
-        let error = match redlock.try_acquire(key, &token, ttl, ticket).await {
+        let ticket = in_flight.ticket();
+        let (outcome, servers_clock) = redlock.attempt(key, &token, ttl, ticket.as_ref()).await;
+        let error = match outcome {
             Ok(lease) => return Ok(Lease { attempts, ..lease }),
             Err(error) if error.is_transient() => error,
             Err(error) => return Err(error),
         };
+        if ticket.is_none() && wait != Wait::No {
+            in_flight.stand_in_line(Ticket::draw(servers_clock));
+        }
         let mut pause = retry_delay(ttl);
         if let Some(give_up_at) = give_up_at {
             let left = give_up_at.remaining();
@@ -131,23 +129,32 @@ async fn acquire(
     }
 }
 
-/// The token of the attempt in flight.
+/// The token of the attempt in flight, and the caller's ticket once it
+/// stands in line: what must be cleaned up however the wait ends.
 #[derive(Debug, Default)]
-struct InFlight(Mutex<Option<Token>>);
+struct InFlight(Mutex<(Option<Token>, Option<Ticket>)>);
 
 impl InFlight {
-    fn set(&self, token: Token) {
-        *self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(token);
-    }
-
-    fn token(&self) -> Option<Token> {
+    fn state(&self) -> std::sync::MutexGuard<'_, (Option<Token>, Option<Ticket>)> {
         self.0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+    }
+
+    fn set(&self, token: Token) {
+        self.state().0 = Some(token);
+    }
+
+    fn token(&self) -> Option<Token> {
+        self.state().0.clone()
+    }
+
+    fn stand_in_line(&self, ticket: Ticket) {
+        self.state().1 = Some(ticket);
+    }
+
+    fn ticket(&self) -> Option<Ticket> {
+        self.state().1.clone()
     }
 }
 

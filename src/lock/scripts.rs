@@ -17,8 +17,9 @@ impl LuaScript {
     }
 }
 
-/// `SET NX PX` and the holder record, unless the server restarted within
-/// the guard: 1 taken, -N restarting (counted again in N ms), else who holds
+/// `SET NX PX` and the holder record, unless the server may have lost locks
+/// within the guard or others are first in line: 1 taken,
+/// `{"restarting", ms, clock}`, `{"queued", waiters, clock}`, else who holds
 /// it (`occupant()` of holder.lua).
 pub static ACQUIRE: LazyLock<LuaScript> = LazyLock::new(|| {
     LuaScript::new(concat!(
@@ -50,11 +51,13 @@ pub static EXTEND: LazyLock<LuaScript> = LazyLock::new(|| {
     ))
 });
 
-/// `occupant()` and the ms until counted again, for `status`.
+/// `occupant()`, the ms until counted again and the waiters in line, for
+/// `status`.
 pub static INSPECT: LazyLock<LuaScript> = LazyLock::new(|| {
     LuaScript::new(concat!(
         include_str!("guard.lua"),
         include_str!("holder.lua"),
+        include_str!("queue.lua"),
         include_str!("inspect.lua")
     ))
 });
@@ -69,11 +72,12 @@ pub static LIST: LazyLock<LuaScript> = LazyLock::new(|| {
     ))
 });
 
-/// `occupant()`, then DEL of a string key and its record, whoever holds it,
-/// announced on the channel ARGV[1]: `release --force`.
+/// `occupant()`, then DEL of a string key, its record and its line, whoever
+/// holds it, announced on the channel ARGV[1]: `release --force`.
 pub static FORCE: LazyLock<LuaScript> = LazyLock::new(|| {
     LuaScript::new(concat!(
         include_str!("holder.lua"),
+        include_str!("queue.lua"),
         include_str!("force.lua")
     ))
 });

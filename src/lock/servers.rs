@@ -369,6 +369,9 @@ fn refusal(err: &RedisError, message: &str) -> Option<&'static str> {
                 | ErrorKind::Server(ServerErrorKind::ReadOnly)
         )
         || matches!(err.code(), Some("NOAUTH" | "WRONGPASS" | "READONLY"))
+        // What a server that wants a password says to a long request before
+        // AUTH, instead of NOAUTH (Redis 7: more than 10 arguments).
+        || message.contains("Protocol error: unauthenticated")
         || message.contains("invalid peer certificate");
     refused.then_some("")
 }

@@ -46,7 +46,7 @@ impl<'a> LeaseJson<'a> {
             name: Bytes(lease.key.bytes()),
             token: lease.token.as_str(),
             ttl_ms: millis(lease.ttl),
-            validity_ms: millis(lease.validity),
+            validity_ms: millis(lease.validity()),
             held_on: lease.held_on.iter().map(ToString::to_string).collect(),
             attempts: lease.attempts,
         }
@@ -177,6 +177,8 @@ pub struct StatusJson<'a> {
     expires_in_ms: Option<u64>,
     /// The same shape as acquire's `held_on`: the servers holding the token.
     held_on: Vec<String>,
+    /// How many waiters stand in the lock's line.
+    waiters_in_line: u64,
     quorum: usize,
     servers: Vec<ServerJson<'a>>,
 }
@@ -252,6 +254,7 @@ impl<'a> StatusJson<'a> {
             holder: occupied.map(|o| HolderJson::new(&o.held_by)),
             expires_in_ms: occupied.and_then(|o| o.expires_in).map(millis),
             held_on: held_on.iter().map(ToString::to_string).collect(),
+            waiters_in_line: inspection.waiters(),
             quorum: inspection.quorum,
             servers,
         }
@@ -361,6 +364,8 @@ pub struct ForcedJson<'a> {
     servers: usize,
     /// Servers where the key is of another type: not a lock, left alone.
     left_alone: Vec<LeftAloneJson>,
+    /// How many waiters stood in the line that was cleared with it.
+    waiters_cleared: u64,
     failed: Vec<FailedJson>,
 }
 
@@ -410,6 +415,7 @@ impl<'a> ForcedJson<'a> {
                     kind,
                 })
                 .collect(),
+            waiters_cleared: before.waiters(),
             failed: before
                 .servers
                 .iter()

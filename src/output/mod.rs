@@ -135,7 +135,7 @@ impl Reporter {
                 lease.key,
                 lease.held_on.len(),
                 count_servers(servers),
-                human(lease.validity)
+                human(lease.validity())
             )
         });
         if !self.mode.json {

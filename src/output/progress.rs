@@ -244,7 +244,7 @@ fn situation(error: &LockError) -> String {
             again_in,
             ..
         } => format!(
-            ": {restarting} of {} restarted recently (restart guard), counted again in {}",
+            ": {restarting} of {} may have lost locks recently (restart guard), counted again in {}",
             count_servers(*total),
             rounded(*again_in)
         ),

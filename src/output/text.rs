@@ -35,7 +35,7 @@ pub fn acquired(lease: &Lease, servers: usize, detail: bool) -> String {
         lease.key,
         lease.held_on.len(),
         count_servers(servers),
-        human(lease.validity)
+        human(lease.validity())
     )
 }
 
@@ -120,6 +120,9 @@ pub fn status(inspection: &Inspection, verdict: &Verdict) -> String {
             count_servers(total)
         )),
         Verdict::Free | Verdict::Unknown => {}
+    }
+    if let Some(line) = waiters(inspection.waiters()) {
+        text.push_str(&format!("\n  line:    {line}"));
     }
     let names: Vec<String> = inspection
         .servers
@@ -219,7 +222,7 @@ pub fn list_server(part: &ServerPart) -> Option<String> {
     match &part.state {
         Ok(None) => None,
         Ok(Some(left)) => Some(format!(
-            "{} restarted recently and does not count (restart guard; counted again in {})",
+            "{} may have lost locks recently and does not count (restart guard; counted again in {})",
             part.server,
             human(*left)
         )),
@@ -250,11 +253,20 @@ pub fn forced(forced: &Forced) -> Option<String> {
     let deleted = forced.deleted_on().len();
     let answered = before.servers.iter().filter(|s| s.state.is_ok()).count();
     let on = format!("{deleted} of {}", count_servers(total));
+    let cleared = waiters(before.waiters())
+        .map(|line| format!("; took the {line} out of it"))
+        .unwrap_or_default();
     let text = match (
         before.verdict(),
         before.occupied().or_else(|| before.seen()),
     ) {
         _ if deleted == 0 && !forced.left_alone().is_empty() => return None,
+        _ if deleted == 0 && !cleared.is_empty() => {
+            format!(
+                "{key} was free; took the {} out of its line",
+                waiters(before.waiters()).unwrap_or_default()
+            )
+        }
         _ if deleted == 0 => format!(
             "{key} was already free on the {answered} of {} that answered; nothing deleted",
             count_servers(total)
@@ -274,6 +286,10 @@ pub fn forced(forced: &Forced) -> Option<String> {
                 .unwrap_or_default()
         ),
     };
+    let text = match deleted {
+        0 => text,
+        _ => text + &cleared,
+    };
     let failed: Vec<String> = before
         .servers
         .iter()
@@ -283,6 +299,15 @@ pub fn forced(forced: &Forced) -> Option<String> {
         [] => text,
         failed => format!("{text}; not reached: {}", failed.join("; ")),
     })
+}
+
+/// "N waiters in line", or `None` for none.
+fn waiters(count: u64) -> Option<String> {
+    match count {
+        0 => None,
+        1 => Some("1 waiter in line".into()),
+        n => Some(format!("{n} waiters in line")),
+    }
 }
 
 /// Why `release --force` left a key alone: it is of another type than a

@@ -13,7 +13,8 @@ use crate::support::assertions::{
     assert_gone_everywhere, assert_held_everywhere, assert_no_panic, is_token, token_of,
 };
 use crate::support::{
-    self, acquire, port_of, run, timed, Cluster, Output, RedisServer, Running, RUN_TIMEOUT,
+    self, acquire, port_of, run, timed, wait_until, Cluster, Output, RedisServer, Running,
+    RUN_TIMEOUT,
 };
 
 /// How many times `SET` ran on `server` since it started or since the last
@@ -518,6 +519,112 @@ fn a_hung_server_of_five_delays_neither_acquire_nor_release() {
                 "round {round}: the key is still on healthy server {i} right after release"
             );
         }
+    }
+}
+
+/// `validity_ms` is what is left when the answer reaches the user, after
+/// every round acquire waits for. With one of five servers stopped and a
+/// 900ms server timeout, whatever acquire waited for after taking the lock
+/// must come off the validity it prints: TTL - validity_ms covers the time
+/// the call took (but for starting the process, well under 100ms).
+#[test]
+fn validity_ms_is_counted_when_the_answer_is_returned() {
+    let mut cluster = Cluster::start(5);
+    cluster[4].pause();
+    for args in [&["-n"][..], &["-w", "5s"]] {
+        let (out, took) = timed(
+            cluster
+                .redlock()
+                .args([
+                    "acquire",
+                    "--json",
+                    "--ttl",
+                    "3s",
+                    "--server-timeout",
+                    "900ms",
+                ])
+                .args(args)
+                .arg("honest"),
+        );
+        out.assert_code(0, "acquire with one of five stopped");
+        let json = out.json();
+        let validity = Duration::from_millis(json["validity_ms"].as_u64().unwrap());
+        assert!(
+            validity + took <= Duration::from_millis(3100),
+            "{args:?}: validity_ms {validity:?} printed after a call of {took:?} on a 3s TTL"
+        );
+        let token = json["token"].as_str().unwrap().to_owned();
+        run(cluster.redlock().args(["release", "honest", &token])).assert_code(0, "release");
+    }
+}
+
+/// The median of several timed runs: one slow run on a loaded machine does
+/// not decide.
+fn median_time(runs: usize, mut once: impl FnMut() -> Duration) -> Duration {
+    let mut times: Vec<Duration> = (0..runs).map(|_| once()).collect();
+    times.sort();
+    times[runs / 2]
+}
+
+/// A waiting acquire (it stands in line, and leaves it) and a hand-off from
+/// one holder to a waiter cost no server timeout for a stopped minority:
+/// under twice their time with every server healthy (and well under the
+/// 250ms server timeout in any case).
+#[test]
+fn a_stopped_server_costs_a_waiting_acquire_and_a_hand_off_nothing() {
+    let mut cluster = Cluster::start(5);
+    let waiting_acquire = |cluster: &Cluster| {
+        median_time(5, || {
+            let (out, took) = timed(
+                cluster
+                    .redlock()
+                    .args(["acquire", "-w", "5s", "--json", "w"]),
+            );
+            out.assert_code(0, "acquire -w");
+            let token = out.json()["token"].as_str().unwrap().to_owned();
+            run(cluster.redlock().args(["release", "w", &token])).assert_code(0, "release");
+            took
+        })
+    };
+    let hand_off = |cluster: &Cluster| {
+        median_time(5, || {
+            let token = acquire(cluster, "h", &[]);
+            let waiter = Running::spawn(
+                cluster
+                    .redlock()
+                    .args(["acquire", "-w", "10s", "--json", "h"])
+                    .stdout(std::process::Stdio::piped()),
+            );
+            // The waiter stands in line (or at least waits) before the release.
+            assert!(wait_until(Duration::from_secs(5), || {
+                let healthy = cluster.servers.iter().filter(|s| !s.is_paused());
+                healthy
+                    .filter(|s| s.subscribers(b"h\0released") > 0)
+                    .count()
+                    >= 3
+            }));
+            std::thread::sleep(Duration::from_millis(50));
+            let released = Instant::now();
+            run(cluster.redlock().args(["release", "h", &token])).assert_code(0, "release");
+            let out = waiter.finish(Duration::from_secs(10));
+            let took = released.elapsed();
+            out.assert_code(0, "the waiter takes it");
+            let token = out.json()["token"].as_str().unwrap().to_owned();
+            run(cluster.redlock().args(["release", "h", &token])).assert_code(0, "release");
+            took
+        })
+    };
+    let healthy = (waiting_acquire(&cluster), hand_off(&cluster));
+    cluster[4].pause();
+    let stopped = (waiting_acquire(&cluster), hand_off(&cluster));
+    for (what, healthy, stopped) in [
+        ("a waiting acquire", healthy.0, stopped.0),
+        ("a hand-off", healthy.1, stopped.1),
+    ] {
+        assert!(
+            stopped < healthy * 2 + Duration::from_millis(20) && stopped < Duration::from_millis(200),
+            "{what} took {stopped:?} with one of five servers stopped, {healthy:?} with all healthy"
+        );
     }
 }
 

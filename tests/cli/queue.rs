@@ -7,11 +7,17 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::support::{acquire, run, temp_dir, Cluster, Running};
+use std::time::Instant;
 
-/// How long a dead waiter's ticket stays in line with the default server
-/// timeout (lock/queue.rs: `linger`).
-const LINGER: Duration = Duration::from_millis(3400);
+use crate::support::{acquire, run, temp_dir, wait_until, Cluster, RedisServer, Running};
+
+/// How long a dead waiter's ticket stays in line, whatever the options
+/// (lock/queue.rs: `LINGER`).
+const LINGER: Duration = Duration::from_millis(1000);
+
+/// What a dead waiter may cost a free lock: its linger, and the next
+/// waiter's poll or wake-up.
+const PER_DEATH: Duration = Duration::from_millis(1500);
 
 /// `exec -w 30s NAME` of a job that logs `start WHO NS` and `end WHO NS`
 /// around a 100ms section.
@@ -113,8 +119,8 @@ fn a_killed_waiter_delays_the_next_by_at_most_the_linger() {
     let gap =
         Duration::from_nanos(u64::try_from(at(&log, "start", "C") - at(&log, "end", "A")).unwrap());
     assert!(
-        gap < LINGER + Duration::from_secs(1),
-        "C waited {gap:?} after A for the dead B; the bound is {LINGER:?}"
+        gap < PER_DEATH,
+        "C waited {gap:?} after A for the dead B; the linger is {LINGER:?}"
     );
 }
 
@@ -164,8 +170,9 @@ fn a_caller_that_does_not_wait_never_cuts_in_line() {
     let out = run(cluster.redlock().args(["acquire", "-n", "line"]));
     out.assert_code(75, "-n does not cut in");
     assert!(
-        out.stderr
-            .contains("is busy: earlier waiters stand in line for it on at least 2 of 3 servers"),
+        out.stderr.contains(
+            "\"line\" is free, but 1 waiter is in line for it (on at least 2 of 3 servers)"
+        ),
         "{}",
         out.stderr
     );
@@ -256,4 +263,250 @@ fn other_redlock_clients_ignore_the_line_and_are_still_excluded() {
         "{}",
         out.stderr
     );
+}
+
+/// Whether a majority of `cluster` holds a lock under `name`.
+fn taken(cluster: &Cluster, name: &str) -> bool {
+    cluster.get_all(name.as_bytes()).iter().flatten().count() > cluster.servers.len() / 2
+}
+
+/// How many tickets stand in `name`'s line on `server`.
+fn in_line(server: &RedisServer, name: &str) -> usize {
+    let line = [name.as_bytes(), b"\0line"].concat();
+    redis::cmd("ZCARD")
+        .arg(&line)
+        .query(&mut server.client())
+        .unwrap()
+}
+
+/// A plain `acquire -w` that waits for `name` with `extra` options.
+fn acquire_waiter(cluster: &Cluster, name: &str, extra: &[&str]) -> Running {
+    Running::spawn(
+        cluster
+            .redlock()
+            .args(["acquire", "-w", "60s"])
+            .args(extra)
+            .arg(name)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    )
+}
+
+/// Starts waiters one after another, each in line before the next starts.
+fn waiters_in_line(cluster: &Cluster, name: &str, count: usize, extra: &[&str]) -> Vec<Running> {
+    (0..count)
+        .map(|i| {
+            let waiter = acquire_waiter(cluster, name, extra);
+            assert!(wait_until(Duration::from_secs(5), || in_line(
+                &cluster[0],
+                name
+            ) > i));
+            waiter
+        })
+        .collect()
+}
+
+/// Waiters whose options would once have made them linger for months (the
+/// linger grew with the server timeout) cost a free lock no more than any
+/// other dead waiter.
+#[test]
+fn a_dead_waiters_linger_is_capped_whatever_its_options() {
+    let cluster = Cluster::start(3);
+    let token = acquire(&cluster, "capped", &[]);
+    let dead = waiters_in_line(
+        &cluster,
+        "capped",
+        1,
+        &["--ttl", "365d", "--server-timeout", "100d"],
+    );
+    let live = waiters_in_line(&cluster, "capped", 1, &[]);
+    for waiter in &dead {
+        waiter.signal(Signal::SIGKILL);
+    }
+    let released = Instant::now();
+    run(cluster.redlock().args(["release", "capped", &token])).assert_code(0, "release");
+    assert!(wait_until(Duration::from_secs(20), || taken(
+        &cluster, "capped"
+    )));
+    let free_for = released.elapsed();
+    assert!(
+        free_for < PER_DEATH,
+        "the free lock waited {free_for:?} for a dead waiter"
+    );
+    drop(live);
+}
+
+/// Dead waiters one after another, each killed at the head of the line
+/// before its predecessor's ticket lapsed: the line steps aside once it has
+/// kept a free lock for a linger, so the deaths do not add up.
+#[test]
+fn a_storm_of_dead_waiters_keeps_a_free_lock_for_a_bounded_time() {
+    let cluster = Cluster::start(3);
+    let token = acquire(&cluster, "storm", &[]);
+    let mut doomed = waiters_in_line(&cluster, "storm", 4, &[]).into_iter();
+    let _live = waiters_in_line(&cluster, "storm", 1, &[]);
+    doomed.next().unwrap().signal(Signal::SIGKILL);
+    let released = Instant::now();
+    run(cluster.redlock().args(["release", "storm", &token])).assert_code(0, "release");
+    let mut next_kill = released + Duration::from_millis(700);
+    let free_for = loop {
+        if taken(&cluster, "storm") {
+            break released.elapsed();
+        }
+        if Instant::now() >= next_kill {
+            // The next waiter dies at the head of the line, unless it has
+            // the lock already (then `taken` says so).
+            if let Some(waiter) = doomed.next() {
+                waiter.signal(Signal::SIGKILL);
+            }
+            next_kill += Duration::from_millis(700);
+        }
+        assert!(released.elapsed() < Duration::from_secs(20), "never taken");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(
+        free_for < PER_DEATH,
+        "a free lock waited {free_for:?} while waiters died at the head of its line"
+    );
+}
+
+/// An ACL that allows part of the line's commands (ZADD and ZRANGE, not
+/// ZREM or ZRANGEBYSCORE) gives no line at all: a half-kept line would keep
+/// dead tickets for ever.
+#[test]
+fn a_server_that_allows_part_of_the_line_keeps_none() {
+    let cluster = Cluster::start(3);
+    let rules = ["~*", "&*", "+@all", "-zrem", "-zrangebyscore"];
+    let servers: Vec<String> = cluster
+        .servers
+        .iter()
+        .map(|s| s.acl_user("partial", "partial-pw-1", &rules))
+        .collect();
+    let servers = servers.join(",");
+    let partial = || {
+        let mut cmd = cluster.redlock();
+        cmd.env("REDLOCK_SERVERS", &servers);
+        cmd
+    };
+    let token = run(partial().args(["acquire", "-n", "part"]));
+    token.assert_code(0, "the holder");
+    let token = token.stdout.trim().to_owned();
+    let dead = Running::spawn(
+        partial()
+            .args(["acquire", "-w", "60s", "part"])
+            .stderr(Stdio::null()),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    dead.signal(Signal::SIGKILL);
+    let _ = dead.finish(Duration::from_secs(5));
+    run(partial().args(["release", "part", &token])).assert_code(0, "release");
+    let started = Instant::now();
+    let out = run(partial().args(["acquire", "-w", "10s", "part"]));
+    out.assert_code(0, "the next caller");
+    assert!(
+        started.elapsed() < PER_DEATH,
+        "the free lock took {:?} with a dead ticket on a server without ZREM",
+        started.elapsed()
+    );
+}
+
+/// `release --force` takes the line with the lock, and says so; `status`
+/// tells of a free lock's waiters.
+#[test]
+fn release_force_clears_the_line_and_status_counts_its_waiters() {
+    let cluster = Cluster::start(3);
+    for server in &cluster.servers {
+        stand_in_line(server, "forced", 1, "000000000000001-first");
+        stand_in_line(server, "forced", 2, "000000000000002-second");
+    }
+    let out = run(cluster.redlock().args(["status", "forced"]));
+    out.assert_code(1, "free");
+    assert!(
+        out.stdout.contains("line:    2 waiters in line"),
+        "{}",
+        out.stdout
+    );
+    let json = run(cluster.redlock().args(["status", "--json", "forced"])).json();
+    assert_eq!(json["waiters_in_line"], 2, "{json}");
+    let out = run(cluster.redlock().args(["acquire", "-n", "forced"]));
+    out.assert_code(75, "-n with two in line");
+    assert!(
+        out.stderr.contains("2 waiters are in line"),
+        "{}",
+        out.stderr
+    );
+    let out = run(cluster.redlock().args(["release", "--force", "forced"]));
+    out.assert_code(0, "release --force");
+    assert!(
+        out.stderr
+            .contains("took the 2 waiters in line out of its line"),
+        "{}",
+        out.stderr
+    );
+    let json = run(cluster
+        .redlock()
+        .args(["release", "--force", "--json", "forced"]))
+    .json();
+    assert_eq!(json["waiters_cleared"], 0, "{json}");
+    run(cluster.redlock().args(["acquire", "-n", "forced"])).assert_code(0, "no line left");
+}
+
+/// A waiter's place comes from the servers' clocks, not its own: one whose
+/// clock is 5s slow, which starts waiting after another, is served after it.
+#[test]
+fn a_waiter_with_a_slow_clock_does_not_jump_the_line() {
+    let Some(library) = faketime_library() else {
+        panic!("libfaketime is missing: scripts/test installs the faketime package");
+    };
+    let cluster = Cluster::start(3);
+    let dir = temp_dir("queue-skew");
+    let log = dir.path().join("log").display().to_string();
+    for round in 0..2 {
+        let _ = std::fs::remove_file(&log);
+        let token = acquire(&cluster, "line", &[]);
+        let first = waiter(&cluster, &log, "first");
+        assert!(wait_until(Duration::from_secs(5), || in_line(
+            &cluster[0],
+            "line"
+        ) == 1));
+        std::thread::sleep(Duration::from_millis(100));
+        let mut skewed = cluster.redlock();
+        let shift = if round == 0 { "-5s" } else { "+5s" };
+        skewed
+            .env("LD_PRELOAD", &library)
+            .env("FAKETIME", shift)
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        let section =
+            format!("echo \"start skewed 0\" >> {log}; sleep 0.1; echo \"end skewed 0\" >> {log}");
+        let second = Running::spawn(
+            skewed
+                .args([
+                    "exec", "-q", "-w", "30s", "line", "--", "sh", "-c", &section,
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped()),
+        );
+        assert!(wait_until(Duration::from_secs(5), || in_line(
+            &cluster[0],
+            "line"
+        ) == 2));
+        run(cluster.redlock().args(["release", "line", &token])).assert_code(0, "release");
+        first
+            .finish(Duration::from_secs(30))
+            .assert_code(0, "first ran");
+        second
+            .finish(Duration::from_secs(30))
+            .assert_code(0, "skewed ran");
+        assert_eq!(served(&log), ["first", "skewed"], "clock {shift}");
+    }
+}
+
+/// The Debian `faketime` package's library.
+fn faketime_library() -> Option<std::path::PathBuf> {
+    std::fs::read_dir("/usr/lib")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path().join("faketime/libfaketime.so.1"))
+        .find(|lib| lib.is_file())
 }
