@@ -19,7 +19,7 @@ use crate::support::{pid_alive, redlock_at, temp_dir, wait_until, Cluster, Outpu
 const SHELL_SCRIPT: &str = "### Take a lock in a shell script";
 const LONG_JOB: &str = "### Keep a long job's lock alive";
 /// The line of the long job's script that sets its TTL and extend interval.
-const LONG_JOB_TIMES: &str = "ttl=60 every=20 ";
+const LONG_JOB_TIMES: &str = "ttl=30 every=10 ";
 
 /// How long a script may take; the scripts here take a few seconds.
 const LIMIT: Duration = Duration::from_secs(60);
