@@ -12,26 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use super::key::{escape_and_cut, LockKey, Token};
 
-/// Appended to a lock's key to name its holder record. No name redlock
-/// makes contains NUL (names come from argv), so no lock can collide with a
-/// record.
-pub(super) const RECORD_SUFFIX: &[u8] = b"\0holder";
-
 /// The longest record read back; anything longer is not ours. Each field's
 /// bound counts bytes before JSON escapes, which can make one six times
 /// longer (`\u0001`): the fields' bounds times six, and room to spare.
 const MAX_RECORD: usize = 32 * 1024;
-
-/// The holder record's key for `key`.
-pub fn record_key(key: &LockKey) -> Vec<u8> {
-    [key.bytes(), RECORD_SUFFIX].concat()
-}
-
-/// Whether `key` is one redlock keeps beside a lock (its holder record, or
-/// its line of waiters) rather than a lock.
-pub fn is_record_key(key: &[u8]) -> bool {
-    key.ends_with(RECORD_SUFFIX) || super::queue::is_line_key(key)
-}
 
 /// What a redlock process records about itself when it takes a lock.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -283,12 +267,5 @@ mod tests {
             held_by.to_string(),
             r#"deploy@ci-7 (pid 4242, job https://ci/1, "roll\nout \u{1b}[2J") for 4m 12s"#
         );
-    }
-
-    #[test]
-    fn record_keys_cannot_be_lock_names() {
-        let key = LockKey::new(b"redlock:deploy".to_vec());
-        assert!(is_record_key(&record_key(&key)));
-        assert!(!is_record_key(key.bytes()));
     }
 }

@@ -122,6 +122,77 @@ impl fmt::Debug for Token {
     }
 }
 
+// ---------------------------------------------------------------------------
+// What redlock keeps beside a lock: one layout, named in one place.
+// ---------------------------------------------------------------------------
+
+/// Appended to a lock's key to name its holder record. No name redlock
+/// makes contains NUL (names come from argv), so no lock can collide with a
+/// record.
+pub(super) const RECORD_SUFFIX: &[u8] = b"\0holder";
+
+/// Appended to a lock's key to name its line (ordered by ticket), the
+/// tickets' lapse times, and since when the line has kept the free lock
+/// from callers; like the holder record's, no lock name can end so.
+const LINE_SUFFIX: &[u8] = b"\0line";
+const LAPSE_SUFFIX: &[u8] = b"\0lapse";
+const FREE_SUFFIX: &[u8] = b"\0free";
+
+/// Appended to the prefix to name the restart guard's marker (guard.lua):
+/// no lock name is empty or holds NUL, so no lock is called so.
+const GUARD_SUFFIX: &[u8] = b"\0guard";
+
+/// The restart guard's marker for the locks under `prefix`.
+pub(super) fn guard_marker(prefix: &[u8]) -> Vec<u8> {
+    [prefix, GUARD_SUFFIX].concat()
+}
+
+/// The keys every lock script gets, in this order: the lock, its holder
+/// record, its line, the tickets' lapse times, since when the line has kept
+/// the free lock, and the restart guard's marker: `marker`, or, for a name
+/// with a Redis Cluster hash tag, one in the tag's slot (see
+/// [`hash_tagged_marker`]).
+pub(super) fn lock_keys(key: &LockKey, marker: &[u8]) -> Vec<Vec<u8>> {
+    vec![
+        key.bytes().to_vec(),
+        record_key(key),
+        [key.bytes(), LINE_SUFFIX].concat(),
+        [key.bytes(), LAPSE_SUFFIX].concat(),
+        [key.bytes(), FREE_SUFFIX].concat(),
+        hash_tagged_marker(key.bytes()).unwrap_or_else(|| marker.to_vec()),
+    ]
+}
+
+/// For a key with a hash tag (the first `{…}` with something inside, as
+/// Redis Cluster reads it), a marker that hashes to the same slot: the key
+/// up to the tag's `}`, then the marker's suffix. A cluster node runs a
+/// script only on keys of one slot; every name with that tag (and the same
+/// text before it) shares the marker. `None` for a key without a tag.
+fn hash_tagged_marker(key: &[u8]) -> Option<Vec<u8>> {
+    let open = key.iter().position(|&b| b == b'{')?;
+    let close = open + 1 + key[open + 1..].iter().position(|&b| b == b'}')?;
+    (close > open + 1).then(|| [&key[..=close], GUARD_SUFFIX].concat())
+}
+
+/// Whether `key` is one redlock keeps for a lock's line or its restart
+/// guard, not a lock.
+pub fn is_line_key(key: &[u8]) -> bool {
+    [LINE_SUFFIX, LAPSE_SUFFIX, FREE_SUFFIX, GUARD_SUFFIX]
+        .iter()
+        .any(|suffix| key.ends_with(suffix))
+}
+
+/// The holder record's key for `key`.
+pub fn record_key(key: &LockKey) -> Vec<u8> {
+    [key.bytes(), RECORD_SUFFIX].concat()
+}
+
+/// Whether `key` is one redlock keeps beside a lock (its holder record, or
+/// its line of waiters) rather than a lock.
+pub fn is_record_key(key: &[u8]) -> bool {
+    key.ends_with(RECORD_SUFFIX) || is_line_key(key)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,5 +226,37 @@ mod tests {
         assert_eq!(a.as_str().len(), 32);
         assert!(a.as_str().bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn record_keys_cannot_be_lock_names() {
+        let key = LockKey::new(b"redlock:deploy".to_vec());
+        assert!(is_record_key(&record_key(&key)));
+        assert!(!is_record_key(key.bytes()));
+    }
+
+    #[test]
+    fn line_keys_are_not_lock_names() {
+        let keys = lock_keys(&LockKey::new(b"deploy".to_vec()), &guard_marker(b"app:"));
+        assert_eq!(keys[2], b"deploy\0line");
+        assert_eq!(keys[3], b"deploy\0lapse");
+        assert_eq!(keys[4], b"deploy\0free");
+        assert_eq!(keys[5], b"app:\0guard");
+        assert!(keys[2..].iter().all(|key| is_line_key(key)));
+        assert!(!is_line_key(b"deploy"));
+    }
+
+    #[test]
+    fn a_hash_tagged_name_keeps_its_marker_in_its_slot() {
+        let marker = |name: &[u8]| lock_keys(&LockKey::new(name.to_vec()), b"\0guard")[5].clone();
+        assert_eq!(marker(b"app:{deploy}:web"), b"app:{deploy}\0guard");
+        assert_eq!(marker(b"{a}{b}"), b"{a}\0guard");
+        assert_eq!(
+            marker(b"x{}y{z}"),
+            b"\0guard",
+            "an empty first tag is no tag"
+        );
+        assert_eq!(marker(b"x{y"), b"\0guard");
+        assert_eq!(marker(b"plain"), b"\0guard");
     }
 }

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::LockError;
-use super::holder::{is_record_key, record_key, HeldBy, RECORD_SUFFIX};
+use super::holder::HeldBy;
 use super::inspection::{Inspection, KeyState, Occupied, ServerState, Verdict};
 use super::key::LockKey;
+use super::key::{is_record_key, record_key, RECORD_SUFFIX};
 use super::mutex::Redlock;
 use super::quorum::ttl_millis;
 use super::scripts;

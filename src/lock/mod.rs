@@ -22,9 +22,10 @@ mod servers;
 
 pub use error::{servers as count_servers, Failures, LockError};
 pub use force::Forced;
-pub use holder::{held_sentence, is_record_key, rounded, HeldBy, Holder, Recorded};
+pub use holder::{held_sentence, rounded, HeldBy, Holder, Recorded};
 pub use inspection::{Inspection, KeyState, Occupied, ServerState, Verdict};
 pub use keeper::{interval as keeper_interval, keep, Keeping};
+pub use key::is_record_key;
 pub use key::{escape_and_cut, escape_bytes, LockKey, Token, SERVER_TEXT_SHOWN};
 pub use listing::{ListQuery, Listed, Listing, ServerPart, Standing};
 pub use mutex::{Lease, Redlock, Released};

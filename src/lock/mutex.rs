@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::error::{Failures, LockError};
 use super::holder::Holder;
 use super::inspection::{Inspection, KeyState, Occupied, ServerState};
-use super::key::{LockKey, Token};
+use super::key::{guard_marker, lock_keys, LockKey, Token};
 use super::notify;
 use super::queue::{self, Ticket};
 use super::quorum::{drift, quorum, ttl_millis, validity, Tally};
@@ -164,7 +164,7 @@ impl Redlock {
             quorum,
             restart_guard,
             holder: None,
-            marker: queue::guard_marker(b""),
+            marker: guard_marker(b""),
             wakeups: true,
         })
     }
@@ -181,14 +181,14 @@ impl Redlock {
     /// that an ACL that limits the keys to the prefix allows it too.
     pub fn with_prefix(self, prefix: &[u8]) -> Self {
         Redlock {
-            marker: queue::guard_marker(prefix),
+            marker: guard_marker(prefix),
             ..self
         }
     }
 
     /// The keys every script on `key` gets, in the order they name them.
     pub(super) fn keys_of(&self, key: &LockKey) -> Vec<Vec<u8>> {
-        queue::lock_keys(key, &self.marker)
+        lock_keys(key, &self.marker)
     }
 
     /// Whether waiters listen for releases (on by default) or only poll.
