@@ -28,7 +28,7 @@ local first = nil
 if now then
   first = first_in_line(now)
 end
-if first ~= nil and first ~= ticket and redis.call("EXISTS", KEYS[1]) == 0
+if first ~= nil and first ~= ticket and redis.call("TYPE", KEYS[1])["ok"] == "none"
   and line_steps_aside(now, linger) then
   first = nil
 end

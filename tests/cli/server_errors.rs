@@ -518,4 +518,28 @@ fn the_documented_least_privileged_user_can_run_every_command() {
         "the waiter was not woken: {:?}",
         released.elapsed()
     );
+
+    // The line: a free lock with someone else first in line keeps the
+    // caller out (75, not a refusal of a command the scripts need), status
+    // counts the waiter, and release --force clears the line.
+    for server in &cluster.servers {
+        let mut admin = server.client();
+        let _: () = redis::cmd("ZADD")
+            .arg(b"lined\0line")
+            .arg(1)
+            .arg("000000000000001-first")
+            .query(&mut admin)
+            .unwrap();
+        let _: () = redis::cmd("ZADD")
+            .arg(b"lined\0lapse")
+            .arg(u64::MAX >> 12)
+            .arg("000000000000001-first")
+            .query(&mut admin)
+            .unwrap();
+    }
+    locker(&["acquire", "-n", "lined"]).assert_code(75, "someone is first in line");
+    let out = locker(&["status", "--json", "lined"]);
+    assert_eq!(out.json()["waiters_in_line"], 1, "{}", out.stdout);
+    locker(&["release", "--force", "lined"]).assert_code(0, "release --force");
+    locker(&["acquire", "-n", "lined"]).assert_code(0, "the line is gone");
 }
