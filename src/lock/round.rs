@@ -119,6 +119,7 @@ where
     F: FnOnce(Connection) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = redis::RedisResult<T>> + Send + 'static,
 {
+    let started = tokio::time::Instant::now();
     let (sender, mut arrivals) = mpsc::unbounded_channel();
     for (index, server) in servers.iter().enumerate() {
         let (server, request, sender) = (Arc::clone(server), request.clone(), sender.clone());
@@ -146,22 +147,36 @@ where
         // stopped one except by time (the kernel of a SIGSTOPped server
         // still completes TCP handshakes and takes the bytes), and any such
         // patience is what a hung server then costs on every call. So the
-        // round does not wait for replies; it makes sure the requests are
-        // written. Each server whose connection is open has handed its
+        // round first makes sure the requests are written, then waits for
+        // replies only briefly (below). Each server whose connection is open has handed its
         // request to that connection's driver task, which writes it to the
         // socket when the runtime next polls it. On this current-thread
         // runtime, a yield lets every task that is ready run before this
         // one resumes. Once written, the kernel delivers the request even
         // if this process exits at once, and a healthy server runs it
-        // before anything that reaches it later. A request to a server
-        // still connecting follows in the background while the process
-        // lives, as before; a late SET is what the algorithm allows for: it
-        // expires, and a release on the same connection follows it.
+        // before anything that reaches it later. A late SET is what the
+        // algorithm allows for: it expires, and a release on the same
+        // connection follows it.
         tokio::task::yield_now().await;
-        // Replies that came in meanwhile are counted (`held_on`), for free.
-        while let Ok((index, reply)) = arrivals.try_recv() {
-            replies.record(index, reply);
+        // A server whose connection was still being set up (a TLS or AUTH
+        // handshake on a loaded machine) has not been handed its request
+        // yet, and would never get it if the process exits now: a SET that
+        // leaves the lock on a bare majority, a DEL that leaves a key behind
+        // until its TTL. So the round gives the others as long again as the
+        // majority took (at least GRACE_FLOOR) to answer: a healthy server
+        // is rarely slower than twice the slowest of the majority, and a
+        // hung one costs one more round time, never a server timeout.
+        let grace = started.elapsed().max(GRACE_FLOOR);
+        let until = tokio::time::Instant::now() + grace;
+        while replies.pending() > 0 {
+            match tokio::time::timeout_at(until, arrivals.recv()).await {
+                Ok(Some((index, reply))) => replies.record(index, reply),
+                _ => break,
+            }
         }
     }
     replies
 }
+
+/// The least a decided round waits for the servers that have not answered.
+const GRACE_FLOOR: std::time::Duration = std::time::Duration::from_millis(5);

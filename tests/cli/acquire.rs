@@ -628,6 +628,93 @@ fn a_stopped_server_costs_a_waiting_acquire_and_a_hand_off_nothing() {
     }
 }
 
+/// A TCP proxy in front of servers that delays every request by `delay_ms`
+/// (scripts/delay-proxy.py); killed on drop.
+struct DelayProxy {
+    child: std::process::Child,
+    ports: Vec<u16>,
+}
+
+impl DelayProxy {
+    fn start(delay_ms: u32, upstreams: &[u16]) -> DelayProxy {
+        let ports: Vec<u16> = upstreams
+            .iter()
+            .map(|_| {
+                let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                listener.local_addr().unwrap().port()
+            })
+            .collect();
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/delay-proxy.py");
+        let pairs = ports.iter().zip(upstreams).map(|(l, u)| format!("{l}:{u}"));
+        let child = std::process::Command::new("python3")
+            .arg(script)
+            .arg(delay_ms.to_string())
+            .args(pairs)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("python3 runs the delay proxy");
+        let up = ports.iter().all(|&port| {
+            wait_until(Duration::from_secs(10), || {
+                std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+            })
+        });
+        assert!(up, "the delay proxy does not listen on {ports:?}");
+        DelayProxy { child, ports }
+    }
+}
+
+impl Drop for DelayProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A server that answers after the majority, but not much after (its
+/// connection is still being set up when the majority has answered), still
+/// gets the request before `acquire` and `release` exit: the lock is on all
+/// three servers, not on a bare majority, and the release leaves no key.
+/// Two servers are 10ms away, the third 25ms; each wants a password, so a
+/// connection takes a round trip (AUTH) before it can send the request: the
+/// third has not sent it when the majority has answered (20ms).
+#[test]
+fn a_server_a_little_slower_than_the_majority_still_gets_the_request() {
+    let cluster = Cluster::start_with(3, &["--requirepass", "slow-pw-1"]);
+    let near = DelayProxy::start(10, &[cluster[0].port(), cluster[1].port()]);
+    let far = DelayProxy::start(25, &[cluster[2].port()]);
+    let urls: Vec<String> = near
+        .ports
+        .iter()
+        .chain(&far.ports)
+        .map(|port| format!("redis://:slow-pw-1@127.0.0.1:{port}"))
+        .collect();
+    let redlock = || {
+        let mut cmd = support::redlock();
+        cmd.env("REDLOCK_SERVERS", urls.join(","));
+        cmd
+    };
+    for round in 0..3 {
+        let out = run(redlock().args(["acquire", "-n", "--server-timeout", "2s", "slow"]));
+        out.assert_code(0, "acquire");
+        let token = token_of(&out);
+        // What was written reaches the server through the proxy 30ms later.
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(
+            cluster[2].get(b"slow").as_deref(),
+            Some(token.as_bytes()),
+            "round {round}: the slower server never got the SET"
+        );
+        run(redlock().args(["release", "--server-timeout", "2s", "slow", &token]))
+            .assert_code(0, "release");
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(
+            cluster[2].get(b"slow"),
+            None,
+            "round {round}: the slower server kept the key"
+        );
+    }
+}
+
 #[test]
 fn a_minority_down_does_not_matter() {
     let mut cluster = Cluster::start(5);
