@@ -162,8 +162,9 @@ pub struct Cli {
 pub struct GlobalArgs {
     /// A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or
     /// redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N
-    /// masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same
-    /// list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]
+    /// masters; a bare host[:port] means redis:// (port 6379), e.g. -s localhost for one
+    /// local Redis. Without it: REDLOCK_SERVERS (the same list), then a servers file
+    /// (--servers-file); there is no default server.
     // REDLOCK_SERVERS is read in config, not by clap: config must know which
     // source named the servers, and clap would reject a value that is not
     // UTF-8 even when this flag overrides it.
@@ -172,7 +173,8 @@ pub struct GlobalArgs {
 
     /// A file of server URLs, one per line (# starts a comment line); used when neither
     /// -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers,
-    /// then /etc/redlock/servers, are used if they exist.
+    /// then /etc/redlock/servers, are used if they exist; one that exists but cannot be
+    /// read is an error.
     #[arg(
         long,
         value_name = "FILE",

@@ -17,9 +17,10 @@ use crate::lock::{ListQuery, LockKey, ServerSpec, Token, Wait};
 use crate::output::{Notice, OutputMode};
 use crate::supervise::schedule::StopPlan;
 
+mod file;
 mod servers;
 
-pub use servers::{ServerSource, DEFAULT_SERVER, SYSTEM_SERVERS_FILE};
+pub use servers::ServerSource;
 
 const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_millis(250);
 

@@ -21,6 +21,7 @@ mod recipes;
 mod release_extend;
 mod restart_guard;
 mod server_errors;
+mod server_sources;
 mod snapshots;
 mod status;
 mod wakeup;
