@@ -184,9 +184,22 @@ pub struct GlobalArgs {
     )]
     pub servers_file: Option<std::path::PathBuf>,
 
-    /// Bound for connecting to each server and for each reply. Default: 250ms, or a
-    /// fifth of --ttl when that is shorter; an explicit value must be below a third of
-    /// --ttl.
+    /// A file of settings for every client of these servers, one `name = value` a line:
+    /// restart-guard, server-timeout, prefix (# starts a comment line). A flag or its
+    /// variable wins over it. Without it, $XDG_CONFIG_HOME/redlock/config, then
+    /// /etc/redlock/config, are used if they exist (the first one, whole).
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "REDLOCK_CONFIG_FILE",
+        hide_env_values = true,
+        global = true
+    )]
+    pub config_file: Option<std::path::PathBuf>,
+
+    /// Bound for connecting to each server and for each reply. Default: server-timeout in
+    /// the config file, else 250ms or a fifth of --ttl when that is shorter; a value given
+    /// must be below a third of --ttl.
     // Parsed in config, not by clap: clap would reject an invalid
     // REDLOCK_SERVER_TIMEOUT even when the flag, given after the subcommand,
     // overrides it.
@@ -202,7 +215,8 @@ pub struct GlobalArgs {
 
     /// Do not count a server that started less than DUR ago toward a quorum: it may have
     /// lost the locks it held. Must be at least the longest --ttl any client uses on these
-    /// servers; 0 turns it off. [default: the lock's --ttl]
+    /// servers; 0 turns it off. [default: restart-guard in the config file, else the
+    /// lock's --ttl]
     // Parsed in config, like --server-timeout.
     #[arg(
         long,
@@ -225,7 +239,8 @@ pub struct GlobalArgs {
     )]
     pub tls_ca_cert: Option<std::path::PathBuf>,
 
-    /// Prepended to every lock name to form the Redis key (empty by default).
+    /// Prepended to every lock name to form the Redis key. [default: prefix in the config
+    /// file, else empty]
     #[arg(
         long,
         value_name = "PREFIX",

@@ -6,6 +6,7 @@ mod support;
 
 mod acquire;
 mod completions;
+mod config_file;
 mod errors;
 mod exec;
 mod faults;

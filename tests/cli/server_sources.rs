@@ -122,13 +122,25 @@ fn a_default_servers_file_that_cannot_be_searched_for_is_a_configuration_error()
         locked(0o600);
         support::redlock()
     };
-    let out = run(cmd.env("XDG_CONFIG_HOME", dir.path()).args(["status", "x"]));
-    locked(0o700);
-    let file = dir.path().join("redlock/servers").display().to_string();
+    cmd.env("XDG_CONFIG_HOME", dir.path()).args(["status", "x"]);
+    // The config file beside it is looked for first, in the same way.
+    let out = run(&mut cmd);
+    let config = dir.path().join("redlock/config").display().to_string();
     assert_one_line_error(
         &out,
         78,
-        &[&file, "Permission denied"],
+        &[&format!("config file {config}: "), "Permission denied"],
+        "a config file that cannot be searched for",
+    );
+    // With a config file given, the servers file is the one looked for.
+    let empty = write_file(dir.path(), "empty-config", "");
+    let out = run(cmd.env("REDLOCK_CONFIG_FILE", &empty));
+    locked(0o700);
+    let servers = dir.path().join("redlock/servers").display().to_string();
+    assert_one_line_error(
+        &out,
+        78,
+        &[&format!("servers file {servers}: "), "Permission denied"],
         "a servers file that cannot be searched for",
     );
 }

@@ -864,8 +864,9 @@ pub fn drop_redlock_variables(cmd: &mut Command, inherited: impl IntoIterator<It
 pub fn redlock_at(path: &Path) -> Command {
     let mut cmd = Command::new(path);
     drop_redlock_variables(&mut cmd, std::env::vars_os().map(|(name, _)| name));
-    // The user's servers file (~/.config/redlock/servers) must not reach the
-    // tests either; a test of that file sets its own XDG_CONFIG_HOME.
+    // The user's servers and config files (~/.config/redlock/) must not
+    // reach the tests either; a test of those files sets its own
+    // XDG_CONFIG_HOME.
     cmd.env("XDG_CONFIG_HOME", "/nonexistent/redlock-tests");
     // Every server here was started a moment ago, so the restart guard
     // (on by default) would not count it; the tests of the guard set it.
