@@ -214,9 +214,9 @@ pub struct GlobalArgs {
     pub server_timeout: Option<OsString>,
 
     /// Do not count a server that started less than DUR ago toward a quorum: it may have
-    /// lost the locks it held. Must be at least the longest --ttl any client uses on these
-    /// servers; 0 turns it off. [default: restart-guard in the config file, else the
-    /// lock's --ttl]
+    /// lost the locks it held. A --ttl longer than the guard is refused; 0 turns the guard
+    /// off, and that limit with it. Give every client of these servers the same guard (the
+    /// config file). [default: restart-guard in the config file, else 30s]
     // Parsed in config, like --server-timeout.
     #[arg(
         long,
@@ -316,7 +316,7 @@ pub struct NameArg {
 #[derive(Debug, Args)]
 pub struct TtlArg {
     /// How long the lock lives on the servers unless extended or released, e.g. 30s,
-    /// 1m30s, 250ms or 2.5 (seconds).
+    /// 1m30s, 250ms or 2.5 (seconds); at most the restart guard (--restart-guard).
     #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration::parse, allow_hyphen_values = true)]
     pub ttl: Duration,
 }

@@ -213,7 +213,9 @@ fn servers_for(
 ) -> Result<(Servers, Vec<Notice>), Error> {
     let list = servers::resolve(&sources)?;
     let timeout = server_timeout_for(timing.server_timeout()?, job.ttl())?;
-    let restart_guard = timing.restart_guard(job.ttl())?;
+    let restart_guard = timing.restart_guard()?;
+    ttl_within_guard(job, &restart_guard)?;
+    let restart_guard = restart_guard.value;
     let tls_root_cert = match &tls_ca_cert {
         Some(path) if list.specs.iter().any(ServerSpec::is_tls) => {
             Some(servers::read_ca_cert(path)?)
@@ -266,14 +268,27 @@ impl Timing {
     }
 
     /// The restart guard: the flag's or its variable's, else the config
-    /// file's, else the command's TTL.
-    fn restart_guard(&self, ttl: Option<Duration>) -> Result<Duration, Error> {
+    /// file's, else [`DEFAULT_RESTART_GUARD`]; never the command's TTL,
+    /// which may differ from one client to the next.
+    fn restart_guard(&self) -> Result<Given, Error> {
         let (flag, variable) = ("--restart-guard", "REDLOCK_RESTART_GUARD");
         Ok(
             match (self.restart_guard.as_deref(), &self.fleet.restart_guard) {
-                (Some(text), _) => parse_duration_option(text, flag, variable)?,
-                (None, Some(setting)) => setting.value,
-                (None, None) => ttl.unwrap_or(DEFAULT_TTL),
+                (Some(text), _) => Given {
+                    value: parse_duration_option(text, flag, variable)?,
+                    name: flag,
+                    place: Some(format!("{flag} or {variable}")),
+                },
+                (None, Some(setting)) => Given {
+                    value: setting.value,
+                    name: "restart-guard",
+                    place: Some(fleet::place(&self.fleet, setting.line)),
+                },
+                (None, None) => Given {
+                    value: DEFAULT_RESTART_GUARD,
+                    name: "restart-guard",
+                    place: Some("the default".into()),
+                },
             },
         )
     }
@@ -300,9 +315,39 @@ impl Given {
     }
 }
 
-/// The TTL of a lock taken without `--ttl`, and the restart guard of a
-/// command that takes no TTL (`status`).
-const DEFAULT_TTL: Duration = Duration::from_secs(30);
+/// The restart guard when neither a flag, its variable nor the config file
+/// gives one: the default `--ttl`, so that a lock taken with the defaults
+/// is covered.
+pub const DEFAULT_RESTART_GUARD: Duration = Duration::from_secs(30);
+
+/// No lock may outlive the restart guard: a server that restarted empty is
+/// kept out of quorums only for the guard, so a lock that lives longer
+/// could be handed out again by a majority that restarted after it was
+/// taken. A guard of 0 is off, and so is this cap.
+fn ttl_within_guard(job: &LockJob, guard: &Given) -> Result<(), Error> {
+    let Some(ttl) = job.ttl() else {
+        return Ok(());
+    };
+    if guard.value.is_zero() || ttl <= guard.value {
+        return Ok(());
+    }
+    let (ttl, shown) = (
+        humantime::format_duration(ttl),
+        humantime::format_duration(guard.value),
+    );
+    let place = guard.place.as_deref().unwrap_or(guard.name);
+    let instead = match job {
+        LockJob::Exec(_) => format!(
+            "exec extends the lock while the command runs, so a --ttl up to {shown} will do"
+        ),
+        _ => "use exec (which extends a short TTL)".into(),
+    };
+    Err(Error::Usage(format!(
+        "--ttl {ttl} is longer than the restart guard {shown} ({place}): a server that restarts \
+         could hand the lock out again before it expires; {instead}, or raise restart-guard for \
+         every client of these servers (the config file's restart-guard = {ttl})"
+    )))
+}
 
 impl LockJob {
     /// The TTL the command asks for, which bounds the server timeout.
@@ -601,6 +646,88 @@ mod tests {
                 assert!(server_timeout_for(flag(ttl / 3), Some(ttl)).is_err());
             }
         }
+    }
+
+    /// [`Timing`] with the flag's (or variable's) text and the config
+    /// file's guard.
+    fn timing(given: Option<&str>, file: Option<Duration>) -> Timing {
+        let setting = |value| fleet::Setting { value, line: 4 };
+        Timing {
+            server_timeout: None,
+            restart_guard: given.map(OsString::from),
+            fleet: fleet::Fleet {
+                file: Some(PathBuf::from("/etc/redlock/config")),
+                restart_guard: file.map(setting),
+                ..fleet::Fleet::default()
+            },
+        }
+    }
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    #[test]
+    fn the_guard_is_the_flag_else_the_config_file_else_30s_never_the_ttl() {
+        let guard = |given, file| timing(given, file).restart_guard().unwrap();
+        assert_eq!(guard(None, None).value, DEFAULT_RESTART_GUARD);
+        assert_eq!(guard(None, None).value, MS(30_000));
+        assert_eq!(guard(None, Some(HOUR)).value, HOUR);
+        assert_eq!(
+            guard(None, Some(HOUR)).place.as_deref(),
+            Some("config file /etc/redlock/config line 4")
+        );
+        assert_eq!(guard(Some("2h"), Some(HOUR)).value, 2 * HOUR);
+        assert_eq!(guard(Some("0"), Some(HOUR)).value, Duration::ZERO);
+        let err = timing(Some("soon"), Some(HOUR))
+            .restart_guard()
+            .unwrap_err();
+        assert!(err.to_string().contains("--restart-guard"), "{err}");
+    }
+
+    #[test]
+    fn the_default_guard_is_the_default_ttl() {
+        use clap::Parser as _;
+        let cli = Cli::try_parse_from(["redlock", "acquire", "x"]).unwrap();
+        let Command::Acquire(args) = cli.command else {
+            panic!("not acquire");
+        };
+        assert_eq!(args.ttl.ttl, DEFAULT_RESTART_GUARD);
+    }
+
+    #[test]
+    fn no_ttl_may_outlive_the_guard_unless_the_guard_is_off() {
+        let acquire = |ttl| LockJob::Acquire {
+            key: LockKey::new(b"k".to_vec()),
+            ttl,
+            wait: Wait::No,
+            message: None,
+            conflict_exit: 75,
+        };
+        let guard = |value| Given {
+            value,
+            name: "restart-guard",
+            place: Some("the default".into()),
+        };
+        let cap = |ttl, g| ttl_within_guard(&acquire(ttl), &guard(g));
+        assert!(cap(MS(30_000), MS(30_000)).is_ok(), "up to the guard");
+        let err = cap(MS(31_000), MS(30_000)).unwrap_err();
+        assert_eq!(err.exit(), crate::exit_code::Exit::Usage);
+        let text = err.to_string();
+        assert!(
+            text.starts_with("--ttl 31s is longer than the restart guard 30s (the default): "),
+            "{text}"
+        );
+        assert!(
+            text.contains("use exec") && text.contains("restart-guard = 31s"),
+            "{text}"
+        );
+        assert!(
+            cap(2 * HOUR, Duration::ZERO).is_ok(),
+            "a guard of 0 is no cap"
+        );
+        let status = LockJob::Status {
+            key: LockKey::new(b"k".to_vec()),
+        };
+        assert!(ttl_within_guard(&status, &guard(MS(1))).is_ok(), "no TTL");
     }
 
     #[test]
