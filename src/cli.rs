@@ -35,7 +35,7 @@ const EXAMPLES: &[(&str, &[Example])] = &[
                 ],
             },
             Example {
-                what: "Runbook: say why you hold it; status and busy messages show the note",
+                what: "Runbook: say why you hold it (status shows it); --ttl 1h needs restart-guard = 1h",
                 lines: &["tok=$(redlock acquire -n --ttl 1h -m \"failover to db2 (INC-4242)\" db-failover)"],
             },
     ]),
@@ -64,8 +64,8 @@ const EXAMPLES: &[(&str, &[Example])] = &[
             },
     ]),
     ("extend", &[Example {
-            what: "Keep a long job's lock for 10 more minutes; 79 means it was lost",
-            lines: &["redlock extend --ttl 10m nightly-report \"$tok\" || exit"],
+            what: "Keep a long job's lock for 30 more seconds (every 10s, say); 79 means it was lost",
+            lines: &["redlock extend --ttl 30s nightly-report \"$tok\" || exit"],
     }]),
     ("status", &[
             Example {
