@@ -65,7 +65,7 @@ _redlock() {
 
     case "${cmd}" in
         redlock)
-            opts="-s -q -v -h -V --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version acquire release extend status list exec help"
+            opts="-s -q -v -h -V --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version acquire release extend status list exec help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -80,6 +80,10 @@ _redlock() {
                     return 0
                     ;;
                 --servers-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -107,7 +111,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-n -w -E -m -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --message --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-n -w -E -m -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --message --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -153,6 +157,10 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --config-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --server-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -177,7 +185,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__exec)
-            opts="-n -w -E -m -k -c -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --message --kill-after --signal --command --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-n -w -E -m -k -c -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --message --kill-after --signal --command --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -243,6 +251,10 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --config-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --server-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -267,7 +279,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__extend)
-            opts="-s -q -v -h -V --ttl --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --ttl --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -286,6 +298,10 @@ _redlock() {
                     return 0
                     ;;
                 --servers-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -425,7 +441,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__list)
-            opts="-s -q -v -h -V --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -440,6 +456,10 @@ _redlock() {
                     return 0
                     ;;
                 --servers-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -467,7 +487,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__release)
-            opts="-s -q -v -h -V --force --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --force --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -482,6 +502,10 @@ _redlock() {
                     return 0
                     ;;
                 --servers-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -509,7 +533,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__status)
-            opts="-s -q -v -h -V --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -524,6 +548,10 @@ _redlock() {
                     return 0
                     ;;
                 --servers-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -567,7 +595,7 @@ fi
 # A word that is only `=` or `:` (bash splits `--ttl=5s` and URLs there) is
 # glued to its neighbours.
 _redlock_exec_command_start() {
-    local takes_value=" --ttl -w --wait -E --conflict-exit-code -m --message -k --kill-after --signal -c --command -s --server --servers-file --server-timeout --restart-guard --tls-ca-cert --prefix "
+    local takes_value=" --ttl -w --wait -E --conflict-exit-code -m --message -k --kill-after --signal -c --command -s --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix "
     local i=1 word seen_exec="" positionals=0 skip=""
     while ((i < COMP_CWORD)); do
         word=${COMP_WORDS[i]}

@@ -35,7 +35,7 @@ const EXAMPLES: &[(&str, &[Example])] = &[
                 ],
             },
             Example {
-                what: "Runbook: say why you hold it; status and busy messages show the note",
+                what: "Runbook: say why you hold it (status shows it); --ttl 1h needs restart-guard = 1h",
                 lines: &["tok=$(redlock acquire -n --ttl 1h -m \"failover to db2 (INC-4242)\" db-failover)"],
             },
     ]),
@@ -64,8 +64,8 @@ const EXAMPLES: &[(&str, &[Example])] = &[
             },
     ]),
     ("extend", &[Example {
-            what: "Keep a long job's lock for 10 more minutes; 79 means it was lost",
-            lines: &["redlock extend --ttl 10m nightly-report \"$tok\" || exit"],
+            what: "Keep a long job's lock for 30 more seconds (every 10s, say); 79 means it was lost",
+            lines: &["redlock extend --ttl 30s nightly-report \"$tok\" || exit"],
     }]),
     ("status", &[
             Example {
@@ -162,8 +162,9 @@ pub struct Cli {
 pub struct GlobalArgs {
     /// A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or
     /// redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N
-    /// masters; a bare host:port means redis://. Without it: REDLOCK_SERVERS (the same
-    /// list), then a servers file (--servers-file). [default: redis://127.0.0.1:6379]
+    /// masters; a bare host[:port] means redis:// (port 6379), e.g. -s localhost for one
+    /// local Redis. Without it: REDLOCK_SERVERS (the same list), then a servers file
+    /// (--servers-file); there is no default server.
     // REDLOCK_SERVERS is read in config, not by clap: config must know which
     // source named the servers, and clap would reject a value that is not
     // UTF-8 even when this flag overrides it.
@@ -172,7 +173,8 @@ pub struct GlobalArgs {
 
     /// A file of server URLs, one per line (# starts a comment line); used when neither
     /// -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers,
-    /// then /etc/redlock/servers, are used if they exist.
+    /// then /etc/redlock/servers, are used if they exist; one that exists but cannot be
+    /// read is an error.
     #[arg(
         long,
         value_name = "FILE",
@@ -182,9 +184,22 @@ pub struct GlobalArgs {
     )]
     pub servers_file: Option<std::path::PathBuf>,
 
-    /// Bound for connecting to each server and for each reply. Default: 250ms, or a
-    /// fifth of --ttl when that is shorter; an explicit value must be below a third of
-    /// --ttl.
+    /// A file of settings for every client of these servers, one `name = value` a line:
+    /// restart-guard, server-timeout, prefix (# starts a comment line). A flag or its
+    /// variable wins over it. Without it, $XDG_CONFIG_HOME/redlock/config, then
+    /// /etc/redlock/config, are used if they exist (the first one, whole).
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "REDLOCK_CONFIG_FILE",
+        hide_env_values = true,
+        global = true
+    )]
+    pub config_file: Option<std::path::PathBuf>,
+
+    /// Bound for connecting to each server and for each reply. Default: server-timeout in
+    /// the config file, else 250ms or a fifth of --ttl when that is shorter; a value given
+    /// must be below a third of --ttl.
     // Parsed in config, not by clap: clap would reject an invalid
     // REDLOCK_SERVER_TIMEOUT even when the flag, given after the subcommand,
     // overrides it.
@@ -199,8 +214,9 @@ pub struct GlobalArgs {
     pub server_timeout: Option<OsString>,
 
     /// Do not count a server that started less than DUR ago toward a quorum: it may have
-    /// lost the locks it held. Must be at least the longest --ttl any client uses on these
-    /// servers; 0 turns it off. [default: the lock's --ttl]
+    /// lost the locks it held. A --ttl longer than the guard is refused; 0 turns the guard
+    /// off, and that limit with it. Give every client of these servers the same guard (the
+    /// config file). [default: restart-guard in the config file, else 30s]
     // Parsed in config, like --server-timeout.
     #[arg(
         long,
@@ -223,7 +239,8 @@ pub struct GlobalArgs {
     )]
     pub tls_ca_cert: Option<std::path::PathBuf>,
 
-    /// Prepended to every lock name to form the Redis key (empty by default).
+    /// Prepended to every lock name to form the Redis key. [default: prefix in the config
+    /// file, else empty]
     #[arg(
         long,
         value_name = "PREFIX",
@@ -299,7 +316,7 @@ pub struct NameArg {
 #[derive(Debug, Args)]
 pub struct TtlArg {
     /// How long the lock lives on the servers unless extended or released, e.g. 30s,
-    /// 1m30s, 250ms or 2.5 (seconds).
+    /// 1m30s, 250ms or 2.5 (seconds); at most the restart guard (--restart-guard).
     #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration::parse, allow_hyphen_values = true)]
     pub ttl: Duration,
 }

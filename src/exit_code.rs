@@ -27,7 +27,8 @@ pub enum Exit {
     /// 75 (EX_TEMPFAIL): the lock is held by someone else (`-n`), or the
     /// `-w` wait ran out while it was.
     Busy,
-    /// 78 (EX_CONFIG): a server URL or TLS setting that cannot be used.
+    /// 78 (EX_CONFIG): no servers configured, or a server URL, config file
+    /// or TLS setting that cannot be used.
     Config,
     /// 79: `release`/`extend` found that the token no longer holds a majority.
     Lost,
@@ -85,7 +86,8 @@ pub const TABLE: [Row; 8] = [
     Row {
         exit: Exit::Config,
         name: "configuration error",
-        help: "configuration error: unusable server URL, TLS setting or credentials",
+        help: "configuration error: no servers, bad server URL, config file, TLS setting or \
+               credentials",
     },
     Row {
         exit: Exit::Lost,

@@ -11,9 +11,10 @@
 //!   It lives as long as a process holds it open; `REDLOCK_SERVERS` is taken
 //!   out of the command's environment.
 //!
-//! The prefix, the CA file and the restart guard go with them, so that
-//! `redlock status NAME` inside the command looks at the same key the same
-//! way.
+//! The prefix, the CA file, the restart guard and the config file go with
+//! them, so that `redlock status NAME` inside the command looks at the same
+//! key the same way. The prefix is set even when empty: an unset
+//! `REDLOCK_PREFIX` would let the config file's prefix apply instead.
 
 use std::ffi::OsString;
 use std::io::Write as _;
@@ -35,6 +36,8 @@ pub struct Handoff {
     pub prefix: Vec<u8>,
     pub tls_ca_cert: Option<PathBuf>,
     pub restart_guard: std::time::Duration,
+    /// The config file this `redlock` read, if any.
+    pub config_file: Option<PathBuf>,
 }
 
 /// The command's environment changes, and the descriptor the command must
@@ -69,16 +72,16 @@ impl Handoff {
                 env.file = Some(file);
             }
         }
-        match self.prefix.is_empty() {
-            true => env.remove.push("REDLOCK_PREFIX"),
-            false => env
-                .set
-                .push(("REDLOCK_PREFIX", OsString::from_vec(self.prefix.clone()))),
-        }
+        env.set
+            .push(("REDLOCK_PREFIX", OsString::from_vec(self.prefix.clone())));
         // The same guard, so that a nested status counts the servers as
         // this exec did (a flag here would otherwise not reach it).
         let guard = format!("{}ms", self.restart_guard.as_millis());
         env.set.push(("REDLOCK_RESTART_GUARD", guard.into()));
+        if let Some(file) = &self.config_file {
+            let file = std::path::absolute(file)?;
+            env.set.push(("REDLOCK_CONFIG_FILE", file.into_os_string()));
+        }
         if let Some(ca) = &self.tls_ca_cert {
             let ca = std::path::absolute(ca)?;
             env.set.push(("REDLOCK_TLS_CA_CERT", ca.into_os_string()));

@@ -38,6 +38,7 @@ fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, E
         prefix: servers.prefix,
         tls_ca_cert: servers.tls_ca_cert,
         restart_guard: servers.restart_guard,
+        config_file: servers.config_file,
     };
     let redlock = Redlock::new(
         servers.specs,

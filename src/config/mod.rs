@@ -17,9 +17,11 @@ use crate::lock::{ListQuery, LockKey, ServerSpec, Token, Wait};
 use crate::output::{Notice, OutputMode};
 use crate::supervise::schedule::StopPlan;
 
+mod file;
+mod fleet;
 mod servers;
 
-pub use servers::{ServerSource, DEFAULT_SERVER, SYSTEM_SERVERS_FILE};
+pub use servers::ServerSource;
 
 const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_millis(250);
 
@@ -59,6 +61,8 @@ pub struct Servers {
     pub tls_root_cert: Option<Vec<u8>>,
     /// The key prefix, handed on by `exec` with the servers.
     pub prefix: Vec<u8>,
+    /// The config file read, if any, handed on by `exec` too.
+    pub config_file: Option<PathBuf>,
     /// Whether waiters listen for releases besides polling
     /// (`REDLOCK_WAKEUPS`).
     pub wakeups: bool,
@@ -116,6 +120,7 @@ impl Config {
         let GlobalArgs {
             servers,
             servers_file,
+            config_file,
             server_timeout,
             restart_guard,
             tls_ca_cert,
@@ -129,7 +134,15 @@ impl Config {
             quiet,
             verbose,
         };
-        let prefix = prefix.map(|p| p.as_bytes().to_vec()).unwrap_or_default();
+        let fleet = match cli.command {
+            Command::Generate(_) => fleet::Fleet::default(),
+            _ => fleet::load(config_file.as_deref(), &fleet::default_files())?,
+        };
+        let prefix = match (prefix, &fleet.prefix) {
+            (Some(given), _) => given.as_bytes().to_vec(),
+            (None, Some(from_file)) => from_file.value.clone(),
+            (None, None) => Vec::new(),
+        };
         let key = |name: &cli::NameArg| lock_key(&prefix, &name.name);
         let job = match cli.command {
             Command::Generate(args) => {
@@ -165,6 +178,7 @@ impl Config {
             Timing {
                 server_timeout,
                 restart_guard,
+                fleet,
             },
             tls_ca_cert,
             prefix,
@@ -198,16 +212,10 @@ fn servers_for(
     prefix: Vec<u8>,
 ) -> Result<(Servers, Vec<Notice>), Error> {
     let list = servers::resolve(&sources)?;
-    let timeout = timing
-        .server_timeout
-        .as_deref()
-        .map(|text| parse_duration_option(text, "--server-timeout", "REDLOCK_SERVER_TIMEOUT"))
-        .transpose()?;
-    let timeout = server_timeout_for(timeout, job.ttl())?;
-    let restart_guard = match timing.restart_guard.as_deref() {
-        Some(text) => parse_duration_option(text, "--restart-guard", "REDLOCK_RESTART_GUARD")?,
-        None => job.ttl().unwrap_or(DEFAULT_TTL),
-    };
+    let timeout = server_timeout_for(timing.server_timeout()?, job.ttl())?;
+    let restart_guard = timing.restart_guard()?;
+    ttl_within_guard(job, &restart_guard)?;
+    let restart_guard = restart_guard.value;
     let tls_root_cert = match &tls_ca_cert {
         Some(path) if list.specs.iter().any(ServerSpec::is_tls) => {
             Some(servers::read_ca_cert(path)?)
@@ -222,21 +230,124 @@ fn servers_for(
         tls_ca_cert,
         tls_root_cert,
         prefix,
+        config_file: timing.fleet.file,
         wakeups: wakeups(std::env::var_os("REDLOCK_WAKEUPS").as_deref())?,
     };
     Ok((servers, list.notices))
 }
 
 /// The durations given as text, parsed here so that a flag can override a
-/// bad environment value.
+/// bad environment value, and the config file's, for when neither the flag
+/// nor its variable gives one.
 struct Timing {
     server_timeout: Option<OsString>,
     restart_guard: Option<OsString>,
+    fleet: fleet::Fleet,
 }
 
-/// The TTL of a lock taken without `--ttl`, and the restart guard of a
-/// command that takes no TTL (`status`).
-const DEFAULT_TTL: Duration = Duration::from_secs(30);
+impl Timing {
+    /// The server timeout given: the flag's or its variable's, else the
+    /// config file's.
+    fn server_timeout(&self) -> Result<Option<Given>, Error> {
+        let (flag, variable) = ("--server-timeout", "REDLOCK_SERVER_TIMEOUT");
+        Ok(
+            match (self.server_timeout.as_deref(), &self.fleet.server_timeout) {
+                (Some(text), _) => Some(Given {
+                    value: parse_duration_option(text, flag, variable)?,
+                    name: flag,
+                    place: None,
+                }),
+                (None, Some(setting)) => Some(Given {
+                    value: setting.value,
+                    name: "server-timeout",
+                    place: Some(fleet::place(&self.fleet, setting.line)),
+                }),
+                (None, None) => None,
+            },
+        )
+    }
+
+    /// The restart guard: the flag's or its variable's, else the config
+    /// file's, else [`DEFAULT_RESTART_GUARD`]; never the command's TTL,
+    /// which may differ from one client to the next.
+    fn restart_guard(&self) -> Result<Given, Error> {
+        let (flag, variable) = ("--restart-guard", "REDLOCK_RESTART_GUARD");
+        Ok(
+            match (self.restart_guard.as_deref(), &self.fleet.restart_guard) {
+                (Some(text), _) => Given {
+                    value: parse_duration_option(text, flag, variable)?,
+                    name: flag,
+                    place: Some(format!("{flag} or {variable}")),
+                },
+                (None, Some(setting)) => Given {
+                    value: setting.value,
+                    name: "restart-guard",
+                    place: Some(fleet::place(&self.fleet, setting.line)),
+                },
+                (None, None) => Given {
+                    value: DEFAULT_RESTART_GUARD,
+                    name: "restart-guard",
+                    place: Some("the default".into()),
+                },
+            },
+        )
+    }
+}
+
+/// A duration given for an option, and where it came from, for messages.
+#[derive(Debug, Clone)]
+struct Given {
+    value: Duration,
+    /// The flag (`--server-timeout`), or the config file's name for it.
+    name: &'static str,
+    /// `config file PATH line N` for a value from the config file.
+    place: Option<String>,
+}
+
+impl Given {
+    /// `--server-timeout 1s`, or `server-timeout 1s (config file PATH line N)`.
+    fn shown(&self) -> String {
+        let value = humantime::format_duration(self.value);
+        match &self.place {
+            Some(place) => format!("{} {value} ({place})", self.name),
+            None => format!("{} {value}", self.name),
+        }
+    }
+}
+
+/// The restart guard when neither a flag, its variable nor the config file
+/// gives one: the default `--ttl`, so that a lock taken with the defaults
+/// is covered.
+pub const DEFAULT_RESTART_GUARD: Duration = Duration::from_secs(30);
+
+/// No lock may outlive the restart guard: a server that restarted empty is
+/// kept out of quorums only for the guard, so a lock that lives longer
+/// could be handed out again by a majority that restarted after it was
+/// taken. A guard of 0 is off, and so is this cap.
+fn ttl_within_guard(job: &LockJob, guard: &Given) -> Result<(), Error> {
+    let Some(ttl) = job.ttl() else {
+        return Ok(());
+    };
+    if guard.value.is_zero() || ttl <= guard.value {
+        return Ok(());
+    }
+    let (ttl, shown) = (
+        humantime::format_duration(ttl),
+        humantime::format_duration(guard.value),
+    );
+    let place = guard.place.as_deref().unwrap_or(guard.name);
+    let instead = match job {
+        LockJob::Exec(_) => format!(
+            "exec extends the lock while the command runs, so a --ttl up to {shown} will do"
+        ),
+        _ => "use exec (which extends a short TTL)".into(),
+    };
+    Err(Error::Usage(format!(
+        "--ttl {ttl} is longer than the restart guard {shown} ({place}): a server that restarts \
+         could hand the lock out again before it expires; {instead}, or raise restart-guard for \
+         every client of these servers (the config file's restart-guard = {ttl})"
+    )))
+}
 
 impl LockJob {
     /// The TTL the command asks for, which bounds the server timeout.
@@ -418,8 +529,6 @@ fn ttl(ttl: Duration, min: Duration) -> Result<Duration, Error> {
     Ok(ttl)
 }
 
-/// A duration option parsed in config (`--server-timeout`,
-/// `--restart-guard`), from the flag or its variable, whichever clap chose.
 /// `REDLOCK_WAKEUPS`: `0` turns wake-ups on release off (waiters only
 /// poll), `1` or unset (or empty) leaves them on.
 fn wakeups(value: Option<&OsStr>) -> Result<bool, Error> {
@@ -433,6 +542,8 @@ fn wakeups(value: Option<&OsStr>) -> Result<bool, Error> {
     }
 }
 
+/// A duration option parsed in config (`--server-timeout`,
+/// `--restart-guard`), from the flag or its variable, whichever clap chose.
 fn parse_duration_option(text: &OsStr, flag: &str, variable: &str) -> Result<Duration, Error> {
     let text = text.to_string_lossy();
     duration::parse(&text).map_err(|err| {
@@ -445,20 +556,18 @@ fn parse_duration_option(text: &OsStr, flag: &str, variable: &str) -> Result<Dur
 /// The per-server bound. An explicit value must stay well below the TTL (under
 /// a third), or one slow server could eat the whole validity; the default is
 /// scaled down for short TTLs instead of failing.
-fn server_timeout_for(
-    explicit: Option<Duration>,
-    ttl: Option<Duration>,
-) -> Result<Duration, Error> {
+fn server_timeout_for(explicit: Option<Given>, ttl: Option<Duration>) -> Result<Duration, Error> {
     match (explicit, ttl) {
-        (Some(timeout), _) if timeout.is_zero() => Err(Error::Usage(
-            "--server-timeout must be greater than 0".into(),
-        )),
-        (Some(timeout), Some(ttl)) if timeout >= ttl / 3 => Err(Error::Usage(format!(
-            "--server-timeout {} must be below a third of --ttl {}",
-            humantime::format_duration(timeout),
+        (Some(timeout), _) if timeout.value.is_zero() => Err(Error::Usage(format!(
+            "{} must be greater than 0",
+            timeout.name
+        ))),
+        (Some(timeout), Some(ttl)) if timeout.value >= ttl / 3 => Err(Error::Usage(format!(
+            "{} must be below a third of --ttl {}",
+            timeout.shown(),
             humantime::format_duration(ttl)
         ))),
-        (Some(timeout), _) => Ok(timeout),
+        (Some(timeout), _) => Ok(timeout.value),
         (None, Some(ttl)) => Ok(DEFAULT_SERVER_TIMEOUT
             .min(ttl / 5)
             .max(Duration::from_millis(1))),
@@ -472,6 +581,14 @@ mod tests {
 
     const MS: fn(u64) -> Duration = Duration::from_millis;
 
+    fn flag(value: Duration) -> Option<Given> {
+        Some(Given {
+            value,
+            name: "--server-timeout",
+            place: None,
+        })
+    }
+
     #[test]
     fn server_timeout_defaults_and_scales_with_short_ttls() {
         assert_eq!(server_timeout_for(None, None).unwrap(), MS(250));
@@ -479,18 +596,18 @@ mod tests {
         assert_eq!(server_timeout_for(None, Some(MS(500))).unwrap(), MS(100));
         assert_eq!(server_timeout_for(None, Some(MS(1))).unwrap(), MS(1));
         assert_eq!(
-            server_timeout_for(Some(MS(900)), Some(MS(3000))).unwrap(),
+            server_timeout_for(flag(MS(900)), Some(MS(3000))).unwrap(),
             MS(900)
         );
     }
 
     #[test]
     fn explicit_server_timeout_must_be_well_below_the_ttl() {
-        let err = server_timeout_for(Some(MS(1000)), Some(MS(3000))).unwrap_err();
+        let err = server_timeout_for(flag(MS(1000)), Some(MS(3000))).unwrap_err();
         assert!(err.to_string().contains("--server-timeout"), "{err}");
-        assert!(server_timeout_for(Some(MS(0)), None).is_err());
+        assert!(server_timeout_for(flag(MS(0)), None).is_err());
         assert!(
-            server_timeout_for(Some(MS(5000)), None).is_ok(),
+            server_timeout_for(flag(MS(5000)), None).is_ok(),
             "no TTL to compare with"
         );
     }
@@ -526,9 +643,91 @@ mod tests {
                 );
                 // An explicit timeout is below a third of the TTL, so that an
                 // extension that waits for it still leaves validity.
-                assert!(server_timeout_for(Some(ttl / 3), Some(ttl)).is_err());
+                assert!(server_timeout_for(flag(ttl / 3), Some(ttl)).is_err());
             }
         }
+    }
+
+    /// [`Timing`] with the flag's (or variable's) text and the config
+    /// file's guard.
+    fn timing(given: Option<&str>, file: Option<Duration>) -> Timing {
+        let setting = |value| fleet::Setting { value, line: 4 };
+        Timing {
+            server_timeout: None,
+            restart_guard: given.map(OsString::from),
+            fleet: fleet::Fleet {
+                file: Some(PathBuf::from("/etc/redlock/config")),
+                restart_guard: file.map(setting),
+                ..fleet::Fleet::default()
+            },
+        }
+    }
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    #[test]
+    fn the_guard_is_the_flag_else_the_config_file_else_30s_never_the_ttl() {
+        let guard = |given, file| timing(given, file).restart_guard().unwrap();
+        assert_eq!(guard(None, None).value, DEFAULT_RESTART_GUARD);
+        assert_eq!(guard(None, None).value, MS(30_000));
+        assert_eq!(guard(None, Some(HOUR)).value, HOUR);
+        assert_eq!(
+            guard(None, Some(HOUR)).place.as_deref(),
+            Some("config file /etc/redlock/config line 4")
+        );
+        assert_eq!(guard(Some("2h"), Some(HOUR)).value, 2 * HOUR);
+        assert_eq!(guard(Some("0"), Some(HOUR)).value, Duration::ZERO);
+        let err = timing(Some("soon"), Some(HOUR))
+            .restart_guard()
+            .unwrap_err();
+        assert!(err.to_string().contains("--restart-guard"), "{err}");
+    }
+
+    #[test]
+    fn the_default_guard_is_the_default_ttl() {
+        use clap::Parser as _;
+        let cli = Cli::try_parse_from(["redlock", "acquire", "x"]).unwrap();
+        let Command::Acquire(args) = cli.command else {
+            panic!("not acquire");
+        };
+        assert_eq!(args.ttl.ttl, DEFAULT_RESTART_GUARD);
+    }
+
+    #[test]
+    fn no_ttl_may_outlive_the_guard_unless_the_guard_is_off() {
+        let acquire = |ttl| LockJob::Acquire {
+            key: LockKey::new(b"k".to_vec()),
+            ttl,
+            wait: Wait::No,
+            message: None,
+            conflict_exit: 75,
+        };
+        let guard = |value| Given {
+            value,
+            name: "restart-guard",
+            place: Some("the default".into()),
+        };
+        let cap = |ttl, g| ttl_within_guard(&acquire(ttl), &guard(g));
+        assert!(cap(MS(30_000), MS(30_000)).is_ok(), "up to the guard");
+        let err = cap(MS(31_000), MS(30_000)).unwrap_err();
+        assert_eq!(err.exit(), crate::exit_code::Exit::Usage);
+        let text = err.to_string();
+        assert!(
+            text.starts_with("--ttl 31s is longer than the restart guard 30s (the default): "),
+            "{text}"
+        );
+        assert!(
+            text.contains("use exec") && text.contains("restart-guard = 31s"),
+            "{text}"
+        );
+        assert!(
+            cap(2 * HOUR, Duration::ZERO).is_ok(),
+            "a guard of 0 is no cap"
+        );
+        let status = LockJob::Status {
+            key: LockKey::new(b"k".to_vec()),
+        };
+        assert!(ttl_within_guard(&status, &guard(MS(1))).is_ok(), "no TTL");
     }
 
     #[test]

@@ -1,27 +1,17 @@
 //! Which servers the lock lives on, and where that list came from: the `-s`
-//! flags, `REDLOCK_SERVERS`, a servers file, or the default. Also the CA
-//! certificate for `rediss://`, read only when a URL needs it.
+//! flags, `REDLOCK_SERVERS` or a servers file. There is no default server:
+//! with none named, every command that needs servers stops and says how to
+//! name them. Also the CA certificate for `rediss://`, read only when a URL
+//! needs it.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::fs::File;
-use std::io::Read as _;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
+use super::file::{is_there, read_small_file, shown_path};
 use crate::error::Error;
-use crate::lock::{escape_bytes, ServerSpec};
+use crate::lock::ServerSpec;
 use crate::output::Notice;
-
-pub const DEFAULT_SERVER: &str = "redis://127.0.0.1:6379";
-
-/// The system-wide servers file, for hosts where every user and cron job
-/// shares one list.
-pub const SYSTEM_SERVERS_FILE: &str = "/etc/redlock/servers";
-
-/// The most a servers file or a CA certificate file may hold: far more than
-/// any real one, far less than a mistake like /dev/zero could make us read.
-const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// Where the server list came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,8 +23,6 @@ pub enum ServerSource {
     /// A servers file: `--servers-file`, `REDLOCK_SERVERS_FILE`, the user's
     /// or the system's.
     File(PathBuf),
-    /// No source named any server.
-    Default,
 }
 
 impl ServerSource {
@@ -44,7 +32,6 @@ impl ServerSource {
             ServerSource::Flag => "--server".into(),
             ServerSource::Env => "REDLOCK_SERVERS".into(),
             ServerSource::File(path) => format!("servers file {}", shown_path(path)),
-            ServerSource::Default => "the default server".into(),
         }
     }
 }
@@ -58,23 +45,17 @@ pub struct Sources {
     pub env: Option<OsString>,
     /// `--servers-file` or `REDLOCK_SERVERS_FILE`.
     pub file: Option<PathBuf>,
-    /// The user's and then the system's servers file, used if they exist.
+    /// The user's and then the system's servers file, used if they are
+    /// there.
     pub default_files: Vec<PathBuf>,
 }
 
 impl Sources {
     /// The default files of this user: `$XDG_CONFIG_HOME/redlock/servers`
-    /// (`~/.config/redlock/servers`), then [`SYSTEM_SERVERS_FILE`].
+    /// (`~/.config/redlock/servers`), then `/etc/redlock/servers`, the
+    /// system's, for hosts where every user and cron job shares one list.
     pub fn default_files() -> Vec<PathBuf> {
-        let config_home = std::env::var_os("XDG_CONFIG_HOME")
-            .filter(|dir| !dir.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".config")));
-        config_home
-            .map(|dir| dir.join("redlock").join("servers"))
-            .into_iter()
-            .chain([PathBuf::from(SYSTEM_SERVERS_FILE)])
-            .collect()
+        super::file::default_files("servers")
     }
 }
 
@@ -91,6 +72,8 @@ pub struct ServerList {
 /// `REDLOCK_SERVERS`, then the servers file given, then the default files.
 /// A source that is present but names no server is an error, except an
 /// empty `REDLOCK_SERVERS` when a servers file is given: it defers to it.
+/// A default file is passed over only when it is not there at all; no
+/// source at all is an error that says how to name the servers.
 pub fn resolve(sources: &Sources) -> Result<ServerList, Error> {
     if !sources.flags.is_empty() {
         let specs = from_values(&sources.flags, &ServerSource::Flag)?;
@@ -112,15 +95,29 @@ pub fn resolve(sources: &Sources) -> Result<ServerList, Error> {
         return from_file(path);
     }
     for path in &sources.default_files {
-        if path.exists() {
+        let there = is_there(path).map_err(|why| {
+            Error::Config(format!(
+                "{}: {why}",
+                ServerSource::File(path.clone()).describe()
+            ))
+        })?;
+        if there {
             return from_file(path);
         }
     }
-    let specs = vec![ServerSpec::parse(DEFAULT_SERVER).map_err(|e| Error::Config(e.to_string()))?];
-    list(
-        specs,
-        ServerSource::Default,
-        vec![Notice::DefaultServer(DEFAULT_SERVER.into())],
+    Err(Error::Config(no_servers(&sources.default_files)))
+}
+
+/// The error when nothing names a server: the ways to name them, the
+/// default files by the paths looked at. There is no default server: a
+/// host that locked its own Redis alone would exclude no other host.
+fn no_servers(default_files: &[PathBuf]) -> String {
+    let files: Vec<String> = default_files.iter().map(|p| shown_path(p)).collect();
+    format!(
+        "no servers configured: pass -s URL (-s localhost for one local Redis), set \
+         REDLOCK_SERVERS, or list them in a servers file (--servers-file FILE, or {}; one URL \
+         a line)",
+        files.join(" or ")
     )
 }
 
@@ -252,35 +249,6 @@ pub fn read_ca_cert(path: &Path) -> Result<Vec<u8>, Error> {
     Ok(pem)
 }
 
-/// The contents and permission bits of a regular file of at most
-/// [`MAX_FILE_BYTES`]. Opened without blocking, so that a FIFO cannot hang
-/// us, and checked on the open file, so that what is read is what was
-/// checked.
-fn read_small_file(path: &Path) -> std::io::Result<(Vec<u8>, u32)> {
-    let file = File::options()
-        .read(true)
-        .custom_flags(nix::libc::O_NONBLOCK)
-        .open(path)?;
-    let metadata = file.metadata()?;
-    if !metadata.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    if metadata.len() > MAX_FILE_BYTES {
-        return Err(std::io::Error::other("larger than 1 MiB"));
-    }
-    let mut contents = Vec::new();
-    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut contents)?;
-    if contents.len() as u64 > MAX_FILE_BYTES {
-        return Err(std::io::Error::other("larger than 1 MiB"));
-    }
-    Ok((contents, metadata.mode()))
-}
-
-/// A path in a message: escaped, so that a name cannot break the line.
-pub fn shown_path(path: &Path) -> String {
-    escape_bytes(path.as_os_str().as_encoded_bytes())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -328,9 +296,43 @@ mod tests {
             err.to_string().starts_with("REDLOCK_SERVERS is set"),
             "{err}"
         );
-        let default = resolve(&sources(&[], None)).unwrap();
-        assert_eq!(default.source, ServerSource::Default);
-        assert_eq!(default.specs[0].to_string(), DEFAULT_SERVER);
+    }
+
+    #[test]
+    fn no_source_at_all_is_an_error_that_says_how_to_name_the_servers() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = Sources {
+            default_files: vec![dir.path().join("user"), dir.path().join("system")],
+            ..Sources::default()
+        };
+        let err = resolve(&none).unwrap_err();
+        assert_eq!(err.exit(), crate::exit_code::Exit::Config);
+        let text = err.to_string();
+        for way in [
+            "-s URL",
+            "-s localhost",
+            "REDLOCK_SERVERS",
+            "--servers-file",
+        ] {
+            assert!(text.contains(way), "{text}");
+        }
+        let user = dir.path().join("user").display().to_string();
+        assert!(text.contains(&format!("{user} or ")), "{text}");
+        // A default file that is there but unreadable is not passed over.
+        std::os::unix::fs::symlink(dir.path().join("gone"), dir.path().join("user")).unwrap();
+        let text = resolve(&none).unwrap_err().to_string();
+        assert!(
+            text.starts_with(&format!("servers file {user}: ")),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn localhost_is_a_server_on_the_default_port() {
+        for host in ["localhost", "127.0.0.1", "redis://localhost"] {
+            let list = resolve(&sources(&[host], None)).unwrap();
+            assert_eq!(list.specs[0].identity(), "tcp loopback 6379", "{host}");
+        }
     }
 
     #[test]
@@ -392,21 +394,6 @@ mod tests {
         );
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(resolve(&file).unwrap().notices, []);
-    }
-
-    #[test]
-    fn files_must_be_small_regular_files() {
-        for path in ["/dev/zero", "/dev/null", "/"] {
-            let err = read_small_file(Path::new(path)).unwrap_err();
-            assert!(
-                err.to_string().contains("not a regular file"),
-                "{path}: {err}"
-            );
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let big = dir.path().join("big");
-        std::fs::write(&big, vec![b'#'; 1024 * 1024 + 1]).unwrap();
-        assert!(read_small_file(&big).is_err());
     }
 
     #[test]

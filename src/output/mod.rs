@@ -70,12 +70,9 @@ impl Reporter {
         }
     }
 
-    /// Warnings about secrets unless `-q`; the default server under `-v`.
+    /// Warnings about secrets, unless `-q`.
     pub fn notice(&self, notice: &Notice) {
-        match notice {
-            Notice::DefaultServer(_) => self.verbose(|| notice.text()),
-            _ => self.outcome(&notice.text()),
-        }
+        self.outcome(&notice.text());
     }
 
     /// What the supervisor of `exec` tells.

@@ -1,5 +1,5 @@
 //! What the user should hear about how the command was given: secrets where
-//! others can read them, and the default server.
+//! others can read them.
 
 use crate::lock::escape_bytes;
 
@@ -10,8 +10,6 @@ pub enum Notice {
     PasswordOnCommandLine,
     /// This servers file holds a password and is readable by others.
     ReadableSecretFile(std::path::PathBuf),
-    /// No source named a server; this default is used.
-    DefaultServer(String),
 }
 
 /// What the user should hear about how the command was given.
@@ -31,9 +29,6 @@ impl Notice {
                  chmod 600 {path}"
                 )
             }
-            Notice::DefaultServer(url) => format!(
-                "no servers given (-s, REDLOCK_SERVERS or a servers file): using the default {url}"
-            ),
         }
     }
 }

@@ -6,6 +6,7 @@ mod support;
 
 mod acquire;
 mod completions;
+mod config_file;
 mod errors;
 mod exec;
 mod faults;
@@ -21,6 +22,7 @@ mod recipes;
 mod release_extend;
 mod restart_guard;
 mod server_errors;
+mod server_sources;
 mod snapshots;
 mod status;
 mod wakeup;

@@ -1,12 +1,27 @@
 //! The restart guard: a server that may have lost the locks it held (it
 //! restarted, was flushed, evicted keys) does not count toward a quorum until
 //! the guard has passed since. Tested against real restarts of servers
-//! without persistence, FLUSHALL, eviction and a restart with an AOF.
+//! without persistence, FLUSHALL, eviction and a restart with an AOF. The
+//! guard is the flag's, else the variable's, else the config file's, else
+//! 30s; no `--ttl` may be longer than the guard in force.
 
+use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::support::assertions::{assert_gone_everywhere, token_of};
-use crate::support::{acquire, run, wait_until, Cluster, RedisServer};
+use crate::support::assertions::{
+    assert_gone_everywhere, assert_one_line_error, assert_stderr_says, token_of,
+};
+use crate::support::{
+    acquire, open_temp_dir, run, wait_until, write_file, Cluster, Output, RedisServer,
+};
+
+/// `cluster.redlock()` with the restart guard as a user has it: the
+/// fixture's `REDLOCK_RESTART_GUARD=0` taken out.
+fn as_users_have_it(cluster: &Cluster) -> Command {
+    let mut cmd = cluster.redlock();
+    cmd.env_remove("REDLOCK_RESTART_GUARD");
+    cmd
+}
 
 /// The fixture turns the guard off; these tests set it.
 fn guarded(cluster: &Cluster, guard: &str) -> std::process::Command {
@@ -32,11 +47,8 @@ fn servers_started_within_the_guard_do_not_count() {
         out.stderr
     );
     assert_gone_everywhere(&cluster, b"fresh");
-    // The default guard is 30s whatever the lock's own TTL: a server that
-    // lost a lock of the default TTL must stay out for that long.
-    let mut cmd = cluster.redlock();
-    cmd.env_remove("REDLOCK_RESTART_GUARD");
-    let out = run(cmd.args(["acquire", "-n", "--ttl", "2s", "fresh"]));
+    // The default guard is 30s, whatever the lock's TTL.
+    let out = run(as_users_have_it(&cluster).args(["acquire", "-n", "--ttl", "10s", "fresh"]));
     out.assert_code(69, "the default guard");
     assert!(out.stderr.contains("less than 30s ago"), "{}", out.stderr);
     // Off: every server counts.
@@ -76,7 +88,9 @@ fn a_waiting_acquire_waits_out_the_guard_and_says_so_under_v() {
         cluster[i].restart();
     }
     let started = Instant::now();
-    let out = run(guarded(&cluster, "2s").args(["-v", "acquire", "-w", "10s", "waited"]));
+    // No --ttl may be longer than the guard.
+    let out =
+        run(guarded(&cluster, "2s").args(["-v", "acquire", "-w", "10s", "--ttl", "2s", "waited"]));
     let took = started.elapsed();
     out.assert_code(0, "-w outlasts a 2s guard");
     assert!(took >= Duration::from_millis(900), "took {took:?}");
@@ -119,13 +133,23 @@ fn status_shows_restarting_servers_and_does_not_call_them_free() {
 #[test]
 fn busy_is_told_from_restarting_whatever_answers_first() {
     let mut cluster = Cluster::start(5);
-    seen_longer_than_the_guard(&cluster, "2s");
-    let holder = run(guarded(&cluster, "2s").args(["acquire", "-n", "order"]));
-    holder.assert_code(0, "the holder, on five counting servers");
+    // Seen, and old enough to count under a 4s guard: the contender's TTL
+    // may be no longer, and its server timeout must stay below a third of it.
+    seen_longer_than_the_guard(&cluster, "4s");
+    let holder = run(cluster.redlock().args(["acquire", "-n", "order"]));
+    holder.assert_code(0, "the holder, on five servers");
     cluster[0].restart();
     cluster[1].restart();
-    let mut contender = guarded(&cluster, "2s");
-    contender.args(["--server-timeout", "2s", "acquire", "-n", "order"]);
+    let mut contender = guarded(&cluster, "4s");
+    contender.args([
+        "--server-timeout",
+        "1300ms",
+        "acquire",
+        "-n",
+        "--ttl",
+        "4s",
+        "order",
+    ]);
     for i in 2..5 {
         cluster[i].pause();
     }
@@ -204,7 +228,7 @@ fn a_server_restarted_at_once_counts_only_after_the_whole_guard() {
         ticked_after < Duration::from_millis(600),
         "uptime read 1 only after {ticked_after:?}"
     );
-    let out = run(guarded(&cluster, "1s").args(["acquire", "-n", "early"]));
+    let out = run(guarded(&cluster, "1s").args(["acquire", "-n", "--ttl", "1s", "early"]));
     out.assert_code(
         69,
         &format!("restarted {ticked_after:?} ago, its uptime already reads 1s"),
@@ -305,6 +329,117 @@ fn a_server_that_restarted_with_its_data_does_not_count_at_once() {
         cluster[0].get(b"\0guard").is_some(),
         "the AOF kept the marker"
     );
-    let out = run(guarded(&cluster, "1s").args(["acquire", "-n", "kept"]));
+    let out = run(guarded(&cluster, "1s").args(["acquire", "-n", "--ttl", "1s", "kept"]));
     out.assert_code(69, "restarted a moment ago with its data");
+}
+
+// ---------------------------------------------------------------------------
+// The cap on --ttl, and where the guard comes from
+// ---------------------------------------------------------------------------
+
+/// Accepted under a guard of `guard`: the servers were started a moment
+/// ago, so the guard keeps them out (69) and says how long it is.
+#[track_caller]
+fn assert_accepted_under_guard(out: &Output, guard: &str, context: &str) {
+    out.assert_code(69, context);
+    assert_stderr_says(
+        out,
+        &[&format!("may have lost locks less than {guard} ago")],
+        context,
+    );
+}
+
+const CAP_31S: &str = "--ttl 31s is longer than the restart guard 30s";
+
+#[test]
+fn a_ttl_longer_than_the_default_guard_of_30s_is_refused() {
+    let cluster = Cluster::start(3);
+    let out = run(as_users_have_it(&cluster).args(["acquire", "-n", "--ttl", "31s", "capped"]));
+    assert_one_line_error(
+        &out,
+        64,
+        &[CAP_31S, "use exec", "restart-guard = 31s"],
+        "acquire --ttl 31s under the default guard",
+    );
+    assert_gone_everywhere(&cluster, b"capped");
+    for args in [
+        &["extend", "--ttl", "31s", "capped", "some-token"][..],
+        &["exec", "-n", "--ttl", "31s", "capped", "--", "touch", "ran"],
+    ] {
+        let dir = open_temp_dir("redlock-test-guard-");
+        let mut cmd = as_users_have_it(&cluster);
+        let out = run(cmd.current_dir(dir.path()).args(args));
+        assert_one_line_error(&out, 64, &[CAP_31S], &args.join(" "));
+        assert!(!dir.path().join("ran").exists(), "exec ran its command");
+    }
+    // A guard given: a TTL up to it is accepted.
+    let out = run(as_users_have_it(&cluster).args([
+        "--restart-guard",
+        "31s",
+        "acquire",
+        "-n",
+        "--ttl",
+        "31s",
+        "capped",
+    ]));
+    assert_accepted_under_guard(&out, "31s", "--restart-guard 31s --ttl 31s");
+    // A guard of 0 turns the cap off with it.
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "-n", "--ttl", "2h", "capped"]));
+    out.assert_code(0, "--ttl 2h with the guard off");
+}
+
+/// The guard in force, and so the cap: the flag, else the variable, else
+/// the config file, else 30s.
+#[test]
+fn the_guard_comes_from_the_flag_the_variable_or_the_config_file() {
+    let cluster = Cluster::start(3);
+    let dir = open_temp_dir("redlock-test-guard-");
+    let hour = write_file(dir.path(), "hour", "restart-guard = 1h\n");
+    let two_hours = write_file(dir.path(), "two-hours", "restart-guard = 2h\n");
+    let ttl_2h = ["acquire", "-n", "--ttl", "2h", "guarded"];
+    let mut cmd = as_users_have_it(&cluster);
+    let out = run(cmd.env("REDLOCK_CONFIG_FILE", &hour).args(ttl_2h));
+    assert_one_line_error(
+        &out,
+        64,
+        &[
+            "--ttl 2h is longer than the restart guard 1h",
+            "restart-guard = 2h",
+        ],
+        "file guard 1h, --ttl 2h",
+    );
+    let mut cmd = as_users_have_it(&cluster);
+    let out = run(cmd.env("REDLOCK_CONFIG_FILE", &two_hours).args(ttl_2h));
+    assert_accepted_under_guard(&out, "2h", "file guard 2h, --ttl 2h");
+    // The variable wins over the file, the flag over the variable.
+    let mut cmd = as_users_have_it(&cluster);
+    cmd.env("REDLOCK_CONFIG_FILE", &two_hours)
+        .env("REDLOCK_RESTART_GUARD", "1h");
+    let out = run(cmd.args(ttl_2h));
+    assert_one_line_error(
+        &out,
+        64,
+        &["longer than the restart guard 1h"],
+        "variable 1h over file 2h",
+    );
+    let mut cmd = as_users_have_it(&cluster);
+    cmd.env("REDLOCK_CONFIG_FILE", &hour)
+        .env("REDLOCK_RESTART_GUARD", "1h")
+        .args(["--restart-guard", "2h"]);
+    let out = run(cmd.args(ttl_2h));
+    assert_accepted_under_guard(&out, "2h", "flag 2h over variable and file 1h");
+    // status, which takes no TTL, goes by the file's guard too.
+    let mut cmd = as_users_have_it(&cluster);
+    let out = run(cmd
+        .env("REDLOCK_CONFIG_FILE", &hour)
+        .args(["status", "guarded"]));
+    out.assert_code(69, "status under the file's guard");
+    assert!(
+        out.stdout.contains("(restarting, counted again in"),
+        "{}",
+        out.stdout
+    );
+    assert_gone_everywhere(&cluster, b"guarded");
 }

@@ -458,40 +458,44 @@ fn the_documented_least_privileged_user_can_run_every_command() {
     let rules = documented_acl();
     let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
     let servers = cluster.acl_user("locker", PASSWORD, &rules);
-    // The restart guard reads INFO and TIME, and writes its marker: on, at
-    // 1ms, which a first look at the servers starts.
-    let locker = |args: &[&str]| {
+    // The restart guard reads INFO and TIME and writes its marker: on, at
+    // 2s (no --ttl may be longer), once a first look at the servers has
+    // started it and it has passed.
+    let locker_under = |guard: &str, args: &[&str]| {
         let out = run(support::redlock()
             .env("REDLOCK_SERVERS", &servers)
-            .env("REDLOCK_RESTART_GUARD", "1ms")
+            .env("REDLOCK_RESTART_GUARD", guard)
             .args(args));
         assert_no_panic(&out, &format!("{args:?}"));
         out
     };
+    let locker = |args: &[&str]| locker_under("2s", args);
     assert_no_panic(&locker(&["status", "lk"]), "status, which starts the guard");
-    std::thread::sleep(Duration::from_millis(5));
-    let out = locker(&["acquire", "-n", "-m", "least", "lk"]);
+    std::thread::sleep(Duration::from_millis(2100));
+    let out = locker(&["acquire", "-n", "--ttl", "2s", "-m", "least", "lk"]);
     out.assert_code(0, "acquire");
     let token = out.stdout.trim().to_owned();
     locker(&["status", "lk"]).assert_code(0, "status");
-    locker(&["extend", "lk", &token]).assert_code(0, "extend");
+    locker(&["extend", "--ttl", "2s", "lk", &token]).assert_code(0, "extend");
     let out = locker(&["list", "--json"]);
     out.assert_code(0, "list");
     assert_eq!(out.json()["locks"][0]["name"], "lk", "{}", out.stdout);
     locker(&["release", "lk", &token]).assert_code(0, "release");
-    locker(&["acquire", "-n", "stale"]).assert_code(0, "acquire");
+    locker(&["acquire", "-n", "--ttl", "2s", "stale"]).assert_code(0, "acquire");
     locker(&["release", "--force", "stale"]).assert_code(0, "release --force");
     locker(&["exec", "--ttl", "300ms", "job", "--", "sleep", "0.5"]).assert_code(0, "exec");
 
     // Wake-ups: the user may publish and subscribe, so a waiter is woken by
-    // the release, not by its poll (forced to 5s).
+    // the release, not by its poll (forced to 5s). The guard is off here:
+    // the lock must outlive the waiter's setting up.
+    let locker = |args: &[&str]| locker_under("0", args);
     let out = locker(&["acquire", "-n", "woken"]);
     out.assert_code(0, "acquire");
     let token = out.stdout.trim().to_owned();
     let waiter = support::Running::spawn(
         support::redlock()
             .env("REDLOCK_SERVERS", &servers)
-            .env("REDLOCK_RESTART_GUARD", "1ms")
+            .env("REDLOCK_RESTART_GUARD", "0")
             .env("REDLOCK_TEST_POLL_DELAY_MS", "5000")
             .args(["acquire", "-w", "20s", "woken"])
             .stdin(std::process::Stdio::null())

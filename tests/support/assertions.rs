@@ -60,3 +60,31 @@ pub fn assert_gone_everywhere(cluster: &Cluster, key: &[u8]) {
         "{key:?} should be gone from every server, found {values:?}"
     );
 }
+
+/// The shape of a usage or configuration error: the code, nothing on
+/// stdout, one `redlock: ` line on stderr that says each of `words`.
+#[track_caller]
+pub fn assert_one_line_error(out: &Output, code: i32, words: &[&str], context: &str) {
+    out.assert_code(code, context);
+    assert_no_panic(out, context);
+    assert_eq!(out.stdout, "", "{context}: stdout must be empty");
+    assert_eq!(out.stderr.lines().count(), 1, "{context}: {:?}", out.stderr);
+    assert!(
+        out.stderr.starts_with("redlock: "),
+        "{context}: {:?}",
+        out.stderr
+    );
+    assert_stderr_says(out, words, context);
+}
+
+/// Panics unless stderr says each of `words`.
+#[track_caller]
+pub fn assert_stderr_says(out: &Output, words: &[&str], context: &str) {
+    for word in words {
+        assert!(
+            out.stderr.contains(word),
+            "{context}: stderr lacks {word:?}: {:?}",
+            out.stderr
+        );
+    }
+}

@@ -621,6 +621,27 @@ pub fn temp_dir(prefix: &str) -> tempfile::TempDir {
         .unwrap_or_else(|e| panic!("cannot create a temporary directory: {e}"))
 }
 
+/// A [`temp_dir`] that every user may enter (mode 755), for the tests that
+/// run the binary as another user.
+pub fn open_temp_dir(prefix: &str) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = temp_dir(prefix);
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755))
+        .unwrap_or_else(|e| panic!("cannot open up {}: {e}", dir.path().display()));
+    dir
+}
+
+/// Writes `text` to `dir/relative`, creating the directories on the way,
+/// and returns the path.
+pub fn write_file(dir: &Path, relative: &str, text: &str) -> PathBuf {
+    let path = dir.join(relative);
+    let parent = path.parent().expect("a file has a directory");
+    fs::create_dir_all(parent)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", parent.display()));
+    fs::write(&path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    path
+}
+
 fn read_lossy(path: &Path) -> String {
     match fs::read(path) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
@@ -843,8 +864,9 @@ pub fn drop_redlock_variables(cmd: &mut Command, inherited: impl IntoIterator<It
 pub fn redlock_at(path: &Path) -> Command {
     let mut cmd = Command::new(path);
     drop_redlock_variables(&mut cmd, std::env::vars_os().map(|(name, _)| name));
-    // The user's servers file (~/.config/redlock/servers) must not reach the
-    // tests either; a test of that file sets its own XDG_CONFIG_HOME.
+    // The user's servers and config files (~/.config/redlock/) must not
+    // reach the tests either; a test of those files sets its own
+    // XDG_CONFIG_HOME.
     cmd.env("XDG_CONFIG_HOME", "/nonexistent/redlock-tests");
     // Every server here was started a moment ago, so the restart guard
     // (on by default) would not count it; the tests of the guard set it.

@@ -13,7 +13,7 @@ use crate::exit_code::TABLE;
 
 /// Every variable `redlock` reads, and what for. A test checks that each
 /// `REDLOCK_*` name in the source is here.
-const ENVIRONMENT: [(&str, &str); 11] = [
+const ENVIRONMENT: [(&str, &str); 12] = [
     (
         "REDLOCK_SERVERS",
         "The server URLs, as for -s, separated by commas; used when no -s is given.",
@@ -22,6 +22,11 @@ const ENVIRONMENT: [(&str, &str); 11] = [
         "REDLOCK_SERVERS_FILE",
         "A file of server URLs, one per line, as --servers-file; used when neither -s nor \
          REDLOCK_SERVERS names servers.",
+    ),
+    (
+        "REDLOCK_CONFIG_FILE",
+        "A config file of settings for every client (restart-guard, server-timeout, prefix), as \
+         --config-file.",
     ),
     ("REDLOCK_SERVER_TIMEOUT", "The default of --server-timeout."),
     ("REDLOCK_RESTART_GUARD", "The default of --restart-guard."),
@@ -45,11 +50,13 @@ const ENVIRONMENT: [(&str, &str); 11] = [
     ),
     (
         "XDG_CONFIG_HOME",
-        "The per-user servers file is $XDG_CONFIG_HOME/redlock/servers.",
+        "The per-user servers and config files are $XDG_CONFIG_HOME/redlock/servers and \
+         $XDG_CONFIG_HOME/redlock/config.",
     ),
     (
         "HOME",
-        "Without XDG_CONFIG_HOME, the per-user servers file is $HOME/.config/redlock/servers.",
+        "Without XDG_CONFIG_HOME, the per-user servers and config files are \
+         $HOME/.config/redlock/servers and $HOME/.config/redlock/config.",
     ),
 ];
 
