@@ -20,13 +20,9 @@ use crate::support::{
 /// How many times `SET` ran on `server` since it started or since the last
 /// `CONFIG RESETSTAT`.
 fn set_calls(server: &RedisServer) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut server.client())
-        .unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix("cmdstat_set:calls="))
-        .and_then(|rest| rest.split(',').next())
+    server
+        .info_field("commandstats", "cmdstat_set")
+        .and_then(|stats| Some(stats.strip_prefix("calls=")?.split(',').next()?.to_owned()))
         .map_or(0, |calls| calls.parse().unwrap())
 }
 

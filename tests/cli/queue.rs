@@ -153,19 +153,7 @@ fn a_caller_that_does_not_wait_never_cuts_in_line() {
     // Someone waits in line (a ticket that lapses far in the future), and
     // the lock itself is free.
     for server in &cluster.servers {
-        let mut client = server.client();
-        let _: () = redis::cmd("ZADD")
-            .arg(b"line\0line")
-            .arg(1)
-            .arg("000000000000001-first")
-            .query(&mut client)
-            .unwrap();
-        let _: () = redis::cmd("ZADD")
-            .arg(b"line\0lapse")
-            .arg(u64::MAX >> 12)
-            .arg("000000000000001-first")
-            .query(&mut client)
-            .unwrap();
+        server.stand_in_line("line", 1, "000000000000001-first");
     }
     let out = run(cluster.redlock().args(["acquire", "-n", "line"]));
     out.assert_code(75, "-n does not cut in");
@@ -188,32 +176,12 @@ fn a_caller_that_does_not_wait_never_cuts_in_line() {
     acquire(&cluster, "line", &[]);
 }
 
-/// Puts a waiter's ticket (started at `score` ms) in `name`'s line on
-/// `server`, lapsing far in the future.
-fn stand_in_line(server: &crate::support::RedisServer, name: &str, score: u64, id: &str) {
-    let mut client = server.client();
-    let line = [name.as_bytes(), b"\0line"].concat();
-    let lapse = [name.as_bytes(), b"\0lapse"].concat();
-    let _: () = redis::cmd("ZADD")
-        .arg(&line)
-        .arg(score)
-        .arg(id)
-        .query(&mut client)
-        .unwrap();
-    let _: () = redis::cmd("ZADD")
-        .arg(&lapse)
-        .arg(u64::MAX >> 12)
-        .arg(id)
-        .query(&mut client)
-        .unwrap();
-}
-
 #[test]
 fn servers_that_disagree_on_the_line_still_let_the_earliest_waiter_through() {
     let cluster = Cluster::start(3);
     // An earlier waiter reached only the first server (say the others were
     // down when it arrived): there it is first; on the others, nobody is.
-    stand_in_line(&cluster[0], "line", 1, "000000000000001-early");
+    cluster[0].stand_in_line("line", 1, "000000000000001-early");
     // A waiter that starts now is first in line on a majority (servers 1
     // and 2), so it takes the lock there and nothing livelocks.
     let out = run(cluster
@@ -240,7 +208,7 @@ fn servers_that_disagree_on_the_line_still_let_the_earliest_waiter_through() {
 fn other_redlock_clients_ignore_the_line_and_are_still_excluded() {
     let cluster = Cluster::start(3);
     for server in &cluster.servers {
-        stand_in_line(server, "line", 1, "000000000000001-first");
+        server.stand_in_line("line", 1, "000000000000001-first");
     }
     // A client that knows nothing of the line takes the free lock...
     for server in &cluster.servers {
@@ -416,8 +384,8 @@ fn a_server_that_allows_part_of_the_line_keeps_none() {
 fn release_force_clears_the_line_and_status_counts_its_waiters() {
     let cluster = Cluster::start(3);
     for server in &cluster.servers {
-        stand_in_line(server, "forced", 1, "000000000000001-first");
-        stand_in_line(server, "forced", 2, "000000000000002-second");
+        server.stand_in_line("forced", 1, "000000000000001-first");
+        server.stand_in_line("forced", 2, "000000000000002-second");
     }
     let out = run(cluster.redlock().args(["status", "forced"]));
     out.assert_code(1, "free");

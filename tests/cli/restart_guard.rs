@@ -191,13 +191,9 @@ fn just_before_a_second_ends() {
 }
 
 fn uptime_in_seconds(server: &RedisServer) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("server")
-        .query(&mut server.client())
-        .unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix("uptime_in_seconds:"))
-        .and_then(|n| n.trim().parse().ok())
+    server
+        .info_field("server", "uptime_in_seconds")
+        .and_then(|n| n.parse().ok())
         .unwrap()
 }
 

@@ -527,19 +527,7 @@ fn the_documented_least_privileged_user_can_run_every_command() {
     // caller out (75, not a refusal of a command the scripts need), status
     // counts the waiter, and release --force clears the line.
     for server in &cluster.servers {
-        let mut admin = server.client();
-        let _: () = redis::cmd("ZADD")
-            .arg(b"lined\0line")
-            .arg(1)
-            .arg("000000000000001-first")
-            .query(&mut admin)
-            .unwrap();
-        let _: () = redis::cmd("ZADD")
-            .arg(b"lined\0lapse")
-            .arg(u64::MAX >> 12)
-            .arg("000000000000001-first")
-            .query(&mut admin)
-            .unwrap();
+        server.stand_in_line("lined", 1, "000000000000001-first");
     }
     locker(&["acquire", "-n", "lined"]).assert_code(75, "someone is first in line");
     let out = locker(&["status", "--json", "lined"]);

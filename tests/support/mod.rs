@@ -353,6 +353,29 @@ impl RedisServer {
         count
     }
 
+    /// The field `name` of `INFO section` (`uptime_in_seconds` of
+    /// `server`, `cmdstat_set` of `commandstats`), as text.
+    pub fn info_field(&self, section: &str, name: &str) -> Option<String> {
+        let info: String = self.query(redis::cmd("INFO").arg(section), "INFO");
+        let prefix = format!("{name}:");
+        info.lines()
+            .find_map(|line| line.strip_prefix(prefix.as_str()))
+            .map(|value| value.trim().to_owned())
+    }
+
+    /// Puts a waiter's ticket `id` (arrived at `score` ms) in the line of
+    /// the lock `name`, lapsing far in the future: a waiter in line as
+    /// redlock's acquire script keeps it (lock/queue.lua).
+    pub fn stand_in_line(&self, name: &str, score: u64, id: &str) {
+        let line = [name.as_bytes(), b"\0line"].concat();
+        let lapse = [name.as_bytes(), b"\0lapse"].concat();
+        let _: i64 = self.query(redis::cmd("ZADD").arg(&line).arg(score).arg(id), "ZADD");
+        let _: i64 = self.query(
+            redis::cmd("ZADD").arg(&lapse).arg(u64::MAX >> 12).arg(id),
+            "ZADD",
+        );
+    }
+
     /// Creates (or resets) the ACL user `name` with password `password` and
     /// the ACL `rules` (e.g. `["~*", "+@all", "-get"]`) and returns the URL
     /// that logs in as that user: `redis://name:password@127.0.0.1:PORT`.
