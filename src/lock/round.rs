@@ -179,4 +179,4 @@ where
 }
 
 /// The least a decided round waits for the servers that have not answered.
-const GRACE_FLOOR: std::time::Duration = std::time::Duration::from_millis(5);
+const GRACE_FLOOR: std::time::Duration = std::time::Duration::from_millis(1);
