@@ -18,7 +18,9 @@
 //! In CI each scenario runs for 6-15s; `scripts/torture --long` soaks each
 //! for 30-40s. The settings come from the environment:
 //! `REDLOCK_TORTURE_LONG=1`, `REDLOCK_TORTURE_SEED=N` (replays the random
-//! choices of a printed seed), `REDLOCK_TORTURE_SCENARIO=NAME[,NAME...]`.
+//! choices of a printed seed), `REDLOCK_TORTURE_SCENARIO=NAME[,NAME...]`,
+//! `REDLOCK_TORTURE_BIN=PATH` (the `redlock` the clients run, e.g. an older
+//! build; the section program stays the one built here).
 //!
 //! Two scenarios are controls: `checker-self-test` runs the sections without
 //! any lock, and `negative-control-guard-off` defeats Redlock on purpose by
@@ -65,10 +67,11 @@ fn torture() {
     let settings = settings::Settings::from_env();
     let section = rig::section_program();
     eprintln!(
-        "torture: seed={} (replay with REDLOCK_TORTURE_SEED={}), {} run",
+        "torture: seed={} (replay with REDLOCK_TORTURE_SEED={}), {} run of {}",
         settings.seed,
         settings.seed,
-        if settings.long { "long" } else { "short" }
+        if settings.long { "long" } else { "short" },
+        rig::redlock_binary().display()
     );
     let started = Instant::now();
     let mut failures = Vec::new();

@@ -177,7 +177,7 @@ fn command(ctx: &Ctx, launch: &Launch) -> Command {
     let mut command = if launch.mode == Mode::Unlocked {
         Command::new(&ctx.section)
     } else {
-        let mut exec = support::redlock();
+        let mut exec = support::redlock_at(&ctx.redlock);
         // The guard goes by its variable, not `--restart-guard`: a binary
         // without the guard rejects an unknown option but ignores a variable.
         exec.env("REDLOCK_SERVERS", &ctx.servers)

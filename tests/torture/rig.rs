@@ -23,6 +23,8 @@ pub struct Ctx {
     pub servers: String,
     /// `REDLOCK_RESTART_GUARD`; zero turns the guard off.
     pub guard: Duration,
+    /// The `redlock` under test (see [`redlock_binary`]).
+    pub redlock: PathBuf,
     pub history: Arc<History>,
     pub section: PathBuf,
     pub witness: PathBuf,
@@ -63,6 +65,7 @@ impl Rig {
         let ctx = Arc::new(Ctx {
             servers: cluster.servers_arg(),
             guard,
+            redlock: redlock_binary(),
             history,
             section: section.to_owned(),
             witness: witness.socket().to_owned(),
@@ -104,7 +107,26 @@ impl Rig {
     }
 }
 
-/// `examples/torture-section`, next to the binary under test.
+/// The `redlock` the clients run: `REDLOCK_TORTURE_BIN` (`scripts/torture
+/// --bin PATH`), e.g. an older build to show what a scenario catches, or
+/// else the one this test was built with.
+pub fn redlock_binary() -> PathBuf {
+    match std::env::var_os("REDLOCK_TORTURE_BIN").filter(|v| !v.is_empty()) {
+        Some(path) => {
+            let path = PathBuf::from(path);
+            assert!(
+                path.is_file(),
+                "REDLOCK_TORTURE_BIN={} is not a file",
+                path.display()
+            );
+            path
+        }
+        None => PathBuf::from(env!("CARGO_BIN_EXE_redlock")),
+    }
+}
+
+/// `examples/torture-section`, next to the binary built here (also when
+/// the clients run another `redlock`).
 pub fn section_program() -> PathBuf {
     let redlock = Path::new(env!("CARGO_BIN_EXE_redlock"));
     let dir = redlock.parent().expect("the binary lives in a directory");
