@@ -1,8 +1,11 @@
 //! The critical section of the torture harness (`tests/torture.rs`, issue 9).
 //!
 //! Each client of the harness runs it as
-//! `redlock exec LOCK -- torture-section HISTORY BOOKKEEPING_URL WITNESS_SOCKET CLIENT SEQ SECTION_MS`
-//! (the checker's self-test runs it without a lock). It leaves evidence of
+//! `redlock exec LOCK -- torture-section HISTORY BOOKKEEPING_URL WITNESS_SOCKET CLIENT SEQ SECTION_MS [slow-stop]`
+//! (the checker's self-test runs it without a lock). With `slow-stop` it
+//! ignores SIGTERM, exec's stop signal, and ends only at the SIGKILL that
+//! follows it: a command that takes the whole grace period the stop plan
+//! gives it, the latest a section may end. It leaves evidence of
 //! mutual exclusion, or of its absence, in three places:
 //!
 //! - the shared HISTORY file: `enter CLIENT SEQ NANOS` as its very first act
@@ -25,10 +28,11 @@ use std::process::ExitCode;
 use std::thread::sleep;
 use std::time::Duration;
 
+use nix::sys::signal::{signal, SigHandler, Signal};
 use nix::time::{clock_gettime, ClockId};
 
 const USAGE: &str =
-    "usage: torture-section HISTORY BOOKKEEPING_URL WITNESS_SOCKET CLIENT SEQ SECTION_MS";
+    "usage: torture-section HISTORY BOOKKEEPING_URL WITNESS_SOCKET CLIENT SEQ SECTION_MS [slow-stop]";
 
 /// Long enough that two sections inside at once almost surely read the same
 /// value; short next to any section.
@@ -53,10 +57,15 @@ struct Args {
     client: u32,
     seq: u32,
     section: Duration,
+    slow_stop: bool,
 }
 
 impl Args {
     fn parse(args: &[String]) -> Option<Args> {
+        let (args, slow_stop) = match args {
+            [args @ .., last] if last == "slow-stop" => (args, true),
+            args => (args, false),
+        };
         let [history, bookkeeping, witness, client, seq, section_ms] = args else {
             return None;
         };
@@ -67,6 +76,7 @@ impl Args {
             client: client.parse().ok()?,
             seq: seq.parse().ok()?,
             section: Duration::from_millis(section_ms.parse().ok()?),
+            slow_stop,
         })
     }
 }
@@ -80,6 +90,13 @@ fn main() -> ExitCode {
         eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
+    if args.slow_stop {
+        // SAFETY: no handler, only SIG_IGN; nothing else runs yet.
+        if let Err(e) = unsafe { signal(Signal::SIGTERM, SigHandler::SigIgn) } {
+            eprintln!("torture-section: cannot ignore SIGTERM: {e}");
+            return ExitCode::from(3);
+        }
+    }
     let outcome = append(
         &args.history,
         &format!("enter {} {} {entered}\n", args.client, args.seq),

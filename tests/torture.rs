@@ -1,24 +1,32 @@
 //! The torture harness (issue 9): fault injection against real servers, with
-//! a checker of mutual exclusion.
+//! a checker of mutual exclusion, and bounds on liveness and fairness.
 //!
 //! Eight clients run `redlock exec torture -- torture-section ...` in loops
 //! against one lock with a 1.5s TTL, on five in-memory `redis-server`s,
-//! while faults are injected: servers killed and restarted empty, servers
-//! paused, `redlock exec` itself frozen, the wall clock shifted. Every
-//! section writes when it entered and left into one history, on the
-//! machine-wide CLOCK_MONOTONIC, and keeps count on a sixth server that is
-//! never faulted. The checker then looks for two sections inside at once,
-//! and prints one line per scenario:
+//! while faults are injected: servers killed and restarted empty (also just
+//! before the wall clock's second ticks over), servers paused or hung,
+//! `redlock exec` itself frozen (also between taking the lock and spawning)
+//! or killed while it waits in line, the wall clock shifted. Every section
+//! writes when it entered and left into one history, on the machine-wide
+//! CLOCK_MONOTONIC, and keeps count on a sixth server that is never faulted.
+//! The checker then looks for two sections inside at once, and prints one
+//! line per scenario:
 //!
 //! ```text
 //! scenario=NAME clients=8 sections=N overlaps=N max_overlap_ms=F occupancy_max=N lost_updates=N
-//!   exits=0:N,75:N,79:N,... availability=P% longest_gap_ms=F faults=N seed=S
+//!   exits=0:N,75:N,79:N,... availability=P% longest_gap_ms=F faults=N [FIGURES] seed=S
 //! ```
 //!
-//! In CI each scenario runs for 6-15s; `scripts/torture --long` soaks each
-//! for 30-40s. The settings come from the environment:
+//! where FIGURES are a scenario's own (`free_while_waiting_ms`, `shares`,
+//! `handoff_ms`, `frozen_before_spawn`), checked against its bounds (see
+//! `torture/checks.rs`).
+//!
+//! In CI each scenario runs for 6-20s; `scripts/torture --long` soaks each
+//! for 30-45s. The settings come from the environment:
 //! `REDLOCK_TORTURE_LONG=1`, `REDLOCK_TORTURE_SEED=N` (replays the random
-//! choices of a printed seed), `REDLOCK_TORTURE_SCENARIO=NAME[,NAME...]`.
+//! choices of a printed seed), `REDLOCK_TORTURE_SCENARIO=NAME[,NAME...]`,
+//! `REDLOCK_TORTURE_BIN=PATH` (the `redlock` the clients run, e.g. an older
+//! build; the section program stays the one built here).
 //!
 //! Two scenarios are controls: `checker-self-test` runs the sections without
 //! any lock, and `negative-control-guard-off` defeats Redlock on purpose by
@@ -34,6 +42,8 @@ mod support;
 
 #[path = "torture/checker.rs"]
 mod checker;
+#[path = "torture/checks.rs"]
+mod checks;
 #[path = "torture/clients.rs"]
 mod clients;
 #[path = "torture/faults.rs"]
@@ -65,10 +75,11 @@ fn torture() {
     let settings = settings::Settings::from_env();
     let section = rig::section_program();
     eprintln!(
-        "torture: seed={} (replay with REDLOCK_TORTURE_SEED={}), {} run",
+        "torture: seed={} (replay with REDLOCK_TORTURE_SEED={}), {} run of {}",
         settings.seed,
         settings.seed,
-        if settings.long { "long" } else { "short" }
+        if settings.long { "long" } else { "short" },
+        rig::redlock_binary().display()
     );
     let started = Instant::now();
     let mut failures = Vec::new();

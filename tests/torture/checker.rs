@@ -9,7 +9,7 @@
 //! after its section was killed, which is why the witness exists). Without
 //! either, it is taken to have lasted to the end of the scenario.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use crate::history::Mode;
@@ -23,6 +23,8 @@ const EXPECTED_STATUSES: [i32; 4] = [0, 69, 75, 79];
 #[derive(Debug, Default, Clone)]
 pub struct Run {
     pub mode: Option<Mode>,
+    /// When the client launched it.
+    pub start: Option<u64>,
     pub enter: Option<u64>,
     pub exit: Option<u64>,
     pub gone: Option<u64>,
@@ -44,16 +46,43 @@ impl Run {
     pub fn status(&self) -> Option<i32> {
         self.returned.map(|(_, status)| status)
     }
+
+    /// When it stopped waiting for the lock: its section entered, or it
+    /// returned without one.
+    fn waited_until(&self, window_end: u64) -> u64 {
+        self.enter
+            .or(self.returned.map(|(at, _)| at))
+            .unwrap_or(window_end)
+    }
 }
 
 pub type RunId = (u32, u32);
+
+/// A `fault` or `heal` line: its stamp and the words after it.
+#[derive(Debug, Clone)]
+pub struct Noted {
+    pub at: u64,
+    pub what: Vec<String>,
+}
+
+impl Noted {
+    /// The words after the first, e.g. `CLIENT SEQ` of `kill-waiter CLIENT SEQ`.
+    pub fn run(&self, kind: &str) -> Option<RunId> {
+        match &self.what[..] {
+            [first, client, seq, ..] if first == kind => {
+                Some((client.parse().ok()?, seq.parse().ok()?))
+            }
+            _ => None,
+        }
+    }
+}
 
 /// What a history says.
 #[derive(Debug, Default)]
 pub struct Parsed {
     pub runs: BTreeMap<RunId, Run>,
-    /// The words after the stamp of every `fault` line.
-    pub faults: Vec<Vec<String>>,
+    pub faults: Vec<Noted>,
+    pub heals: Vec<Noted>,
 }
 
 impl Parsed {
@@ -70,20 +99,25 @@ impl Parsed {
     fn add(&mut self, line: &str) -> Option<()> {
         let words: Vec<&str> = line.split(' ').collect();
         match words[..] {
-            ["fault", at, ref what @ ..] => {
-                at.parse::<u64>().ok()?;
-                self.faults
-                    .push(what.iter().map(|w| w.to_string()).collect());
-            }
-            ["heal", at, ..] => {
-                at.parse::<u64>().ok()?;
+            [kind @ ("fault" | "heal"), at, ref what @ ..] => {
+                let noted = Noted {
+                    at: at.parse().ok()?,
+                    what: what.iter().map(|w| w.to_string()).collect(),
+                };
+                match kind {
+                    "fault" => self.faults.push(noted),
+                    _ => self.heals.push(noted),
+                }
             }
             [kind, client, seq, at, ref rest @ ..] => {
                 let id = (client.parse().ok()?, seq.parse().ok()?);
                 let at: u64 = at.parse().ok()?;
                 let run = self.runs.entry(id).or_default();
                 match (kind, rest) {
-                    ("start", [mode]) => run.mode = Some(Mode::from_word(mode)?),
+                    ("start", [mode]) => {
+                        run.mode = Some(Mode::from_word(mode)?);
+                        run.start = Some(at);
+                    }
                     ("enter", []) => run.enter = Some(at),
                     ("exit", []) => run.exit = Some(at),
                     ("gone", []) => run.gone = Some(at),
@@ -102,7 +136,7 @@ impl Parsed {
     pub fn must_lose(&self) -> Vec<RunId> {
         self.faults
             .iter()
-            .filter_map(|what| match &what[..] {
+            .filter_map(|fault| match &fault.what[..] {
                 [.., client, seq, must] if must == "must-lose" => {
                     Some((client.parse().ok()?, seq.parse().ok()?))
                 }
@@ -110,6 +144,101 @@ impl Parsed {
             })
             .collect()
     }
+
+    /// The runs the harness itself killed (`kill-waiter CLIENT SEQ`): their
+    /// 137 is expected.
+    pub fn killed(&self) -> BTreeSet<RunId> {
+        self.faults
+            .iter()
+            .filter_map(|fault| fault.run("kill-waiter"))
+            .collect()
+    }
+
+    /// Every section, `(enter, end, id)`, sorted by entry.
+    pub fn sections(&self, window: (u64, u64)) -> Vec<(u64, u64, RunId)> {
+        let mut sections: Vec<(u64, u64, RunId)> = self
+            .runs
+            .iter()
+            .filter_map(|(&id, run)| Some((run.enter?, run.end(window.1), id)))
+            .collect();
+        sections.sort();
+        sections
+    }
+
+    /// The longest stretch of `window` in which no section was inside
+    /// while at least one live `exec` waited for the lock: an `exec` waits
+    /// from its launch until its section enters or it returns (also when
+    /// the harness killed it). Every free moment with a waiter counts, the
+    /// hand-offs' few milliseconds too.
+    pub fn longest_free_while_waiting(&self, window: (u64, u64)) -> u64 {
+        let mut steps = Vec::new();
+        for run in self.runs.values() {
+            if let (Some(Mode::Locked), Some(start)) = (run.mode, run.start) {
+                steps.push(Step::waiter(start, 1));
+                steps.push(Step::waiter(run.waited_until(window.1).max(start), -1));
+            }
+        }
+        for (enter, end, _) in self.sections(window) {
+            steps.push(Step::section(enter, 1));
+            steps.push(Step::section(end.max(enter), -1));
+        }
+        free_with_waiters(steps, window)
+    }
+}
+
+/// A change in the number of waiters or of sections inside, at `at`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Step {
+    at: u64,
+    /// Ends (0) sort before starts (1) of the same instant: a hand-off at
+    /// one instant leaves the lock free for no time.
+    start: u8,
+    waiters: i32,
+    inside: i32,
+}
+
+impl Step {
+    fn waiter(at: u64, delta: i32) -> Step {
+        Step {
+            at,
+            start: u8::from(delta > 0),
+            waiters: delta,
+            inside: 0,
+        }
+    }
+
+    fn section(at: u64, delta: i32) -> Step {
+        Step {
+            at,
+            start: u8::from(delta > 0),
+            waiters: 0,
+            inside: delta,
+        }
+    }
+}
+
+/// The longest stretch of `window` with a waiter and no section inside.
+fn free_with_waiters(mut steps: Vec<Step>, window: (u64, u64)) -> u64 {
+    steps.sort();
+    let (mut waiters, mut inside) = (0, 0);
+    let (mut since, mut longest) = (None::<u64>, 0);
+    for step in steps {
+        let at = step.at.clamp(window.0, window.1);
+        waiters += step.waiters;
+        inside += step.inside;
+        match (waiters > 0 && inside == 0, since) {
+            (true, None) => since = Some(at),
+            (false, Some(from)) => {
+                longest = longest.max(at - from);
+                since = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(from) = since {
+        longest = longest.max(window.1 - from);
+    }
+    longest
 }
 
 /// Two sections of different clients inside at once, from `from` to `to`.
@@ -126,6 +255,9 @@ pub struct Analysis {
     pub sections: usize,
     pub overlaps: Vec<Overlap>,
     pub exits: BTreeMap<i32, usize>,
+    /// Statuses none of [`EXPECTED_STATUSES`], but 137 of a run the harness
+    /// killed itself.
+    unexpected: BTreeSet<i32>,
     /// Nanoseconds of the window covered by at least one section.
     pub covered: u64,
     pub window: (u64, u64),
@@ -137,21 +269,24 @@ impl Analysis {
     /// `window` is the scenario's wall time, from the start of its clients
     /// to the return of the last one.
     pub fn of(parsed: &Parsed, window: (u64, u64)) -> Analysis {
-        let mut sections: Vec<(u64, u64, RunId)> = parsed
-            .runs
-            .iter()
-            .filter_map(|(&id, run)| Some((run.enter?, run.end(window.1), id)))
-            .collect();
-        sections.sort();
+        let sections = parsed.sections(window);
         let mut exits = BTreeMap::new();
-        for status in parsed.runs.values().filter_map(Run::status) {
+        let mut unexpected = BTreeSet::new();
+        let killed = parsed.killed();
+        for (id, run) in &parsed.runs {
+            let Some(status) = run.status() else { continue };
             *exits.entry(status).or_insert(0) += 1;
+            let killed_here = killed.contains(id) && status == 128 + 9;
+            if !EXPECTED_STATUSES.contains(&status) && !killed_here {
+                unexpected.insert(status);
+            }
         }
         let (covered, longest_gap) = coverage(&sections, window);
         Analysis {
             sections: sections.len(),
             overlaps: overlaps(&sections),
             exits,
+            unexpected,
             covered,
             window,
             longest_gap,
@@ -168,8 +303,7 @@ impl Analysis {
     }
 
     pub fn unexpected_statuses(&self) -> Vec<i32> {
-        let odd = |status: &&i32| !EXPECTED_STATUSES.contains(status);
-        self.exits.keys().filter(odd).copied().collect()
+        self.unexpected.iter().copied().collect()
     }
 }
 
@@ -236,7 +370,7 @@ pub struct Report<'a> {
     pub seed: u64,
 }
 
-fn ms(nanos: u64) -> f64 {
+pub fn ms(nanos: u64) -> f64 {
     nanos as f64 / 1e6
 }
 
@@ -244,6 +378,12 @@ impl Report<'_> {
     /// `scenario=NAME clients=8 sections=N overlaps=N max_overlap_ms=F occupancy_max=N
     /// lost_updates=N exits=0:N,75:N,79:N,... availability=P% longest_gap_ms=F faults=N seed=S`
     pub fn line(&self) -> String {
+        self.line_with(&[])
+    }
+
+    /// [`Self::line`] with a scenario's own figures (`name=value`) before
+    /// the seed.
+    pub fn line_with(&self, figures: &[String]) -> String {
         let a = self.analysis;
         let mut exits = BTreeMap::from([(0, 0), (75, 0), (79, 0)]);
         exits.extend(a.exits.iter().map(|(&status, &n)| (status, n)));
@@ -260,7 +400,7 @@ impl Report<'_> {
         let window = a.window.1.saturating_sub(a.window.0).max(1);
         format!(
             "scenario={} clients={} sections={} overlaps={} max_overlap_ms={:.1} occupancy_max={} \
-             lost_updates={} exits={} availability={:.1}% longest_gap_ms={:.1} faults={} seed={}",
+             lost_updates={} exits={} availability={:.1}% longest_gap_ms={:.1} faults={}{} seed={}",
             self.scenario,
             self.clients,
             a.sections,
@@ -272,6 +412,7 @@ impl Report<'_> {
             100.0 * a.covered as f64 / window as f64,
             ms(a.longest_gap),
             a.faults,
+            figures.iter().map(|f| format!(" {f}")).collect::<String>(),
             self.seed,
         )
     }
@@ -426,6 +567,53 @@ mod tests {
         )
         .unwrap();
         assert_eq!(parsed.must_lose(), vec![(3, 7), (5, 2)]);
+    }
+
+    #[test]
+    fn a_free_lock_counts_only_while_a_live_waiter_waits() {
+        // 0/1 holds 10-50; 1/1 waits from 20, is killed at 60; 2/1 waits
+        // from 30 and enters at 100; nobody waits after 100's exit at 120.
+        let parsed = Parsed::parse(
+            "start 0 1 0 locked\nenter 0 1 10\nexit 0 1 50\nreturn 0 1 51 0\n\
+             start 1 1 20 locked\nfault 60 kill-waiter 1 1\nreturn 1 1 60 137\n\
+             start 2 1 30 locked\nenter 2 1 100\nexit 2 1 120\nreturn 2 1 121 0\n",
+        )
+        .unwrap();
+        assert_eq!(parsed.longest_free_while_waiting((0, 200)), 50);
+        // Before anyone waits, and after, the lock is merely idle.
+        let idle = Parsed::parse("start 0 1 100 locked\nenter 0 1 110\nexit 0 1 120\n").unwrap();
+        assert_eq!(idle.longest_free_while_waiting((0, 300)), 10);
+    }
+
+    #[test]
+    fn the_harness_kills_are_expected_and_others_are_not() {
+        let parsed = Parsed::parse(
+            "start 0 1 0 locked\nfault 5 kill-waiter 0 1\nreturn 0 1 6 137\n\
+             start 1 1 0 locked\nreturn 1 1 6 137\n",
+        )
+        .unwrap();
+        assert_eq!(
+            parsed.killed().into_iter().collect::<Vec<_>>(),
+            vec![(0, 1)]
+        );
+        let analysis = Analysis::of(&parsed, (0, 10));
+        assert_eq!(analysis.exits.get(&137), Some(&2));
+        assert_eq!(analysis.unexpected_statuses(), vec![137]);
+    }
+
+    #[test]
+    fn a_scenarios_figures_come_before_the_seed() {
+        let analysis = Analysis::of(&Parsed::default(), (0, 1));
+        let report = Report {
+            scenario: "demo",
+            clients: 1,
+            analysis: &analysis,
+            occupancy_max: 0,
+            lost_updates: 0,
+            seed: 3,
+        };
+        let line = report.line_with(&["shares=1,2".to_string()]);
+        assert!(line.ends_with(" faults=0 shares=1,2 seed=3"), "{line}");
     }
 
     #[test]

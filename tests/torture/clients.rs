@@ -9,16 +9,19 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::history::{now_ns, Mode};
-use crate::rig::{Ctx, LOCK};
+use crate::rig::{duration_value, Ctx, Guard, LOCK};
 use crate::rng::Rng;
 use crate::support::{self, Running};
 
 /// Every lock of the torture has this TTL: short, so that expiry, extension
 /// (every 500ms) and the stop schedule all happen many times a scenario.
 pub const TTL: Duration = Duration::from_millis(1500);
-/// How long a paused `exec` sleeps between taking the lock and spawning the
-/// section: longer than the TTL, so the section must never start.
-pub const PAUSE_BEFORE_SPAWN: Duration = Duration::from_millis(2000);
+/// How long `exec` sleeps between taking the lock and spawning the section
+/// where a scenario widens that window (`REDLOCK_TEST_PAUSE_BEFORE_SPAWN_MS`,
+/// read by debug builds): far shorter than the TTL, so that it changes
+/// nothing by itself, and long enough for the harness to find an `exec` in
+/// the window through the holder record and freeze it there.
+pub const SPAWN_WINDOW: Duration = Duration::from_millis(200);
 /// How often a client looks whether its `exec` returned: the resolution of
 /// the `return` stamps.
 const POLL: Duration = Duration::from_millis(5);
@@ -34,6 +37,12 @@ pub struct Launch {
     pub ttl: Duration,
     /// `-w`: how long `exec` may queue for the lock.
     pub wait: Duration,
+    /// `REDLOCK_TEST_PAUSE_BEFORE_SPAWN_MS`, to widen the window between
+    /// taking the lock and spawning the section.
+    pub spawn_pause: Option<Duration>,
+    /// The section ignores SIGTERM and ends only at SIGKILL: it takes the
+    /// whole grace period `exec`'s stop plan gives it.
+    pub slow_stop: bool,
     /// `FAKETIME` for libfaketime (`+1h`), or `None` for the true clock.
     pub clock_shift: Option<&'static str>,
 }
@@ -44,6 +53,11 @@ pub struct Active {
     pub seq: u32,
     pub pid: i32,
     pub section: Duration,
+    /// When the client spawned it: the oldest `exec` that waits is first
+    /// in the line of waiters.
+    pub spawned: Instant,
+    /// Its `--ttl`.
+    pub ttl: Duration,
 }
 
 /// One slot per client. A client reaps its `exec` only while holding its
@@ -54,6 +68,11 @@ pub struct Slots(Vec<Mutex<Option<Active>>>);
 impl Slots {
     pub fn new(clients: usize) -> Slots {
         Slots((0..clients).map(|_| Mutex::new(None)).collect())
+    }
+
+    /// How many clients there are.
+    pub fn len(&self) -> u32 {
+        self.0.len() as u32
     }
 
     pub fn lock(&self, client: u32) -> MutexGuard<'_, Option<Active>> {
@@ -76,12 +95,18 @@ pub enum Lengths {
     WithOverruns,
     /// Long enough that clients without a lock surely overlap.
     Overlapping,
+    /// 20-200ms: many hand-offs in a short run.
+    Short,
+    /// 2-6s: every holder is extended, and spans a fault or two.
+    Spanning,
 }
 
 impl Lengths {
     pub fn draw(self, rng: &mut Rng) -> Duration {
         match self {
             Lengths::Overlapping => rng.millis(300, 1000),
+            Lengths::Short => rng.millis(20, 200),
+            Lengths::Spanning => rng.millis(2000, 6000),
             Lengths::WithOverruns if rng.chance(1, 3) => rng.millis(2000, 3000),
             Lengths::Bounded | Lengths::WithOverruns if rng.chance(1, 2) => rng.millis(20, 400),
             Lengths::Bounded | Lengths::WithOverruns => rng.millis(550, 1000),
@@ -95,9 +120,15 @@ pub struct Plan {
     pub rng: Rng,
     pub lengths: Lengths,
     pub mode: Mode,
+    /// `--ttl` of every `exec`.
+    pub ttl: Duration,
     pub clock_shift: Option<&'static str>,
     /// The length of the first section, instead of a random one.
     pub first_section: Option<Duration>,
+    /// See [`Launch::spawn_pause`].
+    pub spawn_pause: Option<Duration>,
+    /// See [`Launch::slow_stop`].
+    pub slow_stop: bool,
 }
 
 /// Runs sections until `until`, each `exec` queueing (`-w`) at most until
@@ -119,8 +150,10 @@ pub fn client_loop(ctx: &Ctx, slots: &Slots, mut plan: Plan, until: Instant) -> 
             seq,
             section,
             mode: plan.mode,
-            ttl: TTL,
+            ttl: plan.ttl,
             wait,
+            spawn_pause: plan.spawn_pause,
+            slow_stop: plan.slow_stop,
             clock_shift: plan.clock_shift,
         };
         run_one(ctx, slots, &launch);
@@ -137,6 +170,8 @@ pub fn run_one(ctx: &Ctx, slots: &Slots, launch: &Launch) -> i32 {
         seq: launch.seq,
         pid: running.id() as i32,
         section: launch.section,
+        spawned: Instant::now(),
+        ttl: launch.ttl,
     });
     // Far beyond any healthy run: the wait, a frozen exec, the section.
     let limit = Instant::now() + launch.wait + launch.section + Duration::from_secs(30);
@@ -166,7 +201,7 @@ pub fn run_one(ctx: &Ctx, slots: &Slots, launch: &Launch) -> i32 {
 }
 
 fn command(ctx: &Ctx, launch: &Launch) -> Command {
-    let section_args = [
+    let mut section_args: Vec<std::ffi::OsString> = vec![
         ctx.history.path().as_os_str().to_owned(),
         ctx.bookkeeping.clone().into(),
         ctx.witness.as_os_str().to_owned(),
@@ -174,19 +209,22 @@ fn command(ctx: &Ctx, launch: &Launch) -> Command {
         launch.seq.to_string().into(),
         launch.section.as_millis().to_string().into(),
     ];
+    if launch.slow_stop {
+        section_args.push("slow-stop".into());
+    }
     let mut command = if launch.mode == Mode::Unlocked {
         Command::new(&ctx.section)
     } else {
-        let mut exec = support::redlock();
-        // The guard goes by its variable, not `--restart-guard`: a binary
-        // without the guard rejects an unknown option but ignores a variable.
-        exec.env("REDLOCK_SERVERS", &ctx.servers)
-            .env("REDLOCK_RESTART_GUARD", guard_value(ctx.guard))
-            .args(["exec", "--ttl", &format!("{}ms", launch.ttl.as_millis())])
+        let mut exec = support::redlock_at(&ctx.redlock);
+        // Every client names its servers: a build may refuse to run
+        // without any configured.
+        exec.env("REDLOCK_SERVERS", &ctx.servers);
+        with_guard(&mut exec, ctx);
+        exec.args(["exec", "--ttl", &duration_value(launch.ttl)])
             .args(["-w", &format!("{}ms", launch.wait.as_millis()), LOCK, "--"])
             .arg(&ctx.section);
-        if launch.mode == Mode::PausedBeforeSpawn {
-            let pause = PAUSE_BEFORE_SPAWN.as_millis().to_string();
+        if let Some(pause) = launch.spawn_pause {
+            let pause = pause.as_millis().to_string();
             exec.env("REDLOCK_TEST_PAUSE_BEFORE_SPAWN_MS", pause);
         }
         if let (Some(shift), Some(library)) = (launch.clock_shift, &ctx.faketime) {
@@ -218,12 +256,25 @@ pub fn with_clock_shift(command: &mut Command, library: &std::path::Path, shift:
         .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
 }
 
-/// `REDLOCK_RESTART_GUARD`: `0` turns the guard off, as documented.
-fn guard_value(guard: Duration) -> String {
-    if guard.is_zero() {
-        "0".to_string()
-    } else {
-        format!("{}ms", guard.as_millis())
+/// Gives `exec` the scenario's restart guard. The guard goes by its
+/// variable, not `--restart-guard`: a binary without the guard rejects an
+/// unknown option but ignores a variable. `0` turns it off, as documented.
+/// Under [`Guard::ConfigFile`] no variable is set at all, and the clients'
+/// `XDG_CONFIG_HOME` holds the file.
+fn with_guard(exec: &mut Command, ctx: &Ctx) {
+    match ctx.guard {
+        Guard::Off => {
+            exec.env("REDLOCK_RESTART_GUARD", "0");
+        }
+        Guard::Env(guard) => {
+            exec.env("REDLOCK_RESTART_GUARD", duration_value(guard));
+        }
+        Guard::ConfigFile(_) => {
+            exec.env_remove("REDLOCK_RESTART_GUARD");
+        }
+    }
+    if let Some(home) = &ctx.config_home {
+        exec.env("XDG_CONFIG_HOME", home);
     }
 }
 

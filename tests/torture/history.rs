@@ -31,9 +31,6 @@ pub fn now_ns() -> u64 {
 pub enum Mode {
     /// Under `redlock exec`.
     Locked,
-    /// Under `redlock exec` told to sleep longer than the TTL between taking
-    /// the lock and spawning the section: the section must never start.
-    PausedBeforeSpawn,
     /// The bare section, without any lock: the checker's self-test.
     Unlocked,
 }
@@ -42,13 +39,12 @@ impl Mode {
     pub fn word(self) -> &'static str {
         match self {
             Mode::Locked => "locked",
-            Mode::PausedBeforeSpawn => "paused-before-spawn",
             Mode::Unlocked => "unlocked",
         }
     }
 
     pub fn from_word(word: &str) -> Option<Mode> {
-        [Mode::Locked, Mode::PausedBeforeSpawn, Mode::Unlocked]
+        [Mode::Locked, Mode::Unlocked]
             .into_iter()
             .find(|mode| mode.word() == word)
     }

@@ -19,6 +19,23 @@ impl Outcome {
     }
 }
 
+/// What a scenario found beyond mutual exclusion: its own figures for the
+/// line (`name=value`) and its own reasons to fail.
+#[derive(Debug, Default)]
+pub struct Findings {
+    pub figures: Vec<String>,
+    pub problems: Vec<String>,
+}
+
+impl Findings {
+    pub fn problems(problems: Vec<String>) -> Findings {
+        Findings {
+            figures: Vec::new(),
+            problems,
+        }
+    }
+}
+
 /// What is being judged.
 pub struct Case<'a> {
     pub scenario: &'a str,
@@ -29,14 +46,10 @@ pub struct Case<'a> {
     pub window: (u64, u64),
 }
 
-/// Stops the rig, checks the history, and adds what `more` finds wrong
-/// with it for this scenario. A failed scenario keeps its directory
+/// Stops the rig, checks the history, and adds what `more` finds for this
+/// scenario. A failed scenario keeps its directory
 /// (history, client logs) and says where.
-pub fn judge(
-    case: &Case,
-    rig: Rig,
-    more: impl FnOnce(&Parsed, &Analysis) -> Vec<String>,
-) -> Outcome {
+pub fn judge(case: &Case, rig: Rig, more: impl FnOnce(&Parsed, &Analysis) -> Findings) -> Outcome {
     let history = rig.ctx.history.path().to_owned();
     let (bookkeeping, dir) = rig.finish();
     let text = std::fs::read_to_string(&history)
@@ -55,7 +68,8 @@ pub fn judge(
         seed: case.seed,
     };
     let mut problems = report.problems(case.expect);
-    problems.extend(more(&parsed, &analysis));
+    let findings = more(&parsed, &analysis);
+    problems.extend(findings.problems);
     if !problems.is_empty() {
         let kept = dir.keep();
         problems.push(format!(
@@ -64,7 +78,7 @@ pub fn judge(
         ));
     }
     Outcome {
-        line: report.line(),
+        line: report.line_with(&findings.figures),
         problems,
     }
 }

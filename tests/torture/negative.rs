@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use crate::checker::{Analysis, Expect, Parsed};
 use crate::clients::{run_one, Launch, Slots, TTL};
 use crate::history::{now_ns, Mode};
-use crate::judge::{judge, Case, Outcome};
-use crate::rig::{Rig, LOCK, SERVERS};
+use crate::judge::{judge, Case, Findings, Outcome};
+use crate::rig::{Guard, Rig, LOCK, SERVERS};
 use crate::settings::Settings;
 use crate::support::{wait_until, Cluster, RedisServer};
 
@@ -35,7 +35,11 @@ const CONTENDER_WAIT: Duration = Duration::from_secs(3);
 const LONG: Duration = Duration::from_secs(30);
 
 pub fn run(name: &str, guarded: bool, settings: &Settings, section: &Path) -> Outcome {
-    let guard = if guarded { HOLDER_TTL } else { Duration::ZERO };
+    let guard = if guarded {
+        Guard::Env(HOLDER_TTL)
+    } else {
+        Guard::Off
+    };
     let mut rig = Rig::start(section, guard, None);
     let slots = Slots::new(2);
     let start = now_ns();
@@ -71,7 +75,7 @@ pub fn run(name: &str, guarded: bool, settings: &Settings, section: &Path) -> Ou
                     .to_string(),
             );
         }
-        problems
+        Findings::problems(problems)
     })
 }
 
@@ -86,6 +90,8 @@ fn one_round(rig: &mut Rig, slots: &Slots, seq: u32) -> Result<(), String> {
         mode: Mode::Locked,
         ttl,
         wait,
+        spawn_pause: None,
+        slow_stop: false,
         clock_shift: None,
     };
     thread::scope(|scope| {

@@ -17,12 +17,39 @@ pub const LOCK: &str = "torture";
 /// Lock servers: a majority of 3 survives the loss of a minority of 2.
 pub const SERVERS: usize = 5;
 
+/// How the clients of a scenario are given the restart guard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Guard {
+    /// `REDLOCK_RESTART_GUARD=0`.
+    Off,
+    /// `REDLOCK_RESTART_GUARD` at this value.
+    Env(Duration),
+    /// No variable: a fleet config file, `$XDG_CONFIG_HOME/redlock/config`,
+    /// with `restart-guard = ` this value. A binary that does not read the
+    /// file guards each caller by its own TTL.
+    ConfigFile(Duration),
+}
+
+impl Guard {
+    /// How long a fresh server may not count toward a quorum.
+    pub fn duration(self) -> Duration {
+        match self {
+            Guard::Off => Duration::ZERO,
+            Guard::Env(guard) | Guard::ConfigFile(guard) => guard,
+        }
+    }
+}
+
 /// What a client needs to run a section, shared by the client threads.
 pub struct Ctx {
     /// `REDLOCK_SERVERS`.
     pub servers: String,
-    /// `REDLOCK_RESTART_GUARD`; zero turns the guard off.
-    pub guard: Duration,
+    pub guard: Guard,
+    /// `XDG_CONFIG_HOME` of the clients, with `redlock/config` in it under
+    /// [`Guard::ConfigFile`].
+    pub config_home: Option<PathBuf>,
+    /// The `redlock` under test (see [`redlock_binary`]).
+    pub redlock: PathBuf,
     pub history: Arc<History>,
     pub section: PathBuf,
     pub witness: PathBuf,
@@ -50,8 +77,12 @@ pub struct Bookkeeping {
 impl Rig {
     /// Starts the servers. With a restart guard, waits for the guard to pass:
     /// a fresh server does not count toward the quorum before that.
-    pub fn start(section: &Path, guard: Duration, faketime: Option<PathBuf>) -> Rig {
+    pub fn start(section: &Path, guard: Guard, faketime: Option<PathBuf>) -> Rig {
         let dir = support::temp_dir("redlock-torture-");
+        let config_home = match guard {
+            Guard::ConfigFile(value) => Some(write_config(dir.path(), value)),
+            Guard::Off | Guard::Env(_) => None,
+        };
         let cluster = Cluster::start(SERVERS);
         let bookkeeping = RedisServer::start();
         let history = Arc::new(History::create(&dir.path().join("history")));
@@ -63,6 +94,8 @@ impl Rig {
         let ctx = Arc::new(Ctx {
             servers: cluster.servers_arg(),
             guard,
+            config_home,
+            redlock: redlock_binary(),
             history,
             section: section.to_owned(),
             witness: witness.socket().to_owned(),
@@ -70,7 +103,7 @@ impl Rig {
             logs: dir.path().to_owned(),
             faketime,
         });
-        thread::sleep(guard);
+        thread::sleep(guard.duration());
         Rig {
             cluster,
             ctx,
@@ -104,7 +137,46 @@ impl Rig {
     }
 }
 
-/// `examples/torture-section`, next to the binary under test.
+/// `$XDG_CONFIG_HOME/redlock/config` under `dir` with the restart guard in
+/// it, as a fleet would set it for every caller; returns the config home.
+fn write_config(dir: &Path, guard: Duration) -> PathBuf {
+    let home = dir.join("config-home");
+    let file = home.join("redlock").join("config");
+    let text = format!("restart-guard = {}\n", duration_value(guard));
+    std::fs::create_dir_all(file.parent().expect("the file has a directory"))
+        .and_then(|()| std::fs::write(&file, text))
+        .unwrap_or_else(|e| panic!("cannot write {}: {e}", file.display()));
+    home
+}
+
+/// A duration as the CLI and its files take it: `4s`, `1500ms`.
+pub fn duration_value(duration: Duration) -> String {
+    match duration.as_millis() {
+        ms if ms % 1000 == 0 => format!("{}s", ms / 1000),
+        ms => format!("{ms}ms"),
+    }
+}
+
+/// The `redlock` the clients run: `REDLOCK_TORTURE_BIN` (`scripts/torture
+/// --bin PATH`), e.g. an older build to show what a scenario catches, or
+/// else the one this test was built with.
+pub fn redlock_binary() -> PathBuf {
+    match std::env::var_os("REDLOCK_TORTURE_BIN").filter(|v| !v.is_empty()) {
+        Some(path) => {
+            let path = PathBuf::from(path);
+            assert!(
+                path.is_file(),
+                "REDLOCK_TORTURE_BIN={} is not a file",
+                path.display()
+            );
+            path
+        }
+        None => PathBuf::from(env!("CARGO_BIN_EXE_redlock")),
+    }
+}
+
+/// `examples/torture-section`, next to the binary built here (also when
+/// the clients run another `redlock`).
 pub fn section_program() -> PathBuf {
     let redlock = Path::new(env!("CARGO_BIN_EXE_redlock"));
     let dir = redlock.parent().expect("the binary lives in a directory");

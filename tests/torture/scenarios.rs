@@ -6,18 +6,33 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::checker::{Analysis, Expect, Parsed};
-use crate::clients::{self, client_loop, Lengths, Plan, Slots, PAUSE_BEFORE_SPAWN, TTL};
+use crate::checks::{self, Also};
+use crate::clients::{self, client_loop, Lengths, Plan, Slots, SPAWN_WINDOW, TTL};
 use crate::faults::{self, Fault, Targets};
 use crate::history::{now_ns, Mode};
 use crate::judge::{judge, Case, Outcome};
 use crate::negative;
-use crate::rig::{self, Rig, LOCK, SERVERS};
+use crate::rig::{self, Guard, Rig, LOCK, SERVERS};
 use crate::rng::Rng;
 use crate::settings::Settings;
 use crate::support::wait_until;
 
 /// Concurrent clients of every scenario but the negative control.
 pub const CLIENTS: usize = 8;
+
+/// The longer TTL of half the clients of `mixed-ttls`, and the fleet's
+/// restart guard there.
+const LONG_TTL: Duration = Duration::from_secs(4);
+
+/// The TTL, and the restart guard, of the `restart-now` scenarios. A holder
+/// learns that restarts took its majority at its next extension (within
+/// TTL/3) and kills a command that ignores the stop signal a grace period
+/// (TTL/3) later; a guard that reads `uptime_in_seconds` counts a server
+/// restarted at .99s again 1.01s after the restart when the guard is over
+/// 1s and at most 2s. At 1.5s, 2*TTL/3 = 1s: a build with that flaw is saved by 10ms of
+/// its stop plan. At 2s the flaw leaves a holder 0.32s inside after a
+/// newcomer could enter, which a sound guard (2s) never does.
+const RESTART_TTL: Duration = Duration::from_secs(2);
 
 /// How the clients of a scenario are set up.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -26,11 +41,16 @@ enum Setup {
     /// Client 0 starts alone with a section far longer than the TTL: the
     /// first fault surely finds a section that it must cut short.
     OverrunningLeader,
-    /// Client 0 starts alone, and every `exec` of it sleeps longer than the
-    /// TTL between taking the lock and spawning: at least one takes it.
-    PausingLeader,
     /// The clients' wall clocks run 1h ahead (even clients) or behind (odd).
     ClockShift,
+    /// Client 0's wall clock runs 5s behind, client 1's 5s ahead; the
+    /// others' are true.
+    SkewedClocks,
+    /// Even clients lock with the TTL, odd ones with [`LONG_TTL`].
+    MixedTtls,
+    /// Every `exec` waits [`SPAWN_WINDOW`] between taking the lock and
+    /// spawning, so that the harness can find one there.
+    SpawnWindow,
     /// Bare sections without a lock: the checker must see them overlap.
     Unlocked,
 }
@@ -41,68 +61,168 @@ struct Scenario {
     seconds: (u64, u64),
     faults: &'static [Fault],
     lengths: Lengths,
-    /// The restart guard at the TTL (and a wait for it after the servers
-    /// start), where restarts are the point; off elsewhere.
-    guard: bool,
+    /// `--ttl` of the clients (of the even ones under [`Setup::MixedTtls`]).
+    ttl: Duration,
+    /// The restart guard (and a wait for it after the servers start): at
+    /// the TTL where restarts are the point, off elsewhere.
+    guard: Guard,
+    /// Sections ignore SIGTERM and end only at SIGKILL (see
+    /// [`Plan::slow_stop`]).
+    slow_stop: bool,
     setup: Setup,
+    /// What the scenario must show beyond mutual exclusion.
+    also: Also,
 }
 
-const SCENARIOS: [Scenario; 9] = [
+const SCENARIOS: [Scenario; 15] = [
     Scenario {
         name: "no-faults",
         seconds: (8, 30),
         faults: &[],
         lengths: Lengths::Bounded,
-        guard: false,
+        ttl: TTL,
+        guard: Guard::Off,
+        slow_stop: false,
         setup: Setup::Plain,
+        also: Also::Nothing,
     },
     Scenario {
         name: "kill-restart-minority",
         seconds: (12, 40),
         faults: &[Fault::KillRestart],
         lengths: Lengths::Bounded,
-        guard: true,
+        ttl: TTL,
+        guard: Guard::Env(TTL),
+        slow_stop: false,
         setup: Setup::Plain,
+        also: Also::Nothing,
+    },
+    // The guard at the TTL, the tightest it may be (see RESTART_TTL);
+    // restarts late in a second, so that `uptime_in_seconds` ticks to 1 a
+    // few milliseconds after the start; sections that take all the grace
+    // period the stop plan gives them.
+    Scenario {
+        name: "restart-now-minority",
+        seconds: (20, 45),
+        faults: &[Fault::RestartNow(1, 2)],
+        lengths: Lengths::Spanning,
+        ttl: RESTART_TTL,
+        guard: Guard::Env(RESTART_TTL),
+        slow_stop: true,
+        setup: Setup::Plain,
+        also: Also::Nothing,
+    },
+    Scenario {
+        name: "restart-now-majority",
+        seconds: (20, 45),
+        faults: &[Fault::RestartNow(3, 3)],
+        lengths: Lengths::Spanning,
+        ttl: RESTART_TTL,
+        guard: Guard::Env(RESTART_TTL),
+        slow_stop: true,
+        setup: Setup::Plain,
+        also: Also::Nothing,
+    },
+    // Holders with a 4s lease beside callers of 1.5s: the guard must cover
+    // the longest, so the fleet sets it in the config file.
+    Scenario {
+        name: "mixed-ttls",
+        seconds: (15, 40),
+        faults: &[Fault::RestartNow(1, 3)],
+        lengths: Lengths::Spanning,
+        ttl: TTL,
+        guard: Guard::ConfigFile(LONG_TTL),
+        slow_stop: true,
+        setup: Setup::MixedTtls,
+        also: Also::Nothing,
     },
     Scenario {
         name: "pause-minority",
         seconds: (10, 35),
         faults: &[Fault::PauseMinority],
         lengths: Lengths::Bounded,
-        guard: false,
+        ttl: TTL,
+        guard: Guard::Off,
+        slow_stop: false,
         setup: Setup::Plain,
+        also: Also::Nothing,
     },
     Scenario {
         name: "pause-majority",
         seconds: (10, 35),
         faults: &[Fault::PauseMajority],
         lengths: Lengths::WithOverruns,
-        guard: false,
+        ttl: TTL,
+        guard: Guard::Off,
+        slow_stop: false,
         setup: Setup::OverrunningLeader,
+        also: Also::Nothing,
     },
     Scenario {
         name: "freeze-supervisor",
         seconds: (12, 40),
         faults: &[Fault::FreezeExec],
         lengths: Lengths::WithOverruns,
-        guard: false,
+        ttl: TTL,
+        guard: Guard::Off,
+        slow_stop: false,
         setup: Setup::OverrunningLeader,
+        also: Also::Nothing,
     },
     Scenario {
         name: "freeze-before-spawn",
-        seconds: (8, 30),
-        faults: &[],
+        seconds: (10, 30),
+        faults: &[Fault::FreezeBeforeSpawn],
         lengths: Lengths::Bounded,
-        guard: false,
-        setup: Setup::PausingLeader,
+        ttl: TTL,
+        guard: Guard::Off,
+        slow_stop: false,
+        setup: Setup::SpawnWindow,
+        also: Also::NoStartAfterFreeze,
+    },
+    Scenario {
+        name: "kill-head-waiter",
+        seconds: (15, 40),
+        faults: &[Fault::KillHeadWaiter],
+        lengths: Lengths::Bounded,
+        ttl: TTL,
+        guard: Guard::Off,
+        slow_stop: false,
+        setup: Setup::Plain,
+        also: Also::BoundedIdle,
+    },
+    Scenario {
+        name: "skewed-waiters",
+        seconds: (12, 40),
+        faults: &[],
+        lengths: Lengths::Short,
+        ttl: TTL,
+        guard: Guard::Off,
+        slow_stop: false,
+        setup: Setup::SkewedClocks,
+        also: Also::FairShares,
+    },
+    Scenario {
+        name: "hung-server-handoff",
+        seconds: (12, 40),
+        faults: &[Fault::HangOne],
+        lengths: Lengths::Short,
+        ttl: TTL,
+        guard: Guard::Off,
+        slow_stop: false,
+        setup: Setup::Plain,
+        also: Also::QuickHandoffs,
     },
     Scenario {
         name: "wall-clock-shift",
         seconds: (8, 30),
         faults: &[],
         lengths: Lengths::Bounded,
-        guard: false,
+        ttl: TTL,
+        guard: Guard::Off,
+        slow_stop: false,
         setup: Setup::ClockShift,
+        also: Also::Nothing,
     },
     Scenario {
         name: "mixed",
@@ -114,16 +234,22 @@ const SCENARIOS: [Scenario; 9] = [
             Fault::FreezeExec,
         ],
         lengths: Lengths::Bounded,
-        guard: true,
+        ttl: TTL,
+        guard: Guard::Env(TTL),
+        slow_stop: false,
         setup: Setup::Plain,
+        also: Also::Nothing,
     },
     Scenario {
         name: "checker-self-test",
         seconds: (6, 30),
         faults: &[],
         lengths: Lengths::Overlapping,
-        guard: false,
+        ttl: TTL,
+        guard: Guard::Off,
+        slow_stop: false,
         setup: Setup::Unlocked,
+        also: Also::Nothing,
     },
 ];
 
@@ -156,15 +282,20 @@ pub fn run(settings: &Settings, section: &Path, mut done: impl FnMut(&Outcome)) 
 
 fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Outcome {
     let mut rng = Rng::for_scenario(settings.seed, scenario.name);
-    let faketime = match scenario.setup {
-        Setup::ClockShift => match rig::faketime_library().and_then(|lib| check_shift(&lib)) {
+    let shifts: &[(&str, i64)] = match scenario.setup {
+        Setup::ClockShift => &[("+1h", 3600), ("-1h", -3600)],
+        Setup::SkewedClocks => &[("-5s", -5), ("+5s", 5)],
+        _ => &[],
+    };
+    let faketime = if shifts.is_empty() {
+        None
+    } else {
+        match rig::faketime_library().and_then(|lib| check_shift(&lib, shifts)) {
             Ok(lib) => Some(lib),
             Err(why) => return Outcome::unrunnable(scenario.name, settings.seed, why),
-        },
-        _ => None,
+        }
     };
-    let guard = if scenario.guard { TTL } else { Duration::ZERO };
-    let mut rig = Rig::start(section, guard, faketime);
+    let mut rig = Rig::start(section, scenario.guard, faketime);
     let slots = Slots::new(CLIENTS);
     let seconds = if settings.long {
         scenario.seconds.1
@@ -178,7 +309,7 @@ fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Out
         let mut clients = Vec::new();
         for plan in plans {
             let (ctx, slots) = (&rig.ctx, &slots);
-            let leader = plan.client == 0 && has_leader(scenario.setup);
+            let leader = plan.client == 0 && scenario.setup == Setup::OverrunningLeader;
             clients.push(scope.spawn(move || client_loop(ctx, slots, plan, until)));
             if leader {
                 // The leader's first exec takes the lock before anyone competes.
@@ -214,33 +345,36 @@ fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Out
         },
         window: (start, now_ns()),
     };
-    let setup = scenario.setup;
-    judge(&case, rig, |parsed, _: &Analysis| {
-        setup_problems(setup, parsed)
+    let (setup, also) = (scenario.setup, scenario.also);
+    judge(&case, rig, |parsed, analysis: &Analysis| {
+        let mut findings = also.check(parsed, analysis, CLIENTS);
+        findings.problems.extend(setup_problems(setup, parsed));
+        findings
     })
-}
-
-fn has_leader(setup: Setup) -> bool {
-    matches!(setup, Setup::OverrunningLeader | Setup::PausingLeader)
 }
 
 fn plans(scenario: &Scenario, rng: &mut Rng) -> Vec<Plan> {
     (0..CLIENTS as u32)
         .map(|client| {
             let setup = scenario.setup;
-            let leads = client == 0 && has_leader(setup);
+            let leads = client == 0 && setup == Setup::OverrunningLeader;
             Plan {
                 client,
                 rng: rng.split(),
                 lengths: scenario.lengths,
                 mode: match setup {
                     Setup::Unlocked => Mode::Unlocked,
-                    Setup::PausingLeader if leads => Mode::PausedBeforeSpawn,
                     _ => Mode::Locked,
+                },
+                ttl: match setup {
+                    Setup::MixedTtls if client % 2 == 1 => LONG_TTL,
+                    _ => scenario.ttl,
                 },
                 clock_shift: match setup {
                     Setup::ClockShift if client % 2 == 0 => Some("+1h"),
                     Setup::ClockShift => Some("-1h"),
+                    Setup::SkewedClocks if client == 0 => Some("-5s"),
+                    Setup::SkewedClocks if client == 1 => Some("+5s"),
                     _ => None,
                 },
                 first_section: match setup {
@@ -250,6 +384,8 @@ fn plans(scenario: &Scenario, rng: &mut Rng) -> Vec<Plan> {
                     Setup::Unlocked => Some(Duration::from_millis(1000)),
                     _ => None,
                 },
+                spawn_pause: (setup == Setup::SpawnWindow).then_some(SPAWN_WINDOW),
+                slow_stop: scenario.slow_stop,
             }
         })
         .collect()
@@ -257,71 +393,18 @@ fn plans(scenario: &Scenario, rng: &mut Rng) -> Vec<Plan> {
 
 /// What a scenario's own setup must show, beyond mutual exclusion.
 fn setup_problems(setup: Setup, parsed: &Parsed) -> Vec<String> {
-    let mut problems = lost_problems(parsed);
+    let mut problems = checks::lost_problems(parsed);
     if setup == Setup::OverrunningLeader && parsed.must_lose().is_empty() {
         problems.push("no fault hit a section with more than a TTL to go".to_string());
     }
-    if setup == Setup::PausingLeader {
-        problems.extend(paused_problems(parsed));
-    }
     problems
 }
 
-/// Every `exec` frozen, or under paused servers, with more than a TTL of its
-/// section to go must have lost its lock and stopped the section: exit 79.
-fn lost_problems(parsed: &Parsed) -> Vec<String> {
-    parsed
-        .must_lose()
-        .into_iter()
-        .filter_map(|id| {
-            let status = parsed.runs.get(&id).and_then(|run| run.status());
-            (status != Some(79)).then(|| {
-                format!(
-                    "exec {}/{} was cut off past its lock's validity but exited {status:?}, not 79",
-                    id.0, id.1
-                )
-            })
-        })
-        .collect()
-}
-
-/// An `exec` that slept longer than the TTL between taking the lock and
-/// spawning must not start its section, and must exit 79.
-fn paused_problems(parsed: &Parsed) -> Vec<String> {
-    let paused: Vec<_> = parsed
-        .runs
-        .iter()
-        .filter(|(_, run)| run.mode == Some(Mode::PausedBeforeSpawn))
-        .collect();
-    let started: Vec<String> = paused
-        .iter()
-        .filter(|(_, run)| run.enter.is_some())
-        .map(|((client, seq), run)| format!("{client}/{seq} (exit {:?})", run.status()))
-        .collect();
-    let mut problems = Vec::new();
-    if !started.is_empty() {
-        problems.push(format!(
-            "{} exec(s) paused {}ms (> TTL {}ms) between taking the lock and spawning still \
-             started their section: {}. Does this redlock read REDLOCK_TEST_PAUSE_BEFORE_SPAWN_MS?",
-            started.len(),
-            PAUSE_BEFORE_SPAWN.as_millis(),
-            TTL.as_millis(),
-            started.join(", ")
-        ));
-    }
-    let statuses: Vec<Option<i32>> = paused.iter().map(|(_, run)| run.status()).collect();
-    if !statuses.contains(&Some(79)) {
-        problems.push(format!(
-            "no paused exec exited 79 (statuses {statuses:?}): none was shown to lose its lock"
-        ));
-    }
-    problems
-}
-
-/// Checks that libfaketime shifts the wall clock as the scenario needs,
-/// with `date`, and passes the library on.
-fn check_shift(library: &Path) -> Result<std::path::PathBuf, String> {
-    for (shift, hours) in [("+1h", 1), ("-1h", -1)] {
+/// Checks that libfaketime shifts the wall clock by each of `shifts`
+/// (`FAKETIME`, seconds) as the scenario needs, with `date`, and passes the
+/// library on.
+fn check_shift(library: &Path, shifts: &[(&str, i64)]) -> Result<std::path::PathBuf, String> {
+    for &(shift, seconds) in shifts {
         let mut date = Command::new("date");
         date.arg("+%s");
         clients::with_clock_shift(&mut date, library, shift);
@@ -335,12 +418,11 @@ fn check_shift(library: &Path) -> Result<std::path::PathBuf, String> {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
-        let off_by = shifted - now.as_secs() as i64 - hours * 3600;
-        if off_by.abs() > 60 {
+        // date read the clock a moment before we did, and whole seconds.
+        let moved = shifted - now.as_secs() as i64;
+        if (moved - seconds).abs() > 2 {
             return Err(format!(
-                "FAKETIME={shift} moved the wall clock by {}s instead of {}s",
-                shifted - now.as_secs() as i64,
-                hours * 3600
+                "FAKETIME={shift} moved the wall clock by {moved}s instead of {seconds}s"
             ));
         }
     }

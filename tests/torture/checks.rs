@@ -1,0 +1,354 @@
+//! What scenarios must show beyond mutual exclusion: liveness and fairness
+//! bounds, and what a fault aimed at one `exec` must have done to it. Each
+//! check adds its own figures to the scenario's line.
+
+use std::time::Duration;
+
+use crate::checker::{ms, Analysis, Noted, Parsed, RunId};
+use crate::clients::TTL;
+use crate::judge::Findings;
+
+/// `kill-head-waiter`: the lock may stay free while a live `exec` waits for
+/// at most this long at a stretch. A dead waiter at the head of the line may
+/// keep a free lock from the others for about 1.5s (its ticket's lapse and
+/// the next waiter's retry); this leaves room for the hand-off, and none for
+/// two deaths' delays piling up.
+pub const MAX_FREE_WHILE_WAITING: Duration = Duration::from_secs(2);
+
+/// `skewed-waiters`: each client's sections, against an equal share of
+/// all of them, must stay within these factors.
+pub const SHARE_RANGE: (f64, f64) = (0.5, 2.0);
+
+/// `hung-server-handoff`: the mean hand-off with one server hung may be
+/// twice that of the healthy phase, or this much, whichever is more. A
+/// hand-off that waits for the hung server's timeout (250ms) exceeds both.
+pub const HANDOFF_FLOOR: Duration = Duration::from_millis(150);
+
+/// Hand-offs this close to the hang are in neither phase.
+const SETTLE: Duration = Duration::from_millis(500);
+
+/// What a scenario must show beyond mutual exclusion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Also {
+    Nothing,
+    /// At most [`MAX_FREE_WHILE_WAITING`] with the lock free and a live
+    /// waiter, while waiters are killed.
+    BoundedIdle,
+    /// Every client's share of the sections within [`SHARE_RANGE`].
+    FairShares,
+    /// Hand-offs no slower with a hung server (see [`HANDOFF_FLOOR`]).
+    QuickHandoffs,
+    /// Every `exec` frozen before spawning neither started its section nor
+    /// exited other than 79; at least one was frozen there.
+    NoStartAfterFreeze,
+}
+
+impl Also {
+    pub fn check(self, parsed: &Parsed, analysis: &Analysis, clients: usize) -> Findings {
+        match self {
+            Also::Nothing => Findings::default(),
+            Also::BoundedIdle => bounded_idle(parsed, analysis),
+            Also::FairShares => fair_shares(parsed, clients),
+            Also::QuickHandoffs => quick_handoffs(parsed, analysis),
+            Also::NoStartAfterFreeze => no_start_after_freeze(parsed),
+        }
+    }
+}
+
+fn bounded_idle(parsed: &Parsed, analysis: &Analysis) -> Findings {
+    let longest = parsed.longest_free_while_waiting(analysis.window);
+    let killed = parsed.killed().len();
+    let mut problems = Vec::new();
+    if killed == 0 {
+        problems.push("no waiter was killed: the scenario tested nothing".to_string());
+    }
+    if Duration::from_nanos(longest) > MAX_FREE_WHILE_WAITING {
+        problems.push(format!(
+            "the lock stayed free for {:.0}ms while live waiters waited (bound {}ms): \
+             dead waiters keep a free lock out of reach",
+            ms(longest),
+            MAX_FREE_WHILE_WAITING.as_millis()
+        ));
+    }
+    Findings {
+        figures: vec![
+            format!("free_while_waiting_ms={:.1}", ms(longest)),
+            format!("killed_waiters={killed}"),
+        ],
+        problems,
+    }
+}
+
+fn fair_shares(parsed: &Parsed, clients: usize) -> Findings {
+    let mut counts = vec![0_usize; clients];
+    for (&(client, _), run) in &parsed.runs {
+        if run.enter.is_some() {
+            if let Some(count) = counts.get_mut(client as usize) {
+                *count += 1;
+            }
+        }
+    }
+    let total: usize = counts.iter().sum();
+    let fair = total as f64 / clients as f64;
+    let ratios: Vec<f64> = counts
+        .iter()
+        .map(|&n| if fair > 0.0 { n as f64 / fair } else { 0.0 })
+        .collect();
+    let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = ratios.iter().copied().fold(0.0, f64::max);
+    let mut problems = Vec::new();
+    let outside: Vec<String> = ratios
+        .iter()
+        .enumerate()
+        .filter(|&(_, &r)| !(SHARE_RANGE.0..=SHARE_RANGE.1).contains(&r))
+        .map(|(client, r)| format!("client {client} {}x", round2(*r)))
+        .collect();
+    if !outside.is_empty() {
+        problems.push(format!(
+            "shares of the {total} sections outside {}x-{}x of a fair share: {} \
+             (clients 0 and 1 run 5s behind and ahead)",
+            SHARE_RANGE.0,
+            SHARE_RANGE.1,
+            outside.join(", ")
+        ));
+    }
+    let shown: Vec<String> = counts.iter().map(usize::to_string).collect();
+    Findings {
+        figures: vec![
+            format!("shares={}", shown.join(",")),
+            format!("share_range={}x-{}x", round2(low), round2(high)),
+        ],
+        problems,
+    }
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// The mean time from one section's end to the next one's entry, before
+/// the hang and while it lasted.
+fn quick_handoffs(parsed: &Parsed, analysis: &Analysis) -> Findings {
+    let hung_at = first(&parsed.faults, "hang-server");
+    let resumed_at = first(&parsed.heals, "unhang-server");
+    let (Some(hung_at), Some(resumed_at)) = (hung_at, resumed_at) else {
+        return Findings::problems(vec!["no server was hung".to_string()]);
+    };
+    let settle = SETTLE.as_nanos() as u64;
+    let sections = parsed.sections(analysis.window);
+    let (mut healthy, mut hung) = (Vec::new(), Vec::new());
+    for pair in sections.windows(2) {
+        let ((_, left, _), (entered, _, _)) = (pair[0], pair[1]);
+        let Some(gap) = entered.checked_sub(left) else {
+            continue; // an overlap, reported as such
+        };
+        if left >= analysis.window.0 + settle && entered <= hung_at {
+            healthy.push(gap);
+        } else if left >= hung_at + settle && entered <= resumed_at {
+            hung.push(gap);
+        }
+    }
+    let mean = |gaps: &[u64]| gaps.iter().sum::<u64>() as f64 / gaps.len().max(1) as f64;
+    let (healthy_ns, hung_ns) = (mean(&healthy), mean(&hung));
+    let bound_ns = (2.0 * healthy_ns).max(HANDOFF_FLOOR.as_nanos() as f64);
+    let mut problems = Vec::new();
+    if healthy.len() < 5 || hung.len() < 5 {
+        problems.push(format!(
+            "too few hand-offs to compare: {} healthy, {} with a server hung",
+            healthy.len(),
+            hung.len()
+        ));
+    } else if hung_ns > bound_ns {
+        problems.push(format!(
+            "a hand-off took {:.1}ms on average with one server hung, against {:.1}ms \
+             healthy (bound: twice that, or {}ms): each waits for the hung server",
+            hung_ns / 1e6,
+            healthy_ns / 1e6,
+            HANDOFF_FLOOR.as_millis()
+        ));
+    }
+    Findings {
+        figures: vec![format!(
+            "handoff_ms=healthy:{:.1}/{},hung:{:.1}/{}",
+            healthy_ns / 1e6,
+            healthy.len(),
+            hung_ns / 1e6,
+            hung.len()
+        )],
+        problems,
+    }
+}
+
+/// The stamp of the first note whose first word is `kind`.
+fn first(notes: &[Noted], kind: &str) -> Option<u64> {
+    notes
+        .iter()
+        .find(|n| n.what.first().is_some_and(|w| w == kind))
+        .map(|n| n.at)
+}
+
+fn no_start_after_freeze(parsed: &Parsed) -> Findings {
+    let thaws: Vec<(RunId, u64)> = parsed
+        .heals
+        .iter()
+        .filter_map(|heal| Some((heal.run("thaw-before-spawn")?, heal.at)))
+        .collect();
+    let missed_by_harness = parsed
+        .faults
+        .iter()
+        .filter(|f| f.run("freeze-missed").is_some())
+        .count();
+    let (mut frozen, mut missed) = (0, missed_by_harness);
+    let mut problems = Vec::new();
+    for (id, thawed) in thaws {
+        let run = parsed.runs.get(&id).cloned().unwrap_or_default();
+        match run.enter {
+            // It had forked its section just before the freeze, after the
+            // harness's last look: not the window.
+            Some(entered) if entered < thawed => missed += 1,
+            Some(_) => {
+                frozen += 1;
+                problems.push(format!(
+                    "exec {}/{} was frozen for longer than the TTL ({}ms) between taking \
+                     the lock and spawning, and still started its section once resumed",
+                    id.0,
+                    id.1,
+                    TTL.as_millis()
+                ));
+            }
+            None => {
+                frozen += 1;
+                if run.status() != Some(79) {
+                    problems.push(format!(
+                        "exec {}/{} was frozen before spawning past its lock's validity and \
+                         exited {:?}, not 79",
+                        id.0,
+                        id.1,
+                        run.status()
+                    ));
+                }
+            }
+        }
+    }
+    if frozen == 0 {
+        problems.push(
+            "no exec was frozen between taking the lock and spawning its section: does this \
+             redlock read REDLOCK_TEST_PAUSE_BEFORE_SPAWN_MS (debug builds) and write its pid \
+             to the holder record?"
+                .to_string(),
+        );
+    }
+    Findings {
+        figures: vec![format!(
+            "frozen_before_spawn={frozen} missed_window={missed}"
+        )],
+        problems,
+    }
+}
+
+/// Every `exec` frozen, or under paused servers, with more than a TTL of its
+/// section to go must have lost its lock and stopped the section: exit 79.
+pub fn lost_problems(parsed: &Parsed) -> Vec<String> {
+    parsed
+        .must_lose()
+        .into_iter()
+        .filter_map(|id| {
+            let status = parsed.runs.get(&id).and_then(|run| run.status());
+            (status != Some(79)).then(|| {
+                format!(
+                    "exec {}/{} was cut off past its lock's validity but exited {status:?}, not 79",
+                    id.0, id.1
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn parse(lines: &[String]) -> Parsed {
+        Parsed::parse(&(lines.join("\n") + "\n")).unwrap()
+    }
+
+    /// One section of `client`, entering at `from` and leaving at `to` (ms).
+    fn section(client: u32, seq: u32, from: u64, to: u64) -> [String; 3] {
+        [
+            format!("start {client} {seq} {} locked", from * MS),
+            format!("enter {client} {seq} {}", from * MS),
+            format!("exit {client} {seq} {}", to * MS),
+        ]
+    }
+
+    #[test]
+    fn a_client_far_off_its_share_fails() {
+        let mut lines = Vec::new();
+        for seq in 1..=6 {
+            lines.extend(section(0, seq, seq as u64 * 100, seq as u64 * 100 + 10));
+        }
+        lines.extend(section(1, 1, 2000, 2010));
+        let parsed = parse(&lines);
+        let findings = Also::FairShares.check(&parsed, &Analysis::of(&parsed, (0, 3000 * MS)), 2);
+        assert_eq!(findings.figures[0], "shares=6,1");
+        assert_eq!(findings.problems.len(), 1, "{:?}", findings.problems);
+        // 1.71x is within bounds, 0.29x is not.
+        assert!(
+            findings.problems[0].contains(": client 1 0.29x ("),
+            "{findings:?}"
+        );
+    }
+
+    #[test]
+    fn hand_offs_are_compared_before_and_during_the_hang() {
+        let mut lines = Vec::new();
+        let mut at = 600;
+        for seq in 1..=6 {
+            lines.extend(section(0, seq, at, at + 50));
+            at += 60; // 10ms hand-offs
+        }
+        lines.push(format!("fault {} hang-server 2", 1000 * MS));
+        at = 1600;
+        for seq in 7..=12 {
+            lines.extend(section(0, seq, at, at + 50));
+            at += 300; // 250ms hand-offs
+        }
+        lines.push(format!("heal {} unhang-server 2", 4000 * MS));
+        let parsed = parse(&lines);
+        let analysis = Analysis::of(&parsed, (0, 4000 * MS));
+        let findings = Also::QuickHandoffs.check(&parsed, &analysis, 1);
+        assert_eq!(
+            findings.figures[0],
+            "handoff_ms=healthy:10.0/5,hung:250.0/5"
+        );
+        assert_eq!(findings.problems.len(), 1, "{:?}", findings.problems);
+    }
+
+    #[test]
+    fn an_exec_frozen_before_spawning_must_not_start() {
+        let thawed = |id: &str| {
+            [
+                format!("fault 100 freeze-before-spawn {id}"),
+                format!("heal 200 thaw-before-spawn {id}"),
+            ]
+        };
+        let mut lines = vec!["return 0 1 250 79".to_string()];
+        lines.extend(thawed("0 1"));
+        // Spawned just before the freeze: not the window.
+        lines.extend(["enter 1 1 150".to_string(), "return 1 1 300 79".to_string()]);
+        lines.extend(thawed("1 1"));
+        let parsed = parse(&lines);
+        let findings = Also::NoStartAfterFreeze.check(&parsed, &Analysis::of(&parsed, (0, 400)), 2);
+        assert_eq!(findings.figures[0], "frozen_before_spawn=1 missed_window=1");
+        assert!(findings.problems.is_empty(), "{:?}", findings.problems);
+        // Started once resumed, and exited 0.
+        lines.extend(["enter 2 1 210".to_string(), "return 2 1 300 0".to_string()]);
+        lines.extend(thawed("2 1"));
+        let parsed = parse(&lines);
+        let findings = Also::NoStartAfterFreeze.check(&parsed, &Analysis::of(&parsed, (0, 400)), 3);
+        assert_eq!(findings.problems.len(), 1, "{:?}", findings.problems);
+        assert!(findings.problems[0].contains("exec 2/1"));
+    }
+}
