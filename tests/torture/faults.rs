@@ -495,7 +495,8 @@ fn freeze_before_spawn(rng: &mut Rng, targets: &mut Targets) {
 fn in_spawn_window(targets: &Targets) -> Option<(u32, Active)> {
     let records = holder_records(&*targets.cluster);
     let mut votes: HashMap<i32, usize> = HashMap::new();
-    for record in records.values().filter(|r| r.command_pid.is_none()) {
+    let settled = |r: &&Record| r.command_pid.is_none() && r.age_ms >= SETTLED_RECORD_MS;
+    for record in records.values().filter(settled) {
         *votes.entry(record.pid).or_default() += 1;
     }
     let live = targets.witness.live();
@@ -527,7 +528,18 @@ fn window_holds(targets: &Targets, client: u32, active: &Active) -> bool {
 struct Record {
     pid: i32,
     command_pid: Option<i64>,
+    /// How long ago the record was written, by its server's clock (ms).
+    age_ms: u64,
 }
+
+/// How old a record must be before its `exec` surely holds the lock in its
+/// own eyes: the server writes the record when it takes the lock, but the
+/// `exec` knows it has the lock only once the round's replies are in, a few
+/// ms later. A freeze in between is a freeze during the acquire, which ends
+/// as "too slow" and a new attempt: not the window between taking the lock
+/// and spawning. The window is widened to 200ms (PAUSE_BEFORE_SPAWN_MS), so
+/// a record this old still leaves most of it.
+const SETTLED_RECORD_MS: u64 = 40;
 
 /// The holder record on every running server, by server.
 fn holder_records(cluster: &Cluster) -> HashMap<usize, Record> {
@@ -536,17 +548,29 @@ fn holder_records(cluster: &Cluster) -> HashMap<usize, Record> {
         .get_all(&key)
         .into_iter()
         .enumerate()
-        .filter_map(|(server, value)| Some((server, parse_record(&value?)?)))
+        .filter_map(|(server, value)| {
+            let now = server_ms(&cluster[server])?;
+            Some((server, parse_record(&value?, now)?))
+        })
         .collect()
 }
 
-fn parse_record(value: &[u8]) -> Option<Record> {
+/// A server's clock (`TIME`) in ms, or `None` when it does not answer.
+fn server_ms(server: &crate::support::RedisServer) -> Option<u64> {
+    let mut client = server.try_client(Duration::from_millis(200)).ok()?;
+    let (seconds, micros): (u64, u64) = redis::cmd("TIME").query(&mut client).ok()?;
+    Some(seconds * 1000 + micros / 1000)
+}
+
+fn parse_record(value: &[u8], now_ms: u64) -> Option<Record> {
     let text = std::str::from_utf8(value).ok()?;
-    let (_, json) = text.split_once(' ')?;
+    let (since, json) = text.split_once(' ')?;
+    let since: u64 = since.parse().ok()?;
     let json: serde_json::Value = serde_json::from_str(json).ok()?;
     Some(Record {
         pid: i32::try_from(json.get("pid")?.as_i64()?).ok()?,
         command_pid: json.get("command_pid").and_then(serde_json::Value::as_i64),
+        age_ms: now_ms.saturating_sub(since),
     })
 }
 
