@@ -97,7 +97,7 @@ pub enum Lengths {
     Overlapping,
     /// 20-200ms: many hand-offs in a short run.
     Short,
-    /// 2-6s: every holder is extended, and spans a fault or two.
+    /// 3-7s: every holder is extended, and spans a fault or two.
     Spanning,
 }
 
@@ -106,7 +106,7 @@ impl Lengths {
         match self {
             Lengths::Overlapping => rng.millis(300, 1000),
             Lengths::Short => rng.millis(20, 200),
-            Lengths::Spanning => rng.millis(2000, 6000),
+            Lengths::Spanning => rng.millis(3000, 7000),
             Lengths::WithOverruns if rng.chance(1, 3) => rng.millis(2000, 3000),
             Lengths::Bounded | Lengths::WithOverruns if rng.chance(1, 2) => rng.millis(20, 400),
             Lengths::Bounded | Lengths::WithOverruns => rng.millis(550, 1000),

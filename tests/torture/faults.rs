@@ -449,23 +449,34 @@ fn stop(pid: Pid) -> bool {
 }
 
 /// Freezes an `exec` found in the window between taking the lock and
-/// spawning its section, through the holder record: its pid with no command
-/// pid on a majority. Checked again once it is stopped: an `exec` that
-/// spawned meanwhile is resumed at once and noted as `freeze-missed`. One
-/// caught in the window stays frozen for longer than the TTL
-/// (`freeze-before-spawn CLIENT SEQ`, then `thaw-before-spawn CLIENT SEQ`).
+/// spawning its section, through the holder record: its pid and token with
+/// no command pid on a majority, for [`SETTLED`] on end (the record is
+/// written as each server takes the lock, a moment before the `exec` has
+/// its majority). Checked again once it is stopped: an `exec` that spawned
+/// meanwhile is resumed at once and noted as `freeze-missed`. One caught in
+/// the window stays frozen for longer than the TTL (`freeze-before-spawn
+/// CLIENT SEQ`, then `thaw-before-spawn CLIENT SEQ`).
 fn freeze_before_spawn(rng: &mut Rng, targets: &mut Targets) {
     let give_up = Instant::now() + Duration::from_secs(3);
+    let mut since: Option<(Instant, (u32, u32, String))> = None;
     let found = loop {
-        if let Some(found) = in_spawn_window(targets) {
-            break found;
+        let now = in_spawn_window(targets);
+        let key = now.as_ref().map(|(c, a, token)| (*c, a.seq, token.clone()));
+        since = match (since, key) {
+            (Some((at, seen)), Some(key)) if seen == key => Some((at, seen)),
+            (_, key) => key.map(|key| (Instant::now(), key)),
+        };
+        if let (Some(found), Some((at, _))) = (now, &since) {
+            if at.elapsed() >= SETTLED {
+                break found;
+            }
         }
         if Instant::now() >= give_up {
             return;
         }
         thread::sleep(Duration::from_millis(5));
     };
-    let (client, active) = found;
+    let (client, active, token) = found;
     let slot = targets.slots.lock(client);
     if slot.is_none_or(|a| a.seq != active.seq) {
         return; // it returned meanwhile
@@ -475,7 +486,7 @@ fn freeze_before_spawn(rng: &mut Rng, targets: &mut Targets) {
         return;
     }
     let id = format!("{client} {}", active.seq);
-    if !window_holds(targets, client, &active) {
+    if !window_holds(targets, client, &active, &token) {
         targets.history.fault(&format!("freeze-missed {id}"));
         let _ = kill(pid, Signal::SIGCONT);
         targets.history.heal(&format!("thaw-missed {id}"));
@@ -489,37 +500,42 @@ fn freeze_before_spawn(rng: &mut Rng, targets: &mut Targets) {
     drop(slot);
 }
 
-/// A client whose `exec` holds the lock and has not spawned its section:
-/// a majority of the servers show its pid in the holder record, with no
-/// command pid, and the witness has not seen its section.
-fn in_spawn_window(targets: &Targets) -> Option<(u32, Active)> {
+/// How long the record must have named an `exec`, unchanged, before the
+/// harness takes it to hold the lock: far longer than an acquire round on
+/// this machine, far shorter than [`crate::clients::SPAWN_WINDOW`].
+const SETTLED: Duration = Duration::from_millis(40);
+
+/// A client whose `exec` holds the lock and has not spawned its section,
+/// and its token: a majority of the servers show its pid and token in the
+/// holder record, with no command pid, and the witness has not seen its
+/// section.
+fn in_spawn_window(targets: &Targets) -> Option<(u32, Active, String)> {
     let records = holder_records(&*targets.cluster);
-    let mut votes: HashMap<i32, usize> = HashMap::new();
-    let settled = |r: &&Record| r.command_pid.is_none() && r.age_ms >= SETTLED_RECORD_MS;
-    for record in records.values().filter(settled) {
-        *votes.entry(record.pid).or_default() += 1;
+    let mut votes: HashMap<(i32, &str), usize> = HashMap::new();
+    for record in records.values().filter(|r| r.command_pid.is_none()) {
+        *votes.entry((record.pid, &record.token)).or_default() += 1;
     }
     let live = targets.witness.live();
     votes
         .into_iter()
         .filter(|&(_, n)| n > SERVERS / 2)
-        .find_map(|(pid, _)| {
+        .find_map(|((pid, token), _)| {
             (0..targets.slots.len()).find_map(|client| {
                 let active = (*targets.slots.lock(client))?;
                 let spawned = live.contains_key(&(client, active.seq));
-                (active.pid == pid && !spawned).then_some((client, active))
+                (active.pid == pid && !spawned).then(|| (client, active, token.to_string()))
             })
         })
 }
 
 /// Whether `client`'s `active` exec (whose slot the caller holds) is still
-/// in the window: the record on a majority names its pid and no command pid,
-/// and the witness has not seen its section.
-fn window_holds(targets: &Targets, client: u32, active: &Active) -> bool {
+/// in the window: the record on a majority names its pid and `token` and no
+/// command pid, and the witness has not seen its section.
+fn window_holds(targets: &Targets, client: u32, active: &Active, token: &str) -> bool {
     let records = holder_records(&*targets.cluster);
     let votes = records
         .values()
-        .filter(|r| r.pid == active.pid && r.command_pid.is_none())
+        .filter(|r| r.pid == active.pid && r.token == token && r.command_pid.is_none())
         .count();
     votes > SERVERS / 2 && !targets.witness.live().contains_key(&(client, active.seq))
 }
@@ -527,19 +543,9 @@ fn window_holds(targets: &Targets, client: u32, active: &Active) -> bool {
 /// What a holder record (`<lock>\0holder`: "<server ms> <json>") says.
 struct Record {
     pid: i32,
+    token: String,
     command_pid: Option<i64>,
-    /// How long ago the record was written, by its server's clock (ms).
-    age_ms: u64,
 }
-
-/// How old a record must be before its `exec` surely holds the lock in its
-/// own eyes: the server writes the record when it takes the lock, but the
-/// `exec` knows it has the lock only once the round's replies are in, a few
-/// ms later. A freeze in between is a freeze during the acquire, which ends
-/// as "too slow" and a new attempt: not the window between taking the lock
-/// and spawning. The window is widened to 200ms (PAUSE_BEFORE_SPAWN_MS), so
-/// a record this old still leaves most of it.
-const SETTLED_RECORD_MS: u64 = 40;
 
 /// The holder record on every running server, by server.
 fn holder_records(cluster: &Cluster) -> HashMap<usize, Record> {
@@ -548,29 +554,24 @@ fn holder_records(cluster: &Cluster) -> HashMap<usize, Record> {
         .get_all(&key)
         .into_iter()
         .enumerate()
-        .filter_map(|(server, value)| {
-            let now = server_ms(&cluster[server])?;
-            Some((server, parse_record(&value?, now)?))
-        })
+        .filter_map(|(server, value)| Some((server, parse_record(&value?)?)))
         .collect()
 }
 
-/// A server's clock (`TIME`) in ms, or `None` when it does not answer.
-fn server_ms(server: &crate::support::RedisServer) -> Option<u64> {
-    let mut client = server.try_client(Duration::from_millis(200)).ok()?;
-    let (seconds, micros): (u64, u64) = redis::cmd("TIME").query(&mut client).ok()?;
-    Some(seconds * 1000 + micros / 1000)
-}
-
-fn parse_record(value: &[u8], now_ms: u64) -> Option<Record> {
+fn parse_record(value: &[u8]) -> Option<Record> {
     let text = std::str::from_utf8(value).ok()?;
-    let (since, json) = text.split_once(' ')?;
-    let since: u64 = since.parse().ok()?;
+    let (_, json) = text.split_once(' ')?;
     let json: serde_json::Value = serde_json::from_str(json).ok()?;
     Some(Record {
         pid: i32::try_from(json.get("pid")?.as_i64()?).ok()?,
+        // The lock's token, where the record names it: a new one is a new
+        // acquisition by the same exec.
+        token: json
+            .get("token")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
         command_pid: json.get("command_pid").and_then(serde_json::Value::as_i64),
-        age_ms: now_ms.saturating_sub(since),
     })
 }
 

@@ -29,10 +29,13 @@ const LONG_TTL: Duration = Duration::from_secs(4);
 /// TTL/3) and kills a command that ignores the stop signal a grace period
 /// (TTL/3) later; a guard that reads `uptime_in_seconds` counts a server
 /// restarted at .99s again 1.01s after the restart when the guard is over
-/// 1s and at most 2s. At 1.5s, 2*TTL/3 = 1s: a build with that flaw is saved by 10ms of
-/// its stop plan. At 2s the flaw leaves a holder 0.32s inside after a
-/// newcomer could enter, which a sound guard (2s) never does.
-const RESTART_TTL: Duration = Duration::from_secs(2);
+/// 1s and at most 2s. At 1.5s, 2*TTL/3 = 1s: a build with that flaw is saved
+/// by 10ms of its stop plan. Near 2s the flaw leaves a holder up to 0.3s
+/// inside after a newcomer could enter, which a sound guard never does.
+/// 50ms short of 2s, so that a holder's extensions (every 650ms) fall on
+/// every twentieth of a wall-clock second in turn, not on the same three:
+/// each holder soon extends late in a second, when a restart hurts most.
+const RESTART_TTL: Duration = Duration::from_millis(1950);
 
 /// How the clients of a scenario are set up.
 #[derive(Clone, Copy, PartialEq, Eq)]
