@@ -1,5 +1,8 @@
-//! Duration arguments: humantime (`30s`, `1m30s`, `250ms`) or a bare number of
-//! seconds with an optional fraction (`2.5`), as `flock -w` accepts.
+//! Durations in and out. In: humantime (`30s`, `1m30s`, `250ms`) or a bare
+//! number of seconds with an optional fraction (`2.5`), as `flock -w`
+//! accepts. Out: the one formatter every message uses, to the millisecond
+//! ([`exact`]) or, for what ticks away as it is read, to the second
+//! ([`rounded`]).
 
 use std::time::Duration;
 
@@ -26,9 +29,41 @@ pub fn parse(text: &str) -> Result<Duration, String> {
         .map_err(|err| format!("'{text}' is not a duration like 30s, 1m30s, 250ms or 2.5 ({err})"))
 }
 
+/// `1m 29s 734ms`: to the millisecond.
+pub fn exact(duration: Duration) -> String {
+    shown(Duration::from_millis(millis(duration)))
+}
+
+/// `4m 12s`: whole seconds, or whole milliseconds under a second. For
+/// ages and countdowns, which are stale by the time they are read.
+pub fn rounded(duration: Duration) -> String {
+    if duration < Duration::from_secs(1) {
+        exact(duration)
+    } else {
+        shown(Duration::from_secs(duration.as_secs()))
+    }
+}
+
+/// Whole milliseconds, saturating.
+pub fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn shown(duration: Duration) -> String {
+    humantime::format_duration(duration).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(exact(Duration::from_micros(29_734_567)), "29s 734ms");
+        assert_eq!(rounded(Duration::from_micros(29_734_567)), "29s");
+        assert_eq!(rounded(Duration::from_micros(734_567)), "734ms");
+        assert_eq!(millis(Duration::MAX), u64::MAX);
+    }
 
     #[test]
     fn accepts_humantime_and_bare_seconds() {

@@ -5,32 +5,37 @@
 //! command) → `commands` on top of `lock` (the protocol) and `supervise`
 //! (processes) → one `Error` or exit status → `output` and `exit_code`.
 
+/// Public for the tests: the clap definition is checked and rendered.
 pub mod cli;
-pub mod clock;
+mod clock;
 mod commands;
-pub mod config;
-pub mod duration;
-pub mod error;
+mod config;
+mod duration;
+mod error;
+/// Public for the tests: the README's table is checked against it.
 pub mod exit_code;
-pub mod lock;
+mod lock;
+mod outcome;
 mod output;
+mod redact;
 mod signals;
-pub mod supervise;
+mod supervise;
 
 pub use commands::generate;
 
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
-use clap::Parser;
+use clap::{CommandFactory as _, Parser};
 
 use crate::cli::Cli;
-use crate::config::Config;
+use crate::commands::Ending;
+use crate::config::{Config, OutputMode};
 use crate::exit_code::Exit;
-use crate::output::{OutputMode, Reporter};
+use crate::output::{Event, Output};
 
-/// The whole program: parse, run, report, exit. Never panics on bad input.
-/// The only place that decides how the process ends.
+/// The whole program: parse, run, render once, end. Never panics on bad
+/// input. The only place that ends the process.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -43,21 +48,26 @@ pub fn main() -> ExitCode {
         quiet: cli.global.quiet,
         verbose: cli.global.verbose,
     };
-    let out = Reporter::new(mode);
-    let result = Config::from_cli(cli).and_then(|config| {
-        let out = Reporter::new(config.output);
-        for notice in &config.notices {
-            out.notice(notice);
+    let ending = match Config::from_cli(cli) {
+        Ok(config) => {
+            let output = Output::new(config.output);
+            for notice in &config.notices {
+                output.events().say(Event::Notice(notice));
+            }
+            commands::dispatch(config.task, &output)
         }
-        commands::dispatch(config.task, out)
-    });
-    match result {
-        Ok(exit) => exit.into(),
-        Err(err) => {
-            out.error(&err);
-            err.exit().into()
-        }
+        Err(err) => commands::finish(&Output::new(mode), &Err(err)),
+    };
+    end(ending)
+}
+
+/// Exits with the status, or dies of the signal that interrupted us, so
+/// that a calling shell sees what a terminal's Ctrl-C did.
+fn end(ending: Ending) -> ExitCode {
+    if let Some(signal) = ending.signal {
+        signals::die_of(signal);
     }
+    ending.exit.into()
 }
 
 /// Help and version go to stdout with status 0; any other parse failure is one
@@ -74,18 +84,35 @@ fn parse_error(err: &clap::Error) -> Exit {
         }
         // clap's list of subcommands would include the hidden ones.
         ErrorKind::MissingSubcommand => {
-            output::note(
-                "a subcommand is needed: acquire, release, extend, status or exec; see 'redlock --help'",
-            );
+            output::note(&format!(
+                "a subcommand is needed: {}; see 'redlock --help'",
+                subcommands()
+            ));
             Exit::Usage
         }
         _ => {
             output::note(&format!(
                 "{}; see 'redlock --help'",
-                redact_urls(&one_line(&err.render().to_string()))
+                redact::urls(&one_line(&err.render().to_string()))
             ));
             Exit::Usage
         }
+    }
+}
+
+/// "acquire, release, …, or exec": the visible subcommands, from the one
+/// registry of them (the clap definition).
+fn subcommands() -> String {
+    let command = Cli::command();
+    let names: Vec<&str> = command
+        .get_subcommands()
+        .filter(|sub| !sub.is_hide_set())
+        .map(|sub| sub.get_name())
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 
@@ -100,37 +127,15 @@ fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// clap quotes the arguments it did not expect, and those may be server URLs
-/// with passwords: every word that could hold user-info is redacted.
-fn redact_urls(message: &str) -> String {
-    message
-        .split(' ')
-        .map(|word| {
-            let inner = word.trim_matches(|c| c == '\'' || c == '"');
-            if inner.contains('@') || inner.contains("://") {
-                word.replace(inner, &lock::redact_url(inner))
-            } else {
-                word.to_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{one_line, redact_urls};
+    use super::{one_line, subcommands};
 
     #[test]
-    fn urls_in_usage_errors_are_redacted() {
+    fn the_missing_subcommand_message_names_every_visible_one() {
         assert_eq!(
-            redact_urls("unexpected argument 'redis://:pw@h:2' found"),
-            "unexpected argument 'redis://:***@h:2' found"
-        );
-        assert_eq!(redact_urls("'u:pw@h:1'"), "'u:***@h:1'");
-        assert_eq!(
-            redact_urls("invalid value '-5s' for '--ttl <DUR>'"),
-            "invalid value '-5s' for '--ttl <DUR>'"
+            subcommands(),
+            "acquire, release, extend, status, list or exec"
         );
     }
 

@@ -19,6 +19,8 @@ use tokio::signal::unix::SignalKind;
 
 pub struct Listener {
     streams: Vec<(Signal, tokio::signal::unix::Signal)>,
+    /// The last signal [`Listener::recv`] returned.
+    received: Option<Signal>,
 }
 
 impl Listener {
@@ -28,12 +30,15 @@ impl Listener {
             .filter(|&&sig| !ignored(sig))
             .map(|&sig| Ok((sig, stream(sig)?)))
             .collect::<std::io::Result<_>>()?;
-        Ok(Listener { streams })
+        Ok(Listener {
+            streams,
+            received: None,
+        })
     }
 
     /// The next signal received, in no particular order among simultaneous ones.
     pub async fn recv(&mut self) -> Signal {
-        poll_fn(|cx| {
+        let signal = poll_fn(|cx| {
             for (sig, stream) in &mut self.streams {
                 if let Poll::Ready(Some(())) = stream.poll_recv(cx) {
                     return Poll::Ready(*sig);
@@ -41,7 +46,15 @@ impl Listener {
             }
             Poll::Pending
         })
-        .await
+        .await;
+        self.received = Some(signal);
+        signal
+    }
+
+    /// The last signal received, if any: `exec` dies of it when its
+    /// command did.
+    pub fn received(&self) -> Option<Signal> {
+        self.received
     }
 }
 
@@ -155,6 +168,22 @@ fn ignored(sig: Signal) -> bool {
 
 fn stream(sig: Signal) -> std::io::Result<tokio::signal::unix::Signal> {
     tokio::signal::unix::signal(SignalKind::from_raw(sig as i32))
+}
+
+/// Ends the process by `signal`, as its default action would have: the
+/// handler is reset, the signal unblocked and raised. A calling shell then
+/// sees a child killed by it, and stops a script as it would for any
+/// command that Ctrl-C ended. Exits 128+N if the signal did not end it.
+pub fn die_of(signal: Signal) -> ! {
+    // SAFETY: SIG_DFL installs no handler code; nothing else runs after.
+    unsafe {
+        let _ = nix::sys::signal::signal(signal, SigHandler::SigDfl);
+    }
+    let mut set = SigSet::empty();
+    set.add(signal);
+    let _ = set.thread_unblock();
+    let _ = nix::sys::signal::raise(signal);
+    std::process::exit(128 + signal as i32)
 }
 
 #[cfg(test)]

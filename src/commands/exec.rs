@@ -1,13 +1,10 @@
 //! `redlock exec`: take the lock, run the command under it while the keeper
-//! extends it, release it, and exit with the command's status.
+//! extends it, release it, and say how the command ended.
 
 use std::cell::Cell;
 use std::ffi::OsString;
-use std::io;
 use std::os::fd::AsRawFd as _;
 use std::os::unix::ffi::OsStrExt as _;
-use std::os::unix::process::ExitStatusExt as _;
-use std::process::ExitStatus;
 
 use tokio::sync::watch;
 
@@ -15,84 +12,107 @@ use super::handoff::{ChildEnv, Handoff};
 use super::waiting::acquire_showing_progress;
 use crate::clock::BootInstant;
 use crate::config::ExecSpec;
-use crate::error::{describe, Error};
-use crate::exit_code::Exit;
-use crate::lock::{count_servers, keep, Holder, Keeping, Lease, LockError, Redlock, Verdict};
-use crate::output::{text, Held, Reporter};
+use crate::error::Error;
+use crate::lock::{keep, Holder, Keeping, Lease, LockError, Redlock, Tried, Verdict};
+use crate::outcome::{Outcome, Ran, RunEnd, Stop};
+use crate::output::{Event, Events};
 use crate::signals::Listener;
-use crate::supervise::{self, child, Outcome, Watchdog};
+use crate::supervise::{self, child, StopReason, Watchdog};
 
 pub async fn run(
     redlock: &Redlock,
     spec: ExecSpec,
     handoff: &Handoff,
     watchdog: Watchdog,
-    out: Reporter,
-) -> Result<Exit, Error> {
+    events: Events,
+) -> Result<Outcome, Error> {
     if spec.derived_name {
-        out.verbose(|| format!("lock name derived from the command: {}", spec.key));
+        events.say(Event::DerivedName(&spec.key));
     }
-    if let Some(exit) = run_nested(redlock, &spec, out).await? {
-        return Ok(exit);
+    if let Some(outcome) = run_nested(redlock, &spec, events).await? {
+        return Ok(outcome);
     }
     // Listen from the start: a signal during the wait releases what was
     // taken; one that comes right after the lock was taken is passed on to
     // the command instead of being lost.
     let mut signals = Listener::new(&supervise::FORWARDED)?;
     let started = BootInstant::now();
-    let on_retry = |attempt, err: &_| out.retrying(attempt, err);
-    let acquired = acquire_showing_progress(
-        redlock,
-        &spec.key,
-        (spec.ttl, spec.wait),
-        signals.recv(),
-        out,
-        on_retry,
-    )
-    .await;
-    let lease = match acquired {
-        Ok(Ok(lease)) => lease,
-        Ok(Err(err @ LockError::Busy { .. })) => {
-            // `-E 0` is the cron idiom "skip quietly": no message either.
-            if spec.conflict_exit != 0 {
-                out.outcome(&err.to_string());
-            }
-            return Ok(Exit::Code(spec.conflict_exit));
-        }
-        Ok(Err(err)) => return Err(err.into()),
-        Err(signal) => return Ok(out.interrupted(&spec.key, signal)),
+    let lease = match take(redlock, &spec, &mut signals, events).await {
+        Ok(lease) => lease,
+        Err(not_taken) => return not_taken,
     };
     let waited = started.elapsed();
-    out.holding(&lease, redlock.len());
+    events.say(Event::Holding {
+        lease: &lease,
+        servers: redlock.len(),
+    });
     let extensions = Cell::new(0);
-    let outcome = supervise_under(
+    let end = supervise_under(
         redlock,
         &spec,
         handoff,
         &lease,
         (&mut signals, watchdog),
-        (out, &extensions),
+        (events, &extensions),
     )
-    .await;
-    let lost = matches!(
-        outcome,
-        Ok(Exit::Lost) | Err(Error::Lock(LockError::Refused { .. }))
-    );
-    match redlock.release(&spec.key, &lease.token).await {
-        Ok(_) => out.verbose(|| format!("released {}", spec.key)),
-        // After a loss (or a refusal) the release only tidies up; after a
-        // normal end the command's status matters more than a lock that
-        // lapsed at the very end.
-        Err(err) if !lost => out.outcome(&format!("release after the command ended: {err}")),
-        Err(_) => {}
-    }
-    out.held(&Held {
-        key: &spec.key,
-        waited,
+    .await?;
+    let lost = matches!(end, RunEnd::Stopped(_) | RunEnd::Refused(_));
+    // After a loss (or a refusal) the release only tidies up; after a
+    // normal end the command's status matters more than a lock that lapsed
+    // at the very end, but it is said.
+    let release_failed = match redlock.release(&spec.key, &lease.token).await {
+        Ok(_) => {
+            events.say(Event::Released(&spec.key));
+            None
+        }
+        Err(err) if !lost => Some(err),
+        Err(_) => None,
+    };
+    Ok(Outcome::Ran(Ran {
+        key: spec.key,
+        waited: Some(waited),
         extensions: extensions.get(),
-        lost,
-    });
-    outcome
+        end,
+        release_failed,
+    }))
+}
+
+/// Waits for the lock as `spec` says; what ends the run when it is not
+/// taken (busy, interrupted, failed) is the `Err`.
+async fn take(
+    redlock: &Redlock,
+    spec: &ExecSpec,
+    signals: &mut Listener,
+    events: Events,
+) -> Result<Lease, Result<Outcome, Error>> {
+    let started = BootInstant::now();
+    let attempts = Cell::new(1);
+    let on_retry = |attempt, error: &_| {
+        attempts.set(attempt + 1);
+        events.say(Event::Retrying { attempt, error });
+    };
+    let wanted = (spec.ttl, spec.wait);
+    let acquired =
+        acquire_showing_progress(redlock, &spec.key, wanted, signals.recv(), events, on_retry)
+            .await;
+    match acquired {
+        Ok(Ok(lease)) => Ok(lease),
+        // `-E CODE` (75 unless given); `-E 0` is the cron idiom "skip
+        // quietly": no message either.
+        Ok(Err(error @ LockError::Busy { .. })) => {
+            let tried = Tried {
+                attempts: attempts.get(),
+                waited: started.elapsed(),
+            };
+            let code = spec.conflict_exit;
+            Err(Ok(Outcome::BusyAs { error, tried, code }))
+        }
+        Ok(Err(error)) => Err(Err(error.into())),
+        Err(signal) => Err(Ok(Outcome::Interrupted {
+            key: spec.key.clone(),
+            signal,
+        })),
+    }
 }
 
 /// The command to run, with the lock and the servers in its environment.
@@ -125,8 +145,8 @@ async fn supervise_under(
     handoff: &Handoff,
     lease: &Lease,
     (signals, watchdog): (&mut Listener, Watchdog),
-    (out, extensions): (Reporter, &Cell<u32>),
-) -> Result<Exit, Error> {
+    (events, extensions): (Events, &Cell<u32>),
+) -> Result<RunEnd, Error> {
     let child_env = handoff
         .child_env()
         .map_err(|err| Error::internal("cannot hand the servers on to the command", err))?;
@@ -134,21 +154,16 @@ async fn supervise_under(
     let (deadlines, deadline) = watch::channel(lease.deadline);
     // Once the command runs, its pid joins the holder record.
     let (holder_updates, holder) = watch::channel(None);
-    // A refused extension ends the run as a refusal (78), not as a loss.
-    let refused = Cell::new(None);
+    // Why the keeper gave up: a loss, or a refused extension.
+    let loss = Cell::new(None);
     let lost = async {
         let on_event = |event: Keeping<'_>| match event {
-            Keeping::Extended(_) => extensions.set(extensions.get() + 1),
-            Keeping::Retrying(err) => {
-                out.outcome(&format!("extending failed, retrying: {}", describe(err)));
-            }
+            Keeping::Extended => extensions.set(extensions.get() + 1),
+            Keeping::Retrying(err) => events.say(Event::ExtendRetrying(err)),
         };
-        let err = keep(redlock, lease, deadlines, holder, on_event).await;
-        let account = loss_account(&err);
-        if matches!(err, LockError::Refused { .. }) {
-            refused.set(Some(err));
-        }
-        account
+        loss.set(Some(
+            keep(redlock, lease, deadlines, holder, on_event).await,
+        ));
     };
     let report = |event: supervise::Event| {
         if let (supervise::Event::Started { pid }, Some(holder)) = (&event, redlock.holder()) {
@@ -157,43 +172,40 @@ async fn supervise_under(
                 ..holder.clone()
             }));
         }
-        out.supervision(&event)
+        events.say(supervisor_event(&event));
     };
     let outcome = supervise::run(&command, watchdog, deadline, lost, signals, &report)
         .await
         .map_err(Error::Internal)?;
     Ok(match outcome {
-        Outcome::Ended(status) => exit_for(status),
-        Outcome::Stopped(reason) => {
-            if let Some(refused) = refused.take() {
-                out.warning(&format!(
-                    "lock {} could not be extended; the command was stopped",
-                    spec.key
-                ));
-                return Err(refused.into());
-            }
-            out.warning(&format!("lock {} {}", spec.key, text::stop_reason(&reason)));
-            Exit::Lost
-        }
-        Outcome::NotStarted(err) => cannot_run(&spec.argv, &err, out),
+        supervise::Outcome::Ended(status) => RunEnd::Exited {
+            status,
+            forwarded: signals.received(),
+        },
+        supervise::Outcome::Stopped(reason) => match (reason, loss.take()) {
+            (_, Some(refused @ LockError::Refused { .. })) => RunEnd::Refused(refused),
+            (StopReason::Lost, Some(error)) => RunEnd::Stopped(Stop::Lost(error)),
+            (StopReason::NotExtended { left }, _) => RunEnd::Stopped(Stop::NotExtended { left }),
+            (StopReason::TooLateToStart, _) => RunEnd::Stopped(Stop::TooLateToStart),
+            (StopReason::Overdue | StopReason::Lost, _) => RunEnd::Stopped(Stop::Overdue),
+        },
+        supervise::Outcome::NotStarted(error) => RunEnd::NotStarted {
+            argv: spec.argv.clone(),
+            error,
+        },
     })
 }
 
-/// Why the lock was lost, after "lock NAME was lost (…)": without the name
-/// again.
-fn loss_account(err: &LockError) -> String {
-    match err {
-        LockError::NotHeld {
-            held,
-            total,
-            quorum,
-            failures,
-            ..
-        } => format!(
-            "{held} of {} still hold its token, {quorum} needed{failures}",
-            count_servers(*total)
-        ),
-        other => other.to_string(),
+/// The supervisor's event, as the output hears it.
+fn supervisor_event(event: &supervise::Event) -> Event<'static> {
+    match event {
+        supervise::Event::Started { pid } => Event::CommandStarted { pid: *pid },
+        supervise::Event::HoldingForLeftovers => Event::HoldingForLeftovers,
+        supervise::Event::LeftoverStoppedAgain { pid, signal } => Event::LeftoverStoppedAgain {
+            pid: *pid,
+            signal: signal.as_str(),
+        },
+        supervise::Event::WatchdogGone => Event::WatchdogGone,
     }
 }
 
@@ -204,8 +216,8 @@ fn loss_account(err: &LockError) -> String {
 async fn run_nested(
     redlock: &Redlock,
     spec: &ExecSpec,
-    out: Reporter,
-) -> Result<Option<Exit>, Error> {
+    events: Events,
+) -> Result<Option<Outcome>, Error> {
     let (Some(name), Some(token)) = (
         std::env::var_os("REDLOCK_NAME"),
         std::env::var_os("REDLOCK_TOKEN"),
@@ -218,51 +230,22 @@ async fn run_nested(
     let inspection = redlock.inspect(&spec.key).await;
     match inspection.verdict() {
         Verdict::Held { value, .. } if value == token.as_bytes() => {
-            out.verbose(|| {
-                format!(
-                    "{} is already held by the enclosing redlock exec; running the command under it",
-                    spec.key
-                )
-            });
-            let err = child::exec_in_place(&spec.argv);
-            Ok(Some(cannot_run(&spec.argv, &err, out)))
+            events.say(Event::Nested(&spec.key));
+            let error = child::exec_in_place(&spec.argv);
+            Ok(Some(Outcome::Ran(Ran {
+                key: spec.key.clone(),
+                waited: None,
+                extensions: 0,
+                end: RunEnd::NotStarted {
+                    argv: spec.argv.clone(),
+                    error,
+                },
+                release_failed: None,
+            })))
         }
         // A stale or foreign REDLOCK_TOKEN: take the lock as usual.
         Verdict::Held { .. } | Verdict::Foreign { .. } | Verdict::Free => Ok(None),
         // Waiting for the lock could mean waiting for ourselves forever.
         Verdict::Unknown => Err(inspection.no_quorum().into()),
-    }
-}
-
-/// The command could not be run: 127 when it does not exist, 126 when it
-/// exists but cannot be run, as shells do.
-fn cannot_run(argv: &[OsString], err: &io::Error, out: Reporter) -> Exit {
-    out.warning(&format!("cannot run {}: {err}", text::command_line(argv)));
-    if err.kind() == io::ErrorKind::NotFound {
-        Exit::Code(127)
-    } else {
-        Exit::Code(126)
-    }
-}
-
-/// The command's status as ours: its code unchanged, 128+N for signal N.
-fn exit_for(status: ExitStatus) -> Exit {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => Exit::Code(u8::try_from(code & 0xff).unwrap_or(u8::MAX)),
-        (None, Some(signal)) => Exit::Signal(signal),
-        (None, None) => Exit::Internal,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn statuses_map_like_a_shell() {
-        assert_eq!(exit_for(ExitStatus::from_raw(0)), Exit::Code(0));
-        assert_eq!(exit_for(ExitStatus::from_raw(7 << 8)), Exit::Code(7));
-        assert_eq!(exit_for(ExitStatus::from_raw(9)), Exit::Signal(9));
-        assert_eq!(exit_for(ExitStatus::from_raw(9)).code(), 137);
     }
 }

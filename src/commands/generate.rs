@@ -10,7 +10,7 @@ use clap_complete::Shell;
 
 use crate::cli::{Cli, Generated};
 use crate::error::Error;
-use crate::exit_code::Exit;
+use crate::outcome::Outcome;
 
 mod man;
 
@@ -86,9 +86,9 @@ fn without_hidden_subcommands(command: clap::Command) -> clap::Command {
     copy
 }
 
-pub fn write(what: Generated, dir: &Path) -> Result<Exit, Error> {
+pub fn write(what: Generated, dir: &Path) -> Result<Outcome, Error> {
     write_files(what, dir).map_err(Error::Internal)?;
-    Ok(Exit::Success)
+    Ok(Outcome::Generated)
 }
 
 fn write_files(what: Generated, dir: &Path) -> anyhow::Result<()> {

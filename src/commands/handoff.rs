@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use nix::sys::memfd::{memfd_create, MFdFlags};
 use nix::sys::stat::{fchmod, Mode};
 
-use crate::config::ServerSource;
+use crate::config::{ServerSource, Servers};
 use crate::lock::ServerSpec;
 
 /// The settings a nested `redlock` needs.
@@ -50,6 +50,17 @@ pub struct ChildEnv {
 }
 
 impl Handoff {
+    pub fn new(servers: &Servers) -> Handoff {
+        Handoff {
+            specs: servers.specs.clone(),
+            source: servers.source.clone(),
+            prefix: servers.prefix.clone(),
+            tls_ca_cert: servers.tls_ca_cert.clone(),
+            restart_guard: servers.restart_guard,
+            config_file: servers.config_file.clone(),
+        }
+    }
+
     pub fn child_env(&self) -> std::io::Result<ChildEnv> {
         let mut env = ChildEnv::default();
         let has_secret = self.specs.iter().any(ServerSpec::has_secret);

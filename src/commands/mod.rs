@@ -1,6 +1,7 @@
-//! One small function per subcommand: build the request from the config,
-//! call the protocol (`lock`) and the process side (`supervise`), hand what
-//! happened to `output`, and return the exit status or the error.
+//! The commands. Each `commands/<cmd>.rs` has one `run` that takes what it
+//! needs (the servers as a [`Redlock`], the validated job, the [`Events`]
+//! sink) and returns `Result<Outcome, Error>`: data, no text. [`dispatch`]
+//! picks the command for a task and [`finish`] renders how it ended, once.
 
 mod acquire;
 mod exec;
@@ -13,33 +14,60 @@ mod release;
 mod status;
 mod waiting;
 
+use nix::sys::signal::Signal;
+
 use crate::config::{LockJob, Servers, Task};
 use crate::error::Error;
 use crate::exit_code::Exit;
-use crate::lock::Redlock;
-use crate::output::Reporter;
+use crate::lock::{Lease, Redlock};
+use crate::outcome::Outcome;
+use crate::output::{self, Output};
 use crate::supervise::Watchdog;
 
-/// Runs one validated task.
-pub fn dispatch(task: Task, out: Reporter) -> Result<Exit, Error> {
+/// How the process must end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ending {
+    pub exit: Exit,
+    /// A signal to die of instead of exiting (one that interrupted us).
+    pub signal: Option<Signal>,
+}
+
+/// Renders how the run ended, once, and says how the process ends. A result
+/// that could not be written to stdout (a closed pipe) keeps its status:
+/// what was done is done, and this is said on stderr.
+pub fn finish(output: &Output, result: &Result<Outcome, Error>) -> Ending {
+    let (exit, signal, written) = match result {
+        Ok(outcome) => {
+            let exit = outcome.exit();
+            (exit, outcome.dies_of(), output.render(Ok(outcome), exit))
+        }
+        Err(err) => {
+            let exit = err.exit();
+            (exit, None, output.render(Err(&err.failed()), exit))
+        }
+    };
+    if let Err(err) = written {
+        output::unwritten(&err);
+    }
+    Ending { exit, signal }
+}
+
+/// Runs one validated task and renders how it ended.
+pub fn dispatch(task: Task, output: &Output) -> Ending {
     match task {
-        Task::Generate { what, dir } => generate::write(what, &dir),
-        Task::Lock { servers, job } => run_lock_job(*servers, job, out),
+        Task::Generate { what, dir } => finish(output, &generate::write(what, &dir)),
+        Task::Lock { servers, job } => match lock_job(*servers, job, output) {
+            Ok(ending) => ending,
+            Err(err) => finish(output, &Err(err)),
+        },
     }
 }
 
-fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, Error> {
+fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, Error> {
     // rustls needs one process-wide crypto provider before any TLS connection;
     // an error only means one is installed already.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let handoff = handoff::Handoff {
-        specs: servers.specs.clone(),
-        source: servers.source,
-        prefix: servers.prefix,
-        tls_ca_cert: servers.tls_ca_cert,
-        restart_guard: servers.restart_guard,
-        config_file: servers.config_file,
-    };
+    let handoff = handoff::Handoff::new(&servers);
     let redlock = Redlock::new(
         servers.specs,
         servers.timeout,
@@ -50,8 +78,8 @@ fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, E
     .with_prefix(&handoff.prefix)
     .with_wakeups(servers.wakeups);
     let redlock = match &job {
-        LockJob::Acquire { message, .. } => {
-            redlock.with_holder(holder::this_process(message.clone(), None))
+        LockJob::Acquire(job) => {
+            redlock.with_holder(holder::this_process(job.message.clone(), None))
         }
         LockJob::Exec(spec) => {
             redlock.with_holder(holder::this_process(spec.message.clone(), Some(&spec.argv)))
@@ -74,26 +102,52 @@ fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, E
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async {
-        match job {
-            LockJob::Acquire {
-                key,
-                ttl,
-                wait,
-                conflict_exit,
-                ..
-            } => acquire::run(&redlock, &key, ttl, wait, conflict_exit, out).await,
-            LockJob::Release { key, token } => release::run(&redlock, &key, &token, out).await,
-            LockJob::ForceRelease { key } => release::force(&redlock, &key, out).await,
-            LockJob::List(query) => list::run(&redlock, query, out).await,
-            LockJob::Extend { key, token, ttl } => {
-                extend::run(&redlock, &key, &token, ttl, out).await
-            }
-            LockJob::Status { key } => status::run(&redlock, &key, out).await,
+    let events = output.events();
+    Ok(runtime.block_on(async {
+        let result = match job {
+            LockJob::Acquire(job) => acquire::run(&redlock, job, events).await,
+            LockJob::Release { key, token } => release::run(&redlock, &key, &token).await,
+            LockJob::ForceRelease { key } => release::force(&redlock, &key).await,
+            LockJob::List(query) => list::run(&redlock, query).await,
+            LockJob::Extend { key, token, ttl } => extend::run(&redlock, &key, &token, ttl).await,
+            LockJob::Status { key } => status::run(&redlock, &key).await,
             LockJob::Exec(spec) => {
                 let watchdog = watchdog.expect("forked for exec");
-                exec::run(&redlock, spec, &handoff, watchdog, out).await
+                exec::run(&redlock, spec, &handoff, watchdog, events).await
+            }
+        };
+        match &result {
+            Ok(acquired @ Outcome::Acquired { lease, .. }) => {
+                hand_over(&redlock, acquired, lease, output).await
+            }
+            _ => finish(output, &result),
+        }
+    }))
+}
+
+/// `acquire`'s token goes to stdout. Nobody could ever release a lock whose
+/// token was lost, and a token printed after the validity ran out (a full
+/// pipe, Ctrl-S) is no lock: either way the lock is released, and the run
+/// fails with that second message.
+async fn hand_over(
+    redlock: &Redlock,
+    acquired: &Outcome,
+    lease: &Lease,
+    output: &Output,
+) -> Ending {
+    let failure = match output.render(Ok(acquired), acquired.exit()) {
+        Err(err) => Error::internal("could not print the token, so the lock was released", err),
+        Ok(()) if lease.deadline <= crate::clock::BootInstant::now() => Error::Expired {
+            key: lease.key.clone(),
+            validity: lease.validity(),
+        },
+        Ok(()) => {
+            return Ending {
+                exit: acquired.exit(),
+                signal: None,
             }
         }
-    })
+    };
+    let _ = redlock.release(&lease.key, &lease.token).await;
+    finish(output, &Err(failure))
 }

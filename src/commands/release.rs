@@ -2,40 +2,19 @@
 //! `--force` whoever holds it.
 
 use crate::error::Error;
-use crate::exit_code::Exit;
 use crate::lock::{LockKey, Redlock, Token};
-use crate::output::{text, Reporter};
+use crate::outcome::Outcome;
 
-pub async fn run(
-    redlock: &Redlock,
-    key: &LockKey,
-    token: &Token,
-    out: Reporter,
-) -> Result<Exit, Error> {
-    match redlock.release(key, token).await {
-        Ok(released) => {
-            if let Err(err) = out.released(key, &released) {
-                out.unwritten(&err);
-            }
-            Ok(Exit::Success)
-        }
-        Err(err) => out.failed(key, err),
-    }
+pub async fn run(redlock: &Redlock, key: &LockKey, token: &Token) -> Result<Outcome, Error> {
+    let released = redlock.release(key, token).await?;
+    Ok(Outcome::Released {
+        key: key.clone(),
+        released,
+    })
 }
 
-/// `release --force`: delete the lock whoever holds it, and say what was
-/// broken. A key of another type is not a lock, and is left alone: that is
-/// a usage error, since the name given is not a lock's.
-pub async fn force(redlock: &Redlock, key: &LockKey, out: Reporter) -> Result<Exit, Error> {
-    let forced = redlock.force_release(key).await;
-    if let Err(err) = out.forced(&forced) {
-        out.unwritten(&err);
-    }
-    if let Some(err) = forced.no_quorum() {
-        return Err(err.into());
-    }
-    match text::not_a_lock(&forced) {
-        Some(message) => Err(Error::Usage(message)),
-        None => Ok(Exit::Success),
-    }
+/// `release --force`: delete the lock whoever holds it. A key of another
+/// type is not a lock, and is left alone (the outcome's status says so).
+pub async fn force(redlock: &Redlock, key: &LockKey) -> Result<Outcome, Error> {
+    Ok(Outcome::Forced(redlock.force_release(key).await))
 }

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::lock::{acquire_or_cancel, Lease, LockError, LockKey, Redlock, Wait};
-use crate::output::{Progress, Reporter};
+use crate::output::{Events, Progress};
 
 /// How often the progress is looked at; it decides itself what is due.
 const TICK: Duration = Duration::from_millis(250);
@@ -20,10 +20,10 @@ pub async fn acquire_showing_progress<C: Future>(
     key: &LockKey,
     (ttl, wait): (Duration, Wait),
     cancel: C,
-    out: Reporter,
+    events: Events,
     mut on_retry: impl FnMut(u32, &LockError),
 ) -> Result<Result<Lease, LockError>, C::Output> {
-    let progress = RefCell::new(out.progress(key, wait));
+    let progress = RefCell::new(events.progress(key, wait));
     let on_retry = |attempt, err: &LockError| {
         progress.borrow_mut().saw(err);
         on_retry(attempt, err);

@@ -276,12 +276,12 @@ mod tests {
         assert_eq!(err.exit(), crate::exit_code::Exit::Config);
         std::os::unix::fs::symlink(&absent, dir.path().join("dangling")).unwrap();
         let err = load(None, &[dir.path().join("dangling"), system]).unwrap_err();
-        assert!(err.to_string().contains("does not exist"), "{err}");
+        assert!(err.message().contains("does not exist"), "{err:?}");
         let bad = file("bad", "prefix = a\nnope\n");
-        let err = load(Some(&bad), &[]).unwrap_err().to_string();
+        let err = load(Some(&bad), &[]).unwrap_err().message();
         assert!(
             err.starts_with(&format!("config file {} line 2: ", bad.display())),
-            "{err}"
+            "{err:?}"
         );
     }
 }

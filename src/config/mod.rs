@@ -14,14 +14,24 @@ use crate::cli::{self, Cli, Command, ExecArgs, GlobalArgs};
 use crate::duration;
 use crate::error::Error;
 use crate::lock::{ListQuery, LockKey, ServerSpec, Token, Wait};
-use crate::output::{Notice, OutputMode};
 use crate::supervise::schedule::StopPlan;
 
 mod file;
 mod fleet;
+mod notice;
 mod servers;
 
 pub use servers::ServerSource;
+
+pub use notice::Notice;
+
+/// How results and diagnostics are printed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutputMode {
+    pub json: bool,
+    pub quiet: bool,
+    pub verbose: bool,
+}
 
 const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_millis(250);
 
@@ -70,14 +80,7 @@ pub struct Servers {
 
 #[derive(Debug)]
 pub enum LockJob {
-    Acquire {
-        key: LockKey,
-        ttl: Duration,
-        wait: Wait,
-        message: Option<String>,
-        /// The status when the lock is busy (`-E`).
-        conflict_exit: u8,
-    },
+    Acquire(AcquireJob),
     Release {
         key: LockKey,
         token: Token,
@@ -96,6 +99,17 @@ pub enum LockJob {
     },
     List(ListQuery),
     Exec(ExecSpec),
+}
+
+/// A validated `redlock acquire` invocation.
+#[derive(Debug)]
+pub struct AcquireJob {
+    pub key: LockKey,
+    pub ttl: Duration,
+    pub wait: Wait,
+    pub message: Option<String>,
+    /// The status when the lock is busy (`-E`).
+    pub conflict_exit: u8,
 }
 
 /// A validated `redlock exec` invocation.
@@ -150,13 +164,13 @@ impl Config {
                 let task = Task::Generate { what, dir };
                 return Ok(Config::new(task, output));
             }
-            Command::Acquire(args) => LockJob::Acquire {
+            Command::Acquire(args) => LockJob::Acquire(AcquireJob {
                 ttl: ttl(args.ttl.ttl, MIN_TTL)?,
                 key: key(&args.name)?,
                 wait: wait(&args.wait),
                 message: message(args.holder),
                 conflict_exit: args.wait.conflict_exit_code,
-            },
+            }),
             Command::Release(args) => release(args, &prefix)?,
             Command::Extend(args) => LockJob::Extend {
                 ttl: ttl(args.ttl.ttl, MIN_TTL)?,
@@ -353,7 +367,7 @@ impl LockJob {
     /// The TTL the command asks for, which bounds the server timeout.
     fn ttl(&self) -> Option<Duration> {
         match self {
-            LockJob::Acquire { ttl, .. } | LockJob::Extend { ttl, .. } => Some(*ttl),
+            LockJob::Acquire(AcquireJob { ttl, .. }) | LockJob::Extend { ttl, .. } => Some(*ttl),
             LockJob::Exec(spec) => Some(spec.ttl),
             LockJob::Release { .. }
             | LockJob::ForceRelease { .. }
@@ -447,34 +461,8 @@ fn message(args: cli::HolderArgs) -> Option<String> {
 /// must never change.
 pub fn derived_name(argv: &[OsString]) -> OsString {
     let mut name = b"exec:".to_vec();
-    name.extend(quoted_command_line(argv));
+    name.extend(crate::redact::quoted_command_line(argv));
     std::os::unix::ffi::OsStringExt::from_vec(name)
-}
-
-/// The words of `argv`, shell-quoted where needed, joined by spaces.
-pub fn quoted_command_line(argv: &[OsString]) -> Vec<u8> {
-    let words: Vec<Vec<u8>> = argv
-        .iter()
-        .map(|word| shell_quote(word.as_bytes()))
-        .collect();
-    words.join(&b' ')
-}
-
-fn shell_quote(word: &[u8]) -> Vec<u8> {
-    let plain = |b: &u8| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(b);
-    if !word.is_empty() && word.iter().all(plain) {
-        return word.to_vec();
-    }
-    let mut quoted = vec![b'\''];
-    for &b in word {
-        if b == b'\'' {
-            quoted.extend_from_slice(b"'\\''");
-        } else {
-            quoted.push(b);
-        }
-    }
-    quoted.push(b'\'');
-    quoted
 }
 
 /// Blocking is the default, as in flock; `-w 0` is `-n`.
@@ -604,7 +592,7 @@ mod tests {
     #[test]
     fn explicit_server_timeout_must_be_well_below_the_ttl() {
         let err = server_timeout_for(flag(MS(1000)), Some(MS(3000))).unwrap_err();
-        assert!(err.to_string().contains("--server-timeout"), "{err}");
+        assert!(err.message().contains("--server-timeout"), "{err:?}");
         assert!(server_timeout_for(flag(MS(0)), None).is_err());
         assert!(
             server_timeout_for(flag(MS(5000)), None).is_ok(),
@@ -680,7 +668,7 @@ mod tests {
         let err = timing(Some("soon"), Some(HOUR))
             .restart_guard()
             .unwrap_err();
-        assert!(err.to_string().contains("--restart-guard"), "{err}");
+        assert!(err.message().contains("--restart-guard"), "{err:?}");
     }
 
     #[test]
@@ -695,12 +683,14 @@ mod tests {
 
     #[test]
     fn no_ttl_may_outlive_the_guard_unless_the_guard_is_off() {
-        let acquire = |ttl| LockJob::Acquire {
-            key: LockKey::new(b"k".to_vec()),
-            ttl,
-            wait: Wait::No,
-            message: None,
-            conflict_exit: 75,
+        let acquire = |ttl| {
+            LockJob::Acquire(AcquireJob {
+                key: LockKey::new(b"k".to_vec()),
+                ttl,
+                wait: Wait::No,
+                message: None,
+                conflict_exit: 75,
+            })
         };
         let guard = |value| Given {
             value,
@@ -711,7 +701,7 @@ mod tests {
         assert!(cap(MS(30_000), MS(30_000)).is_ok(), "up to the guard");
         let err = cap(MS(31_000), MS(30_000)).unwrap_err();
         assert_eq!(err.exit(), crate::exit_code::Exit::Usage);
-        let text = err.to_string();
+        let text = err.message();
         assert!(
             text.starts_with("--ttl 31s is longer than the restart guard 30s (the default): "),
             "{text}"

@@ -9,9 +9,9 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::file::{is_there, read_small_file, shown_path};
+use super::notice::Notice;
 use crate::error::Error;
 use crate::lock::ServerSpec;
-use crate::output::Notice;
 
 /// Where the server list came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -286,15 +286,15 @@ mod tests {
         for flag in ["", ",", " , "] {
             let err = resolve(&sources(&[flag], None)).unwrap_err();
             assert!(
-                err.to_string()
+                err.message()
                     .starts_with("--server is set but names no server"),
-                "{err}"
+                "{err:?}"
             );
         }
         let err = resolve(&sources(&[], Some(" , "))).unwrap_err();
         assert!(
-            err.to_string().starts_with("REDLOCK_SERVERS is set"),
-            "{err}"
+            err.message().starts_with("REDLOCK_SERVERS is set"),
+            "{err:?}"
         );
     }
 
@@ -307,7 +307,7 @@ mod tests {
         };
         let err = resolve(&none).unwrap_err();
         assert_eq!(err.exit(), crate::exit_code::Exit::Config);
-        let text = err.to_string();
+        let text = err.message();
         for way in [
             "-s URL",
             "-s localhost",
@@ -320,7 +320,7 @@ mod tests {
         assert!(text.contains(&format!("{user} or ")), "{text}");
         // A default file that is there but unreadable is not passed over.
         std::os::unix::fs::symlink(dir.path().join("gone"), dir.path().join("user")).unwrap();
-        let text = resolve(&none).unwrap_err().to_string();
+        let text = resolve(&none).unwrap_err().message();
         assert!(
             text.starts_with(&format!("servers file {user}: ")),
             "{text}"
@@ -404,6 +404,6 @@ mod tests {
         assert_eq!(list.specs.len(), 5000);
         assert!(started.elapsed() < std::time::Duration::from_secs(2));
         let twice = resolve(&sources(&["127.0.0.1:7,127.1:7"], None)).unwrap_err();
-        assert!(twice.to_string().contains("listed twice"), "{twice}");
+        assert!(twice.message().contains("listed twice"), "{twice:?}");
     }
 }

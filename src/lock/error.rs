@@ -1,9 +1,8 @@
 //! Why a lock operation did not succeed, with the servers that failed.
 
-use std::fmt;
 use std::time::Duration;
 
-use super::holder::{held_sentence, HeldBy};
+use super::holder::HeldBy;
 use super::key::LockKey;
 use super::server_url::ServerSpec;
 use super::servers::ServerError;
@@ -45,24 +44,10 @@ impl Failures {
     }
 }
 
-impl fmt::Display for Failures {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, (server, err)) in self.0.iter().enumerate() {
-            f.write_str(if i == 0 { " (" } else { "; " })?;
-            write!(f, "{server}: {err}")?;
-        }
-        if !self.0.is_empty() {
-            f.write_str(")")?;
-        }
-        Ok(())
-    }
-}
-
-/// Why a lock operation did not succeed. The messages describe the
-/// situation; advice in terms of a command line is the caller's to add.
-#[derive(Debug, thiserror::Error)]
+/// Why a lock operation did not succeed, as data: the words are the
+/// caller's (`output/words.rs`).
+#[derive(Debug)]
 pub enum LockError {
-    #[error("{}{failures}", busy(key, held_by.as_deref(), expires_in.as_ref(), (*held_elsewhere, *in_line, *waiters), *total))]
     Busy {
         key: LockKey,
         /// Servers that said another value holds the key; the round stops
@@ -82,7 +67,6 @@ pub enum LockError {
         held_on: Vec<(ServerSpec, HeldBy)>,
         failures: Failures,
     },
-    #[error("no quorum for lock {key}: {}{failures}", no_quorum(*failed, *total, *quorum))]
     NoQuorum {
         key: LockKey,
         /// Servers that failed or did not answer in time.
@@ -91,34 +75,17 @@ pub enum LockError {
         quorum: usize,
         failures: Failures,
     },
-    #[error(
-        "lock {key}: {refused} of {} cannot be used as configured, so no majority \
-         is possible{failures}",
-        servers(*total)
-    )]
     Refused {
         key: LockKey,
         refused: usize,
         total: usize,
         failures: Failures,
     },
-    #[error(
-        "lock {key}: a majority agreed only after {}, which leaves none of the {} TTL valid",
-        humantime::format_duration(*elapsed),
-        humantime::format_duration(*ttl)
-    )]
     TooSlow {
         key: LockKey,
         elapsed: Duration,
         ttl: Duration,
     },
-    #[error(
-        "lock {key}: {restarting} of {} may have lost locks less than {} ago (a restart, \
-         a flush or an eviction; restart guard, counted again in {}){failures}",
-        servers(*total),
-        humantime::format_duration(*guard),
-        humantime::format_duration(*again_in)
-    )]
     Restarting {
         key: LockKey,
         /// Servers that started within the guard and so do not count.
@@ -129,10 +96,6 @@ pub enum LockError {
         again_in: Duration,
         failures: Failures,
     },
-    #[error(
-        "lock {key} is not held by this token: {}{failures}",
-        not_held(*held, *total, *quorum)
-    )]
     NotHeld {
         key: LockKey,
         held: usize,
@@ -142,59 +105,19 @@ pub enum LockError {
     },
 }
 
-/// "NAME is held by WHO; expires in D".
-fn busy(
-    key: &LockKey,
-    held_by: Option<&HeldBy>,
-    expires_in: Option<&Duration>,
-    (held_elsewhere, in_line, waiters): (usize, usize, u64),
-    total: usize,
-) -> String {
-    match held_by {
-        Some(held_by) => held_sentence(key, held_by, expires_in.copied()),
-        None if in_line > held_elsewhere => format!(
-            "{key} is free, but {} in line for it (on at least {in_line} of {})",
-            match waiters {
-                1 => "1 waiter is".to_string(),
-                n => format!("{n} waiters are"),
-            },
-            servers(total)
-        ),
-        None => format!(
-            "{key} is busy: at least {held_elsewhere} of {} hold it for others, no one holder on a \
-             majority (leftovers, which keep it busy until they expire)",
-            servers(total)
-        ),
-    }
-}
-
-/// Why too few servers answered, in words that fit one server as well as
-/// five.
-fn no_quorum(failed: usize, total: usize, quorum: usize) -> String {
-    if total == 1 {
-        return "its only server failed".to_owned();
-    }
-    format!(
-        "{failed} of {} failed, and a majority is {quorum}",
-        servers(total)
-    )
-}
-
-/// How many servers still hold a token, against the quorum.
-fn not_held(held: usize, total: usize, quorum: usize) -> String {
-    format!("{held} of {} confirmed it, {quorum} needed", servers(total))
-}
-
-/// "1 server", "3 servers".
-pub fn servers(count: usize) -> String {
-    if count == 1 {
-        "1 server".to_owned()
-    } else {
-        format!("{count} servers")
-    }
-}
-
 impl LockError {
+    /// The lock the operation was on.
+    pub fn key(&self) -> &LockKey {
+        match self {
+            LockError::Busy { key, .. }
+            | LockError::NoQuorum { key, .. }
+            | LockError::Refused { key, .. }
+            | LockError::TooSlow { key, .. }
+            | LockError::Restarting { key, .. }
+            | LockError::NotHeld { key, .. } => key,
+        }
+    }
+
     /// Whether another attempt may succeed: the lock may be freed, the
     /// servers may come back.
     pub(super) fn is_transient(&self) -> bool {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::key::{escape_and_cut, LockKey, Token};
+use super::key::Token;
 
 /// The longest record read back; anything longer is not ours. Each field's
 /// bound counts bytes before JSON escapes, which can make one six times
@@ -137,74 +137,6 @@ impl HeldBy {
     }
 }
 
-/// How many characters of each recorded field a one-line summary shows.
-const SHOWN: usize = 120;
-
-/// A recorded text fit for one line of a terminal.
-fn shown(text: &str) -> String {
-    escape_and_cut(text.as_bytes(), SHOWN)
-}
-
-/// A duration in whole seconds (whole ms under a second), e.g. `4m 12s`.
-pub fn rounded(duration: Duration) -> String {
-    let rounded = if duration < Duration::from_secs(1) {
-        Duration::from_millis(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
-    } else {
-        Duration::from_secs(duration.as_secs())
-    };
-    humantime::format_duration(rounded).to_string()
-}
-
-impl Holder {
-    /// `user@host (pid N, command pid M, job URL, "message")`.
-    pub fn summary(&self) -> String {
-        let mut details = vec![format!("pid {}", self.pid)];
-        details.extend(self.command_pid.map(|pid| format!("command pid {pid}")));
-        details.extend(self.job.as_deref().map(|job| format!("job {}", shown(job))));
-        details.extend(
-            self.message
-                .as_deref()
-                .map(|message| format!("\"{}\"", shown(message))),
-        );
-        format!(
-            "{}@{} ({})",
-            shown(&self.user),
-            shown(&self.host),
-            details.join(", ")
-        )
-    }
-}
-
-/// "NAME is held by WHO; expires in D": the busy message and status's
-/// first line.
-pub fn held_sentence(key: &LockKey, held_by: &HeldBy, expires_in: Option<Duration>) -> String {
-    let expiry = match expires_in {
-        Some(left) => format!("expires in {}", rounded(left)),
-        None => "it never expires (no TTL)".to_owned(),
-    };
-    format!("{key} is held by {held_by}; {expiry}")
-}
-
-impl std::fmt::Display for HeldBy {
-    /// Who holds it, for "… is held by {}": one line, escaped.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            HeldBy::Redlock(recorded) => match recorded.held_for {
-                Some(age) => write!(f, "{} for {}", recorded.holder.summary(), rounded(age)),
-                None => f.write_str(&recorded.holder.summary()),
-            },
-            HeldBy::OtherClient { token } => {
-                write!(f, "another client (token {})", escape_and_cut(token, SHOWN))
-            }
-            HeldBy::NonRedlock { kind } => write!(
-                f,
-                "a non-redlock value (a {})",
-                escape_and_cut(kind.as_bytes(), SHOWN)
-            ),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,21 +183,6 @@ mod tests {
             HeldBy::NonRedlock {
                 kind: "hash".into()
             }
-        );
-    }
-
-    #[test]
-    fn a_holder_reads_on_one_line() {
-        let mut holder = holder();
-        holder.message = Some("roll\nout \u{1b}[2J".into());
-        holder.job = Some("https://ci/1".into());
-        let held_by = HeldBy::Redlock(Box::new(Recorded {
-            holder,
-            held_for: Some(Duration::from_millis(252_345)),
-        }));
-        assert_eq!(
-            held_by.to_string(),
-            r#"deploy@ci-7 (pid 4242, job https://ci/1, "roll\nout \u{1b}[2J") for 4m 12s"#
         );
     }
 }

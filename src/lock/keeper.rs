@@ -20,7 +20,7 @@ pub fn interval(ttl: Duration) -> Duration {
 #[derive(Debug)]
 pub enum Keeping<'a> {
     /// An extension succeeded; the lease as it now stands.
-    Extended(&'a Lease),
+    Extended,
     /// An extension failed and will be retried after a short pause.
     Retrying(&'a LockError),
 }
@@ -54,7 +54,7 @@ pub async fn keep(
         match extended {
             Ok(extended) => {
                 deadlines.send_replace(extended.deadline);
-                on_event(Keeping::Extended(&extended));
+                on_event(Keeping::Extended);
                 pause = interval;
                 // Written: later extensions only follow the lock's expiry.
                 record = None;

@@ -19,17 +19,22 @@ mod round;
 mod scripts;
 mod server_url;
 mod servers;
+mod tried;
 
-pub use error::{servers as count_servers, Failures, LockError};
+pub use error::{Failures, LockError};
 pub use force::Forced;
-pub use holder::{held_sentence, rounded, HeldBy, Holder, Recorded};
-pub use inspection::{Inspection, KeyState, Occupied, ServerState, Verdict};
-pub use keeper::{interval as keeper_interval, keep, Keeping};
-pub use key::is_record_key;
+#[cfg(test)]
+pub use holder::Recorded;
+pub use holder::{HeldBy, Holder};
+pub use inspection::{Inspection, KeyState, Occupied, Verdict};
+#[cfg(test)]
+pub use keeper::interval as keeper_interval;
+pub use keeper::{keep, Keeping};
 pub use key::{escape_and_cut, escape_bytes, LockKey, Token, SERVER_TEXT_SHOWN};
 pub use listing::{ListQuery, Listed, Listing, ServerPart, Standing};
 pub use mutex::{Lease, Redlock, Released};
-pub use quorum::{drift, quorum, validity};
+#[cfg(test)]
+pub use quorum::drift;
 pub use retry::{acquire_or_cancel, Wait};
-pub use server_url::{redact_url, ServerSpec, SpecError};
-pub use servers::ServerError;
+pub use server_url::{redact_url, ServerSpec};
+pub use tried::Tried;

@@ -213,27 +213,13 @@ impl Redlock {
         self.servers.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
-    }
-
     /// One Redlock round: `SET key token NX PX ttl` on every server at once,
     /// deciding as soon as a majority agreed or no longer can. On failure the
     /// key is released everywhere, including servers that did not answer.
     /// A waiter passes its `ticket`: it stands in line while the lock is
     /// busy, and takes the lock only when first in line. Without one, the
-    /// lock is taken only when nobody stands in line.
-    pub async fn try_acquire(
-        &self,
-        key: &LockKey,
-        token: &Token,
-        ttl: Duration,
-        ticket: Option<&Ticket>,
-    ) -> Result<Lease, LockError> {
-        self.attempt(key, token, ttl, ticket).await.0
-    }
-
-    /// [`Self::try_acquire`], and the servers' clock as the attempt saw it
+    /// lock is taken only when nobody stands in line. Also returns the
+    /// servers' clock as the attempt saw it
     /// (the median of the clocks the servers that answered gave, in ms since
     /// the Unix epoch), which a waiter takes its place in line by.
     pub(super) async fn attempt(

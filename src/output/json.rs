@@ -2,13 +2,57 @@
 //! names and meanings are part of the interface: see the README.
 
 use std::io;
-use std::time::Duration;
 
 use serde::Serialize;
 
+use super::format::Format;
+pub use crate::duration::millis;
 use crate::lock::{
-    escape_bytes, Forced, HeldBy, Inspection, KeyState, Lease, Listed, Listing, LockError, Verdict,
+    escape_bytes, Forced, HeldBy, Inspection, KeyState, Lease, Listed, Listing, LockError, LockKey,
+    Released, Tried, Verdict,
 };
+use crate::outcome::{Failed, Outcome};
+
+/// One JSON object on stdout per run, for programs.
+pub struct Json;
+
+impl Format for Json {
+    fn outcome(&self, outcome: &Outcome) -> io::Result<Option<String>> {
+        let line = match outcome {
+            Outcome::Acquired { lease, .. } | Outcome::Extended { lease, .. } => {
+                to_line(&LeaseJson::new(lease))?
+            }
+            Outcome::BusyAs { error, tried, .. } => to_line(&FailureJson::new(error, *tried))?,
+            Outcome::Released { key, released } => to_line(&ReleaseJson::new(key, released))?,
+            Outcome::Status {
+                inspection,
+                verdict,
+            } => {
+                let occupied = inspection.occupied();
+                to_line(&StatusJson::new(inspection, verdict, occupied.as_ref()))?
+            }
+            Outcome::Listed(listing) => {
+                let entries = listing.entries();
+                to_line(&ListJson::new(listing, &entries))?
+            }
+            Outcome::Forced(forced) => {
+                let verdict = forced.before.verdict();
+                let occupied = forced.before.occupied().or_else(|| forced.before.seen());
+                to_line(&ForcedJson::new(forced, &verdict, occupied.as_ref()))?
+            }
+            // `exec --json` is refused; an interrupted wait prints nothing.
+            Outcome::Ran(_) | Outcome::Interrupted { .. } | Outcome::Generated => return Ok(None),
+        };
+        Ok(Some(line))
+    }
+
+    fn failure(&self, failed: &Failed<'_>) -> io::Result<Option<String>> {
+        match failed {
+            Failed::Lock { error, tried } => Ok(Some(to_line(&FailureJson::new(error, *tried))?)),
+            Failed::Expired { .. } | Failed::Said(_) => Ok(None),
+        }
+    }
+}
 
 /// Arbitrary bytes (lock names, foreign values) as a JSON string: exactly,
 /// when they are UTF-8 (JSON's own escapes cover control characters);
@@ -23,10 +67,6 @@ impl Serialize for Bytes<'_> {
             Err(_) => serializer.serialize_str(&escape_bytes(self.0)),
         }
     }
-}
-
-pub fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// `acquire --json`, `extend --json`.
@@ -55,34 +95,72 @@ impl<'a> LeaseJson<'a> {
 
 /// `release --json`.
 #[derive(Debug, Serialize)]
-pub struct ReleaseJson<'a> {
-    pub name: Bytes<'a>,
-    pub released: bool,
+struct ReleaseJson<'a> {
+    name: Bytes<'a>,
+    released: bool,
     /// The servers the key was deleted from, as acquire's `held_on`.
-    pub released_on: Vec<String>,
+    released_on: Vec<String>,
     /// How many: what `released_on` was before it became a list.
-    pub released_count: usize,
-    pub servers: usize,
+    released_count: usize,
+    servers: usize,
+}
+
+impl<'a> ReleaseJson<'a> {
+    fn new(key: &'a LockKey, released: &Released) -> Self {
+        ReleaseJson {
+            name: Bytes(key.bytes()),
+            released: true,
+            released_on: released
+                .released_on
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+            released_count: released.released_on.len(),
+            servers: released.total,
+        }
+    }
 }
 
 /// A failure under `--json`: which kind, and the message; for a busy lock,
 /// who holds it; for acquire, how long it tried.
 #[derive(Debug, Serialize)]
-pub struct FailureJson<'a> {
-    pub name: Bytes<'a>,
-    pub error: &'static str,
-    pub message: String,
-    pub holder: Option<HolderJson<'a>>,
-    pub expires_in_ms: Option<u64>,
-    pub attempts: u32,
-    pub waited_ms: u64,
+struct FailureJson<'a> {
+    name: Bytes<'a>,
+    error: &'static str,
+    message: String,
+    holder: Option<HolderJson<'a>>,
+    expires_in_ms: Option<u64>,
+    attempts: u32,
+    waited_ms: u64,
+}
+
+impl<'a> FailureJson<'a> {
+    fn new(error: &'a LockError, tried: Tried) -> Self {
+        let (held_by, expires_in) = match error {
+            LockError::Busy {
+                held_by,
+                expires_in,
+                ..
+            } => (held_by.as_deref(), *expires_in),
+            _ => (None, None),
+        };
+        FailureJson {
+            name: Bytes(error.key().bytes()),
+            error: failure_kind(error),
+            message: super::words::lock_error(error),
+            holder: held_by.map(HolderJson::new),
+            expires_in_ms: expires_in.map(millis),
+            attempts: tried.attempts,
+            waited_ms: millis(tried.waited),
+        }
+    }
 }
 
 /// Who holds a lock: `kind` is "redlock" (with what it recorded),
 /// "other_client" (another Redlock client's token, without a record) or
 /// "non_redlock" (a key of another type).
 #[derive(Debug, Serialize)]
-pub struct HolderJson<'a> {
+struct HolderJson<'a> {
     kind: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     host: Option<&'a str>,
@@ -107,7 +185,7 @@ pub struct HolderJson<'a> {
 }
 
 impl<'a> HolderJson<'a> {
-    pub fn new(held_by: &'a HeldBy) -> Self {
+    fn new(held_by: &'a HeldBy) -> Self {
         let none = HolderJson {
             kind: "",
             host: None,
@@ -152,7 +230,7 @@ impl<'a> HolderJson<'a> {
 }
 
 /// The `error` field of a failure.
-pub fn failure_kind(error: &LockError) -> &'static str {
+fn failure_kind(error: &LockError) -> &'static str {
     match error {
         LockError::Busy { .. } => "busy",
         LockError::NoQuorum { .. } => "no_quorum",
@@ -307,7 +385,7 @@ impl<'a> ListJson<'a> {
             .map(|entry| ListedJson {
                 name: Bytes(entry.name),
                 key: Bytes(entry.lock.key.bytes()),
-                state: super::text::standing(entry.standing),
+                state: super::words::standing(entry.standing),
                 token: entry.token.as_deref().map(Bytes),
                 holder: entry.occupied.as_ref().map(|o| HolderJson::new(&o.held_by)),
                 expires_in_ms: match entry.standing {

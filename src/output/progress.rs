@@ -11,17 +11,18 @@
 use std::io::{self, IsTerminal as _, Write as _};
 use std::time::{Duration, Instant};
 
-use super::text::human;
-use crate::lock::{count_servers, rounded, LockError, LockKey};
+use super::words;
+use crate::duration::{exact as human, rounded};
+use crate::lock::{LockError, LockKey, Wait};
 
 /// How long a wait stays silent.
-pub const FIRST_AFTER: Duration = Duration::from_secs(1);
+const FIRST_AFTER: Duration = Duration::from_secs(1);
 
 /// How often a terminal's line is refreshed.
 const REFRESH: Duration = Duration::from_secs(1);
 
 /// How often a new line is written where lines cannot be replaced.
-pub const LINE_EVERY: Duration = Duration::from_secs(10);
+const LINE_EVERY: Duration = Duration::from_secs(10);
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +49,7 @@ pub struct Setting {
 impl Style {
     /// The style for `setting`. A terminal in CI is a log, and `-v` writes
     /// a line per attempt that an in-place line would tear: both get lines.
-    pub fn choose(setting: Setting, every: Duration) -> Style {
+    fn choose(setting: Setting, every: Duration) -> Style {
         if setting.quiet {
             Style::Off
         } else if setting.terminal && !setting.ci && !setting.verbose {
@@ -93,7 +94,7 @@ fn line_every() -> Duration {
 
 /// Whether a line is due after `waited`, when the last one was shown at
 /// `last` (after that much waiting) and lines come every `every`.
-pub fn due(waited: Duration, last: Option<Duration>, every: Duration) -> bool {
+fn due(waited: Duration, last: Option<Duration>, every: Duration) -> bool {
     match last {
         None => waited >= FIRST_AFTER,
         Some(last) => waited.saturating_sub(last) >= every,
@@ -117,7 +118,13 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn new(key: &LockKey, limit: Option<Duration>, style: Style) -> Progress {
+    /// The progress of a wait for `key`: nothing shown without a wait.
+    pub fn new(key: &LockKey, wait: Wait, style: Style) -> Progress {
+        let (style, limit) = match wait {
+            Wait::No => (Style::Off, None),
+            Wait::For(limit) => (style, Some(limit)),
+            Wait::Forever => (style, None),
+        };
         Progress {
             key: key.clone(),
             limit,
@@ -132,7 +139,7 @@ impl Progress {
     /// What a failed attempt met.
     pub fn saw(&mut self, error: &LockError) {
         if self.style != Style::Off {
-            self.situation = Some((situation(error), detail(error)));
+            self.situation = Some((words::waiting(error), detail(error)));
         }
     }
 
@@ -209,53 +216,6 @@ fn cut_to(line: &str, width: Option<usize>) -> &str {
     }
 }
 
-/// What an attempt met, after "waiting for NAME".
-fn situation(error: &LockError) -> String {
-    match error {
-        LockError::Busy {
-            held_by: Some(held_by),
-            expires_in,
-            ..
-        } => match expires_in {
-            Some(left) => format!(", held by {held_by}; expires in {}", rounded(*left)),
-            None => format!(", held by {held_by}; it never expires (no TTL)"),
-        },
-        LockError::Busy {
-            held_by: None,
-            held_elsewhere,
-            total,
-            ..
-        } => format!(
-            ", held by another holder on at least {held_elsewhere} of {}",
-            count_servers(*total)
-        ),
-        LockError::NoQuorum {
-            failed,
-            total,
-            quorum,
-            ..
-        } => format!(
-            ": {failed} of {} unreachable, and a majority is {quorum}",
-            count_servers(*total)
-        ),
-        LockError::Restarting {
-            restarting,
-            total,
-            again_in,
-            ..
-        } => format!(
-            ": {restarting} of {} may have lost locks recently (restart guard), counted again in {}",
-            count_servers(*total),
-            rounded(*again_in)
-        ),
-        LockError::TooSlow { elapsed, .. } => format!(
-            ": a majority answered only after {}, too late for the TTL",
-            rounded(*elapsed)
-        ),
-        other => format!(": {other}"),
-    }
-}
-
 /// Under `-v`: what each server holds, and why each failed one failed.
 fn detail(error: &LockError) -> Vec<String> {
     let (held_on, failures) = match error {
@@ -269,7 +229,7 @@ fn detail(error: &LockError) -> Vec<String> {
     };
     let held = held_on
         .iter()
-        .map(|(server, held_by)| format!("{server}: held by {held_by}"));
+        .map(|(server, held_by)| format!("{server}: held by {}", words::held_by(held_by)));
     let failed = failures
         .0
         .iter()
@@ -347,7 +307,7 @@ mod tests {
             every: LINE_EVERY,
             detail: false,
         };
-        let mut progress = Progress::new(&key, Some(Duration::from_secs(30)), style);
+        let mut progress = Progress::new(&key, Wait::For(Duration::from_secs(30)), style);
         assert_eq!(progress.due_text(Duration::from_millis(500)), None);
         progress.saw(&LockError::NoQuorum {
             key: key.clone(),
@@ -369,7 +329,7 @@ mod tests {
     #[test]
     fn a_terminal_line_is_rewritten_in_place_and_cut_to_fit() {
         let key = LockKey::new(b"deploy".to_vec());
-        let mut progress = Progress::new(&key, None, Style::InPlace { width: Some(30) });
+        let mut progress = Progress::new(&key, Wait::Forever, Style::InPlace { width: Some(30) });
         let text = progress.due_text(Duration::from_secs(2)).unwrap();
         assert_eq!(text, "\r\x1b[Kredlock: waiting for \"deploy\"");
         assert!(progress.on_screen);

@@ -1,25 +1,208 @@
-//! The human side: messages, the status table, durations and command lines
-//! shown safely.
+//! The human side: what each outcome says on stderr (and, as text, on
+//! stdout), what each event says, the status and list tables, and command
+//! lines shown safely.
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt as _;
 use std::time::Duration;
 
+use super::event::Event;
+use super::format::{Format, Level, Piece};
+use super::words::{self, servers as count_servers, waiters};
+use crate::config::Notice;
+use crate::duration::{exact as human, rounded};
 use crate::lock::{
-    count_servers, escape_and_cut, escape_bytes, held_sentence, rounded, Forced, HeldBy,
-    Inspection, KeyState, Lease, Listed, Listing, ServerPart, Standing, Verdict, SERVER_TEXT_SHOWN,
+    escape_and_cut, escape_bytes, Forced, HeldBy, Inspection, KeyState, Lease, Listed, Listing,
+    ServerPart, Standing, Verdict, SERVER_TEXT_SHOWN,
 };
-use crate::supervise::{Event, StopReason};
+use crate::outcome::{Failed, Outcome, Ran, RunEnd, Stop};
 
-/// `1.234s`-style durations for messages, rounded to milliseconds.
-pub fn human(duration: Duration) -> String {
-    let millis = Duration::from_millis(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
-    humantime::format_duration(millis).to_string()
+/// Text for people: the token, the status table, the list.
+pub struct Text {
+    pub quiet: bool,
+}
+
+impl Format for Text {
+    fn outcome(&self, outcome: &Outcome) -> std::io::Result<Option<String>> {
+        Ok(match outcome {
+            Outcome::Acquired { lease, .. } => Some(lease.token.as_str().to_owned()),
+            Outcome::Status {
+                inspection,
+                verdict,
+            } if !self.quiet => Some(status(inspection, verdict)),
+            Outcome::Listed(listing) if !self.quiet => {
+                let entries = listing.entries();
+                (!entries.is_empty()).then(|| list(&entries))
+            }
+            _ => None,
+        })
+    }
+
+    fn failure(&self, _: &Failed<'_>) -> std::io::Result<Option<String>> {
+        Ok(None)
+    }
+}
+
+/// What an outcome writes, in order, around `stdout` (the format's part).
+pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>) -> Vec<Piece> {
+    use Level::{Expected, Verbose, Warning};
+    let stdout = stdout.map(Piece::Stdout);
+    let said = |level, text: String| Some(Piece::Stderr(level, text));
+    let pieces: Vec<Option<Piece>> = match outcome {
+        Outcome::Acquired { lease, servers } => {
+            vec![said(Verbose, acquired(lease, *servers, true)), stdout]
+        }
+        Outcome::BusyAs { error, code, .. } => {
+            let message = (*code != 0).then(|| words::lock_error(error));
+            vec![message.and_then(|m| said(Expected, m)), stdout]
+        }
+        Outcome::Released { key, released } => vec![
+            said(
+                Verbose,
+                format!(
+                    "released {key} on {} of {}",
+                    released.released_on.len(),
+                    count_servers(released.total)
+                ),
+            ),
+            stdout,
+        ],
+        Outcome::Extended { lease, servers } => vec![
+            said(
+                Verbose,
+                format!(
+                    "extended {} on {} of {}; valid for {}",
+                    lease.key,
+                    lease.held_on.len(),
+                    count_servers(*servers),
+                    human(lease.validity())
+                ),
+            ),
+            stdout,
+        ],
+        Outcome::Status {
+            inspection,
+            verdict,
+        } => {
+            let unknown = matches!(verdict, Verdict::Unknown)
+                .then(|| words::lock_error(&inspection.no_quorum()));
+            vec![stdout, unknown.and_then(|m| said(Warning, m))]
+        }
+        Outcome::Listed(listing) => listed(listing, stdout),
+        Outcome::Forced(forced) => {
+            let broke = self::forced(forced).and_then(|m| said(Expected, m));
+            let failed = match forced.no_quorum() {
+                Some(err) => Some(words::lock_error(&err)),
+                None => not_a_lock(forced),
+            };
+            vec![broke, stdout, failed.and_then(|m| said(Warning, m))]
+        }
+        Outcome::Ran(ran) => self::ran(ran),
+        Outcome::Interrupted { key, signal } => vec![said(
+            Verbose,
+            format!("interrupted by {signal} while waiting for {key}; it is not held"),
+        )],
+        Outcome::Generated => Vec::new(),
+    };
+    pieces.into_iter().flatten().collect()
+}
+
+/// `list`: the servers that could not be read, always; the table, or that
+/// nothing matched; and no quorum when too few could be read.
+fn listed(listing: &Listing, stdout: Option<Piece>) -> Vec<Option<Piece>> {
+    let mut pieces: Vec<Option<Piece>> = listing
+        .servers
+        .iter()
+        .filter_map(list_server)
+        .map(|m| Some(Piece::Stderr(Level::Warning, m)))
+        .collect();
+    let json = matches!(&stdout, Some(Piece::Stdout(text)) if text.starts_with('{'));
+    if listing.entries().is_empty() && !json {
+        pieces.push(Some(Piece::Stderr(Level::Expected, list_empty(listing))));
+    }
+    pieces.push(stdout);
+    if let Some(err) = listing.no_quorum() {
+        pieces.push(Some(Piece::Stderr(Level::Warning, words::lock_error(&err))));
+    }
+    pieces
+}
+
+/// `exec`: why the command was stopped or not run, and under `-v` how the
+/// lock was held.
+fn ran(ran: &Ran) -> Vec<Option<Piece>> {
+    let said = |level, text: String| Some(Piece::Stderr(level, text));
+    let key = &ran.key;
+    let (first, last) = match &ran.end {
+        RunEnd::Exited { .. } => (
+            ran.release_failed.as_ref().and_then(|err| {
+                said(
+                    Level::Expected,
+                    format!(
+                        "release after the command ended: {}",
+                        words::lock_error(err)
+                    ),
+                )
+            }),
+            None,
+        ),
+        RunEnd::Stopped(stop) => (
+            said(Level::Warning, format!("lock {key} {}", stop_reason(stop))),
+            None,
+        ),
+        RunEnd::Refused(err) => (
+            said(
+                Level::Warning,
+                format!("lock {key} could not be extended; the command was stopped"),
+            ),
+            said(Level::Warning, words::lock_error(err)),
+        ),
+        RunEnd::NotStarted { argv, error } => (
+            said(
+                Level::Warning,
+                format!("cannot run {}: {error}", command_line(argv)),
+            ),
+            None,
+        ),
+    };
+    let held = ran
+        .waited
+        .and_then(|waited| said(Level::Verbose, held(ran, waited)));
+    vec![first, held, last]
+}
+
+/// Under `-v`, as `exec` ends: how it got and held the lock.
+fn held(ran: &Ran, waited: Duration) -> String {
+    let times = if ran.extensions == 1 { "time" } else { "times" };
+    let lost = matches!(ran.end, RunEnd::Stopped(_) | RunEnd::Refused(_));
+    let end = if lost {
+        "lost it before the command ended"
+    } else {
+        "kept it to the end"
+    };
+    format!(
+        "lock {}: waited {} for it, extended it {} {times}, {end}",
+        ran.key,
+        rounded(waited),
+        ran.extensions
+    )
+}
+
+/// The message of a failed run.
+pub(super) fn failure(failed: &Failed<'_>) -> String {
+    match failed {
+        Failed::Lock { error, .. } => words::lock_error(error),
+        Failed::Expired { key, validity } => format!(
+            "lock {key} expired while its token was being written (it was valid for {}); \
+             the lock was released: the token printed is no lock",
+            human(*validity)
+        ),
+        Failed::Said(message) => message.clone(),
+    }
 }
 
 /// "acquired NAME on n of N servers …; valid for V", with the servers and
 /// the number of attempts when `detail` is asked for.
-pub fn acquired(lease: &Lease, servers: usize, detail: bool) -> String {
+fn acquired(lease: &Lease, servers: usize, detail: bool) -> String {
     let detail = if detail {
         let held_on: Vec<String> = lease.held_on.iter().map(ToString::to_string).collect();
         format!(
@@ -40,7 +223,7 @@ pub fn acquired(lease: &Lease, servers: usize, detail: bool) -> String {
 }
 
 /// A command line for messages, each word escaped.
-pub fn command_line(argv: &[OsString]) -> String {
+fn command_line(argv: &[OsString]) -> String {
     argv.iter()
         .map(|word| escape_bytes(word.as_bytes()))
         .collect::<Vec<_>>()
@@ -48,48 +231,95 @@ pub fn command_line(argv: &[OsString]) -> String {
 }
 
 /// Why `exec` stopped its command, or did not start it, after "lock NAME ".
-pub fn stop_reason(reason: &StopReason) -> String {
+fn stop_reason(reason: &Stop) -> String {
     match reason {
-        StopReason::NotExtended { left } => format!(
+        Stop::NotExtended { left } => format!(
             "could not be extended in time; its validity ends in {}; the command was stopped",
             human(*left)
         ),
-        StopReason::Overdue => {
+        Stop::Overdue => {
             "ran out of validity while redlock itself was not running; the command was stopped"
                 .into()
         }
-        StopReason::Lost(account) => format!("was lost ({account}); the command was stopped"),
-        StopReason::TooLateToStart => "ran out of validity before the command could start \
+        Stop::Lost(err) => format!("was lost ({}); the command was stopped", words::loss(err)),
+        Stop::TooLateToStart => "ran out of validity before the command could start \
             (redlock was not running); the command was not started"
             .into(),
     }
 }
 
-/// What the supervisor tells about its work.
-pub fn event(event: &Event) -> String {
+/// What an event says, and how loud.
+pub(super) fn event(event: &Event<'_>) -> (Level, String) {
+    use Level::{Expected, Verbose, Warning};
     match event {
-        Event::Started { pid } => format!("the command runs as process {pid}"),
-        Event::HoldingForLeftovers => {
-            "the command exited; holding the lock until the processes it left behind end".into()
-        }
-        Event::LeftoverStoppedAgain { pid, signal } => format!(
-            "process {pid}, left behind by the command, stopped on the terminal again: sending it {}",
-            signal.as_str()
+        Event::Notice(notice) => (Expected, self::notice(notice)),
+        Event::DerivedName(key) => (
+            Verbose,
+            format!("lock name derived from the command: {key}"),
         ),
-        Event::WatchdogGone => {
+        Event::Retrying { attempt, error } => (
+            Verbose,
+            format!(
+                "attempt {attempt} failed, retrying: {}",
+                words::lock_error(error)
+            ),
+        ),
+        Event::Holding { lease, servers } => (Verbose, acquired(lease, *servers, false)),
+        Event::Nested(key) => (
+            Verbose,
+            format!(
+                "{key} is already held by the enclosing redlock exec; running the command under it"
+            ),
+        ),
+        Event::CommandStarted { pid } => (Verbose, format!("the command runs as process {pid}")),
+        Event::HoldingForLeftovers => (
+            Verbose,
+            "the command exited; holding the lock until the processes it left behind end".into(),
+        ),
+        Event::LeftoverStoppedAgain { pid, signal } => (
+            Expected,
+            format!(
+                "process {pid}, left behind by the command, stopped on the terminal again: \
+                 sending it {signal}"
+            ),
+        ),
+        Event::WatchdogGone => (
+            Warning,
             "the watchdog process is gone; a frozen redlock could not stop the command in time"
-                .into()
+                .into(),
+        ),
+        Event::ExtendRetrying(err) => (
+            Expected,
+            format!("extending failed, retrying: {}", words::lock_error(err)),
+        ),
+        Event::Released(key) => (Verbose, format!("released {key}")),
+    }
+}
+
+/// What the user should hear about how the command was given.
+fn notice(notice: &Notice) -> String {
+    match notice {
+        Notice::PasswordOnCommandLine => "a password given with -s can be read by every user of \
+            this host (ps, /proc/PID/cmdline) while redlock runs; put the servers in a file only \
+            you can read (--servers-file, ~/.config/redlock/servers) or in REDLOCK_SERVERS"
+            .into(),
+        Notice::ReadableSecretFile(path) => {
+            let path = escape_bytes(path.as_os_str().as_encoded_bytes());
+            format!(
+                "servers file {path} holds a password and can be read by group or others; \
+                 chmod 600 {path}"
+            )
         }
     }
 }
 
 /// `redlock status`: who holds it and until when, what the holder
 /// recorded, the token's majority, then one line per server.
-pub fn status(inspection: &Inspection, verdict: &Verdict) -> String {
+fn status(inspection: &Inspection, verdict: &Verdict) -> String {
     let (total, quorum) = (inspection.servers.len(), inspection.quorum);
     let mut text = match (verdict, inspection.occupied()) {
         (Verdict::Held { .. } | Verdict::Foreign { .. }, Some(occupied)) => {
-            let mut text = held_sentence(&inspection.key, &occupied.held_by, occupied.expires_in);
+            let mut text = words::held(&inspection.key, &occupied.held_by, occupied.expires_in);
             if let HeldBy::Redlock(recorded) = &occupied.held_by {
                 if let Some(command) = &recorded.holder.command {
                     text.push_str(&format!("\n  command: {}", server_text(command.as_bytes())));
@@ -157,22 +387,13 @@ pub fn status(inspection: &Inspection, verdict: &Verdict) -> String {
     text
 }
 
-/// The state column of `list` and the `state` of its JSON.
-pub fn standing(standing: Standing) -> &'static str {
-    match standing {
-        Standing::Held => "held",
-        Standing::Minority => "minority",
-        Standing::Unknown => "unknown",
-    }
-}
-
 /// How many characters of a name `list` pads its column to; longer names
 /// are shown whole and push their line's other columns out.
 const NAME_COLUMN: usize = 40;
 
 /// `redlock list`: a header and one line per lock, the holder last since it
 /// is the longest.
-pub fn list(entries: &[Listed<'_>]) -> String {
+fn list(entries: &[Listed<'_>]) -> String {
     let rows: Vec<[String; 5]> = entries.iter().map(list_row).collect();
     let header = ["NAME", "STATE", "AGE", "EXPIRES", "HOLDER"].map(String::from);
     let width = |column: usize| {
@@ -203,14 +424,14 @@ fn list_row(entry: &Listed<'_>) -> [String; 5] {
         _ => "-".to_owned(),
     };
     let holder = match occupied.map(|o| &o.held_by) {
-        Some(HeldBy::Redlock(recorded)) => recorded.holder.summary(),
-        Some(other) => other.to_string(),
+        Some(HeldBy::Redlock(recorded)) => words::holder(&recorded.holder),
+        Some(other) => words::held_by(other),
         None => "-".to_owned(),
     };
     let name = format!("\"{}\"", escape_bytes(entry.name));
     [
         name,
-        standing(entry.standing).to_owned(),
+        words::standing(entry.standing).to_owned(),
         age,
         expires,
         holder,
@@ -218,7 +439,7 @@ fn list_row(entry: &Listed<'_>) -> [String; 5] {
 }
 
 /// What `list` says on stderr about a server whose locks it could not read.
-pub fn list_server(part: &ServerPart) -> Option<String> {
+fn list_server(part: &ServerPart) -> Option<String> {
     match &part.state {
         Ok(None) => None,
         Ok(Some(left)) => Some(format!(
@@ -234,7 +455,7 @@ pub fn list_server(part: &ServerPart) -> Option<String> {
 }
 
 /// `list` found nothing.
-pub fn list_empty(listing: &Listing) -> String {
+fn list_empty(listing: &Listing) -> String {
     let pattern = escape_bytes(&listing.query.pattern);
     match listing.query.prefix.as_slice() {
         [] => format!("no locks taken by redlock match \"{pattern}\""),
@@ -247,7 +468,7 @@ pub fn list_empty(listing: &Listing) -> String {
 
 /// What `release --force` broke, in one line; `None` when it deleted
 /// nothing because the key is not a lock (see [`not_a_lock`]).
-pub fn forced(forced: &Forced) -> Option<String> {
+fn forced(forced: &Forced) -> Option<String> {
     let before = &forced.before;
     let (key, total) = (&before.key, before.servers.len());
     let deleted = forced.deleted_on().len();
@@ -272,17 +493,20 @@ pub fn forced(forced: &Forced) -> Option<String> {
             count_servers(total)
         ),
         (Verdict::Held { .. }, Some(occupied)) => {
-            format!("broke {key}: held by {}; deleted on {on}", occupied.held_by)
+            format!(
+                "broke {key}: held by {}; deleted on {on}",
+                words::held_by(&occupied.held_by)
+            )
         }
         (Verdict::Unknown, seen) => format!(
             "deleted {key} on {on}{}; too few servers answered to tell whether a majority \
              held it",
-            seen.map(|o| format!(" (held by {})", o.held_by))
+            seen.map(|o| format!(" (held by {})", words::held_by(&o.held_by)))
                 .unwrap_or_default()
         ),
         (_, seen) => format!(
             "deleted leftovers of {key} on {on}{}; no majority held it",
-            seen.map(|o| format!(" (held by {})", o.held_by))
+            seen.map(|o| format!(" (held by {})", words::held_by(&o.held_by)))
                 .unwrap_or_default()
         ),
     };
@@ -301,18 +525,9 @@ pub fn forced(forced: &Forced) -> Option<String> {
     })
 }
 
-/// "N waiters in line", or `None` for none.
-fn waiters(count: u64) -> Option<String> {
-    match count {
-        0 => None,
-        1 => Some("1 waiter in line".into()),
-        n => Some(format!("{n} waiters in line")),
-    }
-}
-
 /// Why `release --force` left a key alone: it is of another type than a
 /// lock's on some server.
-pub fn not_a_lock(forced: &Forced) -> Option<String> {
+fn not_a_lock(forced: &Forced) -> Option<String> {
     let left = forced.left_alone();
     let (_, kind) = left.first()?;
     let before = &forced.before;
@@ -346,11 +561,6 @@ fn expiry(pttl_ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_read_well() {
-        assert_eq!(human(Duration::from_micros(29_734_567)), "29s 734ms");
-    }
 
     #[test]
     fn command_lines_are_escaped() {

@@ -54,13 +54,13 @@ const NO_WATCHDOG: &str = "the watchdog process is gone; not starting the comman
 /// Runs `command` until it and the processes it left in its group have
 /// ended, within the validity `deadlines` publish, guarded by `watchdog`
 /// (forked with `command`'s signal and plan), stopping it when `lost`
-/// resolves (with the protocol's account of the loss). `signals` (listened
+/// resolves. `signals` (listened
 /// for since before the lock was taken) are passed on to the command.
 pub async fn run(
     command: &Command,
     mut watchdog: Watchdog,
     deadlines: watch::Receiver<BootInstant>,
-    lost: impl Future<Output = String>,
+    lost: impl Future<Output = ()>,
     signals: &mut Listener,
     report: &dyn Fn(Event),
 ) -> anyhow::Result<Outcome> {
@@ -184,7 +184,7 @@ impl Supervisor<'_> {
         mut self,
         mut process: Child,
         mut deadlines: watch::Receiver<BootInstant>,
-        lost: impl Future<Output = String>,
+        lost: impl Future<Output = ()>,
         signals: &mut Listener,
         mut job_signals: Latest,
     ) -> anyhow::Result<Outcome> {
@@ -204,8 +204,8 @@ impl Supervisor<'_> {
                         return Err(anyhow::Error::from(err).context("waiting for the command"));
                     }
                 }
-                account = &mut lost, if self.state.is_watching() => {
-                    let effect = self.state.on_loss(account, BootInstant::now(), deadline);
+                () = &mut lost, if self.state.is_watching() => {
+                    let effect = self.state.on_loss(BootInstant::now(), deadline);
                     self.apply(effect);
                 }
                 Ok(()) = deadlines.changed() => self.on_deadline(*deadlines.borrow_and_update()),

@@ -29,8 +29,8 @@ pub enum StopReason {
     /// The stop was due while this process was not running (frozen,
     /// suspended), or the watchdog had to act.
     Overdue,
-    /// A majority said the token is gone; the protocol's account of it.
-    Lost(String),
+    /// A majority said the token is gone (the caller knows why).
+    Lost,
     /// The stop time passed before the command could start (we were frozen
     /// between taking the lock and starting it): it was not started.
     TooLateToStart,
@@ -155,10 +155,10 @@ impl State {
 
     /// A majority said the token is gone: stop now, SIGKILL after the grace
     /// period, and in any case before the deadline.
-    pub fn on_loss(&mut self, account: String, now: BootInstant, deadline: BootInstant) -> Effect {
+    pub fn on_loss(&mut self, now: BootInstant, deadline: BootInstant) -> Effect {
         let kill_at = (now + self.plan.grace).min(self.plan.kill_at(deadline));
         self.stage = Stage::Stopping { kill_at };
-        self.reason = Some(StopReason::Lost(account));
+        self.reason = Some(StopReason::Lost);
         Effect::Stop
     }
 
@@ -261,7 +261,7 @@ mod tests {
     fn a_seen_loss_kills_after_the_grace_or_before_the_deadline() {
         let (mut state, deadline, plan) = setup();
         let now = deadline - MS(900);
-        assert_eq!(state.on_loss("gone".into(), now, deadline), Effect::Stop);
+        assert_eq!(state.on_loss(now, deadline), Effect::Stop);
         assert!(!state.is_watching());
         // The grace (333ms) ends before kill_at (deadline - 50ms).
         assert_eq!(
@@ -276,7 +276,7 @@ mod tests {
         );
         let (mut late, deadline, plan) = setup();
         let now = deadline - MS(100);
-        late.on_loss("gone".into(), now, deadline);
+        late.on_loss(now, deadline);
         assert_eq!(
             late.on_clock(plan.kill_at(deadline), deadline, || true).0,
             [Effect::Kill]

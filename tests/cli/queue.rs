@@ -176,6 +176,36 @@ fn a_caller_that_does_not_wait_never_cuts_in_line() {
     acquire(&cluster, "line", &[]);
 }
 
+/// A waiter behind others in line says so while it waits, instead of
+/// naming a holder that is not there ("held by another holder on at
+/// least 0 of 3 servers", as the progress once said).
+#[test]
+fn a_waiter_in_line_says_it_waits_its_turn() {
+    let cluster = Cluster::start(3);
+    for server in &cluster.servers {
+        server.stand_in_line("turn", 1, "000000000000001-first");
+    }
+    let out = run(cluster
+        .redlock()
+        .env("REDLOCK_TEST_PROGRESS_EVERY_MS", "1000")
+        .args(["acquire", "-w", "1500ms", "turn"]));
+    // The line keeps a free lock from callers for at most a second in a
+    // row, so this waiter may take it in the end: either way, it waited.
+    assert!(matches!(out.code, 0 | 75), "{}", out.stderr);
+    let waiting = out
+        .stderr
+        .lines()
+        .find(|line| line.starts_with("redlock: waiting for"))
+        .unwrap_or_else(|| panic!("no progress line: {}", out.stderr));
+    assert!(
+        waiting.starts_with(
+            "redlock: waiting for \"turn\": it is free, but earlier waiters in line go first"
+        ),
+        "{waiting}"
+    );
+    assert!(!waiting.contains("held by"), "{waiting}");
+}
+
 #[test]
 fn servers_that_disagree_on_the_line_still_let_the_earliest_waiter_through() {
     let cluster = Cluster::start(3);

@@ -1,0 +1,337 @@
+//! What a run came to, as data: each command returns `Result<Outcome,
+//! Error>`, and this is the one place that decides the exit status of
+//! either. `output` renders them; it reads [`Failed`], a view of an
+//! [`Error`], and never `Error` itself.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::process::ExitStatusExt as _;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::error::Error;
+use crate::exit_code::Exit;
+use crate::lock::{
+    Forced, Inspection, Lease, Listing, LockError, LockKey, Released, Tried, Verdict,
+};
+
+/// What a command did. Data only: the words are `output`'s.
+#[derive(Debug)]
+pub enum Outcome {
+    /// `acquire`: the lock is held; the token goes to stdout.
+    Acquired {
+        lease: Lease,
+        servers: usize,
+    },
+    /// The lock was busy and `-E CODE` asked for CODE instead of 75.
+    BusyAs {
+        error: LockError,
+        tried: Tried,
+        code: u8,
+    },
+    Released {
+        key: LockKey,
+        released: Released,
+    },
+    Extended {
+        lease: Lease,
+        servers: usize,
+    },
+    Status {
+        inspection: Inspection,
+        verdict: Verdict,
+    },
+    Listed(Listing),
+    Forced(Forced),
+    /// `exec`: how the command went under the lock.
+    Ran(Ran),
+    /// A signal ended the wait for `key`; whatever was taken was released.
+    Interrupted {
+        key: LockKey,
+        signal: Signal,
+    },
+    /// `generate`: the files were written.
+    Generated,
+}
+
+/// How `exec` held its lock and how its command ended.
+#[derive(Debug)]
+pub struct Ran {
+    pub key: LockKey,
+    /// From the first attempt until the lock was taken; `None` when an
+    /// enclosing `exec` holds it.
+    pub waited: Option<Duration>,
+    /// Extensions that succeeded.
+    pub extensions: u32,
+    pub end: RunEnd,
+    /// A release that failed after a normal end: said, but the command's
+    /// status stands.
+    pub release_failed: Option<LockError>,
+}
+
+/// How the command under the lock ended.
+#[derive(Debug)]
+pub enum RunEnd {
+    /// It exited (or died of a signal) on its own. `forwarded` is a
+    /// signal redlock itself received and passed on, if any.
+    Exited {
+        status: ExitStatus,
+        forwarded: Option<Signal>,
+    },
+    /// It was stopped because the lock was lost or could have lapsed.
+    Stopped(Stop),
+    /// The servers refused an extension; it was stopped.
+    Refused(LockError),
+    /// It could not be run.
+    NotStarted {
+        argv: Vec<OsString>,
+        error: io::Error,
+    },
+}
+
+/// Why `exec` stopped its command (the supervisor's reason, as data).
+#[derive(Debug)]
+pub enum Stop {
+    NotExtended {
+        left: Duration,
+    },
+    Overdue,
+    /// A majority said the token is gone; the protocol's error.
+    Lost(LockError),
+    TooLateToStart,
+}
+
+/// A failed run, as `output` reads it.
+#[derive(Debug)]
+pub enum Failed<'a> {
+    /// A lock operation failed: a message, and under `--json` an object.
+    Lock { error: &'a LockError, tried: Tried },
+    /// `acquire` took the lock, but it expired while the token was written.
+    Expired {
+        key: &'a LockKey,
+        validity: Duration,
+    },
+    /// Usage, configuration or internal errors: one line.
+    Said(String),
+}
+
+impl Outcome {
+    /// The status this outcome ends the process with.
+    pub fn exit(&self) -> Exit {
+        match self {
+            Outcome::Acquired { .. }
+            | Outcome::Released { .. }
+            | Outcome::Extended { .. }
+            | Outcome::Generated => Exit::Success,
+            Outcome::BusyAs { code, .. } => Exit::Code(*code),
+            Outcome::Status {
+                inspection,
+                verdict,
+            } => match verdict {
+                Verdict::Held { .. } | Verdict::Foreign { .. } => Exit::Success,
+                Verdict::Free => Exit::Free,
+                Verdict::Unknown => lock_exit(&inspection.no_quorum()),
+            },
+            Outcome::Listed(listing) => {
+                listing.no_quorum().map_or(Exit::Success, |e| lock_exit(&e))
+            }
+            Outcome::Forced(forced) => match forced.no_quorum() {
+                Some(error) => lock_exit(&error),
+                // The name given is not a lock's: a usage error.
+                None if !forced.left_alone().is_empty() => Exit::Usage,
+                None => Exit::Success,
+            },
+            Outcome::Ran(ran) => ran.end.exit(),
+            Outcome::Interrupted { signal, .. } => Exit::Signal(*signal as i32),
+        }
+    }
+
+    /// The signal the process must die of, rather than exit: one that
+    /// interrupted redlock itself (and that the command, if any, died of).
+    pub fn dies_of(&self) -> Option<Signal> {
+        match self {
+            Outcome::Interrupted { signal, .. } => Some(*signal),
+            Outcome::Ran(Ran {
+                end: RunEnd::Exited { status, forwarded },
+                ..
+            }) => forwarded
+                .filter(|sig| INTERRUPTS.contains(sig))
+                .filter(|sig| status.signal() == Some(*sig as i32)),
+            _ => None,
+        }
+    }
+}
+
+/// The signals that, sent to redlock, end it as they would end a shell's
+/// child: a calling script stops there too.
+const INTERRUPTS: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+
+impl RunEnd {
+    fn exit(&self) -> Exit {
+        match self {
+            RunEnd::Exited { status, .. } => child_exit(*status),
+            RunEnd::Stopped(_) => Exit::Lost,
+            RunEnd::Refused(error) => lock_exit(error),
+            // As shells do: 127 when it does not exist, 126 when it cannot run.
+            RunEnd::NotStarted { error, .. } if error.kind() == io::ErrorKind::NotFound => {
+                Exit::Code(127)
+            }
+            RunEnd::NotStarted { .. } => Exit::Code(126),
+        }
+    }
+}
+
+/// The command's status as ours: its code unchanged, 128+N for signal N.
+fn child_exit(status: ExitStatus) -> Exit {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Exit::Code(u8::try_from(code & 0xff).unwrap_or(u8::MAX)),
+        (None, Some(signal)) => Exit::Signal(signal),
+        (None, None) => Exit::Internal,
+    }
+}
+
+/// The status of a failed lock operation.
+pub fn lock_exit(error: &LockError) -> Exit {
+    match error {
+        LockError::Busy { .. } => Exit::Busy,
+        // A majority that agrees too slowly to leave any validity is, for
+        // the caller, the same as servers that do not answer.
+        LockError::NoQuorum { .. } | LockError::TooSlow { .. } | LockError::Restarting { .. } => {
+            Exit::NoQuorum
+        }
+        LockError::NotHeld { .. } => Exit::Lost,
+        LockError::Refused { .. } => Exit::Config,
+    }
+}
+
+impl Error {
+    /// The exit status of a run that ended with this error.
+    pub fn exit(&self) -> Exit {
+        match self {
+            Error::Usage(_) => Exit::Usage,
+            Error::Config(_) => Exit::Config,
+            Error::Lock { error, .. } => lock_exit(error),
+            // As for a majority that agreed too late: no usable lock.
+            Error::Expired { .. } => Exit::NoQuorum,
+            Error::Internal(_) => Exit::Internal,
+        }
+    }
+
+    /// What `output` shows of it.
+    pub fn failed(&self) -> Failed<'_> {
+        match self {
+            Error::Usage(message) | Error::Config(message) => Failed::Said(message.clone()),
+            Error::Lock { error, tried } => Failed::Lock {
+                error: error.as_ref(),
+                tried: *tried,
+            },
+            Error::Expired { key, validity } => Failed::Expired {
+                key,
+                validity: *validity,
+            },
+            Error::Internal(cause) => Failed::Said(format!("{cause:#}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lock::Failures;
+
+    #[test]
+    fn statuses_map_like_a_shell() {
+        assert_eq!(child_exit(ExitStatus::from_raw(0)), Exit::Code(0));
+        assert_eq!(child_exit(ExitStatus::from_raw(7 << 8)), Exit::Code(7));
+        assert_eq!(child_exit(ExitStatus::from_raw(9)), Exit::Signal(9));
+        assert_eq!(child_exit(ExitStatus::from_raw(9)).code(), 137);
+    }
+
+    #[test]
+    fn a_command_dies_of_a_signal_only_when_redlock_was_sent_it() {
+        let ran = |raw, forwarded| {
+            Outcome::Ran(Ran {
+                key: LockKey::new(b"k".to_vec()),
+                waited: None,
+                extensions: 0,
+                end: RunEnd::Exited {
+                    status: ExitStatus::from_raw(raw),
+                    forwarded,
+                },
+                release_failed: None,
+            })
+        };
+        assert_eq!(ran(2, Some(Signal::SIGINT)).dies_of(), Some(Signal::SIGINT));
+        // Killed by someone else: 128+N, as a shell reports it.
+        assert_eq!(ran(9, Some(Signal::SIGINT)).dies_of(), None);
+        assert_eq!(ran(2, None).dies_of(), None);
+        assert_eq!(ran(2, None).exit().code(), 130);
+    }
+
+    #[test]
+    fn each_error_knows_its_exit_status() {
+        let key = LockKey::new(b"k".to_vec());
+        let cases = [
+            (
+                LockError::Busy {
+                    key: key.clone(),
+                    held_elsewhere: 3,
+                    total: 3,
+                    in_line: 0,
+                    waiters: 0,
+                    held_by: None,
+                    expires_in: None,
+                    held_on: Vec::new(),
+                    failures: Failures::default(),
+                },
+                Exit::Busy,
+            ),
+            (
+                LockError::NotHeld {
+                    key: key.clone(),
+                    held: 0,
+                    total: 3,
+                    quorum: 2,
+                    failures: Failures::default(),
+                },
+                Exit::Lost,
+            ),
+            (
+                LockError::Refused {
+                    key: key.clone(),
+                    refused: 2,
+                    total: 3,
+                    failures: Failures::default(),
+                },
+                Exit::Config,
+            ),
+            (
+                LockError::NoQuorum {
+                    key: key.clone(),
+                    failed: 2,
+                    total: 3,
+                    quorum: 2,
+                    failures: Failures::default(),
+                },
+                Exit::NoQuorum,
+            ),
+            (
+                LockError::TooSlow {
+                    key,
+                    elapsed: Duration::from_secs(1),
+                    ttl: Duration::from_secs(1),
+                },
+                Exit::NoQuorum,
+            ),
+        ];
+        for (lock, exit) in cases {
+            assert_eq!(Error::from(lock).exit(), exit);
+        }
+        assert_eq!(Error::Usage("x".into()).exit(), Exit::Usage);
+        assert_eq!(Error::Config("x".into()).exit(), Exit::Config);
+        let io = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        assert_eq!(Error::from(io).exit(), Exit::Internal);
+    }
+}

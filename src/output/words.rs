@@ -1,0 +1,346 @@
+//! Every sentence about a lock, written once from typed data: busy, not
+//! held, no quorum, restarting, refused and too slow, who holds a lock and
+//! until when, and counts of servers. Messages, the progress line and the
+//! JSON `message` all take their words from here; each sentence has a form
+//! for an error ("KEY is …") and one for a wait ("waiting for KEY …").
+
+use std::time::Duration;
+
+use crate::duration::{exact, rounded};
+use crate::lock::{escape_and_cut, Failures, HeldBy, Holder, LockError, LockKey, Standing};
+
+/// How many characters of each recorded field a one-line summary shows.
+const SHOWN: usize = 120;
+
+/// Which sentence a situation is said in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// The message of a failure: "KEY is held by …".
+    Failure,
+    /// What a wait shows after "waiting for KEY": ", held by …".
+    Waiting,
+}
+
+/// "1 server", "3 servers".
+pub fn servers(count: usize) -> String {
+    if count == 1 {
+        "1 server".to_owned()
+    } else {
+        format!("{count} servers")
+    }
+}
+
+/// "N waiters in line", or `None` for none.
+pub fn waiters(count: u64) -> Option<String> {
+    match count {
+        0 => None,
+        1 => Some("1 waiter in line".into()),
+        n => Some(format!("{n} waiters in line")),
+    }
+}
+
+/// A recorded text fit for one line of a terminal.
+fn shown(text: &str) -> String {
+    escape_and_cut(text.as_bytes(), SHOWN)
+}
+
+/// `user@host (pid N, command pid M, job URL, "message")`.
+pub fn holder(holder: &Holder) -> String {
+    let mut details = vec![format!("pid {}", holder.pid)];
+    details.extend(holder.command_pid.map(|pid| format!("command pid {pid}")));
+    details.extend(
+        holder
+            .job
+            .as_deref()
+            .map(|job| format!("job {}", shown(job))),
+    );
+    details.extend(
+        holder
+            .message
+            .as_deref()
+            .map(|message| format!("\"{}\"", shown(message))),
+    );
+    format!(
+        "{}@{} ({})",
+        shown(&holder.user),
+        shown(&holder.host),
+        details.join(", ")
+    )
+}
+
+/// Who holds it, for "… is held by {}": one line, escaped.
+pub fn held_by(held_by: &HeldBy) -> String {
+    match held_by {
+        HeldBy::Redlock(recorded) => match recorded.held_for {
+            Some(age) => format!("{} for {}", holder(&recorded.holder), rounded(age)),
+            None => holder(&recorded.holder),
+        },
+        HeldBy::OtherClient { token } => {
+            format!("another client (token {})", escape_and_cut(token, SHOWN))
+        }
+        HeldBy::NonRedlock { kind } => format!(
+            "a non-redlock value (a {})",
+            escape_and_cut(kind.as_bytes(), SHOWN)
+        ),
+    }
+}
+
+/// "held by WHO; expires in D": after "KEY is " or "waiting for KEY, ".
+fn held_clause(who: &HeldBy, expires_in: Option<Duration>) -> String {
+    let expiry = match expires_in {
+        Some(left) => format!("expires in {}", rounded(left)),
+        None => "it never expires (no TTL)".to_owned(),
+    };
+    format!("held by {}; {expiry}", held_by(who))
+}
+
+/// "KEY is held by WHO; expires in D": status's first line, and the busy
+/// message.
+pub fn held(key: &LockKey, who: &HeldBy, expires_in: Option<Duration>) -> String {
+    format!("{key} is {}", held_clause(who, expires_in))
+}
+
+/// The message of a failed lock operation, with advice in terms of this
+/// command line where there is some.
+pub fn lock_error(error: &LockError) -> String {
+    match error {
+        LockError::Busy { failures, .. } => {
+            format!("{}{}", busy(error, Form::Failure), list(failures))
+        }
+        LockError::NoQuorum {
+            key,
+            failed,
+            total,
+            quorum,
+            failures,
+        } => format!(
+            "no quorum for lock {key}: {}{}",
+            no_quorum(*failed, *total, *quorum, Form::Failure),
+            list(failures)
+        ),
+        LockError::Refused {
+            key,
+            refused,
+            total,
+            failures,
+        } => format!(
+            "lock {key}: {refused} of {} cannot be used as configured, so no majority is \
+             possible{}",
+            servers(*total),
+            list(failures)
+        ),
+        LockError::TooSlow { .. } => format!(
+            "{}; use a longer --ttl or faster servers",
+            too_slow(error, Form::Failure)
+        ),
+        LockError::Restarting { failures, .. } => format!(
+            "{}{}; --restart-guard 0 turns the guard off",
+            restarting(error, Form::Failure),
+            list(failures)
+        ),
+        LockError::NotHeld {
+            key,
+            held,
+            total,
+            quorum,
+            failures,
+        } => format!(
+            "lock {key} is not held by this token: {held} of {} confirmed it, {quorum} \
+             needed{}",
+            servers(*total),
+            list(failures)
+        ),
+    }
+}
+
+/// What a failed attempt met, after "waiting for KEY".
+pub fn waiting(error: &LockError) -> String {
+    match error {
+        LockError::Busy { .. } => busy(error, Form::Waiting),
+        LockError::NoQuorum {
+            failed,
+            total,
+            quorum,
+            ..
+        } => {
+            format!(": {}", no_quorum(*failed, *total, *quorum, Form::Waiting))
+        }
+        LockError::Restarting { .. } => restarting(error, Form::Waiting),
+        LockError::TooSlow { .. } => too_slow(error, Form::Waiting),
+        other => format!(": {}", lock_error(other)),
+    }
+}
+
+/// The lock is taken, or others are first in line for it.
+fn busy(error: &LockError, form: Form) -> String {
+    let LockError::Busy {
+        key,
+        held_elsewhere,
+        total,
+        in_line,
+        waiters: count,
+        held_by,
+        expires_in,
+        ..
+    } = error
+    else {
+        return String::new();
+    };
+    let total = servers(*total);
+    match (held_by, form) {
+        (Some(who), Form::Failure) => held(key, who, *expires_in),
+        (Some(who), Form::Waiting) => format!(", {}", held_clause(who, *expires_in)),
+        (None, _) if in_line > held_elsewhere => {
+            let line = match count {
+                1 => "1 waiter is".to_string(),
+                n => format!("{n} waiters are"),
+            };
+            match form {
+                Form::Failure => {
+                    format!("{key} is free, but {line} in line for it (on at least {in_line} of {total})")
+                }
+                Form::Waiting => format!(
+                    ": it is free, but earlier waiters in line go first ({count} in line on at \
+                     least {in_line} of {total})"
+                ),
+            }
+        }
+        (None, Form::Failure) => format!(
+            "{key} is busy: at least {held_elsewhere} of {total} hold it for others, no one \
+             holder on a majority (leftovers, which keep it busy until they expire)"
+        ),
+        (None, Form::Waiting) => {
+            format!(", held by another holder on at least {held_elsewhere} of {total}")
+        }
+    }
+}
+
+/// Why too few servers answered, in words that fit one server as well as
+/// five.
+fn no_quorum(failed: usize, total: usize, quorum: usize, form: Form) -> String {
+    match form {
+        Form::Failure if total == 1 => "its only server failed".to_owned(),
+        Form::Failure => format!(
+            "{failed} of {} failed, and a majority is {quorum}",
+            servers(total)
+        ),
+        Form::Waiting => format!(
+            "{failed} of {} unreachable, and a majority is {quorum}",
+            servers(total)
+        ),
+    }
+}
+
+/// Servers that may have lost locks recently do not count.
+fn restarting(error: &LockError, form: Form) -> String {
+    let LockError::Restarting {
+        key,
+        restarting,
+        total,
+        guard,
+        again_in,
+        ..
+    } = error
+    else {
+        return String::new();
+    };
+    match form {
+        Form::Failure => format!(
+            "lock {key}: {restarting} of {} may have lost locks less than {} ago (a restart, \
+             a flush or an eviction; restart guard, counted again in {})",
+            servers(*total),
+            exact(*guard),
+            exact(*again_in)
+        ),
+        Form::Waiting => format!(
+            ": {restarting} of {} may have lost locks recently (restart guard), counted again in {}",
+            servers(*total),
+            rounded(*again_in)
+        ),
+    }
+}
+
+/// A majority agreed, but too late to leave any validity.
+fn too_slow(error: &LockError, form: Form) -> String {
+    let LockError::TooSlow { key, elapsed, ttl } = error else {
+        return String::new();
+    };
+    match form {
+        Form::Failure => format!(
+            "lock {key}: a majority agreed only after {}, which leaves none of the {} TTL valid",
+            exact(*elapsed),
+            exact(*ttl)
+        ),
+        Form::Waiting => format!(
+            ": a majority answered only after {}, too late for the TTL",
+            rounded(*elapsed)
+        ),
+    }
+}
+
+/// Why a held lock was lost, after "lock KEY was lost (…)": without the
+/// name again.
+pub fn loss(error: &LockError) -> String {
+    match error {
+        LockError::NotHeld {
+            held,
+            total,
+            quorum,
+            failures,
+            ..
+        } => format!(
+            "{held} of {} still hold its token, {quorum} needed{}",
+            servers(*total),
+            list(failures)
+        ),
+        other => lock_error(other),
+    }
+}
+
+/// " (server: why; server: why)", or nothing when no server failed.
+pub fn list(failures: &Failures) -> String {
+    if failures.0.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = failures
+        .0
+        .iter()
+        .map(|(server, err)| format!("{server}: {err}"))
+        .collect();
+    format!(" ({})", each.join("; "))
+}
+
+/// The state column of `list` and the `state` of its JSON.
+pub fn standing(standing: Standing) -> &'static str {
+    match standing {
+        Standing::Held => "held",
+        Standing::Minority => "minority",
+        Standing::Unknown => "unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lock::Recorded;
+
+    #[test]
+    fn a_holder_reads_on_one_line() {
+        let holder = Holder {
+            host: "ci-7".into(),
+            pid: 4242,
+            user: "deploy".into(),
+            message: Some("roll\nout \u{1b}[2J".into()),
+            job: Some("https://ci/1".into()),
+            ..Holder::default()
+        };
+        let who = HeldBy::Redlock(Box::new(Recorded {
+            holder,
+            held_for: Some(Duration::from_millis(252_345)),
+        }));
+        assert_eq!(
+            held_by(&who),
+            r#"deploy@ci-7 (pid 4242, job https://ci/1, "roll\nout \u{1b}[2J") for 4m 12s"#
+        );
+    }
+}
