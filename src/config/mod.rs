@@ -321,7 +321,7 @@ struct Given {
 impl Given {
     /// `--server-timeout 1s`, or `server-timeout 1s (config file PATH line N)`.
     fn shown(&self) -> String {
-        let value = humantime::format_duration(self.value);
+        let value = crate::duration::exact(self.value);
         match &self.place {
             Some(place) => format!("{} {value} ({place})", self.name),
             None => format!("{} {value}", self.name),
@@ -346,8 +346,8 @@ fn ttl_within_guard(job: &LockJob, guard: &Given) -> Result<(), Error> {
         return Ok(());
     }
     let (ttl, shown) = (
-        humantime::format_duration(ttl),
-        humantime::format_duration(guard.value),
+        crate::duration::exact(ttl),
+        crate::duration::exact(guard.value),
     );
     let place = guard.place.as_deref().unwrap_or(guard.name);
     let instead = match job {
@@ -508,7 +508,7 @@ fn ttl(ttl: Duration, min: Duration) -> Result<Duration, Error> {
     if ttl < min {
         return Err(Error::Usage(format!(
             "--ttl must be at least {}",
-            humantime::format_duration(min)
+            crate::duration::exact(min)
         )));
     }
     if ttl > MAX_TTL {
@@ -553,7 +553,7 @@ fn server_timeout_for(explicit: Option<Given>, ttl: Option<Duration>) -> Result<
         (Some(timeout), Some(ttl)) if timeout.value >= ttl / 3 => Err(Error::Usage(format!(
             "{} must be below a third of --ttl {}",
             timeout.shown(),
-            humantime::format_duration(ttl)
+            crate::duration::exact(ttl)
         ))),
         (Some(timeout), _) => Ok(timeout.value),
         (None, Some(ttl)) => Ok(DEFAULT_SERVER_TIMEOUT

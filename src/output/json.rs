@@ -403,9 +403,7 @@ impl<'a> ListJson<'a> {
             .filter_map(|part| {
                 let (error, restarting_ms) = match &part.state {
                     Ok(None) => return None,
-                    Ok(Some(left)) => {
-                        ("restarting (restart guard)".to_owned(), Some(millis(*left)))
-                    }
+                    Ok(Some(left)) => (super::words::server_restarting(*left), Some(millis(*left))),
                     Err(err) => (err.to_string(), None),
                 };
                 Some(FailedJson {

@@ -379,7 +379,7 @@ fn status(inspection: &Inspection, verdict: &Verdict) -> String {
             Ok(KeyState {
                 restarting: Some(left),
                 ..
-            }) => format!("{detail}  (restarting, counted again in {})", human(*left)),
+            }) => format!("{detail}  ({})", words::server_restarting(*left)),
             _ => detail,
         };
         text.push_str(&format!("\n  {name:width$}  {detail}"));
@@ -443,9 +443,9 @@ fn list_server(part: &ServerPart) -> Option<String> {
     match &part.state {
         Ok(None) => None,
         Ok(Some(left)) => Some(format!(
-            "{} may have lost locks recently and does not count (restart guard; counted again in {})",
+            "{} does not count: {} (restart guard)",
             part.server,
-            human(*left)
+            words::server_restarting(*left)
         )),
         Err(err) => Some(format!(
             "{} failed, its locks are not known: {err}",

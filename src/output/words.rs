@@ -260,6 +260,12 @@ fn restarting(error: &LockError, form: Form) -> String {
     }
 }
 
+/// One server that the restart guard keeps out (it may have lost locks
+/// recently), for `status` and `list`: "restarting, counted again in D".
+pub fn server_restarting(left: Duration) -> String {
+    format!("restarting, counted again in {}", exact(left))
+}
+
 /// A majority agreed, but too late to leave any validity.
 fn too_slow(error: &LockError, form: Form) -> String {
     let LockError::TooSlow { key, elapsed, ttl } = error else {
