@@ -66,7 +66,7 @@ impl Output {
     /// failed (a closed pipe), which the caller weighs.
     pub fn render(&self, result: Result<&Outcome, &Failed<'_>>, exit: Exit) -> io::Result<()> {
         let pieces = match result {
-            Ok(outcome) => text::pieces(outcome, self.format.outcome(outcome)?),
+            Ok(outcome) => text::pieces(outcome, self.format.outcome(outcome)?, self.mode.json),
             Err(failed) => {
                 let level = if exit.is_expected_outcome() {
                     Level::Expected

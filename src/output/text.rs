@@ -43,8 +43,9 @@ impl Format for Text {
     }
 }
 
-/// What an outcome writes, in order, around `stdout` (the format's part).
-pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>) -> Vec<Piece> {
+/// What an outcome writes, in order, around `stdout` (the format's part;
+/// `json` when it is a JSON object).
+pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>, json: bool) -> Vec<Piece> {
     use Level::{Expected, Verbose, Warning};
     let stdout = stdout.map(Piece::Stdout);
     let said = |level, text: String| Some(Piece::Stderr(level, text));
@@ -88,7 +89,7 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>) -> Vec<Piece> {
                 .then(|| words::lock_error(&inspection.no_quorum()));
             vec![stdout, unknown.and_then(|m| said(Warning, m))]
         }
-        Outcome::Listed(listing) => listed(listing, stdout),
+        Outcome::Listed(listing) => listed(listing, stdout, json),
         Outcome::Forced(forced) => {
             let broke = self::forced(forced).and_then(|m| said(Expected, m));
             let failed = match forced.no_quorum() {
@@ -109,14 +110,13 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>) -> Vec<Piece> {
 
 /// `list`: the servers that could not be read, always; the table, or that
 /// nothing matched; and no quorum when too few could be read.
-fn listed(listing: &Listing, stdout: Option<Piece>) -> Vec<Option<Piece>> {
+fn listed(listing: &Listing, stdout: Option<Piece>, json: bool) -> Vec<Option<Piece>> {
     let mut pieces: Vec<Option<Piece>> = listing
         .servers
         .iter()
         .filter_map(list_server)
         .map(|m| Some(Piece::Stderr(Level::Warning, m)))
         .collect();
-    let json = matches!(&stdout, Some(Piece::Stdout(text)) if text.starts_with('{'));
     if listing.entries().is_empty() && !json {
         pieces.push(Some(Piece::Stderr(Level::Expected, list_empty(listing))));
     }

@@ -349,4 +349,90 @@ mod tests {
             r#"deploy@ci-7 (pid 4242, job https://ci/1, "roll\nout \u{1b}[2J") for 4m 12s"#
         );
     }
+
+    fn busy_error(held_elsewhere: usize, in_line: usize, waiters: u64) -> LockError {
+        LockError::Busy {
+            key: LockKey::new(b"tp".to_vec()),
+            held_elsewhere,
+            total: 5,
+            in_line,
+            waiters,
+            held_by: None,
+            expires_in: None,
+            held_on: Vec::new(),
+            failures: Failures::default(),
+        }
+    }
+
+    #[test]
+    fn a_lock_kept_by_its_line_is_free_in_both_forms() {
+        let in_line = busy_error(0, 3, 2);
+        assert_eq!(
+            lock_error(&in_line),
+            "\"tp\" is free, but 2 waiters are in line for it (on at least 3 of 5 servers)"
+        );
+        assert_eq!(
+            waiting(&in_line),
+            ": it is free, but earlier waiters in line go first (2 in line on at least 3 of 5 \
+             servers)"
+        );
+        let leftovers = busy_error(3, 0, 0);
+        assert!(lock_error(&leftovers).starts_with("\"tp\" is busy: at least 3 of 5 servers"));
+        assert_eq!(
+            waiting(&leftovers),
+            ", held by another holder on at least 3 of 5 servers"
+        );
+    }
+
+    #[test]
+    fn failures_say_what_to_do_where_something_can_be_done() {
+        let key = LockKey::new(b"k".to_vec());
+        let one = LockError::NoQuorum {
+            key: key.clone(),
+            failed: 1,
+            total: 1,
+            quorum: 1,
+            failures: Failures::default(),
+        };
+        assert_eq!(
+            lock_error(&one),
+            "no quorum for lock \"k\": its only server failed"
+        );
+        assert_eq!(
+            waiting(&one),
+            ": 1 of 1 server unreachable, and a majority is 1"
+        );
+        let too_slow = LockError::TooSlow {
+            key: key.clone(),
+            elapsed: Duration::from_secs(2),
+            ttl: Duration::from_secs(1),
+        };
+        assert!(lock_error(&too_slow).ends_with("; use a longer --ttl or faster servers"));
+        let restarting = LockError::Restarting {
+            key: key.clone(),
+            restarting: 2,
+            total: 3,
+            guard: Duration::from_secs(30),
+            again_in: Duration::from_millis(1500),
+            failures: Failures::default(),
+        };
+        assert_eq!(
+            lock_error(&restarting),
+            "lock \"k\": 2 of 3 servers may have lost locks less than 30s ago (a restart, a \
+             flush or an eviction; restart guard, counted again in 1s 500ms); --restart-guard 0 \
+             turns the guard off"
+        );
+        let lost = LockError::NotHeld {
+            key,
+            held: 1,
+            total: 3,
+            quorum: 2,
+            failures: Failures::default(),
+        };
+        assert_eq!(
+            lock_error(&lost),
+            "lock \"k\" is not held by this token: 1 of 3 servers confirmed it, 2 needed"
+        );
+        assert_eq!(loss(&lost), "1 of 3 servers still hold its token, 2 needed");
+    }
 }
