@@ -8,7 +8,7 @@ use super::inspection::{Inspection, KeyState};
 use super::key::LockKey;
 use super::mutex::Redlock;
 use super::notify;
-use super::scripts;
+use super::scripts::Force;
 use super::server_url::ServerSpec;
 
 /// What a forced release found and did.
@@ -66,10 +66,11 @@ impl Redlock {
     /// string, whoever holds it, waiting for every server (each bounded by
     /// the server timeout). Waiters hear of each delete (notify.rs).
     pub async fn force_release(&self, key: &LockKey) -> Forced {
-        let channel = notify::channel(key);
-        let servers = self
-            .occupant_round(&scripts::FORCE, key, vec![channel])
-            .await;
+        let call = Force {
+            keys: self.keys_of(key),
+            channel: notify::channel(key),
+        };
+        let servers = self.occupant_round(call).await;
         Forced {
             before: Inspection {
                 key: key.clone(),
