@@ -8,6 +8,7 @@ use super::inspection::{Inspection, KeyState};
 use super::key::LockKey;
 use super::mutex::Redlock;
 use super::notify;
+use super::quorum::no_quorum;
 use super::scripts::Force;
 use super::server_url::ServerSpec;
 
@@ -50,7 +51,9 @@ impl Forced {
             .iter()
             .filter_map(|s| Some((s.server.clone(), s.state.clone().err()?)))
             .collect();
-        Some(Failures(failures).into_error(&before.key, before.servers.len(), before.quorum))
+        // The script does not look at the restart guard: nobody is kept out.
+        let servers = (before.servers.len(), before.quorum);
+        Some(no_quorum(&before.key, servers, None, Failures(failures)))
     }
 
     fn answers(&self) -> impl Iterator<Item = (&ServerSpec, &KeyState)> {

@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::error::{Failures, LockError};
 use super::holder::HeldBy;
 use super::key::LockKey;
+use super::quorum::{no_quorum, KeptOut};
 use super::scripts::{ForceReply, InspectReply, Occupant, Restarting};
 use super::server_url::ServerSpec;
 use super::servers::ServerError;
@@ -199,18 +200,12 @@ impl Inspection {
             .iter()
             .filter_map(|s| s.state.as_ref().ok()?.restarting)
             .collect();
-        if let (Some(&soonest), Some(guard)) = (again_in.iter().min(), self.restart_guard) {
-            return LockError::Restarting {
-                key: self.key.clone(),
-                restarting: again_in.len(),
-                total: self.servers.len(),
-                guard,
-                again_in: soonest,
-                failures: self.failures(),
-            };
-        }
-        self.failures()
-            .into_error(&self.key, self.servers.len(), self.quorum)
+        let kept_out = self.restart_guard.map(|guard| KeptOut {
+            guard,
+            again_in: &again_in,
+        });
+        let servers = (self.servers.len(), self.quorum);
+        no_quorum(&self.key, servers, kept_out, self.failures())
     }
 
     fn failures(&self) -> Failures {

@@ -7,13 +7,13 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::error::LockError;
+use super::error::{Failures, LockError};
 use super::holder::HeldBy;
 use super::inspection::{Inspection, KeyState, Occupied, ServerState, Verdict};
 use super::key::LockKey;
 use super::key::{is_record_key, RECORD_SUFFIX};
 use super::mutex::Redlock;
-use super::quorum::ttl_millis;
+use super::quorum::{no_quorum, ttl_millis, KeptOut};
 use super::scripts::List;
 use super::server_url::ServerSpec;
 use super::servers::{Connection, Server, ServerError};
@@ -115,26 +115,23 @@ impl Listing {
         if counting >= self.quorum {
             return None;
         }
-        let key = LockKey::new(self.query.scan_pattern_shown());
-        let servers = self.servers.iter().map(|part| ServerState {
-            server: part.server.clone(),
-            state: part.state.clone().map(|restarting| KeyState {
-                kind: "none".to_owned(),
-                value: None,
-                pttl_ms: -2,
-                restarting,
-                record: None,
-                now_ms: None,
-                waiters: 0,
-            }),
+        let again_in: Vec<Duration> = self
+            .servers
+            .iter()
+            .filter_map(|part| *part.state.as_ref().ok()?)
+            .collect();
+        let kept_out = self.restart_guard.map(|guard| KeptOut {
+            guard,
+            again_in: &again_in,
         });
-        let as_one = Inspection {
-            key,
-            quorum: self.quorum,
-            servers: servers.collect(),
-            restart_guard: self.restart_guard,
-        };
-        Some(as_one.no_quorum())
+        let failures = self
+            .servers
+            .iter()
+            .filter_map(|part| Some((part.server.clone(), part.state.clone().err()?)))
+            .collect();
+        let key = LockKey::new(self.query.scan_pattern_shown());
+        let servers = (self.servers.len(), self.quorum);
+        Some(no_quorum(&key, servers, kept_out, Failures(failures)))
     }
 }
 

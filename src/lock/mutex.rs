@@ -12,7 +12,7 @@ use super::inspection::{Inspection, KeyState, Occupied, ServerState};
 use super::key::{guard_marker, LockKey, Token};
 use super::notify;
 use super::queue::{self, Ticket};
-use super::quorum::{drift, quorum, ttl_millis, validity, Tally};
+use super::quorum::{drift, no_quorum, quorum, ttl_millis, validity, KeptOut, Tally};
 use super::round::{round, Progress, Replies, Vote};
 use super::scripts::{
     Acquire, AcquireReply, Extend, Inspect, Invocation, Leave, LockKeys, Release,
@@ -314,18 +314,19 @@ impl Redlock {
             })
             .collect::<Vec<_>>();
         let failures = Failures(replies.failures(&self.servers));
+        // Too few answers: the servers the guard keeps out did answer, so
+        // the failures alone are why.
         if tally.answered() < self.quorum {
             return self.no_quorum(key, replies);
         }
-        match again_in.iter().min() {
-            Some(&soonest) if held + in_line < self.quorum => LockError::Restarting {
-                key: key.clone(),
-                restarting: again_in.len(),
-                total: self.len(),
-                guard: self.restart_guard,
-                again_in: soonest,
-                failures,
-            },
+        match again_in.is_empty() {
+            false if held + in_line < self.quorum => {
+                let kept_out = KeptOut {
+                    guard: self.restart_guard,
+                    again_in: &again_in,
+                };
+                no_quorum(key, (self.len(), self.quorum), Some(kept_out), failures)
+            }
             _ => {
                 // Leftovers on a minority name no holder: the lock is
                 // nobody's, it is busy only until they expire.
@@ -549,8 +550,10 @@ impl Redlock {
         }
     }
 
+    /// No quorum for a round in which too few servers answered at all.
     fn no_quorum<T>(&self, key: &LockKey, replies: &Replies<T>) -> LockError {
-        Failures(replies.failures(&self.servers)).into_error(key, self.len(), self.quorum)
+        let failures = Failures(replies.failures(&self.servers));
+        no_quorum(key, (self.len(), self.quorum), None, failures)
     }
 }
 
