@@ -32,9 +32,11 @@ impl ProtocolError {
 
 impl From<ProtocolError> for redis::RedisError {
     fn from(err: ProtocolError) -> Self {
+        // redis-rs shows "<description> - <kind>: <detail>"; the detail
+        // names the script and what is wrong with its reply.
         redis::RedisError::from((
             redis::ErrorKind::UnexpectedReturnType,
-            "unexpected reply",
+            "protocol error",
             err.to_string(),
         ))
     }
@@ -378,6 +380,16 @@ pub(super) mod tests {
             err.to_string(),
             "the acquire script returned a malformed reply: occupant(): the number 3 instead of an array"
         );
+    }
+
+    #[test]
+    fn a_malformed_reply_is_an_error_that_says_so() {
+        let err = redis::RedisError::from(Reader("list").error("the reply: nil"));
+        assert_eq!(
+            err.to_string(),
+            "protocol error - UnexpectedReturnType: the list script returned a malformed reply: the reply: nil"
+        );
+        assert!(!matches!(err.kind(), redis::ErrorKind::Server(_)));
     }
 
     #[test]
