@@ -8,7 +8,8 @@ use super::inspection::{Inspection, KeyState};
 use super::key::LockKey;
 use super::mutex::Redlock;
 use super::notify;
-use super::scripts;
+use super::quorum::no_quorum;
+use super::scripts::Force;
 use super::server_url::ServerSpec;
 
 /// What a forced release found and did.
@@ -50,7 +51,9 @@ impl Forced {
             .iter()
             .filter_map(|s| Some((s.server.clone(), s.state.clone().err()?)))
             .collect();
-        Some(Failures(failures).into_error(&before.key, before.servers.len(), before.quorum))
+        // The script does not look at the restart guard: nobody is kept out.
+        let servers = (before.servers.len(), before.quorum);
+        Some(no_quorum(&before.key, servers, None, Failures(failures)))
     }
 
     fn answers(&self) -> impl Iterator<Item = (&ServerSpec, &KeyState)> {
@@ -66,10 +69,11 @@ impl Redlock {
     /// string, whoever holds it, waiting for every server (each bounded by
     /// the server timeout). Waiters hear of each delete (notify.rs).
     pub async fn force_release(&self, key: &LockKey) -> Forced {
-        let channel = notify::channel(key);
-        let servers = self
-            .occupant_round(&scripts::FORCE, key, vec![channel])
-            .await;
+        let call = Force {
+            keys: self.keys_of(key),
+            channel: notify::channel(key),
+        };
+        let servers = self.occupant_round(call).await;
         Forced {
             before: Inspection {
                 key: key.clone(),

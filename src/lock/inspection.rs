@@ -6,6 +6,8 @@ use std::time::Duration;
 use super::error::{Failures, LockError};
 use super::holder::HeldBy;
 use super::key::LockKey;
+use super::quorum::{no_quorum, KeptOut};
+use super::scripts::{ForceReply, InspectReply, Occupant, Restarting};
 use super::server_url::ServerSpec;
 use super::servers::ServerError;
 
@@ -30,39 +32,19 @@ pub struct KeyState {
     pub waiters: u64,
 }
 
-/// holder.lua's `occupant()`: type, value, PTTL, record, the server's clock.
-type OccupantReply = (String, Option<Vec<u8>>, i64, Option<Vec<u8>>, Option<u64>);
-
 impl KeyState {
-    /// Reads what holder.lua's `occupant()` returns, with inspect.lua's
-    /// restart guard and waiters appended when present.
-    pub(super) fn from_occupant(reply: redis::Value) -> redis::RedisResult<KeyState> {
-        let mut fields: Vec<redis::Value> = redis::from_redis_value(reply)?;
-        let waiters: u64 = match fields.len() {
-            7 => redis::from_redis_value(fields.pop().unwrap_or(redis::Value::Nil))?,
-            _ => 0,
-        };
-        let restarting_ms: u64 = match fields.len() {
-            5 => 0,
-            6 => redis::from_redis_value(fields.pop().unwrap_or(redis::Value::Nil))?,
-            _ => {
-                return Err(redis::RedisError::from((
-                    redis::ErrorKind::UnexpectedReturnType,
-                    "a lock script returned an unexpected reply",
-                )))
-            }
-        };
-        let (kind, value, pttl_ms, record, now_ms): OccupantReply =
-            redis::from_redis_value(redis::Value::Array(fields))?;
-        Ok(KeyState {
-            kind,
-            value,
-            pttl_ms,
-            restarting: (restarting_ms > 0).then(|| Duration::from_millis(restarting_ms)),
-            record,
-            now_ms,
+    /// What a script's `occupant()` says, with what the restart guard and
+    /// the line say beside it where the script asked them.
+    pub(super) fn new(occupant: Occupant, restarting: Option<&Restarting>, waiters: u64) -> Self {
+        KeyState {
+            kind: occupant.kind,
+            value: occupant.value,
+            pttl_ms: occupant.pttl_ms,
+            restarting: restarting.map(|r| r.left),
+            record: occupant.record,
+            now_ms: occupant.clock,
             waiters,
-        })
+        }
     }
 
     /// Who holds the key, `None` when nothing does.
@@ -213,23 +195,17 @@ impl Inspection {
     /// The error for an inspection whose verdict is [`Verdict::Unknown`]:
     /// restarting when servers kept out by the restart guard are why.
     pub fn no_quorum(&self) -> LockError {
-        let again_in: Vec<std::time::Duration> = self
+        let again_in: Vec<Duration> = self
             .servers
             .iter()
             .filter_map(|s| s.state.as_ref().ok()?.restarting)
             .collect();
-        if let (Some(&soonest), Some(guard)) = (again_in.iter().min(), self.restart_guard) {
-            return LockError::Restarting {
-                key: self.key.clone(),
-                restarting: again_in.len(),
-                total: self.servers.len(),
-                guard,
-                again_in: soonest,
-                failures: self.failures(),
-            };
-        }
-        self.failures()
-            .into_error(&self.key, self.servers.len(), self.quorum)
+        let kept_out = self.restart_guard.map(|guard| KeptOut {
+            guard,
+            again_in: &again_in,
+        });
+        let servers = (self.servers.len(), self.quorum);
+        no_quorum(&self.key, servers, kept_out, self.failures())
     }
 
     fn failures(&self) -> Failures {
@@ -275,6 +251,18 @@ impl Inspection {
             .filter(|s| s.occupation() == Some((agreed.0.as_str(), agreed.1.as_deref())))
             .collect();
         Occupied::by_most(&seen, self.quorum)
+    }
+}
+
+impl From<InspectReply> for KeyState {
+    fn from(reply: InspectReply) -> Self {
+        KeyState::new(reply.occupant, reply.restarting.as_ref(), reply.waiters)
+    }
+}
+
+impl From<ForceReply> for KeyState {
+    fn from(reply: ForceReply) -> Self {
+        KeyState::new(reply.occupant, None, reply.waiters)
     }
 }
 

@@ -133,10 +133,11 @@ pub(super) const RECORD_SUFFIX: &[u8] = b"\0holder";
 
 /// Appended to a lock's key to name its line (ordered by ticket), the
 /// tickets' lapse times, and since when the line has kept the free lock
-/// from callers; like the holder record's, no lock name can end so.
-const LINE_SUFFIX: &[u8] = b"\0line";
-const LAPSE_SUFFIX: &[u8] = b"\0lapse";
-const FREE_SUFFIX: &[u8] = b"\0free";
+/// from callers; like the holder record's, no lock name can end so. Which
+/// script gets which as which KEYS is [`super::scripts::LockKeys`].
+pub(super) const LINE_SUFFIX: &[u8] = b"\0line";
+pub(super) const LAPSE_SUFFIX: &[u8] = b"\0lapse";
+pub(super) const FREE_SUFFIX: &[u8] = b"\0free";
 
 /// Appended to the prefix to name the restart guard's marker (guard.lua):
 /// no lock name is empty or holds NUL, so no lock is called so.
@@ -147,20 +148,10 @@ pub(super) fn guard_marker(prefix: &[u8]) -> Vec<u8> {
     [prefix, GUARD_SUFFIX].concat()
 }
 
-/// The keys every lock script gets, in this order: the lock, its holder
-/// record, its line, the tickets' lapse times, since when the line has kept
-/// the free lock, and the restart guard's marker: `marker`, or, for a name
-/// with a Redis Cluster hash tag, one in the tag's slot (see
-/// [`hash_tagged_marker`]).
-pub(super) fn lock_keys(key: &LockKey, marker: &[u8]) -> Vec<Vec<u8>> {
-    vec![
-        key.bytes().to_vec(),
-        record_key(key),
-        [key.bytes(), LINE_SUFFIX].concat(),
-        [key.bytes(), LAPSE_SUFFIX].concat(),
-        [key.bytes(), FREE_SUFFIX].concat(),
-        hash_tagged_marker(key.bytes()).unwrap_or_else(|| marker.to_vec()),
-    ]
+/// The marker a script on `key` uses: `marker`, or, for a name with a Redis
+/// Cluster hash tag, one in the tag's slot (see [`hash_tagged_marker`]).
+pub(super) fn marker_for(key: &[u8], marker: &[u8]) -> Vec<u8> {
+    hash_tagged_marker(key).unwrap_or_else(|| marker.to_vec())
 }
 
 /// For a key with a hash tag (the first `{…}` with something inside, as
@@ -237,18 +228,16 @@ mod tests {
 
     #[test]
     fn line_keys_are_not_lock_names() {
-        let keys = lock_keys(&LockKey::new(b"deploy".to_vec()), &guard_marker(b"app:"));
-        assert_eq!(keys[2], b"deploy\0line");
-        assert_eq!(keys[3], b"deploy\0lapse");
-        assert_eq!(keys[4], b"deploy\0free");
-        assert_eq!(keys[5], b"app:\0guard");
-        assert!(keys[2..].iter().all(|key| is_line_key(key)));
+        for suffix in [LINE_SUFFIX, LAPSE_SUFFIX, FREE_SUFFIX] {
+            assert!(is_line_key(&[b"deploy", suffix].concat()));
+        }
+        assert!(is_line_key(&guard_marker(b"app:")));
         assert!(!is_line_key(b"deploy"));
     }
 
     #[test]
     fn a_hash_tagged_name_keeps_its_marker_in_its_slot() {
-        let marker = |name: &[u8]| lock_keys(&LockKey::new(name.to_vec()), b"\0guard")[5].clone();
+        let marker = |name: &[u8]| marker_for(name, b"\0guard");
         assert_eq!(marker(b"app:{deploy}:web"), b"app:{deploy}\0guard");
         assert_eq!(marker(b"{a}{b}"), b"{a}\0guard");
         assert_eq!(

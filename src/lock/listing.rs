@@ -7,14 +7,14 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::error::LockError;
+use super::error::{Failures, LockError};
 use super::holder::HeldBy;
 use super::inspection::{Inspection, KeyState, Occupied, ServerState, Verdict};
 use super::key::LockKey;
-use super::key::{is_record_key, record_key, RECORD_SUFFIX};
+use super::key::{is_record_key, RECORD_SUFFIX};
 use super::mutex::Redlock;
-use super::quorum::ttl_millis;
-use super::scripts;
+use super::quorum::{no_quorum, ttl_millis, KeptOut};
+use super::scripts::List;
 use super::server_url::ServerSpec;
 use super::servers::{Connection, Server, ServerError};
 
@@ -115,26 +115,23 @@ impl Listing {
         if counting >= self.quorum {
             return None;
         }
-        let key = LockKey::new(self.query.scan_pattern_shown());
-        let servers = self.servers.iter().map(|part| ServerState {
-            server: part.server.clone(),
-            state: part.state.clone().map(|restarting| KeyState {
-                kind: "none".to_owned(),
-                value: None,
-                pttl_ms: -2,
-                restarting,
-                record: None,
-                now_ms: None,
-                waiters: 0,
-            }),
+        let again_in: Vec<Duration> = self
+            .servers
+            .iter()
+            .filter_map(|part| *part.state.as_ref().ok()?)
+            .collect();
+        let kept_out = self.restart_guard.map(|guard| KeptOut {
+            guard,
+            again_in: &again_in,
         });
-        let as_one = Inspection {
-            key,
-            quorum: self.quorum,
-            servers: servers.collect(),
-            restart_guard: self.restart_guard,
-        };
-        Some(as_one.no_quorum())
+        let failures = self
+            .servers
+            .iter()
+            .filter_map(|part| Some((part.server.clone(), part.state.clone().err()?)))
+            .collect();
+        let key = LockKey::new(self.query.scan_pattern_shown());
+        let servers = (self.servers.len(), self.quorum);
+        Some(no_quorum(&key, servers, kept_out, Failures(failures)))
     }
 }
 
@@ -217,10 +214,8 @@ impl Redlock {
             names.extend(keys.iter().filter_map(|k| query.lock_of(k.clone())));
         }
         let keys: Arc<[LockKey]> = names.into_iter().map(LockKey::new).collect();
-        let guard: Arc<(String, Vec<u8>)> = Arc::new((
-            ttl_millis(self.restart_guard).to_string(),
-            self.marker.clone(),
-        ));
+        let guard: Arc<(u64, Vec<u8>)> =
+            Arc::new((ttl_millis(self.restart_guard), self.marker.clone()));
         let reads = fan_out(&self.servers, |server| {
             read(server, Arc::clone(&keys), Arc::clone(&guard))
         })
@@ -319,7 +314,7 @@ type ServerRead = (Option<Duration>, Vec<KeyState>);
 async fn read(
     server: Arc<Server>,
     keys: Arc<[LockKey]>,
-    guard: Arc<(String, Vec<u8>)>,
+    guard: Arc<(u64, Vec<u8>)>,
 ) -> Result<ServerRead, ServerError> {
     let mut states = Vec::with_capacity(keys.len());
     let mut restarting = None;
@@ -329,50 +324,22 @@ async fn read(
         _ => keys.chunks(BATCH).collect(),
     };
     for batch in batches {
-        let keys: Arc<[Vec<u8>]> = std::iter::once(guard.1.clone())
-            .chain(
-                batch
-                    .iter()
-                    .flat_map(|key| [key.bytes().to_vec(), record_key(key)]),
-            )
-            .collect();
-        let guard = Arc::clone(&guard);
-        let (left, read) = server
-            .call(move |mut connection: Connection| async move {
-                let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-                let reply: Vec<redis::Value> = connection
-                    .run_script(&scripts::LIST, &keys, &[guard.0.as_bytes()])
-                    .await?;
-                parse_batch(reply, keys.len() / 2)
-            })
+        let call = List {
+            marker: guard.1.clone(),
+            guard_ms: guard.0,
+            locks: batch.to_vec(),
+        };
+        let read = server
+            .call(move |mut connection: Connection| async move { connection.invoke(&call).await })
             .await?;
-        restarting = left;
-        states.extend(read.into_iter().map(|state| KeyState {
-            restarting: left,
-            ..state
-        }));
+        restarting = read.restarting.map(|r| r.left);
+        states.extend(
+            read.occupants
+                .into_iter()
+                .map(|occupant| KeyState::new(occupant, read.restarting.as_ref(), 0)),
+        );
     }
     Ok((restarting, states))
-}
-
-/// list.lua's reply: the ms until counted again, then `expected` occupants.
-fn parse_batch(mut reply: Vec<redis::Value>, expected: usize) -> redis::RedisResult<ServerRead> {
-    if reply.len() != expected + 1 {
-        return Err(redis::RedisError::from((
-            redis::ErrorKind::UnexpectedReturnType,
-            "the list script returned an unexpected reply",
-        )));
-    }
-    let occupants = reply.split_off(1);
-    let restarting_ms: u64 = redis::from_redis_value(reply.remove(0))?;
-    let states = occupants
-        .into_iter()
-        .map(KeyState::from_occupant)
-        .collect::<redis::RedisResult<Vec<_>>>()?;
-    Ok((
-        (restarting_ms > 0).then(|| Duration::from_millis(restarting_ms)),
-        states,
-    ))
 }
 
 #[cfg(test)]

@@ -9,12 +9,14 @@ use std::time::Duration;
 use super::error::{Failures, LockError};
 use super::holder::Holder;
 use super::inspection::{Inspection, KeyState, Occupied, ServerState};
-use super::key::{guard_marker, lock_keys, LockKey, Token};
+use super::key::{guard_marker, LockKey, Token};
 use super::notify;
 use super::queue::{self, Ticket};
-use super::quorum::{drift, quorum, ttl_millis, validity, Tally};
+use super::quorum::{drift, no_quorum, quorum, ttl_millis, validity, KeptOut, Tally};
 use super::round::{round, Progress, Replies, Vote};
-use super::scripts;
+use super::scripts::{
+    Acquire, AcquireReply, Extend, Inspect, Invocation, Leave, LockKeys, Release,
+};
 use super::server_url::{ServerSpec, SpecError};
 use super::servers::{Connection, Server, ServerError};
 use crate::clock::BootInstant;
@@ -82,40 +84,18 @@ impl SetReply {
     }
 }
 
-/// What acquire.lua answered: 1, `{"queued", waiters, clock}`,
-/// `{"restarting", ms, clock}`, or `occupant()`.
-fn set_reply(reply: redis::Value) -> redis::RedisResult<SetReply> {
-    if let redis::Value::Int(1) = reply {
-        return Ok(SetReply::Taken);
-    }
-    if let redis::Value::Array(items) = &reply {
-        if let [redis::Value::BulkString(tag), count, clock] = items.as_slice() {
-            let count: u64 = redis::from_redis_value(count.clone())?;
-            let clock: Option<u64> = redis::from_redis_value(clock.clone())?;
-            match tag.as_slice() {
-                b"queued" => {
-                    return Ok(SetReply::Queued {
-                        waiters: count,
-                        clock,
-                    })
-                }
-                b"restarting" => {
-                    return Ok(SetReply::Restarting {
-                        left: Duration::from_millis(count),
-                        clock,
-                    })
-                }
-                _ => {}
-            }
+impl From<AcquireReply> for SetReply {
+    fn from(reply: AcquireReply) -> Self {
+        match reply {
+            AcquireReply::Taken => SetReply::Taken,
+            AcquireReply::Held(seen) => SetReply::Held(Box::new(KeyState::new(*seen, None, 0))),
+            AcquireReply::Queued { waiters, clock } => SetReply::Queued { waiters, clock },
+            AcquireReply::Restarting(restarting) => SetReply::Restarting {
+                left: restarting.left,
+                clock: restarting.clock,
+            },
         }
     }
-    if let redis::Value::Int(_) = reply {
-        return Err(redis::RedisError::from((
-            redis::ErrorKind::UnexpectedReturnType,
-            "the acquire script returned an unexpected number",
-        )));
-    }
-    Ok(SetReply::Held(Box::new(KeyState::from_occupant(reply)?)))
 }
 
 impl Vote for SetReply {
@@ -187,8 +167,8 @@ impl Redlock {
     }
 
     /// The keys every script on `key` gets, in the order they name them.
-    pub(super) fn keys_of(&self, key: &LockKey) -> Vec<Vec<u8>> {
-        lock_keys(key, &self.marker)
+    pub(super) fn keys_of(&self, key: &LockKey) -> LockKeys {
+        LockKeys::new(key, &self.marker)
     }
 
     /// Whether waiters listen for releases (on by default) or only poll.
@@ -230,30 +210,18 @@ impl Redlock {
         ticket: Option<&Ticket>,
     ) -> (Result<Lease, LockError>, Option<u64>) {
         let started = BootInstant::now();
-        let args = [
-            token.as_str().as_bytes().to_vec(),
-            ttl_millis(ttl).to_string().into_bytes(),
-            ttl_millis(self.restart_guard).to_string().into_bytes(),
-            self.record(token, None),
-            ticket
-                .map(|t| t.id.clone())
-                .unwrap_or_default()
-                .into_bytes(),
-            ticket.map_or(0, |t| t.score).to_string().into_bytes(),
-            ttl_millis(queue::LINGER).to_string().into_bytes(),
-        ];
-        let keys = self.keys_of(key);
+        let call = Acquire {
+            keys: self.keys_of(key),
+            token: token.as_str().to_owned(),
+            ttl_ms: ttl_millis(ttl),
+            guard_ms: ttl_millis(self.restart_guard),
+            record: self.record(token, None),
+            ticket: ticket.map(|t| (t.id.clone(), t.score)),
+            linger_ms: ttl_millis(queue::LINGER),
+        };
         let replies = self
-            .decided_round(move |mut connection: Connection| {
-                let (keys, args) = (keys.clone(), args.clone());
-                async move {
-                    let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-                    let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-                    let reply: redis::Value = connection
-                        .run_script(&scripts::ACQUIRE, &keys, &args)
-                        .await?;
-                    set_reply(reply)
-                }
+            .decided_round(move |mut connection: Connection| async move {
+                connection.invoke(&call).await.map(SetReply::from)
             })
             .await;
         let clock = median(replies.answered().filter_map(SetReply::clock).collect());
@@ -281,20 +249,17 @@ impl Redlock {
     /// that got the lock, gave up or was interrupted a server timeout, and
     /// a majority without the ticket lets the next waiter go first.
     pub async fn leave_line(&self, key: &LockKey, ticket: &Ticket) {
-        let keys = self.keys_of(key);
-        let id = ticket.id.clone();
-        let channel = if self.wakeups {
-            notify::channel(key)
-        } else {
-            Vec::new()
+        let call = Leave {
+            keys: self.keys_of(key),
+            ticket: ticket.id.clone(),
+            channel: if self.wakeups {
+                notify::channel(key)
+            } else {
+                Vec::new()
+            },
         };
-        let request = move |mut connection: Connection| async move {
-            let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-            let left: i64 = connection
-                .run_script(&scripts::LEAVE, &keys, &[id.as_bytes(), &channel])
-                .await?;
-            Ok(left)
-        };
+        let request =
+            move |mut connection: Connection| async move { connection.invoke(&call).await };
         let quorum = self.quorum;
         round(&self.servers, request, move |replies| {
             if replies.answers.len() - replies.pending() >= quorum {
@@ -335,18 +300,19 @@ impl Redlock {
             })
             .collect::<Vec<_>>();
         let failures = Failures(replies.failures(&self.servers));
+        // Too few answers: the servers the guard keeps out did answer, so
+        // the failures alone are why.
         if tally.answered() < self.quorum {
             return self.no_quorum(key, replies);
         }
-        match again_in.iter().min() {
-            Some(&soonest) if held + in_line < self.quorum => LockError::Restarting {
-                key: key.clone(),
-                restarting: again_in.len(),
-                total: self.len(),
-                guard: self.restart_guard,
-                again_in: soonest,
-                failures,
-            },
+        match again_in.is_empty() {
+            false if held + in_line < self.quorum => {
+                let kept_out = KeptOut {
+                    guard: self.restart_guard,
+                    again_in: &again_in,
+                };
+                no_quorum(key, (self.len(), self.quorum), Some(kept_out), failures)
+            }
             _ => {
                 // Leftovers on a minority name no holder: the lock is
                 // nobody's, it is busy only until they expire.
@@ -400,24 +366,15 @@ impl Redlock {
         holder: Option<&Holder>,
     ) -> Result<Lease, LockError> {
         let started = BootInstant::now();
-        let ttl_ms = ttl_millis(ttl).to_string();
-        let record = holder.map(|h| h.encode(token)).unwrap_or_default();
-        let (keys, request_token) = (self.keys_of(key), token.clone());
+        let call = Extend {
+            keys: self.keys_of(key),
+            token: token.as_str().to_owned(),
+            ttl_ms: ttl_millis(ttl),
+            record: holder.map(|h| h.encode(token)).unwrap_or_default(),
+        };
         let replies = self
-            .decided_round(move |mut connection: Connection| {
-                let (keys, token, ttl_ms) = (keys.clone(), request_token.clone(), ttl_ms);
-                let record = record.clone();
-                async move {
-                    let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-                    let extended: i64 = connection
-                        .run_script(
-                            &scripts::EXTEND,
-                            &keys,
-                            &[token.as_str().as_bytes(), ttl_ms.as_bytes(), &record],
-                        )
-                        .await?;
-                    Ok(extended == 1)
-                }
+            .decided_round(move |mut connection: Connection| async move {
+                connection.invoke(&call).await
             })
             .await;
         self.lease(key, token, ttl, started, &replies)
@@ -445,10 +402,11 @@ impl Redlock {
     /// Reads what every server holds under `key`, waiting for every server or
     /// its timeout.
     pub async fn inspect(&self, key: &LockKey) -> Inspection {
-        let guard_ms = ttl_millis(self.restart_guard).to_string();
-        let servers = self
-            .occupant_round(&scripts::INSPECT, key, vec![guard_ms.into_bytes()])
-            .await;
+        let call = Inspect {
+            keys: self.keys_of(key),
+            guard_ms: ttl_millis(self.restart_guard),
+        };
+        let servers = self.occupant_round(call).await;
         Inspection {
             key: key.clone(),
             quorum: self.quorum,
@@ -457,23 +415,18 @@ impl Redlock {
         }
     }
 
-    /// Runs `script` (which returns holder.lua's `occupant()`) on `key` and
-    /// its record on every server, waiting for every server or its timeout:
-    /// every server's answer, in configuration order.
-    pub(super) async fn occupant_round(
-        &self,
-        script: &'static scripts::LuaScript,
-        key: &LockKey,
-        args: Vec<Vec<u8>>,
-    ) -> Vec<ServerState> {
-        let keys = self.keys_of(key);
+    /// Runs `call` (a script whose reply says what occupies one lock) on
+    /// every server, waiting for every server or its timeout: every
+    /// server's answer, in configuration order.
+    pub(super) async fn occupant_round<I>(&self, call: I) -> Vec<ServerState>
+    where
+        I: Invocation,
+        I::Reply: Into<KeyState>,
+    {
         let replies = round(
             &self.servers,
             move |mut connection: Connection| async move {
-                let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-                let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-                let seen: redis::Value = connection.run_script(script, &keys, &args).await?;
-                KeyState::from_occupant(seen)
+                connection.invoke(&call).await.map(Into::into)
             },
             |_| Progress::Undecided,
         )
@@ -492,26 +445,16 @@ impl Redlock {
     /// Compare-and-delete on every server; `announce` publishes each delete
     /// to the waiters (notify.rs).
     async fn release_round(&self, key: &LockKey, token: &Token, announce: bool) -> Replies<bool> {
-        let (keys, request_token) = (self.keys_of(key), token.clone());
-        let channel: Arc<[u8]> = match announce {
-            true => notify::channel(key).into(),
-            false => Arc::new([]),
+        let call = Release {
+            keys: self.keys_of(key),
+            token: token.as_str().to_owned(),
+            channel: match announce {
+                true => notify::channel(key),
+                false => Vec::new(),
+            },
         };
-        let request = move |mut connection: Connection| {
-            let (keys, token) = (keys.clone(), request_token.clone());
-            let channel = channel.clone();
-            async move {
-                let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-                let deleted: i64 = connection
-                    .run_script(
-                        &scripts::RELEASE,
-                        &keys,
-                        &[token.as_str().as_bytes(), &channel],
-                    )
-                    .await?;
-                Ok(deleted == 1)
-            }
-        };
+        let request =
+            move |mut connection: Connection| async move { connection.invoke(&call).await };
         let quorum = self.quorum;
         round(&self.servers, request, move |replies| {
             if replies.tally(quorum).is_decided() {
@@ -593,8 +536,10 @@ impl Redlock {
         }
     }
 
+    /// No quorum for a round in which too few servers answered at all.
     fn no_quorum<T>(&self, key: &LockKey, replies: &Replies<T>) -> LockError {
-        Failures(replies.failures(&self.servers)).into_error(key, self.len(), self.quorum)
+        let failures = Failures(replies.failures(&self.servers));
+        no_quorum(key, (self.len(), self.quorum), None, failures)
     }
 }
 
@@ -607,55 +552,6 @@ fn median(mut clocks: Vec<u64>) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use redis::Value;
-
-    fn bulk(text: &str) -> Value {
-        Value::BulkString(text.as_bytes().to_vec())
-    }
-
-    #[test]
-    fn set_replies_parse_each_shape_and_refuse_others() {
-        assert_eq!(set_reply(Value::Int(1)).unwrap(), SetReply::Taken);
-        assert_eq!(
-            set_reply(Value::Array(vec![
-                bulk("queued"),
-                Value::Int(3),
-                Value::Int(17)
-            ]))
-            .unwrap(),
-            SetReply::Queued {
-                waiters: 3,
-                clock: Some(17)
-            }
-        );
-        assert_eq!(
-            set_reply(Value::Array(vec![
-                bulk("restarting"),
-                Value::Int(250),
-                Value::Nil
-            ]))
-            .unwrap(),
-            SetReply::Restarting {
-                left: Duration::from_millis(250),
-                clock: None
-            }
-        );
-        let held = set_reply(Value::Array(vec![
-            bulk("string"),
-            bulk("their-token"),
-            Value::Int(900),
-            Value::Nil,
-            Value::Int(42),
-        ]))
-        .unwrap();
-        assert!(matches!(&held, SetReply::Held(seen) if seen.pttl_ms == 900));
-        assert_eq!(held.clock(), Some(42));
-        // 0 and -N were once "restarting": nothing says that any more.
-        assert!(set_reply(Value::Int(0)).is_err());
-        assert!(set_reply(Value::Int(-5)).is_err());
-        assert!(set_reply(Value::Array(vec![bulk("queued"), bulk("x"), Value::Nil])).is_err());
-        assert!(set_reply(Value::Array(vec![bulk("other"), Value::Int(1), Value::Nil])).is_err());
-    }
 
     #[test]
     fn the_median_clock_is_robust_to_one_skewed_server() {

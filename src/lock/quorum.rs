@@ -1,8 +1,11 @@
 //! The arithmetic of Redlock: how many servers must agree, how much the
 //! servers' clocks may drift, how long a lock can be relied upon, and when a
-//! round's outcome is certain.
+//! round's outcome is certain, and why when no quorum could be had.
 
 use std::time::Duration;
+
+use super::error::{Failures, LockError};
+use super::key::LockKey;
 
 /// The number of servers that must agree: a strict majority of the servers
 /// that are *configured*, whatever number of them happens to answer.
@@ -26,6 +29,41 @@ pub fn validity(ttl: Duration, elapsed: Duration) -> Duration {
 /// never gets a shorter TTL than asked.
 pub fn ttl_millis(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
+/// Servers that answered but that the restart guard keeps out of quorums.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct KeptOut<'a> {
+    /// The guard they were judged by.
+    pub guard: Duration,
+    /// When each of them counts again.
+    pub again_in: &'a [Duration],
+}
+
+/// The one decision of why a round of `total` servers lacks a quorum, for
+/// every operation: `Restarting` when servers kept out by the restart guard
+/// are among the reasons (whoever asks passes them in `kept_out`; the
+/// failures come along), else `Refused` when enough servers refuse us that
+/// no majority is ever possible, else `NoQuorum`.
+pub(super) fn no_quorum(
+    key: &LockKey,
+    (total, quorum): (usize, usize),
+    kept_out: Option<KeptOut<'_>>,
+    failures: Failures,
+) -> LockError {
+    let soonest =
+        kept_out.and_then(|k| Some((k.guard, k.again_in.iter().min()?, k.again_in.len())));
+    match soonest {
+        Some((guard, &again_in, restarting)) => LockError::Restarting {
+            key: key.clone(),
+            restarting,
+            total,
+            guard,
+            again_in,
+            failures,
+        },
+        None => failures.into_error(key, total, quorum),
+    }
 }
 
 /// The counts of a yes/no round (acquire, extend, release) against the
@@ -107,6 +145,49 @@ mod tests {
         assert_eq!(ttl_millis(Duration::from_millis(30)), 30);
         assert_eq!(ttl_millis(Duration::from_micros(30_001)), 31);
         assert_eq!(ttl_millis(Duration::ZERO), 0);
+    }
+
+    #[test]
+    fn no_quorum_is_restarting_only_when_servers_were_kept_out() {
+        use super::super::server_url::ServerSpec;
+        use super::super::servers::ServerError;
+        let key = LockKey::new(b"k".to_vec());
+        let failed = |refused: bool| {
+            let spec = ServerSpec::parse("127.0.0.1:7000").unwrap();
+            let err = match refused {
+                true => ServerError::Refused("NOAUTH".into()),
+                false => ServerError::Failed("down".into()),
+            };
+            Failures(vec![(spec, err)])
+        };
+        let again_in = [Duration::from_secs(3), Duration::from_secs(1)];
+        let kept_out = KeptOut {
+            guard: Duration::from_secs(30),
+            again_in: &again_in,
+        };
+        match no_quorum(&key, (3, 2), Some(kept_out), failed(false)) {
+            LockError::Restarting {
+                restarting: 2,
+                again_in,
+                failures,
+                ..
+            } => assert_eq!((again_in, failures.0.len()), (Duration::from_secs(1), 1)),
+            other => panic!("{other:?}"),
+        }
+        let nobody = KeptOut {
+            again_in: &[],
+            ..kept_out
+        };
+        let error = no_quorum(&key, (3, 2), Some(nobody), failed(false));
+        assert!(
+            matches!(error, LockError::NoQuorum { failed: 1, .. }),
+            "{error:?}"
+        );
+        let error = no_quorum(&key, (1, 1), None, failed(true));
+        assert!(
+            matches!(error, LockError::Refused { refused: 1, .. }),
+            "{error:?}"
+        );
     }
 
     fn tally(total: usize, yes: usize, no: usize, failed: usize) -> Tally {

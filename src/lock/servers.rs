@@ -15,7 +15,7 @@ use redis::{
 use tokio::sync::Mutex;
 
 use super::key::{escape_and_cut, SERVER_TEXT_SHOWN};
-use super::scripts::LuaScript;
+use super::scripts::{Invocation, LuaScript};
 use super::server_url::{ServerSpec, SpecError};
 
 /// Why one server did not give a usable answer.
@@ -57,6 +57,16 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// Runs one script call, its reply parsed: a reply the script cannot
+    /// have sent is an error, and so that server's failure.
+    pub async fn invoke<I: Invocation>(&mut self, call: &I) -> redis::RedisResult<I::Reply> {
+        let (keys, args) = (call.keys(), call.args());
+        let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        let reply: redis::Value = self.run_script(call.script(), &keys, &args).await?;
+        Ok(call.parse(reply)?)
+    }
+
     /// Runs `script` with EVALSHA once this connection has sent it with EVAL
     /// (which also caches it on the server), falling back to EVAL when the
     /// server answers NOSCRIPT (it restarted, or flushed its scripts).
@@ -65,7 +75,7 @@ impl Connection {
     /// complete in one round trip. After a decided round the process may exit
     /// at once, and an EVALSHA answered NOSCRIPT by a slow server would never
     /// get its EVAL sent.
-    pub async fn run_script<T: FromRedisValue>(
+    async fn run_script<T: FromRedisValue>(
         &mut self,
         script: &'static LuaScript,
         keys: &[&[u8]],
@@ -91,7 +101,7 @@ impl Connection {
             }
         }
         let reply = redis::cmd("EVAL")
-            .arg(script.source)
+            .arg(&script.source)
             .arg(keys.len())
             .arg(keys)
             .arg(args)

@@ -15,6 +15,7 @@ mod generated;
 mod holder;
 mod inputs;
 mod list;
+mod lua;
 mod progress;
 mod queue;
 mod readme;

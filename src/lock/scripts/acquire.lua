@@ -1,8 +1,9 @@
+-- requires: guard holder queue
 -- Take the lock: SET key token NX PX ttl, unless this server may have lost
 -- locks within the restart guard (ARGV[3] ms, 0 turns it off; the marker is
 -- KEYS[6]), or others are in line before the caller; and write the holder
 -- record ARGV[4] beside it. Deciding it here costs no extra round trip
--- (restarting_ms comes from guard.lua, the holder functions from
+-- (restart_guard comes from guard.lua, the holder functions from
 -- holder.lua, the line from queue.lua).
 -- ARGV[5] is the caller's ticket ("" for a caller that does not stand in
 -- line: it takes the lock only when nobody does), ARGV[6] its score,
@@ -10,16 +11,14 @@
 -- long the line may keep a free lock from callers in a row.
 -- Returns 1 taken (or already ours: a request retried after a dropped
 -- connection may find its own SET done), {"restarting", ms until counted
--- again, clock}, {"queued", waiters in line, clock} when the lock is free
--- but others are first in line, or, when another value holds it, who does:
--- occupant(). The clock is this server's in ms (false without TIME): a
--- waiter takes its place in line by the servers' clocks, not its own.
-local restarting = restarting_ms(tonumber(ARGV[3]), KEYS[6])
-if type(restarting) == "table" then
+-- again, clock} (restart_guard's), {"queued", waiters in line, clock} when
+-- the lock is free but others are first in line, or, when another value
+-- holds it, {"held", occupant()}. The clock is this server's in ms (false
+-- without TIME): a waiter takes its place in line by the servers' clocks,
+-- not its own. lock/scripts/acquire.rs parses the reply.
+local restarting = restart_guard(tonumber(ARGV[3]), KEYS[6])
+if restarting then
   return restarting
-end
-if restarting > 0 then
-  return {"restarting", restarting, now_ms()}
 end
 local ticket = ARGV[5]
 local linger = tonumber(ARGV[7])
@@ -53,4 +52,4 @@ local seen = occupant()
 if seen[1] == "none" then
   return {"queued", waiters_in_line(now), now}
 end
-return seen
+return {"held", seen}

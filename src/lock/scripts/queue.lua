@@ -1,5 +1,6 @@
--- Shared by acquire.lua, inspect.lua, force.lua and leave.lua, put after
--- holder.lua.
+-- required by: acquire inspect force leave
+-- A prelude: put in front of every script whose first line names it in
+-- "-- requires:" (lock/scripts/source.rs assembles them).
 -- The line of waiters for the lock KEYS[1]: KEYS[3] orders their tickets
 -- (score: when the waiter arrived, by the servers' clocks as the waiter saw
 -- them; equal scores fall back to the ticket's text, so every server orders

@@ -1,4 +1,6 @@
--- Shared by acquire.lua, inspect.lua and list.lua, put in front of each.
+-- required by: acquire inspect list
+-- A prelude: put in front of every script whose first line names it in
+-- "-- requires:" (lock/scripts/source.rs assembles them).
 -- The restart guard: a server that may have lost the locks it held (it
 -- restarted without persistence, was flushed, evicted keys, or was
 -- replaced behind the same address) must not count toward a quorum until
@@ -57,12 +59,15 @@ local function loss_since(old, now)
   return since, string.format("%.0f %s %s", since, run_id, evicted)
 end
 
--- The ms until this server counts again under a guard of `guard` ms (0: it
--- counts, or the guard is off), or an error reply to return. Writes the
--- marker `marker` when it is missing or out of date.
-local function restarting_ms(guard, marker)
+-- The restart guard's word on this server under a guard of `guard` ms (0
+-- turns it off), in the one shape every script replies it in: false when
+-- the server counts, {"restarting", ms until it counts again, this server's
+-- clock in ms} when it does not; or an error reply (a table with `err`) to
+-- return as it is. Writes the marker `marker` when it is missing or out of
+-- date.
+local function restart_guard(guard, marker)
   if guard <= 0 then
-    return 0
+    return false
   end
   local old = redis.pcall("GET", marker)
   if type(old) == "table" and old.err then
@@ -80,7 +85,7 @@ local function restarting_ms(guard, marker)
   -- from `since`, which is later, never earlier.
   local left = since + guard - now
   if left > 0 then
-    return left
+    return {"restarting", left, now}
   end
-  return 0
+  return false
 end

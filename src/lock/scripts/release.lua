@@ -1,9 +1,11 @@
+-- requires: token holder
 -- Compare-and-delete: remove the lock, and its holder record, only while it
 -- still holds our token. (holds_token comes from token.lua, record_writable
 -- from holder.lua.) A delete is announced on the channel ARGV[2], when one
 -- is given (lock/notify.rs), so that waiters try again at once. pcall: the
 -- announcement is an optimisation, and an ACL without PUBLISH (or without
--- the channel) must not fail the release.
+-- the channel) must not fail the release. Returns 1 deleted, 0 not ours
+-- (lock/scripts/token.rs parses it).
 local held = holds_token()
 if type(held) == "table" then
   return held

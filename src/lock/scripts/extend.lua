@@ -1,11 +1,13 @@
+-- requires: token holder
 -- Compare-and-expire: push the expiry out to ARGV[2] ms from now, only while
 -- the key still holds our token. Never shortens it: a process that extends
 -- with a shorter TTL must not cut short a lease its supervisor relies on.
 -- A missing key is never re-created: once it expired, it may already belong
 -- to someone else on the other servers. The holder record follows the lock's
 -- expiry; a non-empty ARGV[3] replaces it (exec adds the command's pid).
--- Returns 1 if the token holds the key. (holds_token comes from token.lua,
--- the holder functions from holder.lua.)
+-- Returns 1 if the token holds the key, else 0 (lock/scripts/token.rs
+-- parses it). (holds_token comes from token.lua, the holder functions from
+-- holder.lua.)
 local held = holds_token()
 if type(held) == "table" then
   return held

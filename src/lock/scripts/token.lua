@@ -1,4 +1,6 @@
--- Shared by release.lua and extend.lua, put in front of each.
+-- required by: release extend
+-- A prelude: put in front of every script whose first line names it in
+-- "-- requires:" (lock/scripts/source.rs assembles them).
 -- Whether KEYS[1] holds the token ARGV[1]: true or false, or an error reply
 -- to return. pcall, so that a key of another type is simply not ours
 -- (WRONGTYPE), while any other error, such as an ACL that denies GET,

@@ -1,0 +1,188 @@
+//! acquire.lua: `SET NX PX` and the holder record, unless the restart
+//! guard keeps the server out or others are first in line.
+
+use redis::Value;
+
+use super::protocol::{shape, Invocation, LockKeys, Occupant, ProtocolError, Reader, Restarting};
+use super::source::{LuaScript, ACQUIRE};
+
+/// One attempt to take a lock on one server.
+#[derive(Debug, Clone)]
+pub struct Acquire {
+    pub keys: LockKeys,
+    pub token: String,
+    pub ttl_ms: u64,
+    /// The restart guard in ms (0: off).
+    pub guard_ms: u64,
+    /// The holder record to write beside the lock (empty: none).
+    pub record: Vec<u8>,
+    /// A waiter's place in line: its ticket and score. `None` for a caller
+    /// that does not stand in line: it takes the lock only when nobody does.
+    pub ticket: Option<(String, u64)>,
+    /// How long a ticket stays without its waiter, and how long the line
+    /// may keep a free lock from callers in a row, in ms.
+    pub linger_ms: u64,
+}
+
+/// What acquire.lua answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AcquireReply {
+    /// 1: taken, or already ours.
+    Taken,
+    /// `{"held", occupant()}`: another value (or another type) holds it.
+    Held(Box<Occupant>),
+    /// `{"queued", waiters, clock}`: the lock is free, but this many
+    /// waiters stand in line before the caller.
+    Queued { waiters: u64, clock: Option<u64> },
+    /// `{"restarting", ms, clock}`.
+    Restarting(Restarting),
+}
+
+const READ: Reader = Reader("acquire");
+
+impl Invocation for Acquire {
+    type Reply = AcquireReply;
+
+    fn script(&self) -> &'static LuaScript {
+        &ACQUIRE
+    }
+
+    fn keys(&self) -> Vec<Vec<u8>> {
+        self.keys.to_vec()
+    }
+
+    fn args(&self) -> Vec<Vec<u8>> {
+        let (ticket, score) = self.ticket.clone().unwrap_or_default();
+        vec![
+            self.token.clone().into_bytes(),
+            self.ttl_ms.to_string().into_bytes(),
+            self.guard_ms.to_string().into_bytes(),
+            self.record.clone(),
+            ticket.into_bytes(),
+            score.to_string().into_bytes(),
+            self.linger_ms.to_string().into_bytes(),
+        ]
+    }
+
+    fn parse(&self, reply: Value) -> Result<AcquireReply, ProtocolError> {
+        parse(reply)
+    }
+}
+
+fn parse(reply: Value) -> Result<AcquireReply, ProtocolError> {
+    match reply {
+        Value::Int(1) => Ok(AcquireReply::Taken),
+        Value::Array(items) => tagged(items),
+        other => Err(READ.error(format!("{} instead of 1 or a tagged array", shape(&other)))),
+    }
+}
+
+/// `{"held", …}`, `{"queued", …}` or `{"restarting", …}`.
+fn tagged(items: Vec<Value>) -> Result<AcquireReply, ProtocolError> {
+    let tag = items.first().cloned().unwrap_or(Value::Nil);
+    match READ.bytes(tag, "the tag")?.as_slice() {
+        b"held" => {
+            let [_, seen] = READ.array(Value::Array(items), "held")?;
+            let seen = READ.occupant(seen)?;
+            if seen.kind == "none" {
+                return Err(READ.error("held by a key that is not there"));
+            }
+            Ok(AcquireReply::Held(Box::new(seen)))
+        }
+        b"queued" => {
+            let [_, waiters, clock] = READ.array(Value::Array(items), "queued")?;
+            Ok(AcquireReply::Queued {
+                waiters: READ.count(&waiters, "the waiters in line")?,
+                clock: READ.clock(clock)?,
+            })
+        }
+        b"restarting" => READ
+            .restarting(Value::Array(items))
+            .map(AcquireReply::Restarting),
+        tag => Err(READ.error(format!("the tag {:?}", String::from_utf8_lossy(tag)))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::protocol::tests::{bulk, held_by, missing, restarting};
+    use super::*;
+
+    fn array(items: Vec<Value>) -> Value {
+        Value::Array(items)
+    }
+
+    #[test]
+    fn each_reply_reads_as_its_outcome() {
+        assert_eq!(parse(Value::Int(1)).unwrap(), AcquireReply::Taken);
+        assert_eq!(
+            parse(array(vec![bulk("queued"), Value::Int(3), bulk("17")])).unwrap(),
+            AcquireReply::Queued {
+                waiters: 3,
+                clock: Some(17)
+            }
+        );
+        assert_eq!(
+            parse(restarting(250)).unwrap(),
+            AcquireReply::Restarting(Restarting {
+                left: Duration::from_millis(250),
+                clock: Some(7)
+            })
+        );
+        let held = parse(array(vec![bulk("held"), held_by("theirs")])).unwrap();
+        assert!(
+            matches!(&held, AcquireReply::Held(seen) if seen.value.as_deref() == Some(&b"theirs"[..]) && seen.pttl_ms == 900)
+        );
+    }
+
+    #[test]
+    fn malformed_replies_are_refused() {
+        // 0 and -N were once "restarting": nothing says that any more.
+        for n in [0, -5, 2] {
+            assert!(parse(Value::Int(n)).is_err(), "{n}");
+        }
+        assert!(parse(Value::Nil).is_err());
+        assert!(parse(bulk("1")).is_err());
+        assert!(parse(Value::Okay).is_err());
+        assert!(parse(array(vec![])).is_err(), "empty");
+        assert!(parse(held_by("bare occupant()")).is_err(), "untagged");
+        assert!(
+            parse(array(vec![bulk("held"), missing()])).is_err(),
+            "held by nothing"
+        );
+        assert!(parse(array(vec![bulk("held")])).is_err());
+        assert!(parse(array(vec![bulk("held"), held_by("t"), Value::Nil])).is_err());
+        assert!(parse(array(vec![bulk("queued"), bulk("x"), Value::Nil])).is_err());
+        assert!(parse(array(vec![bulk("queued"), Value::Int(-1), Value::Nil])).is_err());
+        assert!(parse(array(vec![bulk("queued"), Value::Int(1)])).is_err());
+        assert!(parse(restarting(0)).is_err());
+        assert!(parse(array(vec![bulk("other"), Value::Int(1), Value::Nil])).is_err());
+        assert!(parse(array(vec![Value::Int(1), Value::Int(1), Value::Nil])).is_err());
+    }
+
+    #[test]
+    fn arguments_come_in_the_scripts_order() {
+        let call = Acquire {
+            keys: LockKeys::new(&super::super::super::key::LockKey::new(b"k".to_vec()), b"m"),
+            token: "tok".into(),
+            ttl_ms: 5000,
+            guard_ms: 0,
+            record: b"rec".to_vec(),
+            ticket: Some(("000-ab".into(), 12)),
+            linger_ms: 1000,
+        };
+        let args: Vec<&[u8]> = vec![b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000"];
+        assert_eq!(
+            call.args(),
+            args.iter().map(|a| a.to_vec()).collect::<Vec<_>>()
+        );
+        let without = Acquire {
+            ticket: None,
+            ..call
+        };
+        assert_eq!(without.args()[4..6], [b"".to_vec(), b"0".to_vec()]);
+        assert_eq!(without.keys().len(), 6);
+    }
+}

@@ -1,0 +1,18 @@
+-- requires: guard holder queue
+-- What one server holds for a lock, in one atomic read:
+-- {occupant(), the restart guard's word, waiters}: occupant() comes from
+-- holder.lua; the guard's word (restart_guard, from guard.lua) is false
+-- when this server counts, else {"restarting", ms until it counts again,
+-- clock} (ARGV[1] is the guard in ms, 0 turns it off, and KEYS[6] its
+-- marker); waiters is how many stand in the lock's line (from queue.lua;
+-- lapsed ones left out). lock/scripts/inspect.rs parses the reply.
+local restarting = restart_guard(tonumber(ARGV[1]), KEYS[6])
+if restarting and restarting.err then
+  return restarting
+end
+local seen = occupant()
+local waiters = 0
+if seen[5] then
+  waiters = waiters_in_line(seen[5])
+end
+return {seen, restarting, waiters}

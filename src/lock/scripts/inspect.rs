@@ -1,0 +1,104 @@
+//! inspect.lua: what one server holds for a lock, for `status`.
+
+use redis::Value;
+
+use super::protocol::{Invocation, LockKeys, Occupant, ProtocolError, Reader, Restarting};
+use super::source::{LuaScript, INSPECT};
+
+/// Reads what one server holds for a lock.
+#[derive(Debug, Clone)]
+pub struct Inspect {
+    pub keys: LockKeys,
+    /// The restart guard in ms (0: off).
+    pub guard_ms: u64,
+}
+
+/// `{occupant(), the restart guard's word, waiters}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InspectReply {
+    pub occupant: Occupant,
+    /// `Some` when the restart guard keeps this server out.
+    pub restarting: Option<Restarting>,
+    /// How many waiters stand in the lock's line.
+    pub waiters: u64,
+}
+
+impl Invocation for Inspect {
+    type Reply = InspectReply;
+
+    fn script(&self) -> &'static LuaScript {
+        &INSPECT
+    }
+
+    fn keys(&self) -> Vec<Vec<u8>> {
+        self.keys.to_vec()
+    }
+
+    fn args(&self) -> Vec<Vec<u8>> {
+        vec![self.guard_ms.to_string().into_bytes()]
+    }
+
+    fn parse(&self, reply: Value) -> Result<InspectReply, ProtocolError> {
+        parse(reply)
+    }
+}
+
+fn parse(reply: Value) -> Result<InspectReply, ProtocolError> {
+    let read = Reader("inspect");
+    let [occupant, restarting, waiters] = read.array(reply, "the reply")?;
+    Ok(InspectReply {
+        occupant: read.occupant(occupant)?,
+        restarting: read.guard_word(restarting)?,
+        waiters: read.count(&waiters, "the waiters in line")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::protocol::tests::{bulk, held_by, missing, restarting};
+    use super::*;
+
+    fn reply(occupant: Value, guard: Value, waiters: Value) -> Value {
+        Value::Array(vec![occupant, guard, waiters])
+    }
+
+    #[test]
+    fn a_reply_reads_occupant_guard_and_line() {
+        let read = parse(reply(held_by("t"), Value::Nil, Value::Int(2))).unwrap();
+        assert_eq!(read.occupant.value.as_deref(), Some(&b"t"[..]));
+        assert_eq!((read.restarting, read.waiters), (None, 2));
+        let kept_out = parse(reply(missing(), restarting(300), Value::Int(0))).unwrap();
+        assert_eq!(
+            kept_out.restarting.map(|r| r.left),
+            Some(Duration::from_millis(300))
+        );
+        assert_eq!(kept_out.occupant.kind, "none");
+    }
+
+    #[test]
+    fn malformed_replies_are_refused() {
+        assert!(
+            parse(reply(held_by("t"), Value::Int(0), Value::Int(0))).is_err(),
+            "0 for counts"
+        );
+        assert!(
+            parse(reply(held_by("t"), Value::Int(300), Value::Int(0))).is_err(),
+            "bare ms"
+        );
+        assert!(parse(reply(held_by("t"), restarting(0), Value::Int(0))).is_err());
+        assert!(parse(reply(held_by("t"), Value::Nil, Value::Int(-1))).is_err());
+        assert!(parse(reply(held_by("t"), Value::Nil, Value::Nil)).is_err());
+        assert!(parse(reply(Value::Nil, Value::Nil, Value::Int(0))).is_err());
+        assert!(parse(reply(bulk("string"), Value::Nil, Value::Int(0))).is_err());
+        // The old flat shape: occupant()'s five fields, then ms and waiters.
+        let Value::Array(mut flat) = held_by("t") else {
+            unreachable!()
+        };
+        flat.extend([Value::Int(0), Value::Int(0)]);
+        assert!(parse(Value::Array(flat)).is_err());
+        assert!(parse(Value::Array(vec![held_by("t"), Value::Nil])).is_err());
+        assert!(parse(Value::Int(1)).is_err());
+    }
+}

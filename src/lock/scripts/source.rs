@@ -1,0 +1,129 @@
+//! The text of each script as sent: its preludes, then the script itself.
+//! A top-level script names the preludes it needs, in order, on its first
+//! line (`-- requires: guard holder queue`); a prelude names its includers
+//! on its own first line (`-- required by: acquire inspect list`), and a
+//! test keeps the two in agreement. tests/cli/lua.rs assembles the files on
+//! disk by the same rule.
+
+use std::sync::LazyLock;
+
+/// A script and its SHA1, the name EVALSHA knows it by.
+pub struct LuaScript {
+    pub source: String,
+    pub sha1: String,
+}
+
+/// The files put in front of the scripts that require them.
+const PRELUDES: &[(&str, &str)] = &[
+    ("guard", include_str!("guard.lua")),
+    ("holder", include_str!("holder.lua")),
+    ("queue", include_str!("queue.lua")),
+    ("token", include_str!("token.lua")),
+];
+
+/// The scripts redlock runs.
+const SCRIPTS: &[(&str, &str)] = &[
+    ("acquire", include_str!("acquire.lua")),
+    ("release", include_str!("release.lua")),
+    ("extend", include_str!("extend.lua")),
+    ("inspect", include_str!("inspect.lua")),
+    ("list", include_str!("list.lua")),
+    ("force", include_str!("force.lua")),
+    ("leave", include_str!("leave.lua")),
+];
+
+const REQUIRES: &str = "-- requires:";
+#[cfg(test)]
+const REQUIRED_BY: &str = "-- required by:";
+
+/// The names a first line starting with `tag` lists.
+fn names<'a>(source: &'a str, tag: &str) -> Option<Vec<&'a str>> {
+    let line = source.lines().next()?.strip_prefix(tag)?;
+    Some(line.split_whitespace().collect())
+}
+
+fn lookup(table: &[(&'static str, &'static str)], name: &str) -> Option<&'static str> {
+    table
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, source)| *source)
+}
+
+impl LuaScript {
+    /// The script `name` with its preludes in front. Panics on a script
+    /// without its `-- requires:` line or naming an unknown prelude: a
+    /// mistake in the files compiled in, which every test run catches.
+    fn assemble(name: &'static str) -> Self {
+        let script = lookup(SCRIPTS, name).unwrap_or_else(|| panic!("no script {name}"));
+        let preludes = names(script, REQUIRES)
+            .unwrap_or_else(|| panic!("{name}.lua does not start with {REQUIRES:?}"));
+        let mut source: String = preludes
+            .iter()
+            .map(|p| lookup(PRELUDES, p).unwrap_or_else(|| panic!("{name}.lua: no prelude {p}")))
+            .collect();
+        source.push_str(script);
+        let sha1 = redis::Script::new(&source).get_hash().to_owned();
+        LuaScript { source, sha1 }
+    }
+}
+
+/// `SET NX PX` and the holder record, unless the restart guard keeps this
+/// server out or others are first in line (see [`super::Acquire`]).
+pub static ACQUIRE: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::assemble("acquire"));
+
+/// Compare-and-delete (see [`super::Release`]).
+pub static RELEASE: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::assemble("release"));
+
+/// Compare-and-expire (see [`super::Extend`]).
+pub static EXTEND: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::assemble("extend"));
+
+/// What one server holds for a lock, for `status` (see [`super::Inspect`]).
+pub static INSPECT: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::assemble("inspect"));
+
+/// What one server holds for many locks, for `list` (see [`super::List`]).
+pub static LIST: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::assemble("list"));
+
+/// `release --force` (see [`super::Force`]).
+pub static FORCE: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::assemble("force"));
+
+/// A waiter leaves the line (see [`super::Leave`]).
+pub static LEAVE: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::assemble("leave"));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_script_assembles_with_its_preludes_first() {
+        let acquire = LuaScript::assemble("acquire");
+        let expected = [
+            include_str!("guard.lua"),
+            include_str!("holder.lua"),
+            include_str!("queue.lua"),
+            include_str!("acquire.lua"),
+        ]
+        .concat();
+        assert_eq!(acquire.source, expected);
+        assert_eq!(acquire.sha1.len(), 40);
+        for (name, _) in SCRIPTS {
+            let script = LuaScript::assemble(name);
+            assert!(script.source.ends_with(lookup(SCRIPTS, name).unwrap()));
+        }
+    }
+
+    #[test]
+    fn each_prelude_names_exactly_the_scripts_that_require_it() {
+        for (prelude, source) in PRELUDES {
+            let mut said = names(source, REQUIRED_BY)
+                .unwrap_or_else(|| panic!("{prelude}.lua does not start with {REQUIRED_BY:?}"));
+            let mut actual: Vec<&str> = SCRIPTS
+                .iter()
+                .filter(|(_, script)| names(script, REQUIRES).unwrap().contains(prelude))
+                .map(|(name, _)| *name)
+                .collect();
+            said.sort_unstable();
+            actual.sort_unstable();
+            assert_eq!(said, actual, "{prelude}.lua's first line");
+        }
+    }
+}

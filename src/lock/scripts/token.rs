@@ -1,0 +1,124 @@
+//! release.lua and extend.lua: compare-and-delete and compare-and-expire,
+//! each done only while the lock still holds the caller's token.
+
+use redis::Value;
+
+use super::protocol::{shape, Invocation, LockKeys, ProtocolError, Reader};
+use super::source::{LuaScript, EXTEND, RELEASE};
+
+/// Deletes the lock (and its record) if it holds `token`.
+#[derive(Debug, Clone)]
+pub struct Release {
+    pub keys: LockKeys,
+    pub token: String,
+    /// Where the delete is announced to waiters (empty: not announced).
+    pub channel: Vec<u8>,
+}
+
+/// Pushes the lock's expiry out to `ttl_ms` from now if it holds `token`.
+#[derive(Debug, Clone)]
+pub struct Extend {
+    pub keys: LockKeys,
+    pub token: String,
+    pub ttl_ms: u64,
+    /// A holder record to replace the old one with (empty: keep it).
+    pub record: Vec<u8>,
+}
+
+impl Invocation for Release {
+    /// Whether the token held the lock (and it was deleted).
+    type Reply = bool;
+
+    fn script(&self) -> &'static LuaScript {
+        &RELEASE
+    }
+
+    fn keys(&self) -> Vec<Vec<u8>> {
+        self.keys.to_vec()
+    }
+
+    fn args(&self) -> Vec<Vec<u8>> {
+        vec![self.token.clone().into_bytes(), self.channel.clone()]
+    }
+
+    fn parse(&self, reply: Value) -> Result<bool, ProtocolError> {
+        yes_or_no(Reader("release"), reply)
+    }
+}
+
+impl Invocation for Extend {
+    /// Whether the token held the lock (and it was extended).
+    type Reply = bool;
+
+    fn script(&self) -> &'static LuaScript {
+        &EXTEND
+    }
+
+    fn keys(&self) -> Vec<Vec<u8>> {
+        self.keys.to_vec()
+    }
+
+    fn args(&self) -> Vec<Vec<u8>> {
+        vec![
+            self.token.clone().into_bytes(),
+            self.ttl_ms.to_string().into_bytes(),
+            self.record.clone(),
+        ]
+    }
+
+    fn parse(&self, reply: Value) -> Result<bool, ProtocolError> {
+        yes_or_no(Reader("extend"), reply)
+    }
+}
+
+/// 1 or 0, nothing else.
+fn yes_or_no(read: Reader, reply: Value) -> Result<bool, ProtocolError> {
+    match reply {
+        Value::Int(1) => Ok(true),
+        Value::Int(0) => Ok(false),
+        other => Err(read.error(format!("{} instead of 1 or 0", shape(&other)))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::protocol::tests::bulk;
+    use super::*;
+
+    #[test]
+    fn only_1_and_0_are_answers() {
+        let read = Reader("release");
+        assert!(yes_or_no(read, Value::Int(1)).unwrap());
+        assert!(!yes_or_no(read, Value::Int(0)).unwrap());
+        for wrong in [
+            Value::Int(2),
+            Value::Int(-1),
+            Value::Nil,
+            bulk("1"),
+            Value::Okay,
+            Value::Boolean(true),
+            Value::Array(vec![Value::Int(1)]),
+        ] {
+            assert!(yes_or_no(read, wrong.clone()).is_err(), "{wrong:?}");
+        }
+    }
+
+    #[test]
+    fn arguments_come_in_the_scripts_order() {
+        let keys = LockKeys::new(&super::super::super::key::LockKey::new(b"k".to_vec()), b"m");
+        let release = Release {
+            keys: keys.clone(),
+            token: "tok".into(),
+            channel: b"ch".to_vec(),
+        };
+        assert_eq!(release.args(), [b"tok".to_vec(), b"ch".to_vec()]);
+        let extend = Extend {
+            keys,
+            token: "tok".into(),
+            ttl_ms: 30,
+            record: Vec::new(),
+        };
+        assert_eq!(extend.args(), [b"tok".to_vec(), b"30".to_vec(), Vec::new()]);
+        assert_eq!(extend.keys()[0], b"k");
+    }
+}

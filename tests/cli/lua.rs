@@ -1,0 +1,568 @@
+//! The Lua scripts on their own: each one assembled from `src/lock/scripts/`
+//! as redlock assembles it (the preludes its first line names, then the
+//! script) and run with EVAL on a real redis-server, with crafted keys, one
+//! branch per test. Replies are checked in the exact shape the Rust parsers
+//! (`src/lock/scripts/*.rs`) read.
+
+use std::fs;
+use std::path::Path;
+
+use redis::Value;
+
+use crate::support::RedisServer;
+
+const GUARD_OFF: &str = "0";
+
+/// The script `name` as redlock sends it: the preludes its first line
+/// (`-- requires: …`) names, in order, then the script itself. The same
+/// rule as `src/lock/scripts/source.rs`, read from the files on disk so
+/// that the test needs nothing of the crate.
+fn script(name: &str) -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lock/scripts");
+    let read = |file: &str| {
+        fs::read_to_string(dir.join(format!("{file}.lua")))
+            .unwrap_or_else(|e| panic!("cannot read {file}.lua: {e}"))
+    };
+    let body = read(name);
+    let preludes = body
+        .lines()
+        .next()
+        .and_then(|line| line.strip_prefix("-- requires:"))
+        .unwrap_or_else(|| panic!("{name}.lua does not start with '-- requires:'"));
+    let mut source: String = preludes.split_whitespace().map(read).collect();
+    source.push_str(&body);
+    source
+}
+
+/// EVAL of the script `name` with `keys` and `args`.
+fn eval(
+    server: &RedisServer,
+    name: &str,
+    keys: &[Vec<u8>],
+    args: &[&str],
+) -> redis::RedisResult<Value> {
+    redis::cmd("EVAL")
+        .arg(script(name))
+        .arg(keys.len())
+        .arg(keys)
+        .arg(args)
+        .query(&mut server.client())
+}
+
+/// [`eval`] that must not fail.
+fn run(server: &RedisServer, name: &str, keys: &[Vec<u8>], args: &[&str]) -> Value {
+    eval(server, name, keys, args).unwrap_or_else(|e| panic!("{name}.lua failed: {e}"))
+}
+
+/// The six keys every script on the lock `name` gets, in order (as
+/// `LockKeys` builds them), with the restart guard's marker `name:marker`.
+fn keys(name: &str) -> Vec<Vec<u8>> {
+    let beside = |suffix: &[u8]| [name.as_bytes(), suffix].concat();
+    vec![
+        name.as_bytes().to_vec(),
+        beside(b"\0holder"),
+        beside(b"\0line"),
+        beside(b"\0lapse"),
+        beside(b"\0free"),
+        beside(b":marker"),
+    ]
+}
+
+/// ARGV of acquire.lua: token, ttl, guard, record, ticket, score, linger.
+fn acquire_args<'a>(
+    token: &'a str,
+    guard: &'a str,
+    ticket: &'a str,
+    score: &'a str,
+) -> [&'a str; 7] {
+    [token, "10000", guard, "", ticket, score, "1000"]
+}
+
+fn items(value: Value) -> Vec<Value> {
+    match value {
+        Value::Array(items) => items,
+        other => panic!("not an array: {other:?}"),
+    }
+}
+
+fn text(value: &Value) -> String {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        other => panic!("not a string: {other:?}"),
+    }
+}
+
+fn int(value: &Value) -> i64 {
+    match value {
+        Value::Int(n) => *n,
+        other => panic!("not a number: {other:?}"),
+    }
+}
+
+/// A tagged reply `{tag, …}`: its tag and the rest.
+fn tagged(value: Value) -> (String, Vec<Value>) {
+    let mut items = items(value);
+    let tag = text(&items.remove(0));
+    (tag, items)
+}
+
+/// occupant()'s `{type, value, pttl, record, clock}`, checked for shape:
+/// the type, the value, the PTTL and the record.
+fn occupant(value: Value) -> (String, Option<String>, i64, Option<String>) {
+    let fields = items(value);
+    assert_eq!(fields.len(), 5, "occupant(): {fields:?}");
+    let optional = |v: &Value| (*v != Value::Nil).then(|| text(v));
+    let clock = text(&fields[4]);
+    assert!(clock.parse::<u64>().unwrap() > 1_600_000_000_000, "{clock}");
+    (
+        text(&fields[0]),
+        optional(&fields[1]),
+        int(&fields[2]),
+        optional(&fields[3]),
+    )
+}
+
+/// `{"restarting", ms, clock}`: the ms.
+fn restarting(value: Value) -> i64 {
+    let (tag, rest) = tagged(value);
+    assert_eq!(tag, "restarting");
+    assert_eq!(rest.len(), 2, "{rest:?}");
+    assert!(int(&rest[1]) > 1_600_000_000_000, "the clock: {rest:?}");
+    int(&rest[0])
+}
+
+fn cmd<T: redis::FromRedisValue>(server: &RedisServer, args: &[&[u8]]) -> T {
+    let mut command = redis::cmd(std::str::from_utf8(args[0]).unwrap());
+    for arg in &args[1..] {
+        command.arg(*arg);
+    }
+    command.query(&mut server.client()).unwrap()
+}
+
+/// Puts `ticket` in the line of `keys` at `score`, lapsing at `lapses` ms
+/// (this server's clock).
+fn in_line(server: &RedisServer, keys: &[Vec<u8>], ticket: &str, score: u64, lapses: u64) {
+    let _: i64 = cmd(
+        server,
+        &[
+            b"ZADD",
+            &keys[2],
+            score.to_string().as_bytes(),
+            ticket.as_bytes(),
+        ],
+    );
+    let _: i64 = cmd(
+        server,
+        &[
+            b"ZADD",
+            &keys[3],
+            lapses.to_string().as_bytes(),
+            ticket.as_bytes(),
+        ],
+    );
+}
+
+/// Far in the future, by any server's clock.
+const NEVER: u64 = 1 << 50;
+
+fn line(server: &RedisServer, keys: &[Vec<u8>]) -> Vec<String> {
+    cmd(server, &[b"ZRANGE", &keys[2], b"0", b"-1"])
+}
+
+/// This server's clock in ms.
+fn now_ms(server: &RedisServer) -> u64 {
+    let (secs, micros): (u64, u64) = cmd(server, &[b"TIME"]);
+    secs * 1000 + micros / 1000
+}
+
+// ---------------------------------------------------------------------------
+// acquire.lua
+// ---------------------------------------------------------------------------
+
+#[test]
+fn acquire_takes_a_free_lock_and_writes_its_record() {
+    let server = RedisServer::start();
+    let k = keys("free");
+    let args = ["tok", "10000", GUARD_OFF, "who", "", "0", "1000"];
+    assert_eq!(run(&server, "acquire", &k, &args), Value::Int(1));
+    assert_eq!(server.get(&k[0]).as_deref(), Some(&b"tok"[..]));
+    assert!((1..=10_000).contains(&server.pttl(&k[0])));
+    let record = String::from_utf8(server.get(&k[1]).unwrap()).unwrap();
+    let (since, rest) = record.split_once(' ').unwrap();
+    assert!(since.parse::<u64>().is_ok() && rest == "who", "{record}");
+    // A retry of our own SET (a dropped connection) is taken too.
+    assert_eq!(run(&server, "acquire", &k, &args), Value::Int(1));
+}
+
+#[test]
+fn acquire_says_who_holds_a_busy_lock() {
+    let server = RedisServer::start();
+    let k = keys("busy");
+    server.set_px(&k[0], b"theirs", 5000);
+    server.set_px(&k[1], b"123 their record", 5000);
+    let (tag, rest) = tagged(run(
+        &server,
+        "acquire",
+        &k,
+        &acquire_args("mine", GUARD_OFF, "", "0"),
+    ));
+    assert_eq!(tag, "held");
+    let [seen] = <[Value; 1]>::try_from(rest).unwrap();
+    let (kind, value, pttl, record) = occupant(seen);
+    assert_eq!(
+        (kind.as_str(), value.as_deref()),
+        ("string", Some("theirs"))
+    );
+    assert!((1..=5000).contains(&pttl));
+    assert_eq!(record.as_deref(), Some("123 their record"));
+    assert_eq!(server.get(&k[0]).as_deref(), Some(&b"theirs"[..]));
+}
+
+#[test]
+fn acquire_leaves_a_key_of_another_type_alone() {
+    let server = RedisServer::start();
+    let k = keys("a-list");
+    let _: i64 = cmd(&server, &[b"RPUSH", &k[0], b"x"]);
+    let (tag, rest) = tagged(run(
+        &server,
+        "acquire",
+        &k,
+        &acquire_args("mine", GUARD_OFF, "", "0"),
+    ));
+    assert_eq!(tag, "held");
+    let (kind, value, pttl, _) = occupant(rest.into_iter().next().unwrap());
+    assert_eq!((kind.as_str(), value, pttl), ("list", None, -1));
+    let length: i64 = cmd(&server, &[b"LLEN", &k[0]]);
+    assert_eq!(length, 1);
+}
+
+#[test]
+fn acquire_keeps_a_free_lock_for_the_first_in_line() {
+    let server = RedisServer::start();
+    let k = keys("queued");
+    in_line(&server, &k, "t-200", 200, NEVER);
+    // Nobody in line cuts in: not a caller without a ticket...
+    let (tag, rest) = tagged(run(
+        &server,
+        "acquire",
+        &k,
+        &acquire_args("a", GUARD_OFF, "", "0"),
+    ));
+    assert_eq!((tag.as_str(), int(&rest[0])), ("queued", 1));
+    assert!(text(&rest[1]).parse::<u64>().unwrap() > 1_600_000_000_000);
+    // ...nor a later waiter, who takes its place behind.
+    let (tag, rest) = tagged(run(
+        &server,
+        "acquire",
+        &k,
+        &acquire_args("b", GUARD_OFF, "t-300", "300"),
+    ));
+    assert_eq!((tag.as_str(), int(&rest[0])), ("queued", 2));
+    assert_eq!(line(&server, &k), ["t-200", "t-300"]);
+    assert_eq!(server.get(&k[0]), None);
+    // An earlier ticket goes first, wherever it arrives from.
+    in_line(&server, &k, "t-100", 100, NEVER);
+    let (tag, _) = tagged(run(
+        &server,
+        "acquire",
+        &k,
+        &acquire_args("c", GUARD_OFF, "t-200", "200"),
+    ));
+    assert_eq!(tag, "queued");
+    let taken = run(
+        &server,
+        "acquire",
+        &k,
+        &acquire_args("first", GUARD_OFF, "t-100", "100"),
+    );
+    assert_eq!(taken, Value::Int(1));
+    assert_eq!(server.get(&k[0]).as_deref(), Some(&b"first"[..]));
+    assert_eq!(
+        line(&server, &k),
+        ["t-200", "t-300"],
+        "the taker left the line"
+    );
+}
+
+#[test]
+fn acquire_drops_lapsed_tickets() {
+    let server = RedisServer::start();
+    let k = keys("lapsed");
+    in_line(&server, &k, "t-1", 1, 1);
+    let _: i64 = cmd(&server, &[b"ZADD", &k[2], b"2", b"t-2-no-lapse-time"]);
+    assert_eq!(
+        run(
+            &server,
+            "acquire",
+            &k,
+            &acquire_args("a", GUARD_OFF, "", "0")
+        ),
+        Value::Int(1)
+    );
+    assert!(line(&server, &k).is_empty(), "{:?}", line(&server, &k));
+}
+
+#[test]
+fn acquire_lets_a_line_that_kept_the_lock_too_long_step_aside() {
+    let server = RedisServer::start();
+    let k = keys("aside");
+    in_line(&server, &k, "t-1", 1, NEVER);
+    // The line has kept the free lock from callers since long ago.
+    server.set(&k[4], b"1");
+    assert_eq!(
+        run(
+            &server,
+            "acquire",
+            &k,
+            &acquire_args("a", GUARD_OFF, "", "0")
+        ),
+        Value::Int(1)
+    );
+    // Since just now: it keeps it.
+    let k = keys("kept");
+    in_line(&server, &k, "t-1", 1, NEVER);
+    server.set(&k[4], now_ms(&server).to_string().as_bytes());
+    let (tag, _) = tagged(run(
+        &server,
+        "acquire",
+        &k,
+        &acquire_args("a", GUARD_OFF, "", "0"),
+    ));
+    assert_eq!(tag, "queued");
+}
+
+/// The marker as guard.lua writes it: "<since> <run_id> <evicted_keys>".
+fn marker(since: u64, run_id: &str, evicted: &str) -> Vec<u8> {
+    format!("{since} {run_id} {evicted}").into_bytes()
+}
+
+fn run_id(server: &RedisServer) -> String {
+    server.info_field("server", "run_id").unwrap()
+}
+
+#[test]
+fn acquire_under_the_guard_restarts_without_a_marker() {
+    let server = RedisServer::start();
+    let k = keys("guarded");
+    let left = restarting(run(
+        &server,
+        "acquire",
+        &k,
+        &acquire_args("a", "10000", "", "0"),
+    ));
+    assert!((9_000..=10_000).contains(&left), "{left}");
+    assert_eq!(server.get(&k[0]), None);
+    let written = String::from_utf8(server.get(&k[5]).unwrap()).unwrap();
+    let fields: Vec<&str> = written.split(' ').collect();
+    assert_eq!(fields[1..], [run_id(&server).as_str(), "0"], "{written}");
+    // A marker old enough: the server counts.
+    let since = now_ms(&server) - 20_000;
+    server.set(&k[5], &marker(since, &run_id(&server), "0"));
+    assert_eq!(
+        run(&server, "acquire", &k, &acquire_args("a", "10000", "", "0")),
+        Value::Int(1)
+    );
+}
+
+#[test]
+fn acquire_under_the_guard_restarts_after_a_restart_or_an_eviction() {
+    let server = RedisServer::start();
+    let since = now_ms(&server) - 20_000;
+    // Another run_id: lost by the time this run started, which is now.
+    let k = keys("restarted");
+    server.set(&k[5], &marker(since, "an-earlier-run", "0"));
+    let left = restarting(run(
+        &server,
+        "acquire",
+        &k,
+        &acquire_args("a", "10000", "", "0"),
+    ));
+    assert!(left > 5_000, "{left}");
+    // More evicted keys than the marker saw: the guard starts now.
+    let k = keys("evicted");
+    server.set(&k[5], &marker(since, &run_id(&server), "7"));
+    let left = restarting(run(
+        &server,
+        "acquire",
+        &k,
+        &acquire_args("a", "10000", "", "0"),
+    ));
+    assert!((9_000..=10_000).contains(&left), "{left}");
+}
+
+#[test]
+fn acquire_refuses_a_marker_of_another_type() {
+    let server = RedisServer::start();
+    let k = keys("bad-marker");
+    let _: i64 = cmd(&server, &[b"RPUSH", &k[5], b"x"]);
+    let err = eval(&server, "acquire", &k, &acquire_args("a", "10000", "", "0")).unwrap_err();
+    assert!(
+        err.to_string().contains("marker key is not a string"),
+        "{err}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// release.lua, extend.lua
+// ---------------------------------------------------------------------------
+
+#[test]
+fn release_deletes_only_with_the_right_token() {
+    let server = RedisServer::start();
+    let k = keys("rel");
+    server.set_px(&k[0], b"tok", 5000);
+    server.set_px(&k[1], b"1 rec", 5000);
+    assert_eq!(run(&server, "release", &k, &["other", ""]), Value::Int(0));
+    assert_eq!(server.get(&k[0]).as_deref(), Some(&b"tok"[..]));
+    assert_eq!(run(&server, "release", &k, &["tok", "chan"]), Value::Int(1));
+    assert_eq!((server.get(&k[0]), server.get(&k[1])), (None, None));
+    assert_eq!(run(&server, "release", &k, &["tok", ""]), Value::Int(0));
+    // A key of another type is simply not ours.
+    let _: i64 = cmd(&server, &[b"RPUSH", &k[0], b"x"]);
+    assert_eq!(run(&server, "release", &k, &["tok", ""]), Value::Int(0));
+}
+
+#[test]
+fn extend_pushes_the_expiry_out_only_with_the_right_token() {
+    let server = RedisServer::start();
+    let k = keys("ext");
+    server.set_px(&k[0], b"tok", 2000);
+    server.set_px(&k[1], b"77 old", 2000);
+    assert_eq!(
+        run(&server, "extend", &k, &["other", "60000", ""]),
+        Value::Int(0)
+    );
+    assert!(server.pttl(&k[0]) <= 2000);
+    assert_eq!(
+        run(&server, "extend", &k, &["tok", "60000", ""]),
+        Value::Int(1)
+    );
+    assert!(server.pttl(&k[0]) > 50_000);
+    assert!(server.pttl(&k[1]) > 50_000, "the record follows");
+    // Never shortens; a new record keeps the time the lock was taken.
+    assert_eq!(
+        run(&server, "extend", &k, &["tok", "1000", "new"]),
+        Value::Int(1)
+    );
+    assert!(server.pttl(&k[0]) > 50_000);
+    assert_eq!(server.get(&k[1]).as_deref(), Some(&b"77 new"[..]));
+    // A missing key is never re-created.
+    let gone = keys("gone");
+    assert_eq!(
+        run(&server, "extend", &gone, &["tok", "1000", ""]),
+        Value::Int(0)
+    );
+    assert_eq!(server.get(&gone[0]), None);
+}
+
+// ---------------------------------------------------------------------------
+// inspect.lua, list.lua
+// ---------------------------------------------------------------------------
+
+#[test]
+fn inspect_reads_occupant_guard_and_line() {
+    let server = RedisServer::start();
+    let k = keys("insp");
+    server.set_px(&k[0], b"tok", 5000);
+    server.set_px(&k[1], b"5 rec", 5000);
+    in_line(&server, &k, "t-1", 1, NEVER);
+    in_line(&server, &k, "t-2", 2, 1);
+    let [seen, guard, waiters] =
+        <[Value; 3]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    let (kind, value, _, record) = occupant(seen);
+    assert_eq!(
+        (kind.as_str(), value.as_deref(), record.as_deref()),
+        ("string", Some("tok"), Some("5 rec"))
+    );
+    assert_eq!(guard, Value::Nil, "a server that counts");
+    assert_eq!(int(&waiters), 1, "the lapsed ticket is left out");
+    // Under the guard, a fresh server says when it counts again, and still
+    // what it holds.
+    let [seen, guard, _] =
+        <[Value; 3]>::try_from(items(run(&server, "inspect", &k, &["10000"]))).unwrap();
+    assert!((9_000..=10_000).contains(&restarting(guard)));
+    assert_eq!(occupant(seen).1.as_deref(), Some("tok"));
+}
+
+#[test]
+fn inspect_of_a_missing_key() {
+    let server = RedisServer::start();
+    let k = keys("nothing");
+    let [seen, guard, waiters] =
+        <[Value; 3]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    assert_eq!(occupant(seen), ("none".into(), None, -2, None));
+    assert_eq!((guard, int(&waiters)), (Value::Nil, 0));
+}
+
+#[test]
+fn list_reads_the_guard_then_every_pair() {
+    let server = RedisServer::start();
+    let (a, b) = (keys("la"), keys("lb"));
+    server.set_px(&a[0], b"tok-a", 5000);
+    let _: i64 = cmd(&server, &[b"RPUSH", &b[0], b"x"]);
+    let list_keys = [
+        b"m:guard".to_vec(),
+        a[0].clone(),
+        a[1].clone(),
+        b[0].clone(),
+        b[1].clone(),
+    ];
+    let reply = items(run(&server, "list", &list_keys, &[GUARD_OFF]));
+    let [guard, first, second] = <[Value; 3]>::try_from(reply).unwrap();
+    assert_eq!(guard, Value::Nil);
+    assert_eq!(occupant(first).1.as_deref(), Some("tok-a"));
+    assert_eq!(occupant(second).0, "list");
+    let reply = items(run(&server, "list", &list_keys[..1], &["10000"]));
+    let [guard] = <[Value; 1]>::try_from(reply).unwrap();
+    assert!((9_000..=10_000).contains(&restarting(guard)));
+}
+
+// ---------------------------------------------------------------------------
+// force.lua, leave.lua
+// ---------------------------------------------------------------------------
+
+#[test]
+fn force_deletes_a_lock_its_record_and_its_line() {
+    let server = RedisServer::start();
+    let k = keys("forced");
+    server.set_px(&k[0], b"theirs", 5000);
+    server.set_px(&k[1], b"9 rec", 5000);
+    in_line(&server, &k, "t-1", 1, NEVER);
+    let [seen, waiters] =
+        <[Value; 2]>::try_from(items(run(&server, "force", &k, &["chan"]))).unwrap();
+    assert_eq!(occupant(seen).1.as_deref(), Some("theirs"));
+    assert_eq!(int(&waiters), 1);
+    assert_eq!((server.get(&k[0]), server.get(&k[1])), (None, None));
+    assert!(line(&server, &k).is_empty());
+}
+
+#[test]
+fn force_leaves_a_key_of_another_type_alone() {
+    let server = RedisServer::start();
+    let k = keys("forced-list");
+    let _: i64 = cmd(&server, &[b"RPUSH", &k[0], b"x"]);
+    let _: i64 = cmd(&server, &[b"RPUSH", &k[1], b"y"]);
+    // The line is cleared (and announced) whatever the key is.
+    in_line(&server, &k, "t-1", 1, NEVER);
+    let [seen, waiters] =
+        <[Value; 2]>::try_from(items(run(&server, "force", &k, &["chan"]))).unwrap();
+    assert_eq!(occupant(seen), ("list".into(), None, -1, None));
+    assert_eq!(int(&waiters), 1);
+    assert!(line(&server, &k).is_empty());
+    for key in &k[..2] {
+        let length: i64 = cmd(&server, &[b"LLEN", key]);
+        assert_eq!(length, 1, "{key:?} is left alone");
+    }
+}
+
+#[test]
+fn leave_takes_a_ticket_out_of_line() {
+    let server = RedisServer::start();
+    let k = keys("leaving");
+    in_line(&server, &k, "t-1", 1, NEVER);
+    in_line(&server, &k, "t-2", 2, NEVER);
+    assert_eq!(run(&server, "leave", &k, &["t-1", ""]), Value::Int(1));
+    assert_eq!(line(&server, &k), ["t-2"]);
+    let lapses: Vec<String> = cmd(&server, &[b"ZRANGE", &k[3], b"0", b"-1"]);
+    assert_eq!(lapses, ["t-2"]);
+}
