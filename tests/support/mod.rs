@@ -365,7 +365,7 @@ impl RedisServer {
 
     /// Puts a waiter's ticket `id` (arrived at `score` ms) in the line of
     /// the lock `name`, lapsing far in the future: a waiter in line as
-    /// redlock's acquire script keeps it (lock/queue.lua).
+    /// redlock's acquire script keeps it (lock/scripts/queue.lua).
     pub fn stand_in_line(&self, name: &str, score: u64, id: &str) {
         let line = [name.as_bytes(), b"\0line"].concat();
         let lapse = [name.as_bytes(), b"\0lapse"].concat();
