@@ -111,7 +111,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-n -w -E -m -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --message --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-n -w -E -m -s -q -v -h -V --hex --ttl --nonblock --wait --conflict-exit-code --message --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -279,7 +279,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__extend)
-            opts="-s -q -v -h -V --ttl --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --hex --ttl --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -487,7 +487,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__release)
-            opts="-s -q -v -h -V --force --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --hex --force --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -533,7 +533,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__status)
-            opts="-s -q -v -h -V --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --hex --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

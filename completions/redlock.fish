@@ -54,6 +54,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l server-timeo
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l restart-guard -d 'Do not count a server that started less than DUR ago toward a quorum: it may have lost the locks it held. A --ttl longer than the guard is refused; 0 turns the guard off, and that limit with it. Give every client of these servers the same guard (the config file). [default: restart-guard in the config file, else 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l prefix -d 'Prepended to every lock name to form the Redis key. [default: prefix in the config file, else empty]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l hex -d 'NAME is the name\'s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s n -l nonblock -d 'Fail at once (exit 75) if the lock is held'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l json -d 'Print a result as one JSON object on stdout'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
@@ -67,6 +68,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -l server-timeo
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l restart-guard -d 'Do not count a server that started less than DUR ago toward a quorum: it may have lost the locks it held. A --ttl longer than the guard is refused; 0 turns the guard off, and that limit with it. Give every client of these servers the same guard (the config file). [default: restart-guard in the config file, else 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l prefix -d 'Prepended to every lock name to form the Redis key. [default: prefix in the config file, else empty]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l hex -d 'NAME is the name\'s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l force -d 'Delete the lock whoever holds it, without a token: for a stale lock whose holder is known to be dead, never to hurry a live one'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l json -d 'Print a result as one JSON object on stdout'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
@@ -81,6 +83,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand extend" -l server-timeou
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l restart-guard -d 'Do not count a server that started less than DUR ago toward a quorum: it may have lost the locks it held. A --ttl longer than the guard is refused; 0 turns the guard off, and that limit with it. Give every client of these servers the same guard (the config file). [default: restart-guard in the config file, else 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l prefix -d 'Prepended to every lock name to form the Redis key. [default: prefix in the config file, else empty]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l hex -d 'NAME is the name\'s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l json -d 'Print a result as one JSON object on stdout'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
@@ -93,6 +96,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand status" -l server-timeou
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l restart-guard -d 'Do not count a server that started less than DUR ago toward a quorum: it may have lost the locks it held. A --ttl longer than the guard is refused; 0 turns the guard off, and that limit with it. Give every client of these servers the same guard (the config file). [default: restart-guard in the config file, else 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l prefix -d 'Prepended to every lock name to form the Redis key. [default: prefix in the config file, else empty]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l hex -d 'NAME is the name\'s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l json -d 'Print a result as one JSON object on stdout'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'

@@ -311,6 +311,11 @@ pub struct NameArg {
     /// The lock's name (any bytes); the Redis key is PREFIX followed by NAME.
     #[arg(value_name = "NAME")]
     pub name: OsString,
+
+    /// NAME is the name's bytes in hex, as `name_hex` in --json output gives a name
+    /// that is not UTF-8.
+    #[arg(long)]
+    pub hex: bool,
 }
 
 #[derive(Debug, Args)]

@@ -157,7 +157,7 @@ impl Config {
             (None, Some(from_file)) => from_file.value.clone(),
             (None, None) => Vec::new(),
         };
-        let key = |name: &cli::NameArg| lock_key(&prefix, &name.name);
+        let key = |name: &cli::NameArg| named_key(&prefix, name);
         let job = match cli.command {
             Command::Generate(args) => {
                 let (what, dir) = (args.what, args.dir);
@@ -381,7 +381,7 @@ impl LockJob {
 /// REDLOCK_TOKEN (a command under `exec` has one) is no reason to refuse
 /// --force; one on the command line is a mistake: --force ignores it.
 fn release(args: cli::ReleaseArgs, prefix: &[u8]) -> Result<LockJob, Error> {
-    let key = lock_key(prefix, &args.lock.name.name)?;
+    let key = named_key(prefix, &args.lock.name)?;
     if !args.force {
         let token = token(args.lock.token)?;
         return Ok(LockJob::Release { key, token });
@@ -480,6 +480,27 @@ fn lock_key(prefix: &[u8], name: &OsStr) -> Result<LockKey, Error> {
         return Err(Error::Usage("the lock NAME must not be empty".into()));
     }
     Ok(LockKey::new([prefix, name.as_bytes()].concat()))
+}
+
+/// The key NAME names, given as is or, with `--hex`, as its bytes in hex.
+fn named_key(prefix: &[u8], arg: &cli::NameArg) -> Result<LockKey, Error> {
+    if !arg.hex {
+        return lock_key(prefix, &arg.name);
+    }
+    let name = from_hex(arg.name.as_bytes()).ok_or_else(|| {
+        Error::Usage("with --hex, NAME must be an even number of hex digits".into())
+    })?;
+    lock_key(prefix, OsStr::from_bytes(&name))
+}
+
+/// `616d62ff` → `amb\xff`; `None` unless it is pairs of hex digits.
+fn from_hex(hex: &[u8]) -> Option<Vec<u8>> {
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    hex.chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+        .collect()
 }
 
 fn token(token: Option<String>) -> Result<Token, Error> {
@@ -718,6 +739,19 @@ mod tests {
             key: LockKey::new(b"k".to_vec()),
         };
         assert!(ttl_within_guard(&status, &guard(MS(1))).is_ok(), "no TTL");
+    }
+
+    #[test]
+    fn a_hex_name_is_its_exact_bytes() {
+        let arg = |name: &str| cli::NameArg {
+            name: name.into(),
+            hex: true,
+        };
+        let key = named_key(b"p:", &arg("616d62ff")).unwrap();
+        assert_eq!(key.bytes(), b"p:amb\xff");
+        for bad in ["6", "zz", "616d6", ""] {
+            assert!(named_key(b"", &arg(bad)).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -34,8 +34,8 @@ impl fmt::Debug for LockKey {
 }
 
 /// Printable text for arbitrary bytes: valid UTF-8 is kept except for what
-/// `char::escape_debug` escapes (controls, quotes, invisible formatting);
-/// invalid bytes become `\xNN`.
+/// would not show as itself (see [`is_hidden`]), which becomes `\u{…}` or
+/// `\n`-style; invalid bytes become `\xNN`.
 pub fn escape_bytes(bytes: &[u8]) -> String {
     escape_up_to(bytes, usize::MAX).0
 }
@@ -70,6 +70,9 @@ fn escape_up_to(bytes: &[u8], limit: usize) -> (String, usize) {
                 // escape_debug also escapes single quotes, which are common
                 // in shell command lines and harmless inside double quotes.
                 Ok('\'') => piece.push('\''),
+                Ok(c) if LOOKALIKE_BLANKS.contains(&c) => {
+                    piece.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+                }
                 Ok(c) => piece.extend(c.escape_debug()),
                 Err(byte) => piece.push_str(&format!("\\x{byte:02x}")),
             }
@@ -83,6 +86,22 @@ fn escape_up_to(bytes: &[u8], limit: usize) -> (String, usize) {
         }
     }
     (shown, used)
+}
+
+/// Characters that show as a blank without being whitespace, so that
+/// `char::escape_debug` keeps them: Hangul fillers and the Braille blank.
+/// A name or a holder made of them would look empty, or like another.
+const LOOKALIKE_BLANKS: [char; 5] = ['\u{115f}', '\u{1160}', '\u{2800}', '\u{3164}', '\u{ffa0}'];
+
+/// Whether `c` would not show as itself on a terminal: a control (C0, DEL,
+/// C1), a bidirectional override or other invisible formatting, a line
+/// separator, whitespace other than the space, or a look-alike blank. Text
+/// escapes these, and JSON writes them as `\uXXXX`.
+pub fn is_hidden(c: char) -> bool {
+    if matches!(c, '\'' | '"' | '\\') {
+        return false;
+    }
+    LOOKALIKE_BLANKS.contains(&c) || c.escape_debug().nth(1).is_some()
 }
 
 /// The random value that marks one holder's ownership of a lock.
@@ -187,6 +206,31 @@ pub fn is_record_key(key: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_would_not_show_as_itself_is_escaped() {
+        assert_eq!(
+            escape_bytes("a\u{9b}b\u{7f}".as_bytes()),
+            "a\\u{9b}b\\u{7f}"
+        );
+        assert_eq!(
+            escape_bytes("\u{202e}gpj.exe".as_bytes()),
+            "\\u{202e}gpj.exe"
+        );
+        assert_eq!(
+            escape_bytes("x\u{3164}\u{2800}".as_bytes()),
+            "x\\u{3164}\\u{2800}"
+        );
+        assert_eq!(escape_bytes("déjà vu 'x'".as_bytes()), "déjà vu 'x'");
+        for c in [
+            '\u{9b}', '\u{7f}', '\u{202e}', '\u{2066}', '\u{200b}', '\u{a0}', '\u{3164}',
+        ] {
+            assert!(is_hidden(c), "{c:?}");
+        }
+        for c in ['a', 'é', ' ', '"', '\\', '\'', '日'] {
+            assert!(!is_hidden(c), "{c:?}");
+        }
+    }
 
     #[test]
     fn names_are_escaped_only_for_display() {

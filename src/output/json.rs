@@ -8,8 +8,8 @@ use serde::Serialize;
 use super::format::Format;
 pub use crate::duration::millis;
 use crate::lock::{
-    escape_bytes, Forced, HeldBy, Inspection, KeyState, Lease, Listed, Listing, LockError, LockKey,
-    Released, Tried, Verdict,
+    escape_bytes, is_hidden, Forced, HeldBy, Inspection, KeyState, Lease, Listed, Listing,
+    LockError, LockKey, Released, Tried, Verdict,
 };
 use crate::outcome::{Failed, Outcome};
 
@@ -69,10 +69,54 @@ impl Serialize for Bytes<'_> {
     }
 }
 
+/// A lock's name: `name` as [`Bytes`] writes it, and when it is not UTF-8
+/// (so `name` had to be escaped, and two names could read alike) also
+/// `name_hex`, its exact bytes, which `status --hex` and `release --hex`
+/// take back.
+#[derive(Debug, Serialize)]
+struct Name<'a> {
+    name: Bytes<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name_hex: Option<String>,
+}
+
+impl<'a> Name<'a> {
+    fn of(bytes: &'a [u8]) -> Self {
+        Name {
+            name: Bytes(bytes),
+            name_hex: hex_unless_utf8(bytes),
+        }
+    }
+}
+
+/// The Redis key in `list --json`, with `key_hex` as [`Name`] has `name_hex`.
+#[derive(Debug, Serialize)]
+struct Key<'a> {
+    key: Bytes<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_hex: Option<String>,
+}
+
+impl<'a> Key<'a> {
+    fn of(bytes: &'a [u8]) -> Self {
+        Key {
+            key: Bytes(bytes),
+            key_hex: hex_unless_utf8(bytes),
+        }
+    }
+}
+
+fn hex_unless_utf8(bytes: &[u8]) -> Option<String> {
+    std::str::from_utf8(bytes)
+        .is_err()
+        .then(|| bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// `acquire --json`, `extend --json`.
 #[derive(Debug, Serialize)]
 pub struct LeaseJson<'a> {
-    name: Bytes<'a>,
+    #[serde(flatten)]
+    name: Name<'a>,
     token: &'a str,
     ttl_ms: u64,
     validity_ms: u64,
@@ -83,7 +127,7 @@ pub struct LeaseJson<'a> {
 impl<'a> LeaseJson<'a> {
     pub fn new(lease: &'a Lease) -> Self {
         LeaseJson {
-            name: Bytes(lease.key.bytes()),
+            name: Name::of(lease.key.bytes()),
             token: lease.token.as_str(),
             ttl_ms: millis(lease.ttl),
             validity_ms: millis(lease.validity()),
@@ -96,7 +140,8 @@ impl<'a> LeaseJson<'a> {
 /// `release --json`.
 #[derive(Debug, Serialize)]
 struct ReleaseJson<'a> {
-    name: Bytes<'a>,
+    #[serde(flatten)]
+    name: Name<'a>,
     released: bool,
     /// The servers the key was deleted from, as acquire's `held_on`.
     released_on: Vec<String>,
@@ -108,7 +153,7 @@ struct ReleaseJson<'a> {
 impl<'a> ReleaseJson<'a> {
     fn new(key: &'a LockKey, released: &Released) -> Self {
         ReleaseJson {
-            name: Bytes(key.bytes()),
+            name: Name::of(key.bytes()),
             released: true,
             released_on: released
                 .released_on
@@ -125,7 +170,8 @@ impl<'a> ReleaseJson<'a> {
 /// who holds it; for acquire, how long it tried.
 #[derive(Debug, Serialize)]
 struct FailureJson<'a> {
-    name: Bytes<'a>,
+    #[serde(flatten)]
+    name: Name<'a>,
     error: &'static str,
     message: String,
     holder: Option<HolderJson<'a>>,
@@ -145,7 +191,7 @@ impl<'a> FailureJson<'a> {
             _ => (None, None),
         };
         FailureJson {
-            name: Bytes(error.key().bytes()),
+            name: Name::of(error.key().bytes()),
             error: failure_kind(error),
             message: super::words::lock_error(error),
             holder: held_by.map(HolderJson::new),
@@ -244,7 +290,8 @@ fn failure_kind(error: &LockError) -> &'static str {
 /// `status --json`.
 #[derive(Debug, Serialize)]
 pub struct StatusJson<'a> {
-    name: Bytes<'a>,
+    #[serde(flatten)]
+    name: Name<'a>,
     state: &'static str,
     /// `null` when the state is unknown.
     held: Option<bool>,
@@ -325,7 +372,7 @@ impl<'a> StatusJson<'a> {
             .map(|token| inspection.holding(token))
             .unwrap_or_default();
         StatusJson {
-            name: Bytes(inspection.key.bytes()),
+            name: Name::of(inspection.key.bytes()),
             state,
             held: (state != "unknown").then_some(state == "held"),
             token: token.map(Bytes),
@@ -357,9 +404,11 @@ pub struct ListJson<'a> {
 #[derive(Debug, Serialize)]
 struct ListedJson<'a> {
     /// Without the prefix: what `status` or `release --force` takes.
-    name: Bytes<'a>,
+    #[serde(flatten)]
+    name: Name<'a>,
     /// The Redis key: the prefix and the name.
-    key: Bytes<'a>,
+    #[serde(flatten)]
+    key: Key<'a>,
     /// "held", "minority" or "unknown".
     state: &'static str,
     token: Option<Bytes<'a>>,
@@ -383,8 +432,8 @@ impl<'a> ListJson<'a> {
         let locks = entries
             .iter()
             .map(|entry| ListedJson {
-                name: Bytes(entry.name),
-                key: Bytes(entry.lock.key.bytes()),
+                name: Name::of(entry.name),
+                key: Key::of(entry.lock.key.bytes()),
                 state: super::words::standing(entry.standing),
                 token: entry.token.as_deref().map(Bytes),
                 holder: entry.occupied.as_ref().map(|o| HolderJson::new(&o.held_by)),
@@ -427,7 +476,8 @@ impl<'a> ListJson<'a> {
 /// `release --force --json`: `release --json`'s fields, and what was broken.
 #[derive(Debug, Serialize)]
 pub struct ForcedJson<'a> {
-    name: Bytes<'a>,
+    #[serde(flatten)]
+    name: Name<'a>,
     forced: bool,
     /// Whether a lock was deleted on any server.
     released: bool,
@@ -470,7 +520,7 @@ impl<'a> ForcedJson<'a> {
             HeldBy::NonRedlock { .. } => None,
         });
         ForcedJson {
-            name: Bytes(before.key.bytes()),
+            name: Name::of(before.key.bytes()),
             forced: true,
             released: !released_on.is_empty(),
             state: match verdict {
@@ -531,6 +581,30 @@ impl serde_json::ser::Formatter for Compact {
             other => serde_json::ser::CompactFormatter.write_char_escape(writer, other),
         }
     }
+
+    /// serde_json escapes only C0 controls, quotes and backslashes; what
+    /// else would not show as itself (C1 controls such as CSI, DEL, bidi
+    /// overrides, look-alike blanks: `is_hidden`) is written as `\uXXXX`
+    /// too, which a JSON reader turns back into the very same text.
+    fn write_string_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let mut plain = 0;
+        for (at, c) in fragment.char_indices() {
+            if !is_hidden(c) {
+                continue;
+            }
+            writer.write_all(&fragment.as_bytes()[plain..at])?;
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                write!(writer, "\\u{unit:04x}")?;
+            }
+            plain = at + c.len_utf8();
+        }
+        writer.write_all(&fragment.as_bytes()[plain..])
+    }
 }
 
 #[cfg(test)]
@@ -543,6 +617,18 @@ mod tests {
         raw: Bytes<'a>,
         none: Option<Bytes<'a>>,
         list: Vec<&'a str>,
+    }
+
+    #[test]
+    fn what_would_not_show_as_itself_is_escaped_and_reads_back_the_same() {
+        let hostile = "csi\u{9b}2J del\u{7f} \u{202e}fdp.exe \u{3164} \u{1f600}\u{e0001}";
+        let line = to_line(&Bytes(hostile.as_bytes())).unwrap();
+        assert_eq!(
+            line,
+            r#""csi\u009b2J del\u007f \u202efdp.exe \u3164 😀\udb40\udc01""#
+        );
+        let back: String = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, hostile);
     }
 
     #[test]

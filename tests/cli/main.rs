@@ -8,6 +8,7 @@ mod acquire;
 mod completions;
 mod config_file;
 mod errors;
+mod escaping;
 mod exec;
 mod faults;
 mod fixture;
