@@ -73,6 +73,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --version 'Print version'
         }
         &'redlock;release'= {
+            cand --if-token 'With --force: break the lock only while TOKEN still holds it (the token status showed for the dead holder), never a holder that took it since'
             cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host[:port] means redis:// (port 6379), e.g. -s localhost for one local Redis. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file); there is no default server'
             cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host[:port] means redis:// (port 6379), e.g. -s localhost for one local Redis. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file); there is no default server'
             cand --servers-file 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist; one that exists but cannot be read is an error'
@@ -83,6 +84,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --prefix 'Prepended to every lock name to form the Redis key. [default: prefix in the config file, else empty]'
             cand --hex 'NAME is the name''s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
             cand --force 'Delete the lock whoever holds it, without a token: for a stale lock whose holder is known to be dead, never to hurry a live one'
+            cand --any-key 'With --force: break a string key that does not look like a lock too (one without expiry, or with a value longer than any token)'
             cand --json 'Print a result as one JSON object on stdout'
             cand -q 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
             cand --quiet 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'

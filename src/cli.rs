@@ -394,6 +394,16 @@ pub struct ReleaseArgs {
     /// holder is known to be dead, never to hurry a live one.
     #[arg(long)]
     pub force: bool,
+
+    /// With --force: break the lock only while TOKEN still holds it (the token status
+    /// showed for the dead holder), never a holder that took it since.
+    #[arg(long, value_name = "TOKEN", requires = "force")]
+    pub if_token: Option<String>,
+
+    /// With --force: break a string key that does not look like a lock too (one without
+    /// expiry, or with a value longer than any token).
+    #[arg(long, requires = "force")]
+    pub any_key: bool,
 }
 
 #[derive(Debug, Args)]

@@ -141,6 +141,10 @@ impl Outcome {
                 Some(error) => lock_exit(&error),
                 // The name given is not a lock's: a usage error.
                 None if !forced.left_alone().is_empty() => Exit::Usage,
+                // `--if-token`: another holder has it now, and keeps it.
+                None if forced.deleted_on().is_empty() && !forced.held_by_another().is_empty() => {
+                    Exit::Lost
+                }
                 None => Exit::Success,
             },
             Outcome::Ran(ran) => ran.end.exit(),

@@ -107,7 +107,9 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
         let result = match job {
             LockJob::Acquire(job) => acquire::run(&redlock, job, events).await,
             LockJob::Release { key, token } => release::run(&redlock, &key, &token).await,
-            LockJob::ForceRelease { key } => release::force(&redlock, &key).await,
+            LockJob::ForceRelease { key, breaking } => {
+                release::force(&redlock, &key, &breaking).await
+            }
             LockJob::List(query) => list::run(&redlock, query).await,
             LockJob::Extend { key, token, ttl } => extend::run(&redlock, &key, &token, ttl).await,
             LockJob::Status { key } => status::run(&redlock, &key).await,

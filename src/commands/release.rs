@@ -2,7 +2,7 @@
 //! `--force` whoever holds it.
 
 use crate::error::Error;
-use crate::lock::{LockKey, Redlock, Token};
+use crate::lock::{Breaking, LockKey, Redlock, Token};
 use crate::outcome::Outcome;
 
 pub async fn run(redlock: &Redlock, key: &LockKey, token: &Token) -> Result<Outcome, Error> {
@@ -13,8 +13,13 @@ pub async fn run(redlock: &Redlock, key: &LockKey, token: &Token) -> Result<Outc
     })
 }
 
-/// `release --force`: delete the lock whoever holds it. A key of another
-/// type is not a lock, and is left alone (the outcome's status says so).
-pub async fn force(redlock: &Redlock, key: &LockKey) -> Result<Outcome, Error> {
-    Ok(Outcome::Forced(redlock.force_release(key).await))
+/// `release --force`: delete the lock whoever holds it (with `--if-token`,
+/// only while that token does). A key that is not a lock is left alone
+/// (the outcome's status says so).
+pub async fn force(
+    redlock: &Redlock,
+    key: &LockKey,
+    breaking: &Breaking,
+) -> Result<Outcome, Error> {
+    Ok(Outcome::Forced(redlock.force_release(key, breaking).await))
 }

@@ -13,7 +13,7 @@ use nix::sys::signal::Signal;
 use crate::cli::{self, Cli, Command, ExecArgs, GlobalArgs};
 use crate::duration;
 use crate::error::Error;
-use crate::lock::{ListQuery, LockKey, ServerSpec, Token, Wait};
+use crate::lock::{Breaking, ListQuery, LockKey, ServerSpec, Token, Wait};
 use crate::supervise::schedule::StopPlan;
 
 mod file;
@@ -88,6 +88,7 @@ pub enum LockJob {
     /// `release --force`: whoever holds it.
     ForceRelease {
         key: LockKey,
+        breaking: Breaking,
     },
     Extend {
         key: LockKey,
@@ -392,7 +393,11 @@ fn release(args: cli::ReleaseArgs, prefix: &[u8]) -> Result<LockJob, Error> {
             "release --force takes no TOKEN: it deletes the lock whoever holds it".into(),
         ));
     }
-    Ok(LockJob::ForceRelease { key })
+    let breaking = Breaking {
+        if_token: args.if_token.map(|t| token(Some(t))).transpose()?,
+        any_key: args.any_key,
+    };
+    Ok(LockJob::ForceRelease { key, breaking })
 }
 
 /// `list [PATTERN]`: the pattern is a glob on the name, kept as bytes.

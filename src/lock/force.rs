@@ -4,12 +4,13 @@
 //! what was deleted.
 
 use super::error::{Failures, LockError};
-use super::inspection::{Inspection, KeyState};
+use super::inspection::{Inspection, KeyState, ServerState};
 use super::key::LockKey;
+use super::key::Token;
 use super::mutex::Redlock;
 use super::notify;
 use super::quorum::no_quorum;
-use super::scripts::Force;
+use super::scripts::{Force, ForceVerdict};
 use super::server_url::ServerSpec;
 
 /// What a forced release found and did.
@@ -18,25 +19,64 @@ pub struct Forced {
     /// What every server held just before the delete, or why it did not
     /// answer: who held the lock is judged from it as `status` would.
     pub before: Inspection,
+    /// What was done on each server of `before.servers` that answered.
+    pub verdicts: Vec<Option<ForceVerdict>>,
+}
+
+/// How `release --force` may break a lock.
+#[derive(Debug, Clone, Default)]
+pub struct Breaking {
+    /// Only while this token holds it (`--if-token`).
+    pub if_token: Option<Token>,
+    /// Also a string that does not look like a lock (`--any-key`).
+    pub any_key: bool,
 }
 
 impl Forced {
-    /// The servers where a lock (a string) was deleted, in configuration
-    /// order.
+    /// The servers where a lock was deleted, in configuration order.
     pub fn deleted_on(&self) -> Vec<ServerSpec> {
-        self.answers()
-            .filter(|(_, state)| state.kind == "string")
-            .map(|(server, _)| server.clone())
+        self.where_(|verdict| verdict == ForceVerdict::Deleted)
+    }
+
+    /// The servers where the key is not a lock and was left alone, with
+    /// why (another type, no expiry, a value longer than any token) and
+    /// the key's type.
+    pub fn left_alone(&self) -> Vec<(ServerSpec, ForceVerdict, String)> {
+        let not_a_lock = [
+            ForceVerdict::OtherType,
+            ForceVerdict::NoExpiry,
+            ForceVerdict::TooLong,
+        ];
+        self.before
+            .servers
+            .iter()
+            .zip(&self.verdicts)
+            .filter_map(|(s, verdict)| {
+                let verdict = verdict.filter(|v| not_a_lock.contains(v))?;
+                let kind = s.state.as_ref().ok()?.kind.clone();
+                Some((s.server.clone(), verdict, kind))
+            })
             .collect()
     }
 
-    /// The servers where the key is of another type, which is not a lock and
-    /// was left alone, with that type.
-    pub fn left_alone(&self) -> Vec<(ServerSpec, String)> {
-        self.answers()
-            .filter(|(_, state)| state.kind != "string" && state.kind != "none")
-            .map(|(server, state)| (server.clone(), state.kind.clone()))
+    /// The servers where `--if-token`'s token no longer held it.
+    pub fn held_by_another(&self) -> Vec<ServerSpec> {
+        self.where_(|verdict| verdict == ForceVerdict::OtherToken)
+    }
+
+    fn where_(&self, wanted: impl Fn(ForceVerdict) -> bool) -> Vec<ServerSpec> {
+        self.with_verdicts()
+            .filter(|(_, verdict)| wanted(*verdict))
+            .map(|(server, _)| server)
             .collect()
+    }
+
+    fn with_verdicts(&self) -> impl Iterator<Item = (ServerSpec, ForceVerdict)> + '_ {
+        self.before
+            .servers
+            .iter()
+            .zip(&self.verdicts)
+            .filter_map(|(s, verdict)| Some((s.server.clone(), (*verdict)?)))
     }
 
     /// Why the result cannot be relied on, when fewer than a majority of the
@@ -68,12 +108,23 @@ impl Redlock {
     /// Deletes `key` and its holder record on every server where it is a
     /// string, whoever holds it, waiting for every server (each bounded by
     /// the server timeout). Waiters hear of each delete (notify.rs).
-    pub async fn force_release(&self, key: &LockKey) -> Forced {
+    pub async fn force_release(&self, key: &LockKey, breaking: &Breaking) -> Forced {
         let call = Force {
             keys: self.keys_of(key),
             channel: notify::channel(key),
+            if_token: breaking.if_token.as_ref().map(|t| t.as_str().to_owned()),
+            any_key: breaking.any_key,
         };
-        let servers = self.occupant_round(call).await;
+        let (servers, verdicts) = self
+            .script_round(call)
+            .await
+            .into_iter()
+            .map(|(server, reply)| {
+                let verdict = reply.as_ref().ok().map(|reply| reply.verdict);
+                let state = reply.map(KeyState::from);
+                (ServerState { server, state }, verdict)
+            })
+            .unzip();
         Forced {
             before: Inspection {
                 key: key.clone(),
@@ -81,6 +132,7 @@ impl Redlock {
                 servers,
                 restart_guard: None,
             },
+            verdicts,
         }
     }
 }

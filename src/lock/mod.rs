@@ -22,7 +22,7 @@ mod servers;
 mod tried;
 
 pub use error::{Failures, LockError};
-pub use force::Forced;
+pub use force::{Breaking, Forced};
 #[cfg(test)]
 pub use holder::Recorded;
 pub use holder::{HeldBy, Holder};
@@ -36,5 +36,6 @@ pub use mutex::{Lease, Redlock, Released};
 #[cfg(test)]
 pub use quorum::drift;
 pub use retry::{acquire_or_cancel, Wait};
+pub use scripts::{ForceVerdict, MAX_TOKEN};
 pub use server_url::{redact_url, ServerSpec};
 pub use tried::Tried;

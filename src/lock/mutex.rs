@@ -423,11 +423,25 @@ impl Redlock {
         I: Invocation,
         I::Reply: Into<KeyState>,
     {
+        self.script_round(call)
+            .await
+            .into_iter()
+            .map(|(server, reply)| ServerState {
+                server,
+                state: reply.map(Into::into),
+            })
+            .collect()
+    }
+
+    /// Runs `call` on every server, waiting for every server or its
+    /// timeout: every server's reply, in configuration order.
+    pub(super) async fn script_round<I: Invocation>(
+        &self,
+        call: I,
+    ) -> Vec<(ServerSpec, Result<I::Reply, ServerError>)> {
         let replies = round(
             &self.servers,
-            move |mut connection: Connection| async move {
-                connection.invoke(&call).await.map(Into::into)
-            },
+            move |mut connection: Connection| async move { connection.invoke(&call).await },
             |_| Progress::Undecided,
         )
         .await;
@@ -435,9 +449,9 @@ impl Redlock {
             .answers
             .into_iter()
             .zip(&self.servers)
-            .map(|(state, server)| ServerState {
-                server: server.spec().clone(),
-                state: state.unwrap_or_else(|| Err(ServerError::Failed("no reply".into()))),
+            .map(|(reply, server)| {
+                let reply = reply.unwrap_or_else(|| Err(ServerError::Failed("no reply".into())));
+                (server.spec().clone(), reply)
             })
             .collect()
     }

@@ -8,8 +8,8 @@ use serde::Serialize;
 use super::format::Format;
 pub use crate::duration::millis;
 use crate::lock::{
-    escape_bytes, is_hidden, Forced, HeldBy, Inspection, KeyState, Lease, Listed, Listing,
-    LockError, LockKey, Released, Tried, Verdict,
+    escape_bytes, is_hidden, ForceVerdict, Forced, HeldBy, Inspection, KeyState, Lease, Listed,
+    Listing, LockError, LockKey, Released, Tried, Verdict,
 };
 use crate::outcome::{Failed, Outcome};
 
@@ -488,8 +488,12 @@ pub struct ForcedJson<'a> {
     released_on: Vec<String>,
     released_count: usize,
     servers: usize,
-    /// Servers where the key is of another type: not a lock, left alone.
+    /// Servers where the key is not a lock (another type, no expiry, a
+    /// value longer than any token) and was left alone.
     left_alone: Vec<LeftAloneJson>,
+    /// With `--if-token`: the servers where another token held it, left
+    /// alone.
+    held_by_another: Vec<String>,
     /// How many waiters stood in the line that was cleared with it.
     waiters_cleared: u64,
     failed: Vec<FailedJson>,
@@ -500,6 +504,8 @@ struct LeftAloneJson {
     server: String,
     #[serde(rename = "type")]
     kind: String,
+    /// "type", "no_expiry" or "too_long".
+    reason: &'static str,
 }
 
 impl<'a> ForcedJson<'a> {
@@ -536,10 +542,20 @@ impl<'a> ForcedJson<'a> {
             left_alone: forced
                 .left_alone()
                 .into_iter()
-                .map(|(server, kind)| LeftAloneJson {
+                .map(|(server, verdict, kind)| LeftAloneJson {
                     server: server.to_string(),
                     kind,
+                    reason: match verdict {
+                        ForceVerdict::NoExpiry => "no_expiry",
+                        ForceVerdict::TooLong => "too_long",
+                        _ => "type",
+                    },
                 })
+                .collect(),
+            held_by_another: forced
+                .held_by_another()
+                .iter()
+                .map(ToString::to_string)
                 .collect(),
             waiters_cleared: before.waiters(),
             failed: before

@@ -12,8 +12,8 @@ use super::words::{self, servers as count_servers, waiters};
 use crate::config::Notice;
 use crate::duration::{exact as human, rounded};
 use crate::lock::{
-    escape_and_cut, escape_bytes, Forced, HeldBy, Inspection, KeyState, Lease, Listed, Listing,
-    ServerPart, Standing, Verdict, SERVER_TEXT_SHOWN,
+    escape_and_cut, escape_bytes, ForceVerdict, Forced, HeldBy, Inspection, KeyState, Lease,
+    Listed, Listing, ServerPart, Standing, Verdict, MAX_TOKEN, SERVER_TEXT_SHOWN,
 };
 use crate::outcome::{Failed, Outcome, Ran, RunEnd, Stop};
 
@@ -482,6 +482,16 @@ fn forced(forced: &Forced) -> Option<String> {
         before.occupied().or_else(|| before.seen()),
     ) {
         _ if deleted == 0 && !forced.left_alone().is_empty() => return None,
+        // Nobody answered: the no-quorum error says so.
+        _ if answered == 0 => return None,
+        (_, seen) if deleted == 0 && !forced.held_by_another().is_empty() => format!(
+            "left {key} alone: another token holds it now{} on {} of {}, not the one given \
+             (--if-token); nothing deleted",
+            seen.map(|o| format!(" ({})", words::held_by(&o.held_by)))
+                .unwrap_or_default(),
+            forced.held_by_another().len(),
+            count_servers(total)
+        ),
         _ if deleted == 0 && !cleared.is_empty() => {
             format!(
                 "{key} was free; took the {} out of its line",
@@ -529,13 +539,26 @@ fn forced(forced: &Forced) -> Option<String> {
 /// lock's on some server.
 fn not_a_lock(forced: &Forced) -> Option<String> {
     let left = forced.left_alone();
-    let (_, kind) = left.first()?;
+    let (_, verdict, kind) = left.first()?;
     let before = &forced.before;
+    let (what, rule) = match verdict {
+        ForceVerdict::NoExpiry => (
+            "a string without expiry".to_owned(),
+            "which always expire; --any-key breaks it anyway",
+        ),
+        ForceVerdict::TooLong => (
+            format!("a string longer than {MAX_TOKEN} bytes"),
+            "whose values are tokens; --any-key breaks it anyway",
+        ),
+        _ => (
+            format!("a {}", server_text(kind.as_bytes())),
+            "which are strings",
+        ),
+    };
     Some(format!(
-        "{} is not a lock: a {} on {} of {}, left alone (release --force deletes only locks, \
-         which are strings{})",
+        "{} is not a lock: {what} on {} of {}, left alone (release --force deletes only locks, \
+         {rule}{})",
         before.key,
-        server_text(kind.as_bytes()),
         left.len(),
         count_servers(before.servers.len()),
         match forced.deleted_on().len() {

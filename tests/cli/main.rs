@@ -12,6 +12,7 @@ mod escaping;
 mod exec;
 mod faults;
 mod fixture;
+mod force;
 mod generated;
 mod holder;
 mod inputs;

@@ -11,20 +11,42 @@
 -- record without its lock is deleted: it can describe no holder. A
 -- deleted lock is announced on the channel ARGV[1]
 -- (lock/notify.rs), as release.lua does, with pcall for the same reason.
+-- A string is broken only if it looks like a lock: it expires, and it is
+-- no longer than ARGV[4] bytes (a token), unless ARGV[3] is "1"
+-- (--any-key); and, when ARGV[2] is not empty (--if-token), only while
+-- that token holds it. The third element says what was done: "deleted",
+-- "none" (nothing there), or why it was left alone: "type", "no-expiry",
+-- "too-long", "token". Anything left alone keeps its record and line.
+local function verdict(seen)
+  if seen[1] == "none" then
+    return "none"
+  elseif seen[1] ~= "string" then
+    return "type"
+  elseif ARGV[2] ~= "" and seen[2] ~= ARGV[2] then
+    return "token"
+  elseif ARGV[3] ~= "1" and seen[3] < 0 then
+    return "no-expiry"
+  elseif ARGV[3] ~= "1" and string.len(seen[2]) > tonumber(ARGV[4]) then
+    return "too-long"
+  end
+  return "deleted"
+end
+
 local seen = occupant()
-if seen[1] == "string" or seen[1] == "none" then
+local done = verdict(seen)
+local waiters = 0
+if done == "deleted" or done == "none" then
   if redis.call("TYPE", KEYS[2])["ok"] == "string" then
     redis.call("DEL", KEYS[2])
   end
-end
-local waiters = 0
-if seen[5] then
-  waiters = clear_line(seen[5])
-end
-if seen[1] == "string" or waiters > 0 then
-  if seen[1] == "string" then
+  if seen[5] then
+    waiters = clear_line(seen[5])
+  end
+  if done == "deleted" then
     redis.call("DEL", KEYS[1])
   end
-  redis.pcall("PUBLISH", ARGV[1], "")
+  if done == "deleted" or waiters > 0 then
+    redis.pcall("PUBLISH", ARGV[1], "")
+  end
 end
-return {seen, waiters}
+return {seen, waiters, done}

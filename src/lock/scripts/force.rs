@@ -11,14 +11,39 @@ pub struct Force {
     pub keys: LockKeys,
     /// Where a delete is announced to waiters.
     pub channel: Vec<u8>,
+    /// Break it only while this token holds it (`--if-token`).
+    pub if_token: Option<String>,
+    /// Break a string that does not look like a lock, too (`--any-key`).
+    pub any_key: bool,
 }
 
-/// `{occupant(), waiters}`: what was there just before, and how many
-/// waiters stood in the line that was cleared.
+/// The longest value taken for a lock's token: redlock's are 32 bytes, and
+/// other Redlock clients' (UUIDs, base64, "uuid:thread") stay well under.
+pub const MAX_TOKEN: usize = 128;
+
+/// What force.lua did with the key on one server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForceVerdict {
+    Deleted,
+    /// Nothing was there.
+    Free,
+    /// Left alone: a key of another type than a lock's.
+    OtherType,
+    /// Left alone: a string without expiry, which no lock is.
+    NoExpiry,
+    /// Left alone: a string longer than any token.
+    TooLong,
+    /// Left alone: `--if-token` was given, and another value holds it.
+    OtherToken,
+}
+
+/// `{occupant(), waiters, verdict}`: what was there just before, how many
+/// waiters stood in the line that was cleared, and what was done.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForceReply {
     pub occupant: Occupant,
     pub waiters: u64,
+    pub verdict: ForceVerdict,
 }
 
 impl Invocation for Force {
@@ -33,7 +58,12 @@ impl Invocation for Force {
     }
 
     fn args(&self) -> Vec<Vec<u8>> {
-        vec![self.channel.clone()]
+        vec![
+            self.channel.clone(),
+            self.if_token.clone().unwrap_or_default().into_bytes(),
+            (if self.any_key { "1" } else { "0" }).into(),
+            MAX_TOKEN.to_string().into_bytes(),
+        ]
     }
 
     fn parse(&self, reply: Value) -> Result<ForceReply, ProtocolError> {
@@ -43,10 +73,20 @@ impl Invocation for Force {
 
 fn parse(reply: Value) -> Result<ForceReply, ProtocolError> {
     let read = Reader("force");
-    let [occupant, waiters] = read.array(reply, "the reply")?;
+    let [occupant, waiters, verdict] = read.array(reply, "the reply")?;
+    let verdict = match read.bytes(verdict, "the verdict")?.as_slice() {
+        b"deleted" => ForceVerdict::Deleted,
+        b"none" => ForceVerdict::Free,
+        b"type" => ForceVerdict::OtherType,
+        b"no-expiry" => ForceVerdict::NoExpiry,
+        b"too-long" => ForceVerdict::TooLong,
+        b"token" => ForceVerdict::OtherToken,
+        other => return Err(read.error(format!("the verdict {other:?} is none of force.lua's"))),
+    };
     Ok(ForceReply {
         occupant: read.occupant(occupant)?,
         waiters: read.count(&waiters, "the waiters in line")?,
+        verdict,
     })
 }
 
@@ -57,18 +97,41 @@ mod tests {
 
     #[test]
     fn a_reply_reads_what_was_there_and_the_line() {
-        let read = parse(Value::Array(vec![held_by("t"), Value::Int(3)])).unwrap();
+        let read = parse(Value::Array(vec![
+            held_by("t"),
+            Value::Int(3),
+            bulk("deleted"),
+        ]))
+        .unwrap();
         assert_eq!((read.occupant.kind.as_str(), read.waiters), ("string", 3));
-        let none = parse(Value::Array(vec![missing(), Value::Int(0)])).unwrap();
-        assert_eq!(none.occupant.kind, "none");
+        assert_eq!(read.verdict, ForceVerdict::Deleted);
+        let none = parse(Value::Array(vec![missing(), Value::Int(0), bulk("none")])).unwrap();
+        assert_eq!(
+            (none.occupant.kind.as_str(), none.verdict),
+            ("none", ForceVerdict::Free)
+        );
+        let kept = parse(Value::Array(vec![
+            held_by("t"),
+            Value::Int(0),
+            bulk("no-expiry"),
+        ]));
+        assert_eq!(kept.unwrap().verdict, ForceVerdict::NoExpiry);
     }
 
     #[test]
     fn malformed_replies_are_refused() {
-        assert!(parse(Value::Array(vec![held_by("t"), Value::Int(-2)])).is_err());
-        assert!(parse(Value::Array(vec![held_by("t"), bulk("3")])).is_err());
+        let done = || bulk("deleted");
+        assert!(parse(Value::Array(vec![held_by("t"), Value::Int(-2), done()])).is_err());
+        assert!(parse(Value::Array(vec![held_by("t"), bulk("3"), done()])).is_err());
+        assert!(parse(Value::Array(vec![
+            held_by("t"),
+            Value::Int(0),
+            bulk("gone")
+        ]))
+        .is_err());
+        assert!(parse(Value::Array(vec![held_by("t"), Value::Int(0)])).is_err());
         assert!(parse(Value::Array(vec![held_by("t")])).is_err());
-        assert!(parse(Value::Array(vec![Value::Nil, Value::Int(0)])).is_err());
+        assert!(parse(Value::Array(vec![Value::Nil, Value::Int(0), done()])).is_err());
         // The old shape: occupant()'s five fields, then 0 and the waiters.
         let Value::Array(mut flat) = held_by("t") else {
             unreachable!()

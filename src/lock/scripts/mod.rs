@@ -20,7 +20,7 @@ mod source;
 mod token;
 
 pub use acquire::{Acquire, AcquireReply};
-pub use force::{Force, ForceReply};
+pub use force::{Force, ForceReply, ForceVerdict, MAX_TOKEN};
 pub use inspect::{Inspect, InspectReply};
 pub use leave::Leave;
 pub use list::List;
