@@ -100,15 +100,22 @@ pub fn read_small_file(path: &Path) -> std::io::Result<(Vec<u8>, u32)> {
     Ok((contents, metadata.mode()))
 }
 
-/// A path in a message: escaped, so that a name cannot break the line.
+/// A path in a message: escaped, so that a name cannot break the line, and
+/// redacted, in case a server URL with its password was given as a path.
 pub fn shown_path(path: &Path) -> String {
-    escape_bytes(path.as_os_str().as_encoded_bytes())
+    crate::redact::urls(&escape_bytes(path.as_os_str().as_encoded_bytes()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_url_given_as_a_path_is_shown_without_its_password() {
+        let shown = shown_path(Path::new("redis://:pw@h:1"));
+        assert_eq!(shown, "redis://:***@h:1");
+    }
 
     #[test]
     fn files_must_be_small_regular_files() {

@@ -83,5 +83,9 @@ fn with_no_server_answering_nothing_is_called_free() {
     let out = run(cluster.redlock().args(["release", "--force", "gone"]));
     out.assert_code(69, "no quorum");
     assert!(!out.stderr.contains("free"), "{}", out.stderr);
-    assert!(out.stderr.contains("no quorum for lock \"gone\""), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no quorum for lock \"gone\""),
+        "{}",
+        out.stderr
+    );
 }
