@@ -39,10 +39,6 @@ impl Rng {
         &items[self.below(items.len())]
     }
 
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-
     fn bytes(&mut self, max: usize) -> Vec<u8> {
         let len = self.below(max + 1);
         (0..len).map(|_| self.next() as u8).collect()
