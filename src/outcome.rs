@@ -14,7 +14,7 @@ use nix::sys::signal::Signal;
 use crate::error::Error;
 use crate::exit_code::Exit;
 use crate::lock::{
-    Forced, Inspection, Lease, Listing, LockError, LockKey, Released, Tried, Verdict,
+    Broken, Forced, Inspection, Lease, Listing, LockError, LockKey, Released, Tried, Verdict,
 };
 
 /// What a command did. Data only: the words are `output`'s.
@@ -98,8 +98,12 @@ pub enum Stop {
         left: Duration,
     },
     Overdue,
-    /// A majority said the token is gone; the protocol's error.
-    Lost(LockError),
+    /// A majority said the token is gone; the protocol's error, and who
+    /// broke the lock if it was broken with `release --force`.
+    Lost {
+        error: LockError,
+        broken: Option<Broken>,
+    },
     TooLateToStart,
 }
 
@@ -168,8 +172,9 @@ impl Outcome {
     }
 }
 
-/// The signals that, sent to redlock, end it as they would end a shell's
-/// child: a calling script stops there too.
+/// The signals that, sent to `exec` and passed on to its command, end
+/// `exec` as they ended the command, so that a calling script stops too.
+/// (An interrupted wait dies of whatever signal interrupted it.)
 const INTERRUPTS: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
 
 impl RunEnd {

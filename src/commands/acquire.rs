@@ -14,8 +14,18 @@ use crate::outcome::Outcome;
 use crate::output::{Event, Events};
 use crate::signals::Listener;
 
-/// Signals that interrupt a waiting `acquire`; what was taken is released.
-const INTERRUPTS: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+/// Signals that interrupt a waiting `acquire`; what was taken is released,
+/// and the process then dies of the signal. SIGUSR1, SIGUSR2 and SIGALRM
+/// kill a process by default too: without a handler they would leave its
+/// ticket in line and whatever its attempt had taken.
+const INTERRUPTS: [Signal; 6] = [
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGALRM,
+];
 
 pub async fn run(redlock: &Redlock, job: AcquireJob, events: Events) -> Result<Outcome, Error> {
     let mut interrupts = Listener::new(&INTERRUPTS)?;

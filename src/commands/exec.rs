@@ -56,6 +56,7 @@ pub async fn run(
         (events, &extensions),
     )
     .await?;
+    let end = with_breaker(redlock, &spec.key, end).await;
     let lost = matches!(end, RunEnd::Stopped(_) | RunEnd::Refused(_));
     // After a loss (or a refusal) the release only tidies up; after a
     // normal end the command's status matters more than a lock that lapsed
@@ -75,6 +76,18 @@ pub async fn run(
         end,
         release_failed,
     }))
+}
+
+/// A lock lost because someone broke it with `release --force` says who:
+/// one more read, on the loss path only.
+async fn with_breaker(redlock: &Redlock, key: &crate::lock::LockKey, end: RunEnd) -> RunEnd {
+    match end {
+        RunEnd::Stopped(Stop::Lost { error, .. }) => {
+            let broken = redlock.inspect(key).await.broken();
+            RunEnd::Stopped(Stop::Lost { error, broken })
+        }
+        end => end,
+    }
 }
 
 /// Waits for the lock as `spec` says; what ends the run when it is not
@@ -184,7 +197,10 @@ async fn supervise_under(
         },
         supervise::Outcome::Stopped(reason) => match (reason, loss.take()) {
             (_, Some(refused @ LockError::Refused { .. })) => RunEnd::Refused(refused),
-            (StopReason::Lost, Some(error)) => RunEnd::Stopped(Stop::Lost(error)),
+            (StopReason::Lost, Some(error)) => RunEnd::Stopped(Stop::Lost {
+                error,
+                broken: None,
+            }),
             (StopReason::NotExtended { left }, _) => RunEnd::Stopped(Stop::NotExtended { left }),
             (StopReason::TooLateToStart, _) => RunEnd::Stopped(Stop::TooLateToStart),
             (StopReason::Overdue | StopReason::Lost, _) => RunEnd::Stopped(Stop::Overdue),

@@ -16,9 +16,7 @@ pub fn this_process(message: Option<String>, argv: Option<&[OsString]>) -> Holde
     };
     Holder {
         token: String::new(),
-        host: nix::unistd::gethostname()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| "unknown host".to_owned()),
+        host: host_name(),
         pid,
         user: user_name(),
         command: argv.map(redact::command_line),
@@ -26,6 +24,17 @@ pub fn this_process(message: Option<String>, argv: Option<&[OsString]>) -> Holde
         message,
         job: job_url(|name| std::env::var(name).ok()),
     }
+}
+
+/// `user@host`: who breaks a lock, as recorded beside it.
+pub fn who() -> String {
+    format!("{}@{}", user_name(), host_name())
+}
+
+fn host_name() -> String {
+    nix::unistd::gethostname()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "unknown host".to_owned())
 }
 
 /// The login name: as the session says ($USER, $LOGNAME), else as the

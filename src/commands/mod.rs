@@ -108,7 +108,7 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
             LockJob::Acquire(job) => acquire::run(&redlock, job, events).await,
             LockJob::Release { key, token } => release::run(&redlock, &key, &token).await,
             LockJob::ForceRelease { key, breaking } => {
-                release::force(&redlock, &key, &breaking).await
+                release::force(&redlock, &key, breaking).await
             }
             LockJob::List(query) => list::run(&redlock, query).await,
             LockJob::Extend { key, token, ttl } => extend::run(&redlock, &key, &token, ttl).await,

@@ -16,10 +16,10 @@ pub async fn run(redlock: &Redlock, key: &LockKey, token: &Token) -> Result<Outc
 /// `release --force`: delete the lock whoever holds it (with `--if-token`,
 /// only while that token does). A key that is not a lock is left alone
 /// (the outcome's status says so).
-pub async fn force(
-    redlock: &Redlock,
-    key: &LockKey,
-    breaking: &Breaking,
-) -> Result<Outcome, Error> {
-    Ok(Outcome::Forced(redlock.force_release(key, breaking).await))
+pub async fn force(redlock: &Redlock, key: &LockKey, breaking: Breaking) -> Result<Outcome, Error> {
+    let breaking = Breaking {
+        who: super::holder::who(),
+        ..breaking
+    };
+    Ok(Outcome::Forced(redlock.force_release(key, &breaking).await))
 }

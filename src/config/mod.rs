@@ -396,6 +396,7 @@ fn release(args: cli::ReleaseArgs, prefix: &[u8]) -> Result<LockJob, Error> {
     let breaking = Breaking {
         if_token: args.if_token.map(|t| token(Some(t))).transpose()?,
         any_key: args.any_key,
+        who: String::new(),
     };
     Ok(LockJob::ForceRelease { key, breaking })
 }

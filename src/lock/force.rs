@@ -30,6 +30,8 @@ pub struct Breaking {
     pub if_token: Option<Token>,
     /// Also a string that does not look like a lock (`--any-key`).
     pub any_key: bool,
+    /// Who breaks it, recorded beside it for its holder and `status`.
+    pub who: String,
 }
 
 impl Forced {
@@ -114,6 +116,7 @@ impl Redlock {
             channel: notify::channel(key),
             if_token: breaking.if_token.as_ref().map(|t| t.as_str().to_owned()),
             any_key: breaking.any_key,
+            who: breaking.who.clone(),
         };
         let (servers, verdicts) = self
             .script_round(call)

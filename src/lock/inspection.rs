@@ -30,6 +30,29 @@ pub struct KeyState {
     /// How many waiters stood in the lock's line (status and
     /// `release --force` ask; 0 elsewhere).
     pub waiters: u64,
+    /// Who broke the lock with `release --force`, as recorded beside it
+    /// (status asks; `None` elsewhere).
+    pub broken: Option<Vec<u8>>,
+}
+
+/// Who broke a lock with `release --force`, and how long ago by the
+/// server's clock. Information only, from a server: escaped when shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Broken {
+    pub by: Vec<u8>,
+    pub ago: Option<Duration>,
+}
+
+impl Broken {
+    /// Reads `"<since ms> <who>"` against the server's clock `now_ms`.
+    fn parse(raw: &[u8], now_ms: Option<u64>) -> Option<Broken> {
+        let space = raw.iter().position(|&b| b == b' ')?;
+        let since: u64 = std::str::from_utf8(&raw[..space]).ok()?.parse().ok()?;
+        Some(Broken {
+            by: raw[space + 1..].to_vec(),
+            ago: now_ms.map(|now| Duration::from_millis(now.saturating_sub(since))),
+        })
+    }
 }
 
 impl KeyState {
@@ -44,6 +67,7 @@ impl KeyState {
             record: occupant.record,
             now_ms: occupant.clock,
             waiters,
+            broken: None,
         }
     }
 
@@ -172,6 +196,18 @@ impl Inspection {
     }
 
     /// How many waiters stand in the lock's line: the most any server that
+    /// Who broke the lock with `release --force`, if a server recorded it
+    /// (the most recent such record).
+    pub fn broken(&self) -> Option<Broken> {
+        self.servers
+            .iter()
+            .filter_map(|s| {
+                let state = s.state.as_ref().ok()?;
+                Broken::parse(state.broken.as_deref()?, state.now_ms)
+            })
+            .min_by_key(|broken| broken.ago)
+    }
+
     /// answered counted.
     pub fn waiters(&self) -> u64 {
         self.servers
@@ -256,7 +292,10 @@ impl Inspection {
 
 impl From<InspectReply> for KeyState {
     fn from(reply: InspectReply) -> Self {
-        KeyState::new(reply.occupant, reply.restarting.as_ref(), reply.waiters)
+        KeyState {
+            broken: reply.broken,
+            ..KeyState::new(reply.occupant, reply.restarting.as_ref(), reply.waiters)
+        }
     }
 }
 

@@ -158,6 +158,11 @@ pub(super) const LINE_SUFFIX: &[u8] = b"\0line";
 pub(super) const LAPSE_SUFFIX: &[u8] = b"\0lapse";
 pub(super) const FREE_SUFFIX: &[u8] = b"\0free";
 
+/// Appended to a lock's key to name who broke it with `release --force`
+/// and when: `"<server ms> <who>"`, kept for what was left of the lock's
+/// TTL, so that its holder and `status` can tell.
+pub(super) const BROKEN_SUFFIX: &[u8] = b"\0broken";
+
 /// Appended to the prefix to name the restart guard's marker (guard.lua):
 /// no lock name is empty or holds NUL, so no lock is called so.
 const GUARD_SUFFIX: &[u8] = b"\0guard";
@@ -187,9 +192,15 @@ fn hash_tagged_marker(key: &[u8]) -> Option<Vec<u8>> {
 /// Whether `key` is one redlock keeps for a lock's line or its restart
 /// guard, not a lock.
 pub fn is_line_key(key: &[u8]) -> bool {
-    [LINE_SUFFIX, LAPSE_SUFFIX, FREE_SUFFIX, GUARD_SUFFIX]
-        .iter()
-        .any(|suffix| key.ends_with(suffix))
+    [
+        LINE_SUFFIX,
+        LAPSE_SUFFIX,
+        FREE_SUFFIX,
+        GUARD_SUFFIX,
+        BROKEN_SUFFIX,
+    ]
+    .iter()
+    .any(|suffix| key.ends_with(suffix))
 }
 
 /// The holder record's key for `key`.
@@ -272,7 +283,7 @@ mod tests {
 
     #[test]
     fn line_keys_are_not_lock_names() {
-        for suffix in [LINE_SUFFIX, LAPSE_SUFFIX, FREE_SUFFIX] {
+        for suffix in [LINE_SUFFIX, LAPSE_SUFFIX, FREE_SUFFIX, BROKEN_SUFFIX] {
             assert!(is_line_key(&[b"deploy", suffix].concat()));
         }
         assert!(is_line_key(&guard_marker(b"app:")));

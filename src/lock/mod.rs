@@ -26,7 +26,7 @@ pub use force::{Breaking, Forced};
 #[cfg(test)]
 pub use holder::Recorded;
 pub use holder::{HeldBy, Holder};
-pub use inspection::{Inspection, KeyState, Occupied, Verdict};
+pub use inspection::{Broken, Inspection, KeyState, Occupied, Verdict};
 #[cfg(test)]
 pub use keeper::interval as keeper_interval;
 pub use keeper::{keep, Keeping};

@@ -304,6 +304,9 @@ pub struct StatusJson<'a> {
     held_on: Vec<String>,
     /// How many waiters stand in the lock's line.
     waiters_in_line: u64,
+    /// Who broke the lock with `release --force` and how long ago, while
+    /// what was left of its TTL lasts; `null` otherwise.
+    broken: Option<BrokenJson>,
     quorum: usize,
     servers: Vec<ServerJson<'a>>,
 }
@@ -380,10 +383,20 @@ impl<'a> StatusJson<'a> {
             expires_in_ms: occupied.and_then(|o| o.expires_in).map(millis),
             held_on: held_on.iter().map(ToString::to_string).collect(),
             waiters_in_line: inspection.waiters(),
+            broken: inspection.broken().map(|broken| BrokenJson {
+                by: String::from_utf8_lossy(&broken.by).into_owned(),
+                ago_ms: broken.ago.map(millis),
+            }),
             quorum: inspection.quorum,
             servers,
         }
     }
+}
+
+#[derive(Debug, Serialize)]
+struct BrokenJson {
+    by: String,
+    ago_ms: Option<u64>,
 }
 
 /// `list --json`: every lock found, and how many servers could be read.

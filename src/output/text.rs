@@ -241,7 +241,14 @@ fn stop_reason(reason: &Stop) -> String {
             "ran out of validity while redlock itself was not running; the command was stopped"
                 .into()
         }
-        Stop::Lost(err) => format!("was lost ({}); the command was stopped", words::loss(err)),
+        Stop::Lost { error, broken } => format!(
+            "was lost ({}{}); the command was stopped",
+            words::loss(error),
+            broken
+                .as_ref()
+                .map(|b| format!("; {}", words::broken(b)))
+                .unwrap_or_default()
+        ),
         Stop::TooLateToStart => "ran out of validity before the command could start \
             (redlock was not running); the command was not started"
             .into(),
@@ -353,6 +360,9 @@ fn status(inspection: &Inspection, verdict: &Verdict) -> String {
     }
     if let Some(line) = waiters(inspection.waiters()) {
         text.push_str(&format!("\n  line:    {line}"));
+    }
+    if let Some(broken) = inspection.broken() {
+        text.push_str(&format!("\n  {}", words::broken(&broken)));
     }
     let names: Vec<String> = inspection
         .servers

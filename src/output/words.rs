@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use crate::duration::{exact, rounded};
-use crate::lock::{escape_and_cut, Failures, HeldBy, Holder, LockError, LockKey, Standing};
+use crate::lock::{escape_and_cut, Broken, Failures, HeldBy, Holder, LockError, LockKey, Standing};
 
 /// How many characters of each recorded field a one-line summary shows.
 const SHOWN: usize = 120;
@@ -258,6 +258,18 @@ fn restarting(error: &LockError, form: Form) -> String {
             rounded(*again_in)
         ),
     }
+}
+
+/// "broken by root@ops1 with release --force 12s ago".
+pub fn broken(broken: &Broken) -> String {
+    let ago = broken
+        .ago
+        .map(|ago| format!(" {} ago", rounded(ago)))
+        .unwrap_or_default();
+    format!(
+        "broken by {} with release --force{ago}",
+        escape_and_cut(&broken.by, SHOWN)
+    )
 }
 
 /// One server that the restart guard keeps out (it may have lost locks

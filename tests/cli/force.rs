@@ -89,3 +89,46 @@ fn with_no_server_answering_nothing_is_called_free() {
         out.stderr
     );
 }
+
+/// Who broke a lock stays beside it for what was left of its TTL: `status`
+/// says so, and so does the `exec` whose lock it was.
+#[test]
+fn a_broken_lock_says_who_broke_it() {
+    let cluster = Cluster::start(3);
+    let mut holder = crate::support::Running::spawn(
+        cluster
+            .redlock()
+            .args(["exec", "--ttl", "3s", "victim", "--", "sleep", "30"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped()),
+    );
+    let held = crate::support::wait_until(std::time::Duration::from_secs(10), || {
+        run(cluster.redlock().args(["status", "-q", "victim"])).code == 0
+    });
+    assert!(held, "exec never held the lock");
+    let out = run(cluster
+        .redlock()
+        .env("USER", "ops")
+        .args(["release", "--force", "victim"]));
+    out.assert_code(0, "broken");
+    let status = run(cluster.redlock().args(["status", "victim"]));
+    status.assert_code(1, "free");
+    assert!(
+        status.stdout.contains("broken by ops@") && status.stdout.contains("with release --force"),
+        "{}",
+        status.stdout
+    );
+    let json = run(cluster.redlock().args(["status", "--json", "victim"])).json();
+    assert!(
+        json["broken"]["by"].as_str().unwrap().starts_with("ops@"),
+        "{json}"
+    );
+    let out = holder.finish(std::time::Duration::from_secs(20));
+    out.assert_code(79, "exec lost its lock");
+    assert!(
+        out.stderr.contains("; broken by ops@") && out.stderr.contains("the command was stopped"),
+        "{}",
+        out.stderr
+    );
+}

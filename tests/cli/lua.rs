@@ -65,6 +65,9 @@ fn keys(name: &str) -> Vec<Vec<u8>> {
         beside(b"\0lapse"),
         beside(b"\0free"),
         beside(b":marker"),
+        // Only force.lua and inspect.lua get it (LockKeys::with_broken);
+        // the other scripts ignore a seventh key.
+        beside(b"\0broken"),
     ]
 }
 
@@ -467,8 +470,9 @@ fn inspect_reads_occupant_guard_and_line() {
     server.set_px(&k[1], b"5 rec", 5000);
     in_line(&server, &k, "t-1", 1, NEVER);
     in_line(&server, &k, "t-2", 2, 1);
-    let [seen, guard, waiters] =
-        <[Value; 3]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    let [seen, guard, waiters, broken] =
+        <[Value; 4]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    assert_eq!(broken, Value::Nil, "nobody broke it");
     let (kind, value, _, record) = occupant(seen);
     assert_eq!(
         (kind.as_str(), value.as_deref(), record.as_deref()),
@@ -478,8 +482,8 @@ fn inspect_reads_occupant_guard_and_line() {
     assert_eq!(int(&waiters), 1, "the lapsed ticket is left out");
     // Under the guard, a fresh server says when it counts again, and still
     // what it holds.
-    let [seen, guard, _] =
-        <[Value; 3]>::try_from(items(run(&server, "inspect", &k, &["10000"]))).unwrap();
+    let [seen, guard, _, _] =
+        <[Value; 4]>::try_from(items(run(&server, "inspect", &k, &["10000"]))).unwrap();
     assert!((9_000..=10_000).contains(&restarting(guard)));
     assert_eq!(occupant(seen).1.as_deref(), Some("tok"));
 }
@@ -488,8 +492,8 @@ fn inspect_reads_occupant_guard_and_line() {
 fn inspect_of_a_missing_key() {
     let server = RedisServer::start();
     let k = keys("nothing");
-    let [seen, guard, waiters] =
-        <[Value; 3]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    let [seen, guard, waiters, _] =
+        <[Value; 4]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
     assert_eq!(occupant(seen), ("none".into(), None, -2, None));
     assert_eq!((guard, int(&waiters)), (Value::Nil, 0));
 }
@@ -533,12 +537,22 @@ fn force_deletes_a_lock_its_record_and_its_line() {
     assert_eq!((int(&waiters), text(&done).as_str()), (1, "deleted"));
     assert_eq!((server.get(&k[0]), server.get(&k[1])), (None, None));
     assert!(line(&server, &k).is_empty());
+    // Who broke it stays beside it for what was left of its TTL.
+    let broken = String::from_utf8(server.get(&k[6]).unwrap()).unwrap();
+    assert!(broken.ends_with(" ops@host"), "{broken}");
+    let pttl: i64 = cmd(&server, &[b"PTTL", &k[6]]);
+    assert!((1..=5000).contains(&pttl), "{pttl}");
 }
 
 /// force.lua with `--if-token` (`if_token`, "" for none) and `--any-key`.
 fn force(server: &RedisServer, k: &[Vec<u8>], if_token: &str, any_key: bool) -> [Value; 3] {
     let any_key = if any_key { "1" } else { "0" };
-    let reply = run(server, "force", k, &["chan", if_token, any_key, "128"]);
+    let reply = run(
+        server,
+        "force",
+        k,
+        &["chan", if_token, any_key, "128", "ops@host"],
+    );
     <[Value; 3]>::try_from(items(reply)).unwrap()
 }
 

@@ -389,14 +389,14 @@ fn what_a_server_holds_is_escaped_and_cut_in_the_status_table_but_whole_in_json(
     // holder record's fields.
     let huge_value = format!("\x1b]0;PWNED\x07{}", "v".repeat(5 << 20));
     let mut held = format!(
-        "*3\r\n*5\r\n$6\r\nstring\r\n${}\r\n{huge_value}\r\n:60000\r\n$-1\r\n:5000\r\n$-1\r\n:0\r\n",
+        "*4\r\n*5\r\n$6\r\nstring\r\n${}\r\n{huge_value}\r\n:60000\r\n$-1\r\n:5000\r\n$-1\r\n:0\r\n$-1\r\n",
         huge_value.len()
     )
     .into_bytes();
     let held_server = FakeServer::answering(std::mem::take(&mut held));
     let kind = "\x1b[2J\x07hash";
     let foreign = format!(
-        "*3\r\n*5\r\n${}\r\n{kind}\r\n$-1\r\n:-1\r\n$-1\r\n:5000\r\n$-1\r\n:0\r\n",
+        "*4\r\n*5\r\n${}\r\n{kind}\r\n$-1\r\n:-1\r\n$-1\r\n:5000\r\n$-1\r\n:0\r\n$-1\r\n",
         kind.len()
     );
     let foreign_server = FakeServer::answering(foreign);
@@ -408,7 +408,7 @@ fn what_a_server_holds_is_escaped_and_cut_in_the_status_table_but_whole_in_json(
     .to_string();
     let record = format!("1000 {record}");
     let recorded = format!(
-        "*3\r\n*5\r\n$6\r\nstring\r\n$3\r\ntok\r\n:60000\r\n${}\r\n{record}\r\n:5000\r\n$-1\r\n:0\r\n",
+        "*4\r\n*5\r\n$6\r\nstring\r\n$3\r\ntok\r\n:60000\r\n${}\r\n{record}\r\n:5000\r\n$-1\r\n:0\r\n$-1\r\n",
         record.len()
     );
     let recorded_server = FakeServer::answering(recorded);

@@ -17,6 +17,7 @@
 -- that token holds it. The third element says what was done: "deleted",
 -- "none" (nothing there), or why it was left alone: "type", "no-expiry",
 -- "too-long", "token". Anything left alone keeps its record and line.
+-- KEYS[7] records who broke a lock (see below).
 local function verdict(seen)
   if seen[1] == "none" then
     return "none"
@@ -44,6 +45,11 @@ if done == "deleted" or done == "none" then
   end
   if done == "deleted" then
     redis.call("DEL", KEYS[1])
+    -- Who broke it (ARGV[5]), beside it for what was left of its TTL, so
+    -- that its holder and status can tell; information only.
+    if ARGV[5] ~= "" and seen[5] and seen[3] > 0 then
+      redis.pcall("SET", KEYS[7], seen[5] .. " " .. ARGV[5], "PX", seen[3])
+    end
   end
   if done == "deleted" or waiters > 0 then
     redis.pcall("PUBLISH", ARGV[1], "")

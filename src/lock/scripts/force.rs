@@ -15,6 +15,8 @@ pub struct Force {
     pub if_token: Option<String>,
     /// Break a string that does not look like a lock, too (`--any-key`).
     pub any_key: bool,
+    /// Who breaks it, recorded beside the broken lock ("" for nobody).
+    pub who: String,
 }
 
 /// The longest value taken for a lock's token: redlock's are 32 bytes, and
@@ -54,7 +56,7 @@ impl Invocation for Force {
     }
 
     fn keys(&self) -> Vec<Vec<u8>> {
-        self.keys.to_vec()
+        self.keys.with_broken()
     }
 
     fn args(&self) -> Vec<Vec<u8>> {
@@ -63,6 +65,7 @@ impl Invocation for Force {
             self.if_token.clone().unwrap_or_default().into_bytes(),
             (if self.any_key { "1" } else { "0" }).into(),
             MAX_TOKEN.to_string().into_bytes(),
+            self.who.clone().into_bytes(),
         ]
     }
 

@@ -5,7 +5,9 @@
 -- when this server counts, else {"restarting", ms until it counts again,
 -- clock} (ARGV[1] is the guard in ms, 0 turns it off, and KEYS[6] its
 -- marker); waiters is how many stand in the lock's line (from queue.lua;
--- lapsed ones left out). lock/scripts/inspect.rs parses the reply.
+-- lapsed ones left out), then who broke the lock with release --force
+-- ("<ms> <who>" from KEYS[7], or false). lock/scripts/inspect.rs parses
+-- the reply.
 local restarting = restart_guard(tonumber(ARGV[1]), KEYS[6])
 if restarting and restarting.err then
   return restarting
@@ -15,4 +17,11 @@ local waiters = 0
 if seen[5] then
   waiters = waiters_in_line(seen[5])
 end
-return {seen, restarting, waiters}
+local broken = false
+if KEYS[7] then
+  broken = redis.pcall("GET", KEYS[7])
+  if type(broken) ~= "string" then
+    broken = false
+  end
+end
+return {seen, restarting, waiters, broken}

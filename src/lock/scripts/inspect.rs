@@ -21,6 +21,8 @@ pub struct InspectReply {
     pub restarting: Option<Restarting>,
     /// How many waiters stand in the lock's line.
     pub waiters: u64,
+    /// Who broke the lock with `release --force`, as recorded.
+    pub broken: Option<Vec<u8>>,
 }
 
 impl Invocation for Inspect {
@@ -31,7 +33,7 @@ impl Invocation for Inspect {
     }
 
     fn keys(&self) -> Vec<Vec<u8>> {
-        self.keys.to_vec()
+        self.keys.with_broken()
     }
 
     fn args(&self) -> Vec<Vec<u8>> {
@@ -45,11 +47,12 @@ impl Invocation for Inspect {
 
 fn parse(reply: Value) -> Result<InspectReply, ProtocolError> {
     let read = Reader("inspect");
-    let [occupant, restarting, waiters] = read.array(reply, "the reply")?;
+    let [occupant, restarting, waiters, broken] = read.array(reply, "the reply")?;
     Ok(InspectReply {
         occupant: read.occupant(occupant)?,
         restarting: read.guard_word(restarting)?,
         waiters: read.count(&waiters, "the waiters in line")?,
+        broken: read.optional_bytes(broken, "who broke it")?,
     })
 }
 
@@ -61,7 +64,7 @@ mod tests {
     use super::*;
 
     fn reply(occupant: Value, guard: Value, waiters: Value) -> Value {
-        Value::Array(vec![occupant, guard, waiters])
+        Value::Array(vec![occupant, guard, waiters, Value::Nil])
     }
 
     #[test]

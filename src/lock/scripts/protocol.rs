@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use redis::Value;
 
-use super::super::key::{marker_for, record_key, LockKey, FREE_SUFFIX, LAPSE_SUFFIX, LINE_SUFFIX};
+use super::super::key::{
+    marker_for, record_key, LockKey, BROKEN_SUFFIX, FREE_SUFFIX, LAPSE_SUFFIX, LINE_SUFFIX,
+};
 use super::source::LuaScript;
 
 /// A reply that no version of the script sends: the server (or something
@@ -76,6 +78,14 @@ impl LockKeys {
 
     pub fn to_vec(&self) -> Vec<Vec<u8>> {
         self.0.to_vec()
+    }
+
+    /// [`Self::to_vec`], and as KEYS[7] who broke the lock (force.lua
+    /// writes it, inspect.lua reads it).
+    pub fn with_broken(&self) -> Vec<Vec<u8>> {
+        let mut keys = self.to_vec();
+        keys.push([self.0[0].as_slice(), BROKEN_SUFFIX].concat());
+        keys
     }
 }
 
