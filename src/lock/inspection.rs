@@ -330,6 +330,7 @@ mod tests {
                             record: None,
                             now_ms: None,
                             waiters: 0,
+                            broken: None,
                         })
                         .map_err(|()| ServerError::Failed("down".into())),
                 })
