@@ -95,7 +95,7 @@ fn with_no_server_answering_nothing_is_called_free() {
 #[test]
 fn a_broken_lock_says_who_broke_it() {
     let cluster = Cluster::start(3);
-    let mut holder = crate::support::Running::spawn(
+    let holder = crate::support::Running::spawn(
         cluster
             .redlock()
             .args(["exec", "--ttl", "3s", "victim", "--", "sleep", "30"])
