@@ -360,7 +360,7 @@ fn blocking_acquire_waits_until_the_holder_releases() {
     let output = waiter.finish_or_explain(Duration::from_secs(5), || {
         "blocking acquire did not take the released lock within 5s".to_owned()
     });
-    assert_eq!(output.code, 0);
+    assert_eq!(output.code(), 0);
     let token = output.stdout.trim_end();
     assert!(is_token(token), "{token:?}");
     assert_held_everywhere(&cluster, b"queue", token);
@@ -382,7 +382,7 @@ fn sigterm_while_waiting_exits_143_and_leaves_the_holder_alone() {
     let output = waiter.finish_or_explain(Duration::from_secs(5), || {
         "acquire ignored SIGTERM for 5s".to_owned()
     });
-    assert_eq!(output.code, 143, "128 + SIGTERM");
+    assert_eq!(output.code(), 143, "128 + SIGTERM");
     assert!(output.stdout.is_empty(), "no token printed");
     assert_held_everywhere(&cluster, b"held", &holder);
 }
@@ -405,16 +405,16 @@ fn concurrent_contenders_exactly_one_wins() {
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
-        let codes: Vec<i32> = outs.iter().map(|o| o.code).collect();
+        let codes: Vec<i32> = outs.iter().map(|o| o.code()).collect();
         for out in &outs {
             assert!(
-                out.code == 0 || out.code == 75,
+                out.code() == 0 || out.code() == 75,
                 "contender exited {} on healthy servers: {}",
-                out.code,
+                out.code(),
                 out.stderr
             );
         }
-        let winners: Vec<&Output> = outs.iter().filter(|o| o.code == 0).collect();
+        let winners: Vec<&Output> = outs.iter().filter(|o| o.code() == 0).collect();
         assert!(winners.len() <= 1, "two winners: {codes:?}");
         if let [winner] = winners[..] {
             let token = token_of(winner);
@@ -424,7 +424,7 @@ fn concurrent_contenders_exactly_one_wins() {
                 .filter(|v| v.as_deref() == Some(token.as_bytes()))
                 .count();
             assert!(held >= 2, "the winner holds only {held} servers");
-            for loser in outs.iter().filter(|o| o.code == 75) {
+            for loser in outs.iter().filter(|o| o.code() == 75) {
                 assert_eq!(loser.stdout, "", "a loser printed a token");
             }
             return;
@@ -823,8 +823,9 @@ fn unwritable_stdout_releases_the_lock() {
             .stderr(Stdio::piped()),
     )
     .finish(RUN_TIMEOUT);
+    let code = output.code();
     let stderr = output.stderr;
-    assert_eq!(output.code, 70, "stderr: {stderr}");
+    assert_eq!(code, 70, "stderr: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(stderr.starts_with("redlock: "), "{stderr}");
     assert_gone_everywhere(&cluster, b"lost-token");
@@ -901,7 +902,11 @@ fn tls_servers_without_the_ca_certificate_fail_cleanly() {
         "-n",
         "secure",
     ]));
-    assert_ne!(out.code, 0, "an untrusted certificate must not be accepted");
+    assert_ne!(
+        out.code(),
+        0,
+        "an untrusted certificate must not be accepted"
+    );
     assert_no_panic(&out, "TLS without CA");
     assert_eq!(out.stdout, "");
     assert!(out.stderr.starts_with("redlock: "), "{}", out.stderr);
@@ -910,7 +915,7 @@ fn tls_servers_without_the_ca_certificate_fail_cleanly() {
     // A plain redis:// URL to the TLS port fails too, without hanging.
     let plain = format!("redis://127.0.0.1:{}", server.port());
     let (out, took) = timed(support::redlock().args(["-s", &plain, "acquire", "-n", "secure"]));
-    assert_ne!(out.code, 0);
+    assert_ne!(out.code(), 0);
     assert_no_panic(&out, "plain to TLS");
     assert!(took < Duration::from_secs(2), "took {took:?}");
 }

@@ -480,7 +480,7 @@ fn a_holder_under_exec_stops_its_command_when_its_lock_is_broken() {
         "the command outlived its broken lock"
     );
     let done = exec.finish(Duration::from_secs(5));
-    assert_eq!(done.code, 79, "{}", done.stderr);
+    assert_eq!(done.code(), 79, "{}", done.stderr);
     assert!(done.stderr.contains("was lost"), "{}", done.stderr);
     assert!(
         broken_at.elapsed() < Duration::from_secs(2),

@@ -251,7 +251,7 @@ fn no_waiter_takes_the_lock_while_it_is_held() {
         .map(|_| {
             let mut cmd = cluster.redlock();
             cmd.args(["exec", "-w", "60s", "shared", "-c", &section]);
-            thread::spawn(move || (0..6).map(|_| run(&mut cmd).code).collect::<Vec<_>>())
+            thread::spawn(move || (0..6).map(|_| run(&mut cmd).code()).collect::<Vec<_>>())
         })
         .collect();
     for client in clients {
