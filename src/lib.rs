@@ -52,7 +52,9 @@ pub fn main() -> ExitCode {
         commands::dispatch(config.task, out)
     });
     match result {
-        Ok(exit) => exit.into(),
+        // An interrupted wait, or an `exec` whose command died of the signal
+        // we passed on, dies of that signal (signals::end decides).
+        Ok(exit) => signals::end(exit),
         Err(err) => {
             out.error(&err);
             err.exit().into()

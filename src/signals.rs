@@ -6,8 +6,15 @@
 //! ignored, for us and for the command `exec` runs, as a shell leaves it.
 //! That is how `nohup` (SIGHUP) and a script's `cmd &` (SIGINT, SIGQUIT)
 //! protect a command.
+//!
+//! Once the clean-up is done, a process interrupted by SIGINT, SIGTERM or
+//! SIGHUP dies of that signal ([`end`]) rather than exiting 128+N: a shell
+//! stops a script only when its child *died* of SIGINT ("wait and
+//! cooperative exit"), and a parent can tell "killed" from "exited 143".
 
 use std::future::poll_fn;
+use std::io::Write as _;
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
@@ -16,6 +23,21 @@ use nix::libc;
 use nix::sys::signal::{signal, SigHandler, SigSet, Signal};
 use signal_hook_registry::SigId;
 use tokio::signal::unix::SignalKind;
+
+use crate::exit_code::Exit;
+
+/// The signals a `redlock` that received one (and cleaned up) dies of: those
+/// whose default action is to end the process quietly, without a core.
+/// SIGQUIT, SIGUSR1 and SIGUSR2, which `exec` only passes on, are not here.
+const DIES_OF: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+
+/// One bit per signal number: the signals a [`Listener`] listens for.
+static RECORDING: AtomicU64 = AtomicU64::new(0);
+/// One bit per signal number: those of them delivered to this process.
+/// Set by a handler at delivery, not when a [`Listener`] reads the signal:
+/// a Ctrl-C that also ends the command under `exec` counts even if the
+/// command's end is seen first.
+static RECEIVED: AtomicU64 = AtomicU64::new(0);
 
 pub struct Listener {
     streams: Vec<(Signal, tokio::signal::unix::Signal)>,
@@ -26,7 +48,10 @@ impl Listener {
         let streams = signals
             .iter()
             .filter(|&&sig| !ignored(sig))
-            .map(|&sig| Ok((sig, stream(sig)?)))
+            .map(|&sig| {
+                record(sig)?;
+                Ok((sig, stream(sig)?))
+            })
             .collect::<std::io::Result<_>>()?;
         Ok(Listener { streams })
     }
@@ -120,6 +145,67 @@ impl Drop for Latest {
             signal_hook_registry::unregister(action);
         }
     }
+}
+
+fn bit(sig: Signal) -> u64 {
+    1u64 << (sig as u32 % 64)
+}
+
+/// From now on, a delivery of `sig` is remembered for [`end`].
+fn record(sig: Signal) -> std::io::Result<()> {
+    let bit = bit(sig);
+    if RECORDING.fetch_or(bit, Ordering::SeqCst) & bit != 0 {
+        return Ok(());
+    }
+    let action = move || {
+        RECEIVED.fetch_or(bit, Ordering::SeqCst);
+    };
+    // SAFETY: the action only updates an atomic, which is async-signal-safe,
+    // and allocates nothing.
+    unsafe { signal_hook_registry::register(sig as i32, action) }?;
+    Ok(())
+}
+
+/// Whether `sig` was delivered to this process since a [`Listener`] started
+/// listening for it.
+fn received(sig: Signal) -> bool {
+    RECEIVED.load(Ordering::SeqCst) & bit(sig) != 0
+}
+
+/// How the process ends with `exit`, everything cleaned up. `Exit::Signal(N)`
+/// for a signal in [`DIES_OF`] that this process *received* ends in a death
+/// by that signal ([`die_of`]): `acquire` or `exec` interrupted while it
+/// waited, or `exec` whose command died of the signal it passed on (a
+/// Ctrl-C). A command that died of a signal we never got (SIGKILL, SIGSEGV,
+/// a kill aimed at the command alone) gives 128+N, as a shell reports it:
+/// we do not kill ourselves with SIGSEGV.
+pub fn end(exit: Exit) -> ExitCode {
+    if let Exit::Signal(number) = exit {
+        if let Some(&sig) = DIES_OF
+            .iter()
+            .find(|&&sig| sig as i32 == number && received(sig))
+        {
+            die_of(sig);
+        }
+    }
+    exit.into()
+}
+
+/// Dies of `sig`, as a process without a handler for it would have (fd's
+/// `exit_codes.rs` does the same): output flushed, its default action
+/// restored, unblocked, raised. Should the process somehow survive that, it
+/// exits 128+N, what a shell would have shown.
+pub fn die_of(sig: Signal) -> ! {
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: SIG_DFL installs no handler code; the handlers it replaces
+    // (tokio's, ours) are not needed once the process ends.
+    let _ = unsafe { signal(sig, SigHandler::SigDfl) };
+    let mut only = SigSet::empty();
+    only.add(sig);
+    let _ = only.thread_unblock();
+    let _ = nix::sys::signal::raise(sig);
+    std::process::exit(128 + sig as i32)
 }
 
 /// Undoes what a parent may have left behind that would break supervision.

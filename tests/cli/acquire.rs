@@ -4,6 +4,7 @@
 //! (unix socket, `/db`, TLS). Every test runs real `redis-server` processes.
 
 use std::fs;
+use std::os::unix::process::CommandExt as _;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -366,10 +367,14 @@ fn blocking_acquire_waits_until_the_holder_releases() {
     assert_held_everywhere(&cluster, b"queue", token);
 }
 
+/// A waiter that stands in line when SIGTERM comes takes its ticket out of
+/// the line (what a process without a handler would leave behind), leaves
+/// the holder alone, and then dies of SIGTERM, not "exits 143".
 #[test]
-fn sigterm_while_waiting_exits_143_and_leaves_the_holder_alone() {
+fn sigterm_while_waiting_leaves_the_line_then_dies_of_it() {
     let cluster = Cluster::start(3);
     let holder = acquire(&cluster, "held", &[]);
+    let before = cluster.dbsizes();
     let waiter = Running::spawn(
         cluster
             .redlock()
@@ -377,14 +382,98 @@ fn sigterm_while_waiting_exits_143_and_leaves_the_holder_alone() {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
     );
-    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        wait_until(Duration::from_secs(10), || cluster
+            .in_line_everywhere("held", 1)),
+        "the waiter never stood in line"
+    );
     waiter.signal(Signal::SIGTERM);
     let output = waiter.finish_or_explain(Duration::from_secs(5), || {
         "acquire ignored SIGTERM for 5s".to_owned()
     });
-    assert_eq!(output.code(), 143, "128 + SIGTERM");
+    output.assert_signal(Signal::SIGTERM, "a waiter sent SIGTERM");
     assert!(output.stdout.is_empty(), "no token printed");
     assert_held_everywhere(&cluster, b"held", &holder);
+    assert_eq!(
+        cluster.dbsizes(),
+        before,
+        "the waiter left something behind (its ticket in line?)"
+    );
+}
+
+/// `bash -c 'redlock ...; echo after'` in a process group of its own, as a
+/// terminal's foreground job, with `redlock` waiting at `step`.
+fn script_waiting_at(cluster: &Cluster, step: &str) -> Running {
+    let mut bash = std::process::Command::new("bash");
+    support::drop_redlock_variables(&mut bash, std::env::vars_os().map(|(name, _)| name));
+    bash.env("REDLOCK_SERVERS", cluster.servers_arg())
+        .env("REDLOCK_RESTART_GUARD", "0")
+        .env("XDG_CONFIG_HOME", "/nonexistent/redlock-tests");
+    support::with_default_signals(&mut bash);
+    // SAFETY: setsid() is async-signal-safe and allocates nothing.
+    unsafe {
+        bash.pre_exec(|| {
+            nix::unistd::setsid()?;
+            Ok(())
+        });
+    }
+    Running::spawn(
+        bash.args(["-c", &format!("\"$0\" {step}; echo after")])
+            .arg(env!("CARGO_BIN_EXE_redlock"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+}
+
+/// Ctrl-C at a terminal: SIGINT to every process of the foreground group.
+fn ctrl_c(script: &Running) {
+    let group = nix::unistd::Pid::from_raw(-(script.id() as i32));
+    nix::sys::signal::kill(group, Signal::SIGINT).expect("SIGINT to the script's group");
+}
+
+/// bash goes on after a command that *exited* 130, taking it to have
+/// handled the SIGINT, and stops only when it *died* of it ("wait and
+/// cooperative exit"): a script Ctrl-C'd while redlock waits stops there.
+#[test]
+fn ctrl_c_while_waiting_stops_the_calling_script() {
+    let cluster = Cluster::start(3);
+    acquire(&cluster, "held", &[]);
+    let before = cluster.dbsizes();
+    let script = script_waiting_at(&cluster, "acquire -w 30s held");
+    assert!(
+        wait_until(Duration::from_secs(10), || cluster
+            .in_line_everywhere("held", 1)),
+        "the script's redlock never stood in line"
+    );
+    ctrl_c(&script);
+    let out = script.finish(Duration::from_secs(10));
+    assert!(!out.stdout.contains("after"), "the script ran on: {out:?}");
+    out.assert_signal(Signal::SIGINT, "bash, Ctrl-C'd at its redlock step");
+    assert_eq!(cluster.dbsizes(), before, "the waiter left its ticket");
+}
+
+/// The same under `exec`: the command dies of the SIGINT exec passed on,
+/// exec dies of it too, and so does the script.
+#[test]
+fn ctrl_c_under_exec_stops_the_calling_script() {
+    let cluster = Cluster::start(3);
+    let dir = support::temp_dir("redlock-test-ctrl-c");
+    let started = dir.path().join("started");
+    let step = format!(
+        "exec job -- sh -c 'touch {}; exec sleep 30'",
+        started.display()
+    );
+    let script = script_waiting_at(&cluster, &step);
+    assert!(
+        wait_until(Duration::from_secs(10), || started.exists()),
+        "the command never started"
+    );
+    ctrl_c(&script);
+    let out = script.finish(Duration::from_secs(10));
+    assert!(!out.stdout.contains("after"), "the script ran on: {out:?}");
+    out.assert_signal(Signal::SIGINT, "bash, Ctrl-C'd at its redlock exec step");
+    assert_gone_everywhere(&cluster, b"job");
 }
 
 #[test]

@@ -376,6 +376,12 @@ impl RedisServer {
         );
     }
 
+    /// How many tickets stand in the line of the lock `name` (lock/queue.lua).
+    pub fn in_line(&self, name: &str) -> usize {
+        let line = [name.as_bytes(), b"\0line"].concat();
+        self.query(redis::cmd("ZCARD").arg(&line), "ZCARD")
+    }
+
     /// Creates (or resets) the ACL user `name` with password `password` and
     /// the ACL `rules` (e.g. `["~*", "+@all", "-get"]`) and returns the URL
     /// that logs in as that user: `redis://name:password@127.0.0.1:PORT`.
@@ -837,6 +843,11 @@ impl Cluster {
         let mut cmd = redlock();
         cmd.env("REDLOCK_SERVERS", self.servers_arg());
         cmd
+    }
+
+    /// Whether every server has `count` tickets in the line of `name`.
+    pub fn in_line_everywhere(&self, name: &str, count: usize) -> bool {
+        self.servers.iter().all(|s| s.in_line(name) == count)
     }
 }
 

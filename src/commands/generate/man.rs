@@ -9,7 +9,7 @@ use clap::CommandFactory;
 use clap_mangen::Man;
 
 use crate::cli::{self, Cli};
-use crate::exit_code::TABLE;
+use crate::exit_code::{SIGNAL_ROW, TABLE};
 
 /// Every variable `redlock` reads, and what for. A test checks that each
 /// `REDLOCK_*` name in the source is here.
@@ -66,8 +66,11 @@ const EXEC_SIGNALS: [(&str, &str); 6] = [
         "Signals",
         "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to exec are passed on to the \
          command's process group; when the command ends, exec releases the lock and exits with \
-         the command's status. While exec still waits for the lock, they make it release what it \
-         took and exit 128+N without running the command. A signal that was ignored when exec \
+         the command's status. If the command died of a SIGINT, SIGTERM or SIGHUP that exec passed \
+         on, exec then dies of the same signal, so that a script run from a shell stops at a \
+         Ctrl-C. While exec still waits for the lock, they make it release what it took and die \
+         of the signal (SIGQUIT, SIGUSR1, SIGUSR2: exit 128+N) without running the command. A \
+         signal that was ignored when exec \
          started is neither handled nor passed on, and the command inherits it ignored \
          (nohup redlock exec ... protects the command from SIGHUP).",
     ),
@@ -173,7 +176,8 @@ fn exit_status(page: &mut String, sub: &str) {
             escape(row.help)
         ));
     }
-    page.push_str(".TP\n.B 128+N\ninterrupted by signal N, after releasing what was taken\n");
+    let (status, meaning) = SIGNAL_ROW;
+    page.push_str(&format!(".TP\n.B {status}\n{}\n", escape(meaning)));
 }
 
 /// EXAMPLES: each with what it does, then its lines as typed. The page of
