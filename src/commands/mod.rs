@@ -73,6 +73,7 @@ fn run_lock_job(servers: Servers, job: LockJob, out: Reporter) -> Result<Exit, E
     // reason about when it later supervises a child.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .thread_keep_alive(crate::supervise::child::blocking_thread_keep_alive())
         .build()?;
     runtime.block_on(async {
         match job {
