@@ -356,12 +356,18 @@ fn blocking_acquire_waits_until_the_holder_releases() {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
     );
-    std::thread::sleep(Duration::from_millis(400));
+    // It waits (it stands in line) before the release, or this would test
+    // an acquire of a free lock.
+    assert!(
+        wait_until(Duration::from_secs(10), || cluster
+            .in_line_everywhere("queue", 1)),
+        "the blocking acquire never stood in line"
+    );
     run(cluster.redlock().args(["release", "queue", &holder])).assert_code(0, "release");
     let output = waiter.finish_or_explain(Duration::from_secs(5), || {
         "blocking acquire did not take the released lock within 5s".to_owned()
     });
-    assert_eq!(output.code(), 0);
+    output.assert_code(0, "the blocking acquire");
     let token = output.stdout.trim_end();
     assert!(is_token(token), "{token:?}");
     assert_held_everywhere(&cluster, b"queue", token);

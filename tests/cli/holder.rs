@@ -370,7 +370,11 @@ fn an_interrupted_wait_says_nothing_is_held() {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
     );
-    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        wait_until(Duration::from_secs(10), || cluster
+            .in_line_everywhere("deploy", 1)),
+        "the waiter never stood in line"
+    );
     waiting.signal(nix::sys::signal::Signal::SIGINT);
     let out = waiting.finish(Duration::from_secs(10));
     out.assert_signal(nix::sys::signal::Signal::SIGINT, "interrupted");
