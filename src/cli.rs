@@ -125,10 +125,11 @@ fn examples_help(name: &str) -> String {
 /// commands taken from [`Exit`]. In `exec --help` and its man page.
 pub fn exec_exit_status() -> String {
     format!(
-        "Exit status: the command's own; 128+N if it died of signal N; {} (or -E) if the lock\n\
-        was busy; {} if no quorum; {} if the lock was lost while the command ran; {} if the\n\
-        servers refuse the lock or an extension; 126/127 if the command could not be run /\n\
-        was not found.",
+        "Exit status: the command's own; 128+N if it died of signal N (if exec got that signal\n\
+        itself and passed it on, exec dies of it too, unless it is SIGQUIT); {} (or -E) if the\n\
+        lock was busy; {} if no quorum; {} if the lock was lost while the command ran; {} if\n\
+        the servers refuse the lock or an extension; 126/127 if the command could not be run\n\
+        / was not found.",
         Exit::Busy.code(),
         Exit::NoQuorum.code(),
         Exit::Lost.code(),

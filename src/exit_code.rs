@@ -32,8 +32,11 @@ pub enum Exit {
     Config,
     /// 79: `release`/`extend` found that the token no longer holds a majority.
     Lost,
-    /// 128+N: interrupted by signal N (after releasing what was taken), or
-    /// for `exec`, the command died of signal N.
+    /// Signal N: interrupted by it (after releasing what was taken), or for
+    /// `exec`, the command died of it. The process then dies of the signal
+    /// if it received it itself and it ends a process without a core (see
+    /// `Outcome::dies_of`), so that a shell sees a death, not an exit;
+    /// otherwise, as a shell shows a death, the status is 128+N.
     Signal(i32),
     /// `exec`: the command's own exit status, `-E` when the lock was busy,
     /// 126/127 when the command could not be run / was not found.
@@ -95,6 +98,14 @@ pub const TABLE: [Row; 8] = [
         help: "lost / not held: the token no longer holds a majority",
     },
 ];
+
+/// The status of [`Exit::Signal`], which has no fixed number, and what it
+/// means: the last row of the man pages' EXIT STATUS.
+pub const SIGNAL_ROW: (&str, &str) = (
+    "128+N",
+    "interrupted by signal N (SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM): releases what \
+     was taken, then dies of the signal; a shell shows 128+N",
+);
 
 /// The "Exit codes:" block of `redlock --help`, rendered from [`TABLE`].
 pub fn help_text() -> String {

@@ -74,8 +74,9 @@ pub struct Ran {
 /// How the command under the lock ended.
 #[derive(Debug)]
 pub enum RunEnd {
-    /// It exited (or died of a signal) on its own. `forwarded` is a
-    /// signal redlock itself received and passed on, if any.
+    /// It exited (or died of a signal) on its own. `forwarded` is the
+    /// signal it died of when redlock itself received that signal (and so
+    /// passed it on).
     Exited {
         status: ExitStatus,
         forwarded: Option<Signal>,
@@ -157,25 +158,33 @@ impl Outcome {
     }
 
     /// The signal the process must die of, rather than exit: one that
-    /// interrupted redlock itself (and that the command, if any, died of).
+    /// redlock itself received and that ended its wait, or the command it
+    /// passed it on to, and whose default action ends a process quietly.
+    /// A calling shell then stops its script as it would for any command
+    /// that Ctrl-C ended. (SIGQUIT would dump core: that gives 128+N.)
     pub fn dies_of(&self) -> Option<Signal> {
-        match self {
-            Outcome::Interrupted { signal, .. } => Some(*signal),
+        let signal = match self {
+            Outcome::Interrupted { signal, .. } => *signal,
             Outcome::Ran(Ran {
                 end: RunEnd::Exited { status, forwarded },
                 ..
-            }) => forwarded
-                .filter(|sig| INTERRUPTS.contains(sig))
-                .filter(|sig| status.signal() == Some(*sig as i32)),
-            _ => None,
-        }
+            }) => (*forwarded).filter(|sig| status.signal() == Some(*sig as i32))?,
+            _ => return None,
+        };
+        DIES_QUIETLY.contains(&signal).then_some(signal)
     }
 }
 
-/// The signals that, sent to `exec` and passed on to its command, end
-/// `exec` as they ended the command, so that a calling script stops too.
-/// (An interrupted wait dies of whatever signal interrupted it.)
-const INTERRUPTS: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+/// The signals whose default action ends a process without a core dump,
+/// among those redlock listens for.
+const DIES_QUIETLY: [Signal; 6] = [
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGALRM,
+];
 
 impl RunEnd {
     fn exit(&self) -> Exit {
@@ -277,6 +286,8 @@ mod tests {
         assert_eq!(ran(9, Some(Signal::SIGINT)).dies_of(), None);
         assert_eq!(ran(2, None).dies_of(), None);
         assert_eq!(ran(2, None).exit().code(), 130);
+        // A core-dumping signal is never re-raised.
+        assert_eq!(ran(3, Some(Signal::SIGQUIT)).dies_of(), None);
     }
 
     #[test]

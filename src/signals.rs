@@ -6,8 +6,14 @@
 //! ignored, for us and for the command `exec` runs, as a shell leaves it.
 //! That is how `nohup` (SIGHUP) and a script's `cmd &` (SIGINT, SIGQUIT)
 //! protect a command.
+//!
+//! Once the clean-up is done, a process interrupted by SIGINT, SIGTERM or
+//! SIGHUP dies of that signal ([`end`]) rather than exiting 128+N: a shell
+//! stops a script only when its child *died* of SIGINT ("wait and
+//! cooperative exit"), and a parent can tell "killed" from "exited 143".
 
 use std::future::poll_fn;
+use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
@@ -17,10 +23,16 @@ use nix::sys::signal::{signal, SigHandler, SigSet, Signal};
 use signal_hook_registry::SigId;
 use tokio::signal::unix::SignalKind;
 
+/// One bit per signal number: the signals a [`Listener`] listens for.
+static RECORDING: AtomicU64 = AtomicU64::new(0);
+/// One bit per signal number: those of them delivered to this process.
+/// Set by a handler at delivery, not when a [`Listener`] reads the signal:
+/// a Ctrl-C that also ends the command under `exec` counts even if the
+/// command's end is seen first.
+static RECEIVED: AtomicU64 = AtomicU64::new(0);
+
 pub struct Listener {
     streams: Vec<(Signal, tokio::signal::unix::Signal)>,
-    /// The last signal [`Listener::recv`] returned.
-    received: Option<Signal>,
 }
 
 impl Listener {
@@ -28,17 +40,17 @@ impl Listener {
         let streams = signals
             .iter()
             .filter(|&&sig| !ignored(sig))
-            .map(|&sig| Ok((sig, stream(sig)?)))
+            .map(|&sig| {
+                record(sig)?;
+                Ok((sig, stream(sig)?))
+            })
             .collect::<std::io::Result<_>>()?;
-        Ok(Listener {
-            streams,
-            received: None,
-        })
+        Ok(Listener { streams })
     }
 
     /// The next signal received, in no particular order among simultaneous ones.
     pub async fn recv(&mut self) -> Signal {
-        let signal = poll_fn(|cx| {
+        poll_fn(|cx| {
             for (sig, stream) in &mut self.streams {
                 if let Poll::Ready(Some(())) = stream.poll_recv(cx) {
                     return Poll::Ready(*sig);
@@ -46,15 +58,7 @@ impl Listener {
             }
             Poll::Pending
         })
-        .await;
-        self.received = Some(signal);
-        signal
-    }
-
-    /// The last signal received, if any: `exec` dies of it when its
-    /// command did.
-    pub fn received(&self) -> Option<Signal> {
-        self.received
+        .await
     }
 }
 
@@ -135,6 +139,49 @@ impl Drop for Latest {
     }
 }
 
+fn bit(sig: Signal) -> u64 {
+    1u64 << (sig as u32 % 64)
+}
+
+/// From now on, a delivery of `sig` is remembered for [`received`].
+fn record(sig: Signal) -> std::io::Result<()> {
+    let bit = bit(sig);
+    if RECORDING.fetch_or(bit, Ordering::SeqCst) & bit != 0 {
+        return Ok(());
+    }
+    let action = move || {
+        RECEIVED.fetch_or(bit, Ordering::SeqCst);
+    };
+    // SAFETY: the action only updates an atomic, which is async-signal-safe,
+    // and allocates nothing.
+    unsafe { signal_hook_registry::register(sig as i32, action) }?;
+    Ok(())
+}
+
+/// Whether `sig` was delivered to this process since a [`Listener`] started
+/// listening for it: `exec` dies of a signal its command died of only if it
+/// got that signal itself (a Ctrl-C, a kill of exec).
+pub fn received(sig: Signal) -> bool {
+    RECEIVED.load(Ordering::SeqCst) & bit(sig) != 0
+}
+
+/// Dies of `sig`, as a process without a handler for it would have (fd's
+/// `exit_codes.rs` does the same): output flushed, its default action
+/// restored, unblocked, raised. Should the process somehow survive that, it
+/// exits 128+N, what a shell would have shown.
+pub fn die_of(sig: Signal) -> ! {
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: SIG_DFL installs no handler code; the handlers it replaces
+    // (tokio's, ours) are not needed once the process ends.
+    let _ = unsafe { signal(sig, SigHandler::SigDfl) };
+    let mut only = SigSet::empty();
+    only.add(sig);
+    let _ = only.thread_unblock();
+    let _ = nix::sys::signal::raise(sig);
+    std::process::exit(128 + sig as i32)
+}
+
 /// Undoes what a parent may have left behind that would break supervision.
 /// A signal mask survives exec: with the signals we wait for blocked, `exec`
 /// would never see a SIGTERM or its command's end, so none stays blocked,
@@ -168,22 +215,6 @@ fn ignored(sig: Signal) -> bool {
 
 fn stream(sig: Signal) -> std::io::Result<tokio::signal::unix::Signal> {
     tokio::signal::unix::signal(SignalKind::from_raw(sig as i32))
-}
-
-/// Ends the process by `signal`, as its default action would have: the
-/// handler is reset, the signal unblocked and raised. A calling shell then
-/// sees a child killed by it, and stops a script as it would for any
-/// command that Ctrl-C ended. Exits 128+N if the signal did not end it.
-pub fn die_of(signal: Signal) -> ! {
-    // SAFETY: SIG_DFL installs no handler code; nothing else runs after.
-    unsafe {
-        let _ = nix::sys::signal::signal(signal, SigHandler::SigDfl);
-    }
-    let mut set = SigSet::empty();
-    set.add(signal);
-    let _ = set.thread_unblock();
-    let _ = nix::sys::signal::raise(signal);
-    std::process::exit(128 + signal as i32)
 }
 
 #[cfg(test)]

@@ -193,7 +193,7 @@ async fn supervise_under(
     Ok(match outcome {
         supervise::Outcome::Ended(status) => RunEnd::Exited {
             status,
-            forwarded: signals.received(),
+            forwarded: forwarded_and_fatal(status),
         },
         supervise::Outcome::Stopped(reason) => match (reason, loss.take()) {
             (_, Some(refused @ LockError::Refused { .. })) => RunEnd::Refused(refused),
@@ -210,6 +210,14 @@ async fn supervise_under(
             error,
         },
     })
+}
+
+/// The signal the command died of, if this process got it too (and so
+/// passed it on): the one `exec` then dies of.
+fn forwarded_and_fatal(status: std::process::ExitStatus) -> Option<nix::sys::signal::Signal> {
+    use std::os::unix::process::ExitStatusExt as _;
+    let signal = nix::sys::signal::Signal::try_from(status.signal()?).ok()?;
+    crate::signals::received(signal).then_some(signal)
 }
 
 /// The supervisor's event, as the output hears it.

@@ -101,6 +101,7 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
     // reason about when it later supervises a child.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .thread_keep_alive(crate::supervise::child::blocking_thread_keep_alive())
         .build()?;
     let events = output.events();
     Ok(runtime.block_on(async {

@@ -238,7 +238,12 @@ impl Redlock {
                     .zip(&reads)
                     .map(|(server, read)| ServerState {
                         server: server.clone(),
-                        state: read.clone().map(|(_, states)| states[i].clone()),
+                        // Only this lock's state: cloning `read` whole
+                        // here made a listing quadratic in its locks.
+                        state: match read {
+                            Ok((_, states)) => Ok(states[i].clone()),
+                            Err(err) => Err(err.clone()),
+                        },
                     })
                     .collect(),
                 restart_guard,

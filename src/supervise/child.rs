@@ -160,6 +160,17 @@ fn not_after(start_by: BootInstant) -> io::Result<()> {
     }
 }
 
+/// How long the runtime keeps an idle blocking thread: tokio's default,
+/// 10s. A child whose PR_SET_PDEATHSIG was set from such a thread would die
+/// when it exits (see [`spawn`]); debug builds let a test shorten the wait
+/// for that with `REDLOCK_TEST_THREAD_KEEP_ALIVE_MS`.
+pub fn blocking_thread_keep_alive() -> std::time::Duration {
+    test_pause_ms("REDLOCK_TEST_THREAD_KEEP_ALIVE_MS").map_or(
+        std::time::Duration::from_secs(10),
+        std::time::Duration::from_millis,
+    )
+}
+
 /// Tests only: milliseconds to pause at a point of `exec`, from the variable
 /// `name`; read only by debug builds, so a release binary ignores it.
 pub fn test_pause_ms(name: &str) -> Option<u64> {

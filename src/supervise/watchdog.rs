@@ -110,11 +110,19 @@ impl Watchdog {
                 // SAFETY: _exit ends this process at once and touches no memory.
                 unsafe { nix::libc::_exit(code.into()) }
             }
-            ForkResult::Parent { child } => Ok(Watchdog {
-                pid: child,
-                pipe: Some(File::from(write)),
-                reaped: false,
-            }),
+            ForkResult::Parent { child } => {
+                // The child moves to a group of its own too, but maybe only
+                // after exec looks for the members of its own group (to tell
+                // whether it is alone in its job and may give the command the
+                // terminal): as a shell does, both sides set it. An error
+                // means the child has done so or has exited.
+                let _ = setpgid(child, child);
+                Ok(Watchdog {
+                    pid: child,
+                    pipe: Some(File::from(write)),
+                    reaped: false,
+                })
+            }
         }
     }
 

@@ -4,6 +4,7 @@
 //! (unix socket, `/db`, TLS). Every test runs real `redis-server` processes.
 
 use std::fs;
+use std::os::unix::process::CommandExt as _;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -355,21 +356,45 @@ fn blocking_acquire_waits_until_the_holder_releases() {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
     );
-    std::thread::sleep(Duration::from_millis(400));
+    // It waits (it stands in line) before the release, or this would test
+    // an acquire of a free lock.
+    assert!(
+        wait_until(Duration::from_secs(10), || cluster
+            .in_line_everywhere("queue", 1)),
+        "the blocking acquire never stood in line"
+    );
     run(cluster.redlock().args(["release", "queue", &holder])).assert_code(0, "release");
     let output = waiter.finish_or_explain(Duration::from_secs(5), || {
         "blocking acquire did not take the released lock within 5s".to_owned()
     });
-    assert_eq!(output.code, 0);
+    output.assert_code(0, "the blocking acquire");
     let token = output.stdout.trim_end();
     assert!(is_token(token), "{token:?}");
     assert_held_everywhere(&cluster, b"queue", token);
 }
 
+/// A waiter that stands in line when SIGTERM comes takes its ticket out of
+/// the line (what a process without a handler would leave behind), leaves
+/// the holder alone, and then dies of SIGTERM, not "exits 143".
 #[test]
-fn sigterm_while_waiting_exits_143_and_leaves_the_holder_alone() {
+fn sigterm_while_waiting_leaves_the_line_then_dies_of_it() {
+    leaves_the_line_then_dies_of(Signal::SIGTERM);
+}
+
+/// SIGUSR1, SIGUSR2 and SIGALRM kill a process by default: without a
+/// handler they left the waiter's ticket in line (and whatever its attempt
+/// had taken).
+#[test]
+fn other_fatal_signals_while_waiting_are_handled_like_sigterm() {
+    for signal in [Signal::SIGUSR1, Signal::SIGUSR2, Signal::SIGALRM] {
+        leaves_the_line_then_dies_of(signal);
+    }
+}
+
+fn leaves_the_line_then_dies_of(signal: Signal) {
     let cluster = Cluster::start(3);
     let holder = acquire(&cluster, "held", &[]);
+    let before = cluster.dbsizes();
     let waiter = Running::spawn(
         cluster
             .redlock()
@@ -377,14 +402,98 @@ fn sigterm_while_waiting_exits_143_and_leaves_the_holder_alone() {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
     );
-    std::thread::sleep(Duration::from_millis(300));
-    waiter.signal(Signal::SIGTERM);
+    assert!(
+        wait_until(Duration::from_secs(10), || cluster
+            .in_line_everywhere("held", 1)),
+        "the waiter never stood in line"
+    );
+    waiter.signal(signal);
     let output = waiter.finish_or_explain(Duration::from_secs(5), || {
-        "acquire ignored SIGTERM for 5s".to_owned()
+        format!("acquire ignored {signal} for 5s")
     });
-    assert_eq!(output.code, 143, "128 + SIGTERM");
+    output.assert_signal(signal, &format!("a waiter sent {signal}"));
     assert!(output.stdout.is_empty(), "no token printed");
     assert_held_everywhere(&cluster, b"held", &holder);
+    assert_eq!(
+        cluster.dbsizes(),
+        before,
+        "the waiter left something behind (its ticket in line?)"
+    );
+}
+
+/// `bash -c 'redlock ...; echo after'` in a process group of its own, as a
+/// terminal's foreground job, with `redlock` waiting at `step`.
+fn script_waiting_at(cluster: &Cluster, step: &str) -> Running {
+    let mut bash = std::process::Command::new("bash");
+    support::drop_redlock_variables(&mut bash, std::env::vars_os().map(|(name, _)| name));
+    bash.env("REDLOCK_SERVERS", cluster.servers_arg())
+        .env("REDLOCK_RESTART_GUARD", "0")
+        .env("XDG_CONFIG_HOME", "/nonexistent/redlock-tests");
+    support::with_default_signals(&mut bash);
+    // SAFETY: setsid() is async-signal-safe and allocates nothing.
+    unsafe {
+        bash.pre_exec(|| {
+            nix::unistd::setsid()?;
+            Ok(())
+        });
+    }
+    Running::spawn(
+        bash.args(["-c", &format!("\"$0\" {step}; echo after")])
+            .arg(env!("CARGO_BIN_EXE_redlock"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+}
+
+/// Ctrl-C at a terminal: SIGINT to every process of the foreground group.
+fn ctrl_c(script: &Running) {
+    let group = nix::unistd::Pid::from_raw(-(script.id() as i32));
+    nix::sys::signal::kill(group, Signal::SIGINT).expect("SIGINT to the script's group");
+}
+
+/// bash goes on after a command that *exited* 130, taking it to have
+/// handled the SIGINT, and stops only when it *died* of it ("wait and
+/// cooperative exit"): a script Ctrl-C'd while redlock waits stops there.
+#[test]
+fn ctrl_c_while_waiting_stops_the_calling_script() {
+    let cluster = Cluster::start(3);
+    acquire(&cluster, "held", &[]);
+    let before = cluster.dbsizes();
+    let script = script_waiting_at(&cluster, "acquire -w 30s held");
+    assert!(
+        wait_until(Duration::from_secs(10), || cluster
+            .in_line_everywhere("held", 1)),
+        "the script's redlock never stood in line"
+    );
+    ctrl_c(&script);
+    let out = script.finish(Duration::from_secs(10));
+    assert!(!out.stdout.contains("after"), "the script ran on: {out:?}");
+    out.assert_signal(Signal::SIGINT, "bash, Ctrl-C'd at its redlock step");
+    assert_eq!(cluster.dbsizes(), before, "the waiter left its ticket");
+}
+
+/// The same under `exec`: the command dies of the SIGINT exec passed on,
+/// exec dies of it too, and so does the script.
+#[test]
+fn ctrl_c_under_exec_stops_the_calling_script() {
+    let cluster = Cluster::start(3);
+    let dir = support::temp_dir("redlock-test-ctrl-c");
+    let started = dir.path().join("started");
+    let step = format!(
+        "exec job -- sh -c 'touch {}; exec sleep 30'",
+        started.display()
+    );
+    let script = script_waiting_at(&cluster, &step);
+    assert!(
+        wait_until(Duration::from_secs(10), || started.exists()),
+        "the command never started"
+    );
+    ctrl_c(&script);
+    let out = script.finish(Duration::from_secs(10));
+    assert!(!out.stdout.contains("after"), "the script ran on: {out:?}");
+    out.assert_signal(Signal::SIGINT, "bash, Ctrl-C'd at its redlock exec step");
+    assert_gone_everywhere(&cluster, b"job");
 }
 
 #[test]
@@ -405,16 +514,16 @@ fn concurrent_contenders_exactly_one_wins() {
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
-        let codes: Vec<i32> = outs.iter().map(|o| o.code).collect();
+        let codes: Vec<i32> = outs.iter().map(|o| o.code()).collect();
         for out in &outs {
             assert!(
-                out.code == 0 || out.code == 75,
+                out.code() == 0 || out.code() == 75,
                 "contender exited {} on healthy servers: {}",
-                out.code,
+                out.code(),
                 out.stderr
             );
         }
-        let winners: Vec<&Output> = outs.iter().filter(|o| o.code == 0).collect();
+        let winners: Vec<&Output> = outs.iter().filter(|o| o.code() == 0).collect();
         assert!(winners.len() <= 1, "two winners: {codes:?}");
         if let [winner] = winners[..] {
             let token = token_of(winner);
@@ -424,7 +533,7 @@ fn concurrent_contenders_exactly_one_wins() {
                 .filter(|v| v.as_deref() == Some(token.as_bytes()))
                 .count();
             assert!(held >= 2, "the winner holds only {held} servers");
-            for loser in outs.iter().filter(|o| o.code == 75) {
+            for loser in outs.iter().filter(|o| o.code() == 75) {
                 assert_eq!(loser.stdout, "", "a loser printed a token");
             }
             return;
@@ -823,8 +932,9 @@ fn unwritable_stdout_releases_the_lock() {
             .stderr(Stdio::piped()),
     )
     .finish(RUN_TIMEOUT);
+    let code = output.code();
     let stderr = output.stderr;
-    assert_eq!(output.code, 70, "stderr: {stderr}");
+    assert_eq!(code, 70, "stderr: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(stderr.starts_with("redlock: "), "{stderr}");
     assert_gone_everywhere(&cluster, b"lost-token");
@@ -901,7 +1011,11 @@ fn tls_servers_without_the_ca_certificate_fail_cleanly() {
         "-n",
         "secure",
     ]));
-    assert_ne!(out.code, 0, "an untrusted certificate must not be accepted");
+    assert_ne!(
+        out.code(),
+        0,
+        "an untrusted certificate must not be accepted"
+    );
     assert_no_panic(&out, "TLS without CA");
     assert_eq!(out.stdout, "");
     assert!(out.stderr.starts_with("redlock: "), "{}", out.stderr);
@@ -910,7 +1024,7 @@ fn tls_servers_without_the_ca_certificate_fail_cleanly() {
     // A plain redis:// URL to the TLS port fails too, without hanging.
     let plain = format!("redis://127.0.0.1:{}", server.port());
     let (out, took) = timed(support::redlock().args(["-s", &plain, "acquire", "-n", "secure"]));
-    assert_ne!(out.code, 0);
+    assert_ne!(out.code(), 0);
     assert_no_panic(&out, "plain to TLS");
     assert!(took < Duration::from_secs(2), "took {took:?}");
 }

@@ -670,7 +670,7 @@ fn passwords_with_unencoded_reserved_characters_are_not_echoed() {
             format!("redis://alice:{secret}@127.0.0.1:1/2"),
         ] {
             let out = run(support::redlock().args(["-s", &url, "status", "x"]));
-            assert_ne!(out.code, 0, "{url}");
+            assert_ne!(out.code(), 0, "{url}");
             assert_no_panic(&out, &url);
             assert_no_password(&out, secret, &url);
             assert_no_password(&out, "s3cret", &format!("{url}: first half"));

@@ -5,7 +5,11 @@ use std::collections::HashSet;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::{self, pid_alive, proc_state, run, wait_until, Cluster, RedisServer, Running};
+use nix::sys::signal::Signal;
+
+use crate::support::{
+    self, pid_alive, proc_state, run, wait_until, Cluster, Ended, RedisServer, Running,
+};
 
 #[test]
 fn fixture_cluster_has_unique_ports_and_independent_data() {
@@ -291,7 +295,17 @@ fn fixture_run_reports_exit_codes_and_signals() {
 
     // SIGKILL, which no parent of the test runner can have made ignored.
     let out = run(std::process::Command::new("sh").args(["-c", "kill -KILL $$"]));
-    assert_eq!(out.code, 128 + 9);
+    assert_eq!(out.ended, Ended::Signal(Signal::SIGKILL));
+    // A death by signal N is not an exit with 128+N, and the reverse.
+    let dead = std::panic::catch_unwind(|| out.assert_code(137, "killed"));
+    assert!(dead.is_err(), "a death by SIGKILL passed for exit code 137");
+    let out = run(std::process::Command::new("sh").args(["-c", "exit 137"]));
+    assert_eq!(out.ended, Ended::Code(137));
+    let exited = std::panic::catch_unwind(|| out.assert_signal(Signal::SIGKILL, "exited"));
+    assert!(
+        exited.is_err(),
+        "an exit with 137 passed for a death by SIGKILL"
+    );
 
     // stdin is /dev/null, so cat ends at once.
     run(&mut std::process::Command::new("cat")).assert_code(0, "cat");
@@ -343,7 +357,7 @@ fn fixture_finish_kills_what_outlives_its_limit_and_shows_its_output() {
     )
     .finish(Duration::from_secs(10));
     assert_eq!(
-        (out.code, &*out.stdout, &*out.stderr),
+        (out.code(), &*out.stdout, &*out.stderr),
         (4, "out\n", "err\n")
     );
 }

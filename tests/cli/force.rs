@@ -104,7 +104,7 @@ fn a_broken_lock_says_who_broke_it() {
             .stderr(std::process::Stdio::piped()),
     );
     let held = crate::support::wait_until(std::time::Duration::from_secs(10), || {
-        run(cluster.redlock().args(["status", "-q", "victim"])).code == 0
+        run(cluster.redlock().args(["status", "-q", "victim"])).code() == 0
     });
     assert!(held, "exec never held the lock");
     let out = run(cluster

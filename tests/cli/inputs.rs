@@ -113,10 +113,10 @@ impl TwoSites {
     /// "A" or "B": the server `cmd`'s `status site` looked at.
     fn used(&self, cmd: &mut std::process::Command) -> &'static str {
         let out = run(cmd.args(["status", "-q", "site"]));
-        match out.code {
+        match out.code() {
             0 => "A",
             1 => "B",
-            _ => panic!("status: {} {}", out.code, out.stderr),
+            _ => panic!("status: {} {}", out.code(), out.stderr),
         }
     }
 }

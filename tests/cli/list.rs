@@ -270,10 +270,11 @@ fn thousands_of_locks_are_all_listed() {
     assert_eq!(locks[1234].0, "job-1234");
     assert_eq!(locks[1234].1["holder"]["pid"], 1234);
     // A bound a fault must not exceed (a KEYS-free listing that hangs or
-    // goes quadratic), not a speed figure: a debug build under a loaded
-    // suite takes 8–10 s here.
+    // goes quadratic), not a speed figure: a debug build takes well under a
+    // second here, and took 4 s idle, 8–10 s under a loaded suite, while it
+    // cloned every server's whole read for each lock.
     assert!(
-        started.elapsed() < Duration::from_secs(30),
+        started.elapsed() < Duration::from_secs(5),
         "{:?}",
         started.elapsed()
     );
@@ -329,8 +330,13 @@ fn force_release_breaks_a_held_lock_and_says_whose_it_was() {
     );
     assert_eq!(out.stderr.lines().count(), 1);
     assert_gone_everywhere(&cluster, b"deploy");
-    // The holder record went with it.
-    assert_eq!(cluster.dbsizes(), before);
+    // The holder record went with it; who broke it stays beside it, for
+    // what was left of its TTL.
+    let after: Vec<_> = before.iter().map(|n| n + 1).collect();
+    assert_eq!(cluster.dbsizes(), after);
+    for server in &cluster.servers {
+        assert!(server.get(b"deploy\0broken").is_some());
+    }
     // The holder's own release now finds it gone.
     run(cluster.redlock().args(["release", "deploy", &token])).assert_code(79, "the holder");
 }
@@ -480,7 +486,7 @@ fn a_holder_under_exec_stops_its_command_when_its_lock_is_broken() {
         "the command outlived its broken lock"
     );
     let done = exec.finish(Duration::from_secs(5));
-    assert_eq!(done.code, 79, "{}", done.stderr);
+    assert_eq!(done.code(), 79, "{}", done.stderr);
     assert!(done.stderr.contains("was lost"), "{}", done.stderr);
     assert!(
         broken_at.elapsed() < Duration::from_secs(2),

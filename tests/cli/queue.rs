@@ -9,7 +9,7 @@ use nix::sys::signal::Signal;
 
 use std::time::Instant;
 
-use crate::support::{acquire, run, temp_dir, wait_until, Cluster, RedisServer, Running};
+use crate::support::{acquire, run, temp_dir, wait_until, Cluster, Running};
 
 /// How long a dead waiter's ticket stays in line, whatever the options
 /// (lock/queue.rs: `LINGER`).
@@ -82,10 +82,10 @@ fn waiters_are_served_in_the_order_they_started_waiting() {
         let log = dir.path().join(format!("log{round}")).display().to_string();
         let token = acquire(&cluster, "line", &[]);
         let mut waiters = Vec::new();
-        for who in ["A", "B", "C", "D"] {
+        for (i, who) in ["A", "B", "C", "D"].into_iter().enumerate() {
             waiters.push(waiter(&cluster, &log, who));
             // Each stands in line before the next starts waiting.
-            std::thread::sleep(Duration::from_millis(400));
+            wait_in_line(&cluster, "line", i + 1);
         }
         run(cluster.redlock().args(["release", "line", &token])).assert_code(0, "release");
         for w in waiters {
@@ -104,11 +104,11 @@ fn a_killed_waiter_delays_the_next_by_at_most_the_linger() {
     let log = dir.path().join("log").display().to_string();
     let token = acquire(&cluster, "line", &[]);
     let a = waiter(&cluster, &log, "A");
-    std::thread::sleep(Duration::from_millis(400));
+    wait_in_line(&cluster, "line", 1);
     let b = waiter(&cluster, &log, "B");
-    std::thread::sleep(Duration::from_millis(400));
+    wait_in_line(&cluster, "line", 2);
     let c = waiter(&cluster, &log, "C");
-    std::thread::sleep(Duration::from_millis(400));
+    wait_in_line(&cluster, "line", 3);
     // B dies in line: it cannot leave it; its ticket must lapse.
     b.signal(Signal::SIGKILL);
     let _ = b.finish(Duration::from_secs(10));
@@ -131,11 +131,15 @@ fn a_waiter_that_gives_up_leaves_the_line_at_once() {
     let log = dir.path().join("log").display().to_string();
     let token = acquire(&cluster, "line", &[]);
     let a = waiter(&cluster, &log, "A");
-    std::thread::sleep(Duration::from_millis(400));
+    wait_in_line(&cluster, "line", 1);
     let quitter = run(cluster.redlock().args(["acquire", "-w", "500ms", "line"]));
     quitter.assert_code(75, "gave up");
+    assert!(
+        cluster.in_line_everywhere("line", 1),
+        "the waiter that gave up is still in line"
+    );
     let c = waiter(&cluster, &log, "C");
-    std::thread::sleep(Duration::from_millis(400));
+    wait_in_line(&cluster, "line", 2);
     run(cluster.redlock().args(["release", "line", &token])).assert_code(0, "release");
     a.finish(Duration::from_secs(30)).assert_code(0, "A ran");
     c.finish(Duration::from_secs(30)).assert_code(0, "C ran");
@@ -191,7 +195,7 @@ fn a_waiter_in_line_says_it_waits_its_turn() {
         .args(["acquire", "-w", "1500ms", "turn"]));
     // The line keeps a free lock from callers for at most a second in a
     // row, so this waiter may take it in the end: either way, it waited.
-    assert!(matches!(out.code, 0 | 75), "{}", out.stderr);
+    assert!(matches!(out.code(), 0 | 75), "{}", out.stderr);
     let waiting = out
         .stderr
         .lines()
@@ -268,13 +272,20 @@ fn taken(cluster: &Cluster, name: &str) -> bool {
     cluster.get_all(name.as_bytes()).iter().flatten().count() > cluster.servers.len() / 2
 }
 
-/// How many tickets stand in `name`'s line on `server`.
-fn in_line(server: &RedisServer, name: &str) -> usize {
-    let line = [name.as_bytes(), b"\0line"].concat();
-    redis::cmd("ZCARD")
-        .arg(&line)
-        .query(&mut server.client())
-        .unwrap()
+/// Waits until `count` tickets stand in `name`'s line on every server:
+/// the last waiter started has tried once and taken its place.
+#[track_caller]
+fn wait_in_line(cluster: &Cluster, name: &str, count: usize) {
+    assert!(
+        wait_until(Duration::from_secs(10), || cluster
+            .in_line_everywhere(name, count)),
+        "not {count} in line for {name:?}: {:?}",
+        cluster
+            .servers
+            .iter()
+            .map(|s| s.in_line(name))
+            .collect::<Vec<_>>()
+    );
 }
 
 /// A plain `acquire -w` that waits for `name` with `extra` options.
@@ -290,15 +301,14 @@ fn acquire_waiter(cluster: &Cluster, name: &str, extra: &[&str]) -> Running {
     )
 }
 
-/// Starts waiters one after another, each in line before the next starts.
+/// Starts waiters one after another, each in line (behind those already
+/// there) before the next starts.
 fn waiters_in_line(cluster: &Cluster, name: &str, count: usize, extra: &[&str]) -> Vec<Running> {
-    (0..count)
+    let already = cluster[0].in_line(name);
+    (1..=count)
         .map(|i| {
             let waiter = acquire_waiter(cluster, name, extra);
-            assert!(wait_until(Duration::from_secs(5), || in_line(
-                &cluster[0],
-                name
-            ) > i));
+            wait_in_line(cluster, name, already + i);
             waiter
         })
         .collect()
@@ -463,10 +473,7 @@ fn a_waiter_with_a_slow_clock_does_not_jump_the_line() {
         let _ = std::fs::remove_file(&log);
         let token = acquire(&cluster, "line", &[]);
         let first = waiter(&cluster, &log, "first");
-        assert!(wait_until(Duration::from_secs(5), || in_line(
-            &cluster[0],
-            "line"
-        ) == 1));
+        wait_in_line(&cluster, "line", 1);
         std::thread::sleep(Duration::from_millis(100));
         let mut skewed = cluster.redlock();
         let shift = if round == 0 { "-5s" } else { "+5s" };
@@ -484,10 +491,7 @@ fn a_waiter_with_a_slow_clock_does_not_jump_the_line() {
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped()),
         );
-        assert!(wait_until(Duration::from_secs(5), || in_line(
-            &cluster[0],
-            "line"
-        ) == 2));
+        wait_in_line(&cluster, "line", 2);
         run(cluster.redlock().args(["release", "line", &token])).assert_code(0, "release");
         first
             .finish(Duration::from_secs(30))

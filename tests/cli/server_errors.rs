@@ -348,7 +348,7 @@ fn an_error_reply_with_escape_sequences_is_shown_escaped_on_one_line() {
         ] {
             let context = format!("{what}: {args:?}");
             let out = run(support::redlock().args(["-s", &server.url()]).args(args));
-            assert_eq!(out.code, 69, "{context}: {}", out.stderr);
+            assert_eq!(out.code(), 69, "{context}: {}", out.stderr);
             assert_shown_safely(&out, &context);
         }
         let out = run(support::redlock().args(["-s", &server.url(), "status", "x"]));

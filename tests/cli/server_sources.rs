@@ -60,7 +60,7 @@ fn localhost_and_its_address_are_servers() {
         // but a configuration or usage error; nothing need listen there.
         let out = run(support::redlock().args(["-s", host, "status", "x"]));
         assert!(
-            ![64, 78].contains(&out.code),
+            ![64, 78].contains(&out.code()),
             "-s {host} is a server: {out:?}"
         );
     }

@@ -89,7 +89,9 @@ fn snapshot_outcome(name: &str, code: i32, cmd: &mut Command, ports: &[u16]) -> 
     out.assert_code(code, name);
     let shown = format!(
         "status: {}\n--- stdout ---\n{}--- stderr ---\n{}",
-        out.code, out.stdout, out.stderr
+        out.code(),
+        out.stdout,
+        out.stderr
     );
     settings(&command_line(cmd), ports).bind(|| insta::assert_snapshot!(name, shown));
     out

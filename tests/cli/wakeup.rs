@@ -83,10 +83,32 @@ fn without_wakeups_a_waiter_waits_for_its_poll() {
     // The control for the test above: the same wait, wake-ups turned off.
     let cluster = Cluster::start(3);
     let token = acquire(&cluster, "handoff", &[]);
-    let waiting = spawn(waiter(&cluster, "handoff", SLOW_POLL_MS).env("REDLOCK_WAKEUPS", "0"));
-    // Nobody listens: give the first attempt time to fail.
-    thread::sleep(Duration::from_millis(500));
-    assert_eq!(listeners(&cluster[0], "handoff"), 0, "wake-ups are off");
+    let dir = crate::support::temp_dir("wakeup-off");
+    let log = dir.path().join("stderr");
+    let waiting = Running::spawn(
+        waiter(&cluster, "handoff", SLOW_POLL_MS)
+            .arg("-v")
+            .env("REDLOCK_WAKEUPS", "0")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap()),
+    );
+    // With wake-ups on, a waiter subscribes as soon as its first attempt
+    // has failed; off, nobody listens in the time that takes, or later.
+    let failed_once = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("attempt 1 failed, retrying")
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), failed_once),
+        "the first attempt never failed"
+    );
+    let listening = || (0..3).any(|i| listeners(&cluster[i], "handoff") > 0);
+    assert!(
+        !wait_until(Duration::from_millis(500), listening),
+        "a waiter listens with REDLOCK_WAKEUPS=0"
+    );
 
     run(cluster.redlock().args(["release", "handoff", &token])).assert_code(0, "release");
     let (out, took) = finished_after(waiting, Instant::now());
@@ -121,22 +143,39 @@ fn release_force_wakes_waiters_too() {
 fn exec_is_woken_while_it_waits() {
     let cluster = Cluster::start(3);
     let token = acquire(&cluster, "job", &[]);
+    let dir = crate::support::temp_dir("wakeup-exec");
+    let (started, go) = (dir.path().join("started"), dir.path().join("go"));
+    let command = format!(
+        "touch '{}'; while [ ! -e '{}' ]; do sleep 0.05; done",
+        started.display(),
+        go.display()
+    );
     let waiting = spawn(
         cluster
             .redlock()
-            .args(["exec", "-w", "20s", "job", "--", "true"])
+            .args(["exec", "-w", "20s", "job", "-c", &command])
             .env("REDLOCK_TEST_POLL_DELAY_MS", SLOW_POLL_MS),
     );
     wait_for_listeners(&cluster, &[0, 1, 2], "job", 1);
 
     run(cluster.redlock().args(["release", "job", &token])).assert_code(0, "release");
-    let (out, took) = finished_after(waiting, Instant::now());
-    out.assert_code(0, "exec");
+    let released = Instant::now();
+    assert!(
+        wait_until(Duration::from_secs(10), || started.exists()),
+        "the command never started"
+    );
+    let took = released.elapsed();
     assert!(
         took < Duration::from_secs(1),
-        "exec took {took:?} after the release: it waited for its poll\n{}",
-        out.stderr
+        "exec took {took:?} after the release: it waited for its poll"
     );
+    // Holding the lock, exec listens no more: its subscriptions are closed
+    // while it runs the command.
+    wait_for_listeners(&cluster, &[0, 1, 2], "job", 0);
+    std::fs::write(&go, "").unwrap();
+    waiting
+        .finish(Duration::from_secs(30))
+        .assert_code(0, "exec");
 }
 
 #[test]
@@ -251,7 +290,7 @@ fn no_waiter_takes_the_lock_while_it_is_held() {
         .map(|_| {
             let mut cmd = cluster.redlock();
             cmd.args(["exec", "-w", "60s", "shared", "-c", &section]);
-            thread::spawn(move || (0..6).map(|_| run(&mut cmd).code).collect::<Vec<_>>())
+            thread::spawn(move || (0..6).map(|_| run(&mut cmd).code()).collect::<Vec<_>>())
         })
         .collect();
     for client in clients {

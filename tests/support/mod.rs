@@ -376,6 +376,12 @@ impl RedisServer {
         );
     }
 
+    /// How many tickets stand in the line of the lock `name` (lock/queue.lua).
+    pub fn in_line(&self, name: &str) -> usize {
+        let line = [name.as_bytes(), b"\0line"].concat();
+        self.query(redis::cmd("ZCARD").arg(&line), "ZCARD")
+    }
+
     /// Creates (or resets) the ACL user `name` with password `password` and
     /// the ACL `rules` (e.g. `["~*", "+@all", "-get"]`) and returns the URL
     /// that logs in as that user: `redis://name:password@127.0.0.1:PORT`.
@@ -838,6 +844,11 @@ impl Cluster {
         cmd.env("REDLOCK_SERVERS", self.servers_arg());
         cmd
     }
+
+    /// Whether every server has `count` tickets in the line of `name`.
+    pub fn in_line_everywhere(&self, name: &str, count: usize) -> bool {
+        self.servers.iter().all(|s| s.in_line(name) == count)
+    }
 }
 
 impl std::ops::Index<usize> for Cluster {
@@ -1037,7 +1048,7 @@ impl Running {
         }
         self.child = None;
         Output {
-            code: exit_code(status),
+            ended: Ended::of(status),
             stdout: captured(&stdout),
             stderr: captured(&stderr),
         }
@@ -1111,26 +1122,81 @@ impl Drop for Running {
     }
 }
 
+/// How a finished process ended: an exit with a code, or a death by a
+/// signal. Kept apart on purpose: "exited 143" is not "killed by SIGTERM",
+/// and a shell treats the two differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    Code(i32),
+    Signal(Signal),
+}
+
+impl Ended {
+    fn of(status: std::process::ExitStatus) -> Self {
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Ended::Code(code),
+            (None, Some(signal)) => Ended::Signal(
+                Signal::try_from(signal)
+                    .unwrap_or_else(|_| panic!("an unknown signal {signal}: {status}")),
+            ),
+            (None, None) => unreachable!("a finished process has a code or a signal: {status}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::Code(code) => write!(f, "exit code {code}"),
+            Ended::Signal(signal) => write!(f, "death by {signal}"),
+        }
+    }
+}
+
 /// What a finished command left behind.
 #[derive(Debug, Clone)]
 pub struct Output {
-    /// The exit code, or 128+N if it was killed by signal N.
-    pub code: i32,
+    pub ended: Ended,
     pub stdout: String,
     pub stderr: String,
 }
 
 impl Output {
-    /// Panics, showing stdout and stderr, unless the exit code is `code`.
+    /// Panics, showing stdout and stderr, unless it exited with `code`
+    /// (a death by signal N is not code 128+N).
     #[track_caller]
     pub fn assert_code(&self, code: i32, context: &str) -> &Self {
-        if self.code != code {
+        self.assert_ended(Ended::Code(code), context)
+    }
+
+    /// Panics, showing stdout and stderr, unless it died of `signal`.
+    #[track_caller]
+    pub fn assert_signal(&self, signal: Signal, context: &str) -> &Self {
+        self.assert_ended(Ended::Signal(signal), context)
+    }
+
+    #[track_caller]
+    fn assert_ended(&self, expected: Ended, context: &str) -> &Self {
+        if self.ended != expected {
             panic!(
-                "{context}: expected exit code {code}, got {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-                self.code, self.stdout, self.stderr
+                "{context}: expected {expected}, got {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+                self.ended, self.stdout, self.stderr
             );
         }
         self
+    }
+
+    /// The exit code; panics, showing stdout and stderr, if it died of a
+    /// signal instead.
+    #[track_caller]
+    pub fn code(&self) -> i32 {
+        match self.ended {
+            Ended::Code(code) => code,
+            Ended::Signal(_) => panic!(
+                "expected an exit code, got {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+                self.ended, self.stdout, self.stderr
+            ),
+        }
     }
 
     /// stdout parsed as JSON. Panics, showing stdout and stderr, unless it is
@@ -1180,15 +1246,6 @@ pub fn acquire(cluster: &Cluster, name: &str, extra: &[&str]) -> String {
     let out = run(cluster.redlock().args(["acquire", "-n", name]).args(extra));
     out.assert_code(0, &format!("acquire -n {name:?} {extra:?}"));
     assertions::token_of(&out)
-}
-
-/// The exit code, or 128+N for a process killed by signal N.
-fn exit_code(status: std::process::ExitStatus) -> i32 {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => code,
-        (None, Some(signal)) => 128 + signal,
-        (None, None) => unreachable!("a finished process has a code or a signal: {status}"),
-    }
 }
 
 // ---------------------------------------------------------------------------

@@ -9,7 +9,7 @@ use clap::CommandFactory;
 use clap_mangen::Man;
 
 use crate::cli::{self, Cli};
-use crate::exit_code::TABLE;
+use crate::exit_code::{SIGNAL_ROW, TABLE};
 
 /// Every variable `redlock` reads, and what for. A test checks that each
 /// `REDLOCK_*` name in the source is here.
@@ -66,9 +66,12 @@ const EXEC_SIGNALS: [(&str, &str); 6] = [
         "Signals",
         "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to exec are passed on to the \
          command's process group; when the command ends, exec releases the lock and exits with \
-         the command's status. While exec still waits for the lock, they make it release what it \
-         took and exit 128+N without running the command. A signal that was ignored when exec \
-         started is neither handled nor passed on, and the command inherits it ignored \
+         the command's status. If the command died of a signal that exec got and passed on, exec \
+         then dies of the same signal (SIGQUIT, which would dump core: exit 131), so that a \
+         script run from a shell stops at a Ctrl-C. While exec still waits for the lock, they \
+         make it release what it took and die of the signal in the same way, without running \
+         the command. A signal that was ignored when exec started is neither handled nor passed \
+         on, and the command inherits it ignored \
          (nohup redlock exec ... protects the command from SIGHUP).",
     ),
     (
@@ -173,7 +176,8 @@ fn exit_status(page: &mut String, sub: &str) {
             escape(row.help)
         ));
     }
-    page.push_str(".TP\n.B 128+N\ninterrupted by signal N, after releasing what was taken\n");
+    let (status, meaning) = SIGNAL_ROW;
+    page.push_str(&format!(".TP\n.B {status}\n{}\n", escape(meaning)));
 }
 
 /// EXAMPLES: each with what it does, then its lines as typed. The page of
