@@ -13,6 +13,7 @@ use nix::sys::signal::Signal;
 
 use crate::error::Error;
 use crate::exit_code::Exit;
+use crate::signals::QUIET_DEATHS;
 use crate::lock::{
     Broken, Forced, Inspection, Lease, Listing, LockError, LockKey, Released, Tried, Verdict,
 };
@@ -171,20 +172,9 @@ impl Outcome {
             }) => (*forwarded).filter(|sig| status.signal() == Some(*sig as i32))?,
             _ => return None,
         };
-        DIES_QUIETLY.contains(&signal).then_some(signal)
+        QUIET_DEATHS.contains(&signal).then_some(signal)
     }
 }
-
-/// The signals whose default action ends a process without a core dump,
-/// among those redlock listens for.
-const DIES_QUIETLY: [Signal; 6] = [
-    Signal::SIGINT,
-    Signal::SIGTERM,
-    Signal::SIGHUP,
-    Signal::SIGUSR1,
-    Signal::SIGUSR2,
-    Signal::SIGALRM,
-];
 
 impl RunEnd {
     fn exit(&self) -> Exit {

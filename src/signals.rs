@@ -23,6 +23,19 @@ use nix::sys::signal::{signal, SigHandler, SigSet, Signal};
 use signal_hook_registry::SigId;
 use tokio::signal::unix::SignalKind;
 
+/// The signals whose default action ends a process without a core dump,
+/// among those redlock listens for: a waiting `acquire` is interrupted by
+/// any of them, and `redlock` dies of one that ended its wait or its
+/// command (see `Outcome::dies_of`).
+pub const QUIET_DEATHS: [Signal; 6] = [
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGALRM,
+];
+
 /// One bit per signal number: the signals a [`Listener`] listens for.
 static RECORDING: AtomicU64 = AtomicU64::new(0);
 /// One bit per signal number: those of them delivered to this process.

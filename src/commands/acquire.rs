@@ -14,18 +14,11 @@ use crate::outcome::Outcome;
 use crate::output::{Event, Events};
 use crate::signals::Listener;
 
-/// Signals that interrupt a waiting `acquire`; what was taken is released,
-/// and the process then dies of the signal. SIGUSR1, SIGUSR2 and SIGALRM
-/// kill a process by default too: without a handler they would leave its
+/// Signals that interrupt a waiting `acquire`: what was taken is released,
+/// and the process then dies of the signal. Every signal that would kill
+/// it quietly is among them: without a handler, SIGUSR1 say would leave its
 /// ticket in line and whatever its attempt had taken.
-const INTERRUPTS: [Signal; 6] = [
-    Signal::SIGINT,
-    Signal::SIGTERM,
-    Signal::SIGHUP,
-    Signal::SIGUSR1,
-    Signal::SIGUSR2,
-    Signal::SIGALRM,
-];
+const INTERRUPTS: [Signal; 6] = crate::signals::QUIET_DEATHS;
 
 pub async fn run(redlock: &Redlock, job: AcquireJob, events: Events) -> Result<Outcome, Error> {
     let mut interrupts = Listener::new(&INTERRUPTS)?;
