@@ -177,7 +177,7 @@ impl Server {
     {
         // The most this call may take: a bound for connecting and one for
         // the reply, whether or not a stale connection is replaced on the way.
-        let give_up_at = tokio::time::Instant::now() + self.timeout * 2;
+        let give_up_at = after(tokio::time::Instant::now(), self.timeout.saturating_mul(2));
         let (connection, reused) = self.connect_within(give_up_at).await?;
         match self.attempt(connection, request.clone(), give_up_at).await {
             // A connection that sat idle may have gone stale (the server
@@ -310,6 +310,14 @@ impl Server {
     }
 }
 
+/// `now + wait`, or a moment as good as never when that is past what an
+/// `Instant` can hold: a huge server timeout must bound nothing, not panic.
+pub fn after(now: tokio::time::Instant, wait: Duration) -> tokio::time::Instant {
+    const NEVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    now.checked_add(wait)
+        .unwrap_or_else(|| now + NEVER.min(wait))
+}
+
 /// The kind of the I/O error behind `err`, if there is one.
 fn io_error_kind(err: &RedisError) -> Option<io::ErrorKind> {
     // redis-rs keeps the I/O error behind an `Arc<dyn Error>`.
@@ -396,4 +404,26 @@ fn is_not_permitted(err: &RedisError, message: &str) -> bool {
         || message.contains("The user executing the script can't")
         || message.contains("ACL failure in script")
         || (message.contains("refused to switch database") && message.contains("no permissions"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deadline_past_what_an_instant_holds_is_far_away_not_a_panic() {
+        let now = tokio::time::Instant::now();
+        for wait in [
+            Duration::MAX,
+            Duration::from_secs(u64::MAX / 6),
+            Duration::from_secs(1 << 62),
+        ] {
+            assert!(after(now, wait) > now + Duration::from_secs(365 * 24 * 3600));
+            assert!(after(now, wait.saturating_mul(2)) >= now);
+        }
+        assert_eq!(
+            after(now, Duration::from_millis(5)),
+            now + Duration::from_millis(5)
+        );
+    }
 }

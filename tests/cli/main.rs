@@ -13,6 +13,7 @@ mod faults;
 mod fixture;
 mod generated;
 mod holder;
+mod hostile;
 mod inputs;
 mod list;
 mod lua;
