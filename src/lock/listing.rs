@@ -227,31 +227,25 @@ impl Redlock {
             .collect();
         let specs: Vec<ServerSpec> = self.servers.iter().map(|s| s.spec().clone()).collect();
         let restart_guard = (!self.restart_guard.is_zero()).then_some(self.restart_guard);
+        let (servers, mut columns) = split_reads(&specs, reads);
+        // Each server's states are taken in key order, one per lock: every
+        // reply is walked once, whatever the number of locks.
         let locks = keys
             .iter()
-            .enumerate()
-            .map(|(i, key)| Inspection {
+            .map(|key| Inspection {
                 key: key.clone(),
                 quorum: self.quorum,
                 servers: specs
                     .iter()
-                    .zip(&reads)
-                    .map(|(server, read)| ServerState {
+                    .zip(columns.iter_mut())
+                    .map(|(server, column)| ServerState {
                         server: server.clone(),
-                        state: read.clone().map(|(_, states)| states[i].clone()),
+                        state: column.next_state(),
                     })
                     .collect(),
                 restart_guard,
             })
             .filter(|lock| lock.verdict() != Verdict::Free || lock.seen().is_some())
-            .collect();
-        let servers = specs
-            .into_iter()
-            .zip(reads)
-            .map(|(server, read)| ServerPart {
-                server,
-                state: read.map(|(restarting, _)| restarting),
-            })
             .collect();
         Listing {
             query,
@@ -261,6 +255,43 @@ impl Redlock {
             restart_guard,
         }
     }
+}
+
+/// One server's states for the listed locks, in key order, or its failure
+/// for every lock.
+enum Column {
+    Read(std::vec::IntoIter<KeyState>),
+    Failed(ServerError),
+}
+
+impl Column {
+    fn next_state(&mut self) -> Result<KeyState, ServerError> {
+        match self {
+            Column::Read(states) => states
+                .next()
+                .ok_or_else(|| ServerError::Failed("fewer states than locks in a listing".into())),
+            Column::Failed(err) => Err(err.clone()),
+        }
+    }
+}
+
+/// Each server's part in the listing, and its states as a column to walk.
+fn split_reads(
+    specs: &[ServerSpec],
+    reads: Vec<Result<ServerRead, ServerError>>,
+) -> (Vec<ServerPart>, Vec<Column>) {
+    specs
+        .iter()
+        .zip(reads)
+        .map(|(server, read)| {
+            let (state, column) = match read {
+                Ok((restarting, states)) => (Ok(restarting), Column::Read(states.into_iter())),
+                Err(err) => (Err(err.clone()), Column::Failed(err)),
+            };
+            let server = server.clone();
+            (ServerPart { server, state }, column)
+        })
+        .unzip()
 }
 
 /// Runs `work` for every server at once; its results in configuration order.

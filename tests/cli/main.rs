@@ -16,6 +16,7 @@ mod holder;
 mod hostile;
 mod inputs;
 mod list;
+mod list_scale;
 mod lua;
 mod progress;
 mod queue;
