@@ -402,10 +402,25 @@ fn list(args: cli::ListArgs, prefix: &[u8]) -> Result<LockJob, Error> {
             "the PATTERN must not be empty (leave it out to list every lock)".into(),
         ));
     }
+    if let Some(problem) = crate::lock::glob_problem(args.pattern.as_bytes()) {
+        return Err(Error::Usage(malformed_glob(problem).into()));
+    }
     Ok(LockJob::List(ListQuery {
         prefix: prefix.to_vec(),
         pattern: args.pattern.as_bytes().to_vec(),
     }))
+}
+
+/// Why `list` refuses a PATTERN.
+fn malformed_glob(problem: crate::lock::GlobProblem) -> &'static str {
+    match problem {
+        crate::lock::GlobProblem::UnterminatedClass => {
+            "the PATTERN has a '[' without its ']': escape it as '\\[' to match a '['"
+        }
+        crate::lock::GlobProblem::TrailingBackslash => {
+            "the PATTERN ends with a lone '\\': escape it as '\\\\' to match a '\\'"
+        }
+    }
 }
 
 fn exec_spec(args: ExecArgs, prefix: &[u8], json: bool) -> Result<ExecSpec, Error> {

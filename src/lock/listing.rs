@@ -61,6 +61,43 @@ impl ListQuery {
     }
 }
 
+/// What is wrong with `glob` as a Redis glob, if anything. An unterminated
+/// `[` would run into the `\0holder` suffix the SCAN pattern ends with (its
+/// class would swallow it, and every lock would match), and a trailing `\`
+/// would escape the suffix's first byte: both are refused rather than
+/// guessed at.
+pub fn glob_problem(glob: &[u8]) -> Option<GlobProblem> {
+    let mut bytes = glob.iter();
+    while let Some(&b) = bytes.next() {
+        match b {
+            b'\\' if bytes.next().is_none() => return Some(GlobProblem::TrailingBackslash),
+            b'[' if !class_ends(&mut bytes) => return Some(GlobProblem::UnterminatedClass),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Consumes a `[...]` class after its `[`, as Redis reads it (a `\` escapes
+/// the next byte); whether its `]` came before the end.
+fn class_ends(bytes: &mut std::slice::Iter<'_, u8>) -> bool {
+    while let Some(&b) = bytes.next() {
+        match b {
+            b']' => return true,
+            b'\\' if bytes.next().is_none() => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Why a glob is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GlobProblem {
+    UnterminatedClass,
+    TrailingBackslash,
+}
+
 /// `bytes` with Redis' glob characters (`* ? [ ] \`) escaped.
 fn escape_glob(bytes: &[u8]) -> Vec<u8> {
     let mut glob = Vec::with_capacity(bytes.len());
@@ -393,6 +430,24 @@ mod tests {
             Some(b"app[1]*:deploy-a".to_vec())
         );
         assert_eq!(q.lock_of(b"app[1]*:deploy-a\0holder".to_vec()), None);
+    }
+
+    #[test]
+    fn malformed_globs_are_found() {
+        assert_eq!(glob_problem(b"*["), Some(GlobProblem::UnterminatedClass));
+        assert_eq!(
+            glob_problem(b"a[b\\]"),
+            Some(GlobProblem::UnterminatedClass)
+        );
+        assert_eq!(glob_problem(b"a\\"), Some(GlobProblem::TrailingBackslash));
+        for fine in [&b"*"[..], b"a[bc]*", b"a\\[", b"[]]", b"x?y", b"a\\\\"] {
+            assert_eq!(
+                glob_problem(fine),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(fine)
+            );
+        }
     }
 
     #[test]

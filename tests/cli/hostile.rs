@@ -39,3 +39,18 @@ fn absurd_server_timeouts_are_refused_not_a_panic() {
         .args(["--restart-guard", "400d", "status", "t"]));
     out.assert_code(64, "a 400-day restart guard");
 }
+
+#[test]
+fn a_glob_that_would_run_into_the_record_suffix_is_refused() {
+    let cluster = Cluster::start(1);
+    acquire(&cluster, "deploy", &[]);
+    for pattern in ["*[", "dep\\"] {
+        let out = run(cluster.redlock().args(["list", pattern]));
+        out.assert_code(64, pattern);
+        assert!(out.stdout.is_empty(), "{pattern}: {}", out.stdout);
+        assert!(out.stderr.contains("PATTERN"), "{}", out.stderr);
+    }
+    let out = run(cluster.redlock().args(["list", "--json", "d[e]p*"]));
+    out.assert_code(0, "a well-formed class");
+    assert_eq!(out.json()["locks"][0]["name"], "deploy");
+}
