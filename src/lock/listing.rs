@@ -16,7 +16,7 @@ use super::mutex::Redlock;
 use super::quorum::{no_quorum, ttl_millis, KeptOut};
 use super::scripts::List;
 use super::server_url::ServerSpec;
-use super::servers::{Connection, Server, ServerError};
+use super::servers::{after, Connection, Server, ServerError};
 
 /// How many keys one SCAN call asks a server to look at: enough to walk
 /// thousands of keys in a few round trips, little enough that each call
@@ -26,6 +26,31 @@ const SCAN_COUNT: usize = 1000;
 /// How many locks one script call reads: one call holds the server for
 /// about as long as a few hundred GETs.
 const BATCH: usize = 200;
+
+/// The longest a listing may take, on any server: a server whose SCAN
+/// cursor never comes back to 0 would otherwise keep `list` asking for
+/// ever. Real servers list a million locks in seconds.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// The most keys one server's SCAN may return: a server that keeps sending
+/// new keys would otherwise grow the listing until memory runs out.
+const MOST_KEYS: usize = 2_000_000;
+
+/// The deadline and the key cap, which debug builds let tests lower with
+/// `REDLOCK_TEST_LIST_DEADLINE_MS` and `REDLOCK_TEST_LIST_MOST_KEYS`.
+fn limits() -> (Duration, usize) {
+    let forced = |name: &str| {
+        cfg!(debug_assertions)
+            .then(|| std::env::var(name).ok()?.parse::<u64>().ok())
+            .flatten()
+    };
+    (
+        forced("REDLOCK_TEST_LIST_DEADLINE_MS").map_or(DEADLINE, Duration::from_millis),
+        forced("REDLOCK_TEST_LIST_MOST_KEYS")
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(MOST_KEYS),
+    )
+}
 
 /// Which keys are locks: the names under a prefix that match a glob.
 #[derive(Debug, Clone)]
@@ -244,8 +269,14 @@ impl Redlock {
     /// Each SCAN page and each batch is one request bounded by the server
     /// timeout; the servers are asked concurrently.
     pub async fn list(&self, query: ListQuery) -> Listing {
+        let (limit, most_keys) = limits();
+        let deadline = (after(tokio::time::Instant::now(), limit), limit);
         let pattern: Arc<[u8]> = query.scan_pattern().into();
-        let scans = fan_out(&self.servers, |server| scan(server, Arc::clone(&pattern))).await;
+        let scans = fan_out(&self.servers, |server| {
+            let scanning = scan(server, Arc::clone(&pattern), most_keys);
+            by(deadline, scanning)
+        })
+        .await;
         let mut names = BTreeSet::new();
         for keys in scans.iter().flatten() {
             names.extend(keys.iter().filter_map(|k| query.lock_of(k.clone())));
@@ -254,7 +285,10 @@ impl Redlock {
         let guard: Arc<(u64, Vec<u8>)> =
             Arc::new((ttl_millis(self.restart_guard), self.marker.clone()));
         let reads = fan_out(&self.servers, |server| {
-            read(server, Arc::clone(&keys), Arc::clone(&guard))
+            by(
+                deadline,
+                read(server, Arc::clone(&keys), Arc::clone(&guard)),
+            )
         })
         .await;
         let reads: Vec<Result<ServerRead, ServerError>> = scans
@@ -354,8 +388,26 @@ where
     results
 }
 
-/// Every key of one server that matches `pattern`, one SCAN page per request.
-async fn scan(server: Arc<Server>, pattern: Arc<[u8]>) -> Result<Vec<Vec<u8>>, ServerError> {
+/// When a listing gives up, and after how long that is.
+type Deadline = (tokio::time::Instant, Duration);
+
+/// `work`, or a failure once the deadline passes.
+async fn by<T>(
+    (deadline, limit): Deadline,
+    work: impl std::future::Future<Output = Result<T, ServerError>>,
+) -> Result<T, ServerError> {
+    tokio::time::timeout_at(deadline, work)
+        .await
+        .unwrap_or_else(|_| Err(ServerError::ListTooLong(limit)))
+}
+
+/// Every key of one server that matches `pattern`, one SCAN page per
+/// request; at most `most` of them.
+async fn scan(
+    server: Arc<Server>,
+    pattern: Arc<[u8]>,
+    most: usize,
+) -> Result<Vec<Vec<u8>>, ServerError> {
     let mut keys = Vec::new();
     let mut cursor = 0;
     loop {
@@ -366,6 +418,9 @@ async fn scan(server: Arc<Server>, pattern: Arc<[u8]>) -> Result<Vec<Vec<u8>>, S
             })
             .await?;
         keys.extend(page);
+        if keys.len() > most {
+            return Err(ServerError::TooManyKeys(most));
+        }
         if next == 0 {
             return Ok(keys);
         }

@@ -31,6 +31,13 @@ pub enum ServerError {
     /// option, a certificate that does not verify.
     #[error("{0}")]
     Refused(String),
+    /// `list` on this server did not end within this long (a SCAN cursor
+    /// that never comes back to 0).
+    #[error("its SCAN and reads did not end within {}", humantime::format_duration(*.0))]
+    ListTooLong(Duration),
+    /// `list` found more than this many keys on this server.
+    #[error("its SCAN returned more than {0} keys: narrow the PATTERN or --prefix")]
+    TooManyKeys(usize),
 }
 
 impl ServerError {

@@ -13,6 +13,56 @@ use std::time::{Duration, Instant};
 use crate::support::fake_server::FakeServer;
 use crate::support::{acquire, run, timed, Cluster, RedisServer};
 
+/// A SCAN reply: cursor 1 (never done) and `keys`.
+fn endless_scan_page(keys: &[&[u8]]) -> Vec<u8> {
+    let mut reply = format!("*2\r\n$1\r\n1\r\n*{}\r\n", keys.len()).into_bytes();
+    for key in keys {
+        reply.extend(format!("${}\r\n", key.len()).bytes());
+        reply.extend_from_slice(key);
+        reply.extend(b"\r\n");
+    }
+    reply
+}
+
+#[test]
+fn list_gives_up_on_a_scan_cursor_that_never_ends() {
+    let server = FakeServer::answering(endless_scan_page(&[]));
+    let (out, took) = timed(
+        crate::support::redlock()
+            .env("REDLOCK_TEST_LIST_DEADLINE_MS", "500")
+            .args(["-s", &server.url(), "list"]),
+    );
+    out.assert_code(69, "an endless SCAN");
+    let port = server.url().rsplit(':').next().unwrap().to_owned();
+    assert!(
+        out.stderr.contains(&port),
+        "names the server: {}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("SCAN and reads did not end within 500ms"),
+        "{}",
+        out.stderr
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
+fn list_refuses_a_scan_that_never_stops_sending_keys() {
+    let key = b"k\0holder".as_slice();
+    let server = FakeServer::answering(endless_scan_page(&[key; 100]));
+    let out = run(crate::support::redlock()
+        .env("REDLOCK_TEST_LIST_MOST_KEYS", "1000")
+        .args(["-s", &server.url(), "list"]));
+    out.assert_code(69, "a SCAN that keeps sending keys");
+    assert!(
+        out.stderr.contains("returned more than 1000 keys"),
+        "{}",
+        out.stderr
+    );
+}
+
 #[test]
 fn absurd_server_timeouts_are_refused_not_a_panic() {
     let cluster = Cluster::start(1);
