@@ -63,6 +63,44 @@ fn list_refuses_a_scan_that_never_stops_sending_keys() {
     );
 }
 
+/// 50 MB: far more than a server timeout's worth of bytes to move.
+const HUGE: usize = 50 << 20;
+
+#[test]
+fn a_huge_value_at_a_lock_is_busy_not_a_timeout() {
+    let cluster = Cluster::start(1);
+    cluster[0].set(b"big", &vec![b'v'; HUGE]);
+    let (out, took) = timed(cluster.redlock().args(["acquire", "-n", "big"]));
+    out.assert_code(75, "acquire -n on a 50 MB value");
+    assert!(
+        out.stderr.contains("a non-redlock value (a string)"),
+        "{}",
+        out.stderr
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let token = "0123456789abcdef0123456789abcdef";
+    let out = run(cluster.redlock().args(["release", "big", token]));
+    assert_ne!(
+        out.code, 69,
+        "release compares without moving the value: {}",
+        out.stderr
+    );
+    let out = run(cluster.redlock().args(["status", "big"]));
+    assert_ne!(out.code, 69, "status: {}", out.stderr);
+    assert!(out.stdout.len() < 4096, "{} bytes shown", out.stdout.len());
+}
+
+#[test]
+fn a_huge_holder_record_is_ignored_not_a_timeout() {
+    let cluster = Cluster::start(1);
+    acquire(&cluster, "rec", &["--ttl", "1h"]);
+    cluster[0].set(b"rec\0holder", &vec![b'r'; HUGE]);
+    let out = run(cluster.redlock().args(["status", "rec"]));
+    out.assert_code(0, "status with a 50 MB record");
+    let out = run(cluster.redlock().args(["list"]));
+    out.assert_code(0, "list with a 50 MB record");
+}
+
 #[test]
 fn absurd_server_timeouts_are_refused_not_a_panic() {
     let cluster = Cluster::start(1);
