@@ -101,6 +101,65 @@ fn a_huge_holder_record_is_ignored_not_a_timeout() {
     out.assert_code(0, "list with a 50 MB record");
 }
 
+/// Script calls (EVAL and EVALSHA) `server` has served so far.
+fn script_calls(server: &RedisServer) -> u64 {
+    ["cmdstat_evalsha", "cmdstat_eval"]
+        .iter()
+        .filter_map(|name| server.info_field("commandstats", name))
+        .map(|stats| {
+            let calls = stats.split(',').find_map(|f| f.strip_prefix("calls="));
+            calls.and_then(|n| n.parse::<u64>().ok()).unwrap_or(0)
+        })
+        .sum()
+}
+
+#[test]
+fn a_publish_flood_costs_a_waiter_a_bounded_rate_of_attempts() {
+    let cluster = Cluster::start(3);
+    acquire(&cluster, "flooded", &["--ttl", "1m"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let flooders: Vec<_> = cluster
+        .servers
+        .iter()
+        .map(|server| {
+            let (mut client, stop) = (server.client(), Arc::clone(&stop));
+            thread::spawn(move || {
+                let mut published = 0u64;
+                while !stop.load(Ordering::SeqCst) {
+                    let mut pipe = redis::pipe();
+                    for _ in 0..50 {
+                        pipe.cmd("PUBLISH")
+                            .arg(b"flooded\0released")
+                            .arg("")
+                            .ignore();
+                    }
+                    pipe.query::<()>(&mut client).unwrap();
+                    published += 50;
+                }
+                published
+            })
+        })
+        .collect();
+    let before: Vec<u64> = cluster.servers.iter().map(script_calls).collect();
+    let started = Instant::now();
+    let out = run(cluster.redlock().args(["acquire", "-w", "3s", "flooded"]));
+    let waited = started.elapsed();
+    let after: Vec<u64> = cluster.servers.iter().map(script_calls).collect();
+    stop.store(true, Ordering::SeqCst);
+    let published: u64 = flooders.into_iter().map(|f| f.join().unwrap()).sum();
+    out.assert_code(75, "the lock stays busy");
+    assert!(published > 1000, "the flood ran: {published} messages");
+    // About 15 polls and at most 4 + 30 wake-ups in 3 s, each one script
+    // call per server; the flood used to buy well over a thousand.
+    for (i, (b, a)) in before.iter().zip(&after).enumerate() {
+        assert!(
+            a - b <= 150,
+            "server {i}: {} script calls in {waited:?} under {published} messages",
+            a - b
+        );
+    }
+}
+
 #[test]
 fn absurd_server_timeouts_are_refused_not_a_panic() {
     let cluster = Cluster::start(1);
