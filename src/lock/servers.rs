@@ -12,6 +12,7 @@ use redis::aio::{MultiplexedConnection, PubSubStream};
 use redis::{
     AsyncConnectionConfig, ConnectionAddr, ErrorKind, FromRedisValue, RedisError, ServerErrorKind,
 };
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Mutex;
 
 use super::key::{escape_and_cut, SERVER_TEXT_SHOWN};
@@ -212,9 +213,37 @@ impl Server {
         let bound = self
             .timeout
             .min(give_up_at.saturating_duration_since(tokio::time::Instant::now()));
-        tokio::time::timeout(bound, self.connect())
+        let connected = tokio::time::timeout(bound, self.connect())
             .await
-            .map_err(|_| ServerError::Timeout(self.timeout))?
+            .map_err(|_| ServerError::Timeout(self.timeout))
+            .and_then(|connected| connected);
+        match connected {
+            Err(err) if self.spec.is_tls() && !err.is_refusal() => {
+                Err(self.plaintext_port(bound).await.unwrap_or(err))
+            }
+            connected => connected,
+        }
+    }
+
+    /// Whether this `rediss://` server's port speaks plain RESP, after a TLS
+    /// handshake failed or hung there (a plaintext Redis waits for the end
+    /// of a line the handshake may never send): a `PING` on a plain
+    /// connection, within `bound`, that a Redis answers with `+PONG` or an
+    /// error (`-NOAUTH`). Then no retry can work: a refusal, with the hint.
+    async fn plaintext_port(&self, bound: Duration) -> Option<ServerError> {
+        let ConnectionAddr::TcpTls { host, port, .. } = self.spec.connection_info().addr() else {
+            return None;
+        };
+        let probe = async {
+            let mut stream = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
+            stream.write_all(b"PING\r\n").await?;
+            let mut reply = [0u8; 6];
+            stream.read_exact(&mut reply).await?;
+            Ok::<_, io::Error>(reply)
+        };
+        let reply = tokio::time::timeout(bound, probe).await.ok()?.ok()?;
+        (reply.starts_with(b"+PONG") || reply.starts_with(b"-"))
+            .then(|| ServerError::Refused(TLS_TO_PLAINTEXT.to_owned()))
     }
 
     /// One request on `connection`, bounded by the server timeout and
@@ -350,6 +379,10 @@ const CLUSTER: &str = "a cluster-mode endpoint: redlock needs standalone masters
 /// A hint for a plain TCP connection that the server reset.
 const PLAINTEXT_TO_TLS: &str =
     "a TLS port resets plaintext connections: if this is one, use rediss://";
+
+/// A hint for a TLS connection to a port that speaks plain RESP.
+const TLS_TO_PLAINTEXT: &str =
+    "this port speaks plaintext Redis, not TLS: use redis:// for it, or the server's TLS port";
 
 /// What a TLS server that requires a client certificate answers.
 const CLIENT_CERTIFICATE: &str =

@@ -201,3 +201,14 @@ fn a_glob_that_would_run_into_the_record_suffix_is_refused() {
     out.assert_code(0, "a well-formed class");
     assert_eq!(out.json()["locks"][0]["name"], "deploy");
 }
+
+#[test]
+fn rediss_to_a_plaintext_port_is_a_configuration_error_with_a_hint() {
+    let server = RedisServer::start();
+    let url = format!("rediss://127.0.0.1:{}", server.port());
+    // Waiting for ever: only a refusal ends it.
+    let (out, took) = timed(crate::support::redlock().args(["-s", &url, "acquire", "x"]));
+    out.assert_code(78, "rediss:// to a plaintext port");
+    assert!(out.stderr.contains("use redis://"), "{}", out.stderr);
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
