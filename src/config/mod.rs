@@ -556,9 +556,10 @@ fn parse_duration_option(text: &OsStr, flag: &str, variable: &str) -> Result<Dur
     })
 }
 
-/// The longest server timeout accepted: a server that needs longer to
-/// answer is down, and a bound past what the clock can hold would be none.
-const MAX_SERVER_TIMEOUT: Duration = Duration::from_secs(3600);
+/// The longest server timeout accepted: far beyond any server that is up
+/// (a third of the longest TTL is about 121 days), and far inside what a
+/// deadline can hold.
+const MAX_SERVER_TIMEOUT: Duration = Duration::from_secs(100 * 24 * 3600);
 
 /// The longest restart guard accepted: as long as the longest TTL, which no
 /// lock may outlive.
@@ -584,9 +585,10 @@ fn server_timeout_for(explicit: Option<Given>, ttl: Option<Duration>) -> Result<
             "{} must be greater than 0",
             timeout.name
         ))),
-        (Some(timeout), _) if timeout.value > MAX_SERVER_TIMEOUT => {
-            Err(Error::Usage(format!("{} must be at most 1h", timeout.name)))
-        }
+        (Some(timeout), _) if timeout.value > MAX_SERVER_TIMEOUT => Err(Error::Usage(format!(
+            "{} must be at most 100 days",
+            timeout.name
+        ))),
         (Some(timeout), Some(ttl)) if timeout.value >= ttl / 3 => Err(Error::Usage(format!(
             "{} must be below a third of --ttl {}",
             timeout.shown(),
@@ -634,7 +636,7 @@ mod tests {
         assert!(server_timeout_for(flag(MAX_SERVER_TIMEOUT), None).is_ok());
         let huge = Duration::from_secs(3_074_457_345_618_258_688);
         let err = server_timeout_for(flag(huge), None).unwrap_err();
-        assert_eq!(err.message(), "--server-timeout must be at most 1h");
+        assert_eq!(err.message(), "--server-timeout must be at most 100 days");
         assert!(
             server_timeout_for(flag(MS(5000)), None).is_ok(),
             "no TTL to compare with"
