@@ -13,10 +13,10 @@ use nix::sys::signal::Signal;
 
 use crate::error::Error;
 use crate::exit_code::Exit;
-use crate::signals::QUIET_DEATHS;
 use crate::lock::{
     Broken, Forced, Inspection, Lease, Listing, LockError, LockKey, Released, Tried, Verdict,
 };
+use crate::signals::QUIET_DEATHS;
 
 /// What a command did. Data only: the words are `output`'s.
 #[derive(Debug)]

@@ -228,7 +228,7 @@ fn servers_for(
 ) -> Result<(Servers, Vec<Notice>), Error> {
     let list = servers::resolve(&sources)?;
     let timeout = server_timeout_for(timing.server_timeout()?, job.ttl())?;
-    let restart_guard = timing.restart_guard()?;
+    let restart_guard = restart_guard_in_range(timing.restart_guard()?)?;
     ttl_within_guard(job, &restart_guard)?;
     let restart_guard = restart_guard.value;
     let tls_root_cert = match &tls_ca_cert {
@@ -408,10 +408,25 @@ fn list(args: cli::ListArgs, prefix: &[u8]) -> Result<LockJob, Error> {
             "the PATTERN must not be empty (leave it out to list every lock)".into(),
         ));
     }
+    if let Some(problem) = crate::lock::glob_problem(args.pattern.as_bytes()) {
+        return Err(Error::Usage(malformed_glob(problem).into()));
+    }
     Ok(LockJob::List(ListQuery {
         prefix: prefix.to_vec(),
         pattern: args.pattern.as_bytes().to_vec(),
     }))
+}
+
+/// Why `list` refuses a PATTERN.
+fn malformed_glob(problem: crate::lock::GlobProblem) -> &'static str {
+    match problem {
+        crate::lock::GlobProblem::UnterminatedClass => {
+            "the PATTERN has a '[' without its ']': escape it as '\\[' to match a '['"
+        }
+        crate::lock::GlobProblem::TrailingBackslash => {
+            "the PATTERN ends with a lone '\\': escape it as '\\\\' to match a '\\'"
+        }
+    }
 }
 
 fn exec_spec(args: ExecArgs, prefix: &[u8], json: bool) -> Result<ExecSpec, Error> {
@@ -568,6 +583,26 @@ fn parse_duration_option(text: &OsStr, flag: &str, variable: &str) -> Result<Dur
     })
 }
 
+/// The longest server timeout accepted: far beyond any server that is up
+/// (a third of the longest TTL is about 121 days), and far inside what a
+/// deadline can hold.
+const MAX_SERVER_TIMEOUT: Duration = Duration::from_secs(100 * 24 * 3600);
+
+/// The longest restart guard accepted: as long as the longest TTL, which no
+/// lock may outlive.
+const MAX_RESTART_GUARD: Duration = MAX_TTL;
+
+/// The restart guard, refused beyond [`MAX_RESTART_GUARD`].
+fn restart_guard_in_range(guard: Given) -> Result<Given, Error> {
+    if guard.value > MAX_RESTART_GUARD {
+        return Err(Error::Usage(format!(
+            "{} must be at most 365 days",
+            guard.name
+        )));
+    }
+    Ok(guard)
+}
+
 /// The per-server bound. An explicit value must stay well below the TTL (under
 /// a third), or one slow server could eat the whole validity; the default is
 /// scaled down for short TTLs instead of failing.
@@ -575,6 +610,10 @@ fn server_timeout_for(explicit: Option<Given>, ttl: Option<Duration>) -> Result<
     match (explicit, ttl) {
         (Some(timeout), _) if timeout.value.is_zero() => Err(Error::Usage(format!(
             "{} must be greater than 0",
+            timeout.name
+        ))),
+        (Some(timeout), _) if timeout.value > MAX_SERVER_TIMEOUT => Err(Error::Usage(format!(
+            "{} must be at most 100 days",
             timeout.name
         ))),
         (Some(timeout), Some(ttl)) if timeout.value >= ttl / 3 => Err(Error::Usage(format!(
@@ -621,6 +660,10 @@ mod tests {
         let err = server_timeout_for(flag(MS(1000)), Some(MS(3000))).unwrap_err();
         assert!(err.message().contains("--server-timeout"), "{err:?}");
         assert!(server_timeout_for(flag(MS(0)), None).is_err());
+        assert!(server_timeout_for(flag(MAX_SERVER_TIMEOUT), None).is_ok());
+        let huge = Duration::from_secs(3_074_457_345_618_258_688);
+        let err = server_timeout_for(flag(huge), None).unwrap_err();
+        assert_eq!(err.message(), "--server-timeout must be at most 100 days");
         assert!(
             server_timeout_for(flag(MS(5000)), None).is_ok(),
             "no TTL to compare with"

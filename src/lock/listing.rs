@@ -16,7 +16,7 @@ use super::mutex::Redlock;
 use super::quorum::{no_quorum, ttl_millis, KeptOut};
 use super::scripts::List;
 use super::server_url::ServerSpec;
-use super::servers::{Connection, Server, ServerError};
+use super::servers::{after, Connection, Server, ServerError};
 
 /// How many keys one SCAN call asks a server to look at: enough to walk
 /// thousands of keys in a few round trips, little enough that each call
@@ -26,6 +26,31 @@ const SCAN_COUNT: usize = 1000;
 /// How many locks one script call reads: one call holds the server for
 /// about as long as a few hundred GETs.
 const BATCH: usize = 200;
+
+/// The longest a listing may take, on any server: a server whose SCAN
+/// cursor never comes back to 0 would otherwise keep `list` asking for
+/// ever. Real servers list a million locks in seconds.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// The most keys one server's SCAN may return: a server that keeps sending
+/// new keys would otherwise grow the listing until memory runs out.
+const MOST_KEYS: usize = 2_000_000;
+
+/// The deadline and the key cap, which debug builds let tests lower with
+/// `REDLOCK_TEST_LIST_DEADLINE_MS` and `REDLOCK_TEST_LIST_MOST_KEYS`.
+fn limits() -> (Duration, usize) {
+    let forced = |name: &str| {
+        cfg!(debug_assertions)
+            .then(|| std::env::var(name).ok()?.parse::<u64>().ok())
+            .flatten()
+    };
+    (
+        forced("REDLOCK_TEST_LIST_DEADLINE_MS").map_or(DEADLINE, Duration::from_millis),
+        forced("REDLOCK_TEST_LIST_MOST_KEYS")
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(MOST_KEYS),
+    )
+}
 
 /// Which keys are locks: the names under a prefix that match a glob.
 #[derive(Debug, Clone)]
@@ -59,6 +84,43 @@ impl ListQuery {
         let lock = key.strip_suffix(RECORD_SUFFIX)?.to_vec();
         (!lock.is_empty() && !is_record_key(&lock)).then_some(lock)
     }
+}
+
+/// What is wrong with `glob` as a Redis glob, if anything. An unterminated
+/// `[` would run into the `\0holder` suffix the SCAN pattern ends with (its
+/// class would swallow it, and every lock would match), and a trailing `\`
+/// would escape the suffix's first byte: both are refused rather than
+/// guessed at.
+pub fn glob_problem(glob: &[u8]) -> Option<GlobProblem> {
+    let mut bytes = glob.iter();
+    while let Some(&b) = bytes.next() {
+        match b {
+            b'\\' if bytes.next().is_none() => return Some(GlobProblem::TrailingBackslash),
+            b'[' if !class_ends(&mut bytes) => return Some(GlobProblem::UnterminatedClass),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Consumes a `[...]` class after its `[`, as Redis reads it (a `\` escapes
+/// the next byte); whether its `]` came before the end.
+fn class_ends(bytes: &mut std::slice::Iter<'_, u8>) -> bool {
+    while let Some(&b) = bytes.next() {
+        match b {
+            b']' => return true,
+            b'\\' if bytes.next().is_none() => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Why a glob is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GlobProblem {
+    UnterminatedClass,
+    TrailingBackslash,
 }
 
 /// `bytes` with Redis' glob characters (`* ? [ ] \`) escaped.
@@ -207,8 +269,14 @@ impl Redlock {
     /// Each SCAN page and each batch is one request bounded by the server
     /// timeout; the servers are asked concurrently.
     pub async fn list(&self, query: ListQuery) -> Listing {
+        let (limit, most_keys) = limits();
+        let deadline = (after(tokio::time::Instant::now(), limit), limit);
         let pattern: Arc<[u8]> = query.scan_pattern().into();
-        let scans = fan_out(&self.servers, |server| scan(server, Arc::clone(&pattern))).await;
+        let scans = fan_out(&self.servers, |server| {
+            let scanning = scan(server, Arc::clone(&pattern), most_keys);
+            by(deadline, scanning)
+        })
+        .await;
         let mut names = BTreeSet::new();
         for keys in scans.iter().flatten() {
             names.extend(keys.iter().filter_map(|k| query.lock_of(k.clone())));
@@ -217,7 +285,10 @@ impl Redlock {
         let guard: Arc<(u64, Vec<u8>)> =
             Arc::new((ttl_millis(self.restart_guard), self.marker.clone()));
         let reads = fan_out(&self.servers, |server| {
-            read(server, Arc::clone(&keys), Arc::clone(&guard))
+            by(
+                deadline,
+                read(server, Arc::clone(&keys), Arc::clone(&guard)),
+            )
         })
         .await;
         let reads: Vec<Result<ServerRead, ServerError>> = scans
@@ -227,36 +298,25 @@ impl Redlock {
             .collect();
         let specs: Vec<ServerSpec> = self.servers.iter().map(|s| s.spec().clone()).collect();
         let restart_guard = (!self.restart_guard.is_zero()).then_some(self.restart_guard);
+        let (servers, mut columns) = split_reads(&specs, reads);
+        // Each server's states are taken in key order, one per lock: every
+        // reply is walked once, whatever the number of locks.
         let locks = keys
             .iter()
-            .enumerate()
-            .map(|(i, key)| Inspection {
+            .map(|key| Inspection {
                 key: key.clone(),
                 quorum: self.quorum,
                 servers: specs
                     .iter()
-                    .zip(&reads)
-                    .map(|(server, read)| ServerState {
+                    .zip(columns.iter_mut())
+                    .map(|(server, column)| ServerState {
                         server: server.clone(),
-                        // Only this lock's state: cloning `read` whole
-                        // here made a listing quadratic in its locks.
-                        state: match read {
-                            Ok((_, states)) => Ok(states[i].clone()),
-                            Err(err) => Err(err.clone()),
-                        },
+                        state: column.next_state(),
                     })
                     .collect(),
                 restart_guard,
             })
             .filter(|lock| lock.verdict() != Verdict::Free || lock.seen().is_some())
-            .collect();
-        let servers = specs
-            .into_iter()
-            .zip(reads)
-            .map(|(server, read)| ServerPart {
-                server,
-                state: read.map(|(restarting, _)| restarting),
-            })
             .collect();
         Listing {
             query,
@@ -266,6 +326,43 @@ impl Redlock {
             restart_guard,
         }
     }
+}
+
+/// One server's states for the listed locks, in key order, or its failure
+/// for every lock.
+enum Column {
+    Read(std::vec::IntoIter<KeyState>),
+    Failed(ServerError),
+}
+
+impl Column {
+    fn next_state(&mut self) -> Result<KeyState, ServerError> {
+        match self {
+            Column::Read(states) => states
+                .next()
+                .ok_or_else(|| ServerError::Failed("fewer states than locks in a listing".into())),
+            Column::Failed(err) => Err(err.clone()),
+        }
+    }
+}
+
+/// Each server's part in the listing, and its states as a column to walk.
+fn split_reads(
+    specs: &[ServerSpec],
+    reads: Vec<Result<ServerRead, ServerError>>,
+) -> (Vec<ServerPart>, Vec<Column>) {
+    specs
+        .iter()
+        .zip(reads)
+        .map(|(server, read)| {
+            let (state, column) = match read {
+                Ok((restarting, states)) => (Ok(restarting), Column::Read(states.into_iter())),
+                Err(err) => (Err(err.clone()), Column::Failed(err)),
+            };
+            let server = server.clone();
+            (ServerPart { server, state }, column)
+        })
+        .unzip()
 }
 
 /// Runs `work` for every server at once; its results in configuration order.
@@ -291,8 +388,26 @@ where
     results
 }
 
-/// Every key of one server that matches `pattern`, one SCAN page per request.
-async fn scan(server: Arc<Server>, pattern: Arc<[u8]>) -> Result<Vec<Vec<u8>>, ServerError> {
+/// When a listing gives up, and after how long that is.
+type Deadline = (tokio::time::Instant, Duration);
+
+/// `work`, or a failure once the deadline passes.
+async fn by<T>(
+    (deadline, limit): Deadline,
+    work: impl std::future::Future<Output = Result<T, ServerError>>,
+) -> Result<T, ServerError> {
+    tokio::time::timeout_at(deadline, work)
+        .await
+        .unwrap_or_else(|_| Err(ServerError::ListTooLong(limit)))
+}
+
+/// Every key of one server that matches `pattern`, one SCAN page per
+/// request; at most `most` of them.
+async fn scan(
+    server: Arc<Server>,
+    pattern: Arc<[u8]>,
+    most: usize,
+) -> Result<Vec<Vec<u8>>, ServerError> {
     let mut keys = Vec::new();
     let mut cursor = 0;
     loop {
@@ -303,6 +418,9 @@ async fn scan(server: Arc<Server>, pattern: Arc<[u8]>) -> Result<Vec<Vec<u8>>, S
             })
             .await?;
         keys.extend(page);
+        if keys.len() > most {
+            return Err(ServerError::TooManyKeys(most));
+        }
         if next == 0 {
             return Ok(keys);
         }
@@ -367,6 +485,24 @@ mod tests {
             Some(b"app[1]*:deploy-a".to_vec())
         );
         assert_eq!(q.lock_of(b"app[1]*:deploy-a\0holder".to_vec()), None);
+    }
+
+    #[test]
+    fn malformed_globs_are_found() {
+        assert_eq!(glob_problem(b"*["), Some(GlobProblem::UnterminatedClass));
+        assert_eq!(
+            glob_problem(b"a[b\\]"),
+            Some(GlobProblem::UnterminatedClass)
+        );
+        assert_eq!(glob_problem(b"a\\"), Some(GlobProblem::TrailingBackslash));
+        for fine in [&b"*"[..], b"a[bc]*", b"a\\[", b"[]]", b"x?y", b"a\\\\"] {
+            assert_eq!(
+                glob_problem(fine),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(fine)
+            );
+        }
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub use inspection::{Broken, Inspection, KeyState, Occupied, Verdict};
 pub use keeper::interval as keeper_interval;
 pub use keeper::{keep, Keeping};
 pub use key::{escape_and_cut, escape_bytes, is_hidden, LockKey, Token, SERVER_TEXT_SHOWN};
-pub use listing::{ListQuery, Listed, Listing, ServerPart, Standing};
+pub use listing::{glob_problem, GlobProblem, ListQuery, Listed, Listing, ServerPart, Standing};
 pub use mutex::{Lease, Redlock, Released};
 #[cfg(test)]
 pub use quorum::drift;

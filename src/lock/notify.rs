@@ -34,6 +34,59 @@ pub fn channel(key: &LockKey) -> Vec<u8> {
 /// lock on fewer servers than it could.
 const SETTLE: Duration = Duration::from_millis(10);
 
+/// How many wake-ups a waiter may spend in a row, and how soon it earns
+/// another: anyone allowed to PUBLISH on a lock's channel can send messages
+/// as fast as the server relays them, and each would cost an attempt on
+/// every server. A real release is one message per server, so a waiter that
+/// has not been woken in the last [`WAKE_EVERY`] still wakes at once; a
+/// flood buys at most one attempt per [`WAKE_EVERY`] beyond the poll.
+const WAKE_BURST: u32 = 4;
+const WAKE_EVERY: Duration = Duration::from_millis(100);
+
+/// The wake-ups a waiter has left: a token bucket of [`WAKE_BURST`],
+/// refilled one per [`WAKE_EVERY`].
+#[derive(Debug, Clone, Copy)]
+struct WakeBudget {
+    left: u32,
+    /// When the last wake-up was earned (or the bucket started).
+    earned_at: tokio::time::Instant,
+}
+
+impl WakeBudget {
+    fn new(now: tokio::time::Instant) -> Self {
+        WakeBudget {
+            left: WAKE_BURST,
+            earned_at: now,
+        }
+    }
+
+    /// Adds the wake-ups earned by `now`.
+    fn earn(&mut self, now: tokio::time::Instant) {
+        while self.left < WAKE_BURST && now >= self.earned_at + WAKE_EVERY {
+            self.left += 1;
+            self.earned_at += WAKE_EVERY;
+        }
+        if self.left == WAKE_BURST {
+            self.earned_at = now;
+        }
+    }
+
+    /// The earliest a wake-up can be spent, from `now`.
+    fn next_at(&mut self, now: tokio::time::Instant) -> tokio::time::Instant {
+        self.earn(now);
+        match self.left {
+            0 => self.earned_at + WAKE_EVERY,
+            _ => now,
+        }
+    }
+
+    /// Spends one wake-up at `now` (one is due by [`Self::next_at`]).
+    fn spend(&mut self, now: tokio::time::Instant) {
+        self.earn(now);
+        self.left = self.left.saturating_sub(1);
+    }
+}
+
 /// What one server's listener (by its index) reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Event {
@@ -63,6 +116,8 @@ pub struct Wakeups {
     /// A subscription was confirmed since the attempt started: a release on
     /// that server just before it would have gone unheard.
     listening: bool,
+    /// How many more wake-ups may be spent, and when.
+    budget: WakeBudget,
 }
 
 impl Wakeups {
@@ -100,6 +155,7 @@ impl Wakeups {
             announced: vec![false; servers.len()],
             settle_until: None,
             listening: false,
+            budget: WakeBudget::new(tokio::time::Instant::now()),
         }
     }
 
@@ -118,8 +174,17 @@ impl Wakeups {
     /// attempt may have missed: a release (once every server listened to
     /// announced it, or [`SETTLE`] after the first did), or the last of the
     /// subscriptions settling after one was confirmed. At once if that
-    /// already happened; never if nothing more can arrive.
+    /// already happened; never if nothing more can arrive. Wake-ups come
+    /// no faster than the budget allows ([`WAKE_EVERY`]).
     pub async fn woken(&mut self) {
+        self.due_or_settled().await;
+        let now = tokio::time::Instant::now();
+        tokio::time::sleep_until(self.budget.next_at(now)).await;
+        self.budget.spend(tokio::time::Instant::now());
+    }
+
+    /// Resolves once a wake-up is due, whatever the budget.
+    async fn due_or_settled(&mut self) {
         loop {
             while let Ok(event) = self.events.try_recv() {
                 self.note(event);
@@ -175,6 +240,40 @@ impl Wakeups {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flood_of_wakeups_is_held_to_the_budget() {
+        let start = tokio::time::Instant::now();
+        let mut budget = WakeBudget::new(start);
+        for _ in 0..WAKE_BURST {
+            assert_eq!(budget.next_at(start), start);
+            budget.spend(start);
+        }
+        assert_eq!(budget.next_at(start), start + WAKE_EVERY);
+        // Spending every wake-up the moment it is earned, for ten seconds.
+        let mut now = start;
+        let mut spent = 0;
+        while now < start + Duration::from_secs(10) {
+            now = budget.next_at(now);
+            budget.spend(now);
+            spent += 1;
+        }
+        assert_eq!(spent, 100, "one per {WAKE_EVERY:?}");
+    }
+
+    #[test]
+    fn a_waiter_that_was_quiet_wakes_at_once() {
+        let start = tokio::time::Instant::now();
+        let mut budget = WakeBudget::new(start);
+        for _ in 0..WAKE_BURST {
+            budget.spend(start);
+        }
+        let later = start + WAKE_EVERY * WAKE_BURST;
+        for _ in 0..WAKE_BURST {
+            assert_eq!(budget.next_at(later), later);
+            budget.spend(later);
+        }
+    }
 
     #[test]
     fn the_channel_is_the_key_and_a_suffix_no_name_contains() {

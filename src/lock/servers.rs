@@ -12,6 +12,7 @@ use redis::aio::{MultiplexedConnection, PubSubStream};
 use redis::{
     AsyncConnectionConfig, ConnectionAddr, ErrorKind, FromRedisValue, RedisError, ServerErrorKind,
 };
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Mutex;
 
 use super::key::{escape_and_cut, SERVER_TEXT_SHOWN};
@@ -31,6 +32,13 @@ pub enum ServerError {
     /// option, a certificate that does not verify.
     #[error("{0}")]
     Refused(String),
+    /// `list` on this server did not end within this long (a SCAN cursor
+    /// that never comes back to 0).
+    #[error("its SCAN and reads did not end within {}", humantime::format_duration(*.0))]
+    ListTooLong(Duration),
+    /// `list` found more than this many keys on this server.
+    #[error("its SCAN returned more than {0} keys: narrow the PATTERN or --prefix")]
+    TooManyKeys(usize),
 }
 
 impl ServerError {
@@ -177,7 +185,7 @@ impl Server {
     {
         // The most this call may take: a bound for connecting and one for
         // the reply, whether or not a stale connection is replaced on the way.
-        let give_up_at = tokio::time::Instant::now() + self.timeout * 2;
+        let give_up_at = after(tokio::time::Instant::now(), self.timeout.saturating_mul(2));
         let (connection, reused) = self.connect_within(give_up_at).await?;
         match self.attempt(connection, request.clone(), give_up_at).await {
             // A connection that sat idle may have gone stale (the server
@@ -205,9 +213,37 @@ impl Server {
         let bound = self
             .timeout
             .min(give_up_at.saturating_duration_since(tokio::time::Instant::now()));
-        tokio::time::timeout(bound, self.connect())
+        let connected = tokio::time::timeout(bound, self.connect())
             .await
-            .map_err(|_| ServerError::Timeout(self.timeout))?
+            .map_err(|_| ServerError::Timeout(self.timeout))
+            .and_then(|connected| connected);
+        match connected {
+            Err(err) if self.spec.is_tls() && !err.is_refusal() => {
+                Err(self.plaintext_port(bound).await.unwrap_or(err))
+            }
+            connected => connected,
+        }
+    }
+
+    /// Whether this `rediss://` server's port speaks plain RESP, after a TLS
+    /// handshake failed or hung there (a plaintext Redis waits for the end
+    /// of a line the handshake may never send): a `PING` on a plain
+    /// connection, within `bound`, that a Redis answers with `+PONG` or an
+    /// error (`-NOAUTH`). Then no retry can work: a refusal, with the hint.
+    async fn plaintext_port(&self, bound: Duration) -> Option<ServerError> {
+        let ConnectionAddr::TcpTls { host, port, .. } = self.spec.connection_info().addr() else {
+            return None;
+        };
+        let probe = async {
+            let mut stream = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
+            stream.write_all(b"PING\r\n").await?;
+            let mut reply = [0u8; 6];
+            stream.read_exact(&mut reply).await?;
+            Ok::<_, io::Error>(reply)
+        };
+        let reply = tokio::time::timeout(bound, probe).await.ok()?.ok()?;
+        (reply.starts_with(b"+PONG") || reply.starts_with(b"-"))
+            .then(|| ServerError::Refused(TLS_TO_PLAINTEXT.to_owned()))
     }
 
     /// One request on `connection`, bounded by the server timeout and
@@ -310,6 +346,14 @@ impl Server {
     }
 }
 
+/// `now + wait`, or a moment as good as never when that is past what an
+/// `Instant` can hold: a huge server timeout must bound nothing, not panic.
+pub fn after(now: tokio::time::Instant, wait: Duration) -> tokio::time::Instant {
+    const NEVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    now.checked_add(wait)
+        .unwrap_or_else(|| now + NEVER.min(wait))
+}
+
 /// The kind of the I/O error behind `err`, if there is one.
 fn io_error_kind(err: &RedisError) -> Option<io::ErrorKind> {
     // redis-rs keeps the I/O error behind an `Arc<dyn Error>`.
@@ -335,6 +379,10 @@ const CLUSTER: &str = "a cluster-mode endpoint: redlock needs standalone masters
 /// A hint for a plain TCP connection that the server reset.
 const PLAINTEXT_TO_TLS: &str =
     "a TLS port resets plaintext connections: if this is one, use rediss://";
+
+/// A hint for a TLS connection to a port that speaks plain RESP.
+const TLS_TO_PLAINTEXT: &str =
+    "this port speaks plaintext Redis, not TLS: use redis:// for it, or the server's TLS port";
 
 /// What a TLS server that requires a client certificate answers.
 const CLIENT_CERTIFICATE: &str =
@@ -396,4 +444,26 @@ fn is_not_permitted(err: &RedisError, message: &str) -> bool {
         || message.contains("The user executing the script can't")
         || message.contains("ACL failure in script")
         || (message.contains("refused to switch database") && message.contains("no permissions"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deadline_past_what_an_instant_holds_is_far_away_not_a_panic() {
+        let now = tokio::time::Instant::now();
+        for wait in [
+            Duration::MAX,
+            Duration::from_secs(u64::MAX / 6),
+            Duration::from_secs(1 << 62),
+        ] {
+            assert!(after(now, wait) > now + Duration::from_secs(365 * 24 * 3600));
+            assert!(after(now, wait.saturating_mul(2)) >= now);
+        }
+        assert_eq!(
+            after(now, Duration::from_millis(5)),
+            now + Duration::from_millis(5)
+        );
+    }
 }

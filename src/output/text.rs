@@ -117,7 +117,7 @@ fn listed(listing: &Listing, stdout: Option<Piece>, json: bool) -> Vec<Option<Pi
         .filter_map(list_server)
         .map(|m| Some(Piece::Stderr(Level::Warning, m)))
         .collect();
-    if listing.entries().is_empty() && !json {
+    if listing.locks.is_empty() && !json {
         pieces.push(Some(Piece::Stderr(Level::Expected, list_empty(listing))));
     }
     pieces.push(stdout);

@@ -569,6 +569,10 @@ fn force_leaves_what_does_not_look_like_a_lock_alone_unless_told() {
     server.set_px(&k[0], &[b'x'; 129], 5000);
     let [_, _, done] = force(&server, &k, "", false);
     assert_eq!(text(&done), "too-long");
+    // Past a kilobyte, occupant() gives the length instead of the value.
+    server.set_px(&k[0], &[b'x'; 4096], 5000);
+    let [_, _, done] = force(&server, &k, "", false);
+    assert_eq!(text(&done), "too-long");
     let [_, _, done] = force(&server, &k, "", true);
     assert_eq!(text(&done), "deleted");
     assert_eq!(server.get(&k[0]), None);

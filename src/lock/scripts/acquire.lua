@@ -40,8 +40,7 @@ if first == nil or first == ticket then
     end
     return 1
   end
-  -- pcall: a key of another type (WRONGTYPE) is simply someone else's.
-  if redis.pcall("GET", KEYS[1]) == ARGV[1] then
+  if holds_value(KEYS[1], ARGV[1]) then
     return 1
   end
 end

@@ -27,7 +27,8 @@ local function verdict(seen)
     return "token"
   elseif ARGV[3] ~= "1" and seen[3] < 0 then
     return "no-expiry"
-  elseif ARGV[3] ~= "1" and string.len(seen[2]) > tonumber(ARGV[4]) then
+  elseif ARGV[3] ~= "1" and (type(seen[2]) ~= "string" or #seen[2] > tonumber(ARGV[4])) then
+    -- occupant() gives a long value's length instead of its bytes.
     return "too-long"
   end
   return "deleted"

@@ -22,10 +22,43 @@ local function now_ms()
   return string.format("%.0f", tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000))
 end
 
+-- The longest lock value and holder record read back: far above any token
+-- a Redlock client uses and any record redlock writes (lock/holder.rs
+-- caps those at 32 KiB), far below a reply that takes long to send. A
+-- longer value is no token; it is never moved, only its length is.
+local LONGEST_VALUE = 1024
+local LONGEST_RECORD = 33 * 1024
+
+-- The length of the string at `key`, or nil when STRLEN says nothing (a
+-- key of another type, or an ACL from before redlock used STRLEN): then
+-- the caller's GET decides, as it always did.
+local function string_length(key)
+  local length = redis.pcall("STRLEN", key)
+  if type(length) == "number" then
+    return length
+  end
+  return nil
+end
+
+-- Whether the string at `key` is `value`, without moving a longer one.
+-- pcall: a key of another type (WRONGTYPE) is simply not `value`.
+local function holds_value(key, value)
+  local length = string_length(key)
+  if length and length ~= #value then
+    return false
+  end
+  return redis.pcall("GET", key) == value
+end
+
 -- The record under `record_key` (KEYS[2] by default), or false when there
--- is none (or it is not a string).
+-- is none (or it is not a string, or longer than any record).
 local function holder_record(record_key)
-  local record = redis.pcall("GET", record_key or KEYS[2])
+  record_key = record_key or KEYS[2]
+  local length = string_length(record_key)
+  if length and length > LONGEST_RECORD then
+    return false
+  end
+  local record = redis.pcall("GET", record_key)
   if type(record) ~= "string" then
     return false
   end
@@ -74,14 +107,20 @@ end
 
 -- Who occupies `key` (KEYS[1] by default; its record is `record_key`,
 -- KEYS[2] by default), as status and a busy acquire show it:
--- {type, value (strings only, else false), remaining ms, record or false,
+-- {type, value (strings only, else false; for a string longer than
+--  LONGEST_VALUE its length instead), remaining ms, record or false,
 --  this server's clock in ms or false}.
 local function occupant(key, record_key)
   key = key or KEYS[1]
   local kind = redis.call("TYPE", key)["ok"]
   local value = false
   if kind == "string" then
-    value = redis.call("GET", key)
+    local length = string_length(key)
+    if length and length > LONGEST_VALUE then
+      value = length
+    else
+      value = redis.call("GET", key)
+    end
   end
   return {kind, value, redis.call("PTTL", key), holder_record(record_key), now_ms()}
 end

@@ -203,8 +203,14 @@ impl Reader {
             .ok()
             .filter(|kind| !kind.is_empty())
             .ok_or_else(|| self.error("the key's type: not a type name"))?;
-        let value = self.optional_bytes(value, "the key's value")?;
-        if value.is_some() != (kind == "string") {
+        // A string longer than any token comes as its length, never its
+        // bytes: it holds no Redlock lock, and reads as another type would.
+        let long_string = kind == "string" && matches!(value, Value::Int(n) if n > 0);
+        let value = match long_string {
+            true => None,
+            false => self.optional_bytes(value, "the key's value")?,
+        };
+        if value.is_some() != (kind == "string" && !long_string) {
             return Err(self.error(format!("a value for a key of type {kind:?}: {value:?}")));
         }
         Ok(Occupant {
@@ -321,6 +327,15 @@ pub(super) mod tests {
         ]);
         let list = READ.occupant(list).unwrap();
         assert_eq!((list.record, list.clock), (Some(b"r".to_vec()), None));
+        let long = Value::Array(vec![
+            bulk("string"),
+            Value::Int(50 << 20),
+            Value::Int(-1),
+            Value::Nil,
+            Value::Int(42),
+        ]);
+        let long = READ.occupant(long).unwrap();
+        assert_eq!((long.kind.as_str(), long.value), ("string", None));
     }
 
     #[test]
