@@ -255,7 +255,10 @@ pub(super) fn event(event: &Event<'_>) -> (Level, String) {
         Event::Notice(notice) => (Expected, self::notice(notice)),
         Event::DerivedName(key) => (
             Verbose,
-            format!("lock name derived from the command: {key}"),
+            format!(
+                "lock name derived from the command: {key} (its program and a hash of all its \
+                 words: the same command gives this name on every host)"
+            ),
         ),
         Event::Retrying { attempt, error } => (
             Verbose,

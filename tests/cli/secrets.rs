@@ -1,0 +1,214 @@
+//! Secrets in what `exec` is given: its command line never reaches the
+//! servers unless asked for (and then redacted), the servers' password
+//! never reaches a descendant of another user, a core dump, or a message.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::support::{run, wait_until, Cluster, Running};
+
+/// A command line with a secret in every usual form.
+const SECRET_ARGV: [&str; 7] = [
+    "sh",
+    "-c",
+    "sleep 3",
+    "--password=hunter2",
+    "mysql",
+    "-phunter3",
+    "redis://:hunter4@db",
+];
+
+/// Every key and every value of every server, as bytes.
+fn everything_stored(cluster: &Cluster) -> Vec<u8> {
+    let mut all = Vec::new();
+    for i in 0..3 {
+        let mut client = cluster[i].client();
+        let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(&mut client).unwrap();
+        for key in keys {
+            let kind: String = redis::cmd("TYPE").arg(&key).query(&mut client).unwrap();
+            let values: Vec<Vec<u8>> = match kind.as_str() {
+                "string" => vec![redis::cmd("GET").arg(&key).query(&mut client).unwrap()],
+                "hash" => redis::cmd("HGETALL").arg(&key).query(&mut client).unwrap(),
+                "zset" => redis::cmd("ZRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(-1)
+                    .query(&mut client)
+                    .unwrap(),
+                other => panic!("unexpected type {other} of {key:?}"),
+            };
+            all.extend(key);
+            for value in values {
+                all.extend(value);
+            }
+        }
+        let channels: Vec<Vec<u8>> = redis::cmd("PUBSUB")
+            .arg("CHANNELS")
+            .query(&mut client)
+            .unwrap();
+        all.extend(channels.concat());
+    }
+    all
+}
+
+fn assert_no_secret(text: &[u8], what: &str) {
+    let text = String::from_utf8_lossy(text);
+    for secret in ["hunter2", "hunter3", "hunter4"] {
+        assert!(!text.contains(secret), "{secret} in {what}: {text}");
+    }
+}
+
+fn spawn(cmd: &mut Command) -> Running {
+    Running::spawn(
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+}
+
+/// The secret argv under `exec` without NAME, and the name it was given.
+fn exec_secret_argv(cluster: &Cluster, extra: &[&str]) -> (Running, String) {
+    let running = spawn(
+        cluster
+            .redlock()
+            .args(["exec", "-n"])
+            .args(extra)
+            .arg("--")
+            .args(SECRET_ARGV),
+    );
+    let mut name = String::new();
+    let listed = wait_until(Duration::from_secs(5), || {
+        let json = run(cluster.redlock().args(["list", "--json"])).json();
+        match json["locks"][0]["name"].as_str() {
+            Some(found) => {
+                name = found.to_owned();
+                true
+            }
+            None => false,
+        }
+    });
+    assert!(listed, "the lock never showed up in list");
+    (running, name)
+}
+
+#[test]
+fn a_derived_name_and_the_default_record_hold_no_argument() {
+    let cluster = Cluster::start(3);
+    let (running, name) = exec_secret_argv(&cluster, &[]);
+    assert!(
+        name.starts_with("exec:sh:") && name.len() == "exec:sh:".len() + 16,
+        "{name}"
+    );
+    // A second process with the same argv contends for the same lock; while
+    // it waits it listens on the lock's channel.
+    let waiter = spawn(
+        cluster
+            .redlock()
+            .args(["exec", "-w", "1s", "-v", "--"])
+            .args(SECRET_ARGV),
+    );
+    assert!(wait_until(Duration::from_secs(5), || {
+        let mut client = cluster[0].client();
+        let channels: Vec<Vec<u8>> = redis::cmd("PUBSUB")
+            .arg("CHANNELS")
+            .query(&mut client)
+            .unwrap();
+        !channels.is_empty()
+    }));
+    assert_no_secret(&everything_stored(&cluster), "the servers");
+    let list = run(cluster.redlock().arg("list"));
+    assert_no_secret(list.stdout.as_bytes(), "list");
+    let status = run(cluster.redlock().args(["status", &name]));
+    status.assert_code(0, "status of the derived name");
+    assert_no_secret(status.stdout.as_bytes(), "status");
+    let json = run(cluster.redlock().args(["status", "--json", &name])).json();
+    assert_eq!(json["holder"]["command"], "sh (6 arguments)");
+    let waited = waiter.finish(Duration::from_secs(10));
+    waited.assert_code(75, "the same argv is the same lock");
+    assert!(waited.stderr.contains(&name), "{}", waited.stderr);
+    assert_no_secret(waited.stderr.as_bytes(), "-v");
+    running
+        .finish(Duration::from_secs(10))
+        .assert_code(0, "exec");
+}
+
+/// The name does not depend on the host: another host (another UTS
+/// namespace, root only) with the same argv finds the lock busy.
+#[test]
+fn the_same_argv_on_another_host_contends_for_the_same_lock() {
+    let unshared = Command::new("unshare")
+        .args(["--uts", "sh", "-c", "hostname other-host && hostname"])
+        .output();
+    let Some(out) = unshared.ok().filter(|out| out.status.success()) else {
+        eprintln!("skipped: cannot make a second host with `unshare --uts` (needs root)");
+        return;
+    };
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "other-host");
+    let cluster = Cluster::start(3);
+    let (running, _) = exec_secret_argv(&cluster, &[]);
+    let mut other = under(
+        &cluster.redlock(),
+        &[
+            "unshare",
+            "--uts",
+            "sh",
+            "-c",
+            "hostname other-host && exec \"$@\"",
+            "sh",
+        ],
+    );
+    other.args(["exec", "-n", "--"]).args(SECRET_ARGV);
+    run(&mut other).assert_code(75, "the same argv on another host");
+    running
+        .finish(Duration::from_secs(10))
+        .assert_code(0, "exec");
+}
+
+#[test]
+fn record_command_records_the_redacted_line() {
+    let cluster = Cluster::start(3);
+    let (running, name) = exec_secret_argv(&cluster, &["--record-command"]);
+    let json = run(cluster.redlock().args(["status", "--json", &name])).json();
+    let command = json["holder"]["command"].as_str().unwrap().to_owned();
+    assert_eq!(
+        command,
+        "sh -c 'sleep 3' --password=*** mysql -p*** redis://:***@db"
+    );
+    assert_no_secret(&everything_stored(&cluster), "the servers");
+    running
+        .finish(Duration::from_secs(10))
+        .assert_code(0, "exec");
+}
+
+#[test]
+fn job_urls_are_recorded_without_credentials() {
+    let cluster = Cluster::start(3);
+    let mut cmd = cluster.redlock();
+    for name in ["GITHUB_RUN_ID", "CI_JOB_URL", "BUILDKITE_BUILD_URL"] {
+        cmd.env_remove(name);
+    }
+    cmd.env(
+        "BUILD_URL",
+        "https://admin:hunter2@ci.example/job/7/?token=hunter3",
+    );
+    let out = run(cmd.args(["acquire", "-n", "job"]));
+    out.assert_code(0, "acquire");
+    let json = run(cluster.redlock().args(["status", "--json", "job"])).json();
+    assert_eq!(json["holder"]["job"], "https://ci.example/job/7/");
+    assert_no_secret(&everything_stored(&cluster), "the servers");
+}
+
+/// `redlock` (with its environment) run by the command `wrapper`.
+fn under(redlock: &Command, wrapper: &[&str]) -> Command {
+    let mut cmd = Command::new(wrapper[0]);
+    cmd.args(&wrapper[1..])
+        .arg(redlock.get_program())
+        .args(redlock.get_args());
+    for (name, value) in redlock.get_envs() {
+        match value {
+            Some(value) => cmd.env(name, value),
+            None => cmd.env_remove(name),
+        };
+    }
+    cmd
+}
