@@ -212,3 +212,99 @@ fn under(redlock: &Command, wrapper: &[&str]) -> Command {
     }
     cmd
 }
+
+const AS_NOBODY: [&str; 4] = [
+    "setpriv",
+    "--reuid=65534",
+    "--regid=65534",
+    "--clear-groups",
+];
+
+/// A Python every user can run (not a shim in root's home).
+const PYTHON: &str = "/usr/bin/python3";
+
+/// Whether this test can make a process of another user: root with
+/// `setpriv`, and `python3` to read descriptors from their start.
+fn can_drop_privileges() -> bool {
+    let root = nix::unistd::geteuid().is_root();
+    let tools = ["setpriv", PYTHON].iter().all(|tool| {
+        Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|out| out.status.success())
+    });
+    if !(root && tools) {
+        eprintln!("skipped: dropping to uid 65534 needs root, setpriv and python3");
+    }
+    root && tools
+}
+
+/// What a process reads, run as uid 65534 by the command: every descriptor
+/// it holds, from its start, the file REDLOCK_SERVERS_FILE names, and what
+/// /proc shows of `exec` (EXEC_PID).
+const SNOOP: &str = r#"
+import os
+seen, tried = [], 0
+for fd in os.listdir("/proc/self/fd"):
+    tried += 1
+    try: seen.append(os.pread(int(fd), 1 << 16, 0))
+    except OSError: pass
+exec_pid = os.environ["EXEC_PID"]
+paths = [os.environ.get("REDLOCK_SERVERS_FILE", "")]
+paths += ["/proc/%s/%s" % (exec_pid, f) for f in ("environ", "cmdline", "mem")]
+try: paths += ["/proc/%s/fd/%s" % (exec_pid, fd) for fd in os.listdir("/proc/%s/fd" % exec_pid)]
+except OSError: pass
+for path in paths:
+    tried += 1
+    try:
+        with open(path, "rb") as f: seen.append(f.read(1 << 16))
+    except OSError: pass
+print("tried", tried, "uid", os.getuid(), repr(seen))
+"#;
+
+#[test]
+fn a_descendant_that_drops_privileges_cannot_read_the_password() {
+    if !can_drop_privileges() {
+        return;
+    }
+    let cluster = Cluster::start(3);
+    let urls: Vec<String> = (0..3)
+        .map(|i| cluster[i].acl_user("locker", "s3cretPW", &["~*", "&*", "+@all"]))
+        .collect();
+    let script = r#"
+        redlock status "$REDLOCK_NAME" >/dev/null && echo "nested status works"
+        EXEC_PID=$PPID $AS_NOBODY /usr/bin/python3 -c "$SNOOP"
+        test -r "$REDLOCK_SERVERS_FILE" && echo "the servers file is there for this user"
+    "#;
+    let redlock = crate::support::redlock();
+    let bin_dir = std::path::Path::new(redlock.get_program())
+        .parent()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = run(crate::support::redlock()
+        .env("REDLOCK_SERVERS", urls.join(","))
+        .env("SNOOP", SNOOP)
+        .env("AS_NOBODY", AS_NOBODY.join(" "))
+        .env("PATH", path)
+        .args(["exec", "snooped", "--", "sh", "-c", script]));
+    out.assert_code(0, "exec with a snooping descendant");
+    assert!(out.stdout.contains("nested status works"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("tried") && out.stdout.contains("uid 65534"),
+        "{}{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        out.stdout
+            .contains("the servers file is there for this user"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("s3cretPW"), "{}", out.stdout);
+    assert!(!out.stderr.contains("s3cretPW"), "{}", out.stderr);
+}
