@@ -37,6 +37,11 @@ use crate::output::{Event, Output};
 /// The whole program: parse, run, render once, end. Never panics on bad
 /// input. The only place that ends the process.
 pub fn main() -> ExitCode {
+    // No core dump, and no /proc/PID/{mem,environ} for other processes of
+    // this user: this process holds the servers' passwords. execve resets
+    // it, so the command `exec` runs (and anything it runs) dumps as usual;
+    // the watchdog, a fork of this process, inherits it.
+    let _ = nix::sys::prctl::set_dumpable(false);
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => return parse_error(&err).into(),

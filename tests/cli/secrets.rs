@@ -308,3 +308,24 @@ fn a_descendant_that_drops_privileges_cannot_read_the_password() {
     assert!(!out.stdout.contains("s3cretPW"), "{}", out.stdout);
     assert!(!out.stderr.contains("s3cretPW"), "{}", out.stderr);
 }
+
+/// `exec` cannot dump core or be read through /proc by others (it holds the
+/// password): its /proc files belong to root, not to its user. The command
+/// it runs is dumpable as usual. Run as uid 65534, where the two differ.
+#[test]
+fn exec_is_not_dumpable_and_its_command_is() {
+    if !can_drop_privileges() {
+        return;
+    }
+    let cluster = Cluster::start(3);
+    let mut cmd = under(&cluster.redlock(), &AS_NOBODY);
+    cmd.args(["exec", "dumpable", "--", "sh", "-c"])
+        .arg("stat -c 'exec %u' /proc/$PPID/environ; stat -c 'command %u' /proc/$$/environ")
+        .env("HOME", "/nonexistent")
+        .env_remove("XDG_CONFIG_HOME")
+        .current_dir("/");
+    let out = run(&mut cmd);
+    out.assert_code(0, "exec as uid 65534");
+    assert!(out.stdout.contains("exec 0\n"), "{}", out.stdout);
+    assert!(out.stdout.contains("command 65534\n"), "{}", out.stdout);
+}
