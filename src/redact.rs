@@ -1,14 +1,14 @@
 //! The one redactor: what `redlock` shows or stores of text that may hold
 //! secrets. Server URLs lose their password wherever they appear (clap's
-//! messages quote the arguments they did not expect); a command line
-//! recorded beside a lock (only with `exec --record-command`) loses the
-//! usual forms of secrets too.
+//! messages quote the arguments they did not expect); a value echoed in a
+//! message is redacted and escaped; a command line recorded beside a lock
+//! (only with `exec --record-command`) loses the usual forms of secrets too.
 //! Shell quoting lives here because redaction works on the quoted line.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt as _;
 
-use crate::lock::redact_url;
+use crate::lock::{escape_and_cut, redact_url, SERVER_TEXT_SHOWN};
 
 /// `message` with every word that could hold a URL's user-info redacted.
 /// Words are split at any whitespace, which is kept as it was.
@@ -35,6 +35,14 @@ fn url_word(word: &str) -> String {
     } else {
         word.to_owned()
     }
+}
+
+/// A value given by the user (a flag's, a variable's) as a message may
+/// echo it: URL passwords redacted, then escaped and cut to one line, so
+/// that neither a secret nor a terminal control sequence gets through.
+pub fn value(value: &OsStr) -> String {
+    let text = String::from_utf8_lossy(value.as_bytes());
+    escape_and_cut(urls(&text).as_bytes(), SERVER_TEXT_SHOWN)
 }
 
 /// What the holder record says of the command by default: the program's
@@ -369,6 +377,13 @@ mod tests {
             "invalid value '-5s' for '--ttl <DUR>'"
         );
         assert_eq!(urls("a\tredis://:pw@h\nb"), "a\tredis://:***@h\nb");
+    }
+
+    #[test]
+    fn echoed_values_are_redacted_and_escaped() {
+        let shown = value(OsStr::new("redis://:hunter2@h\x1b[31m\x07"));
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(!shown.contains(['\x1b', '\x07']), "{shown}");
     }
 
     #[test]

@@ -540,7 +540,7 @@ fn wakeups(value: Option<&OsStr>) -> Result<bool, Error> {
         Some(Some("0")) => Ok(false),
         Some(_) => Err(Error::Usage(format!(
             "invalid value '{}' for REDLOCK_WAKEUPS: use 0 (off) or 1 (on)",
-            value.unwrap_or_default().to_string_lossy()
+            crate::redact::value(value.unwrap_or_default())
         ))),
     }
 }
@@ -548,10 +548,12 @@ fn wakeups(value: Option<&OsStr>) -> Result<bool, Error> {
 /// A duration option parsed in config (`--server-timeout`,
 /// `--restart-guard`), from the flag or its variable, whichever clap chose.
 fn parse_duration_option(text: &OsStr, flag: &str, variable: &str) -> Result<Duration, Error> {
-    let text = text.to_string_lossy();
-    duration::parse(&text).map_err(|err| {
+    let shown = crate::redact::value(text);
+    duration::parse(&text.to_string_lossy()).map_err(|err| {
+        // The parser's reason may quote the value too.
+        let err = crate::redact::value(OsStr::new(&err.to_string()));
         Error::Usage(format!(
-            "invalid value '{text}' for '{flag} <DUR>' (or {variable}): {err}"
+            "invalid value '{shown}' for '{flag} <DUR>' (or {variable}): {err}"
         ))
     })
 }

@@ -329,3 +329,35 @@ fn exec_is_not_dumpable_and_its_command_is() {
     assert!(out.stdout.contains("exec 0\n"), "{}", out.stdout);
     assert!(out.stdout.contains("command 65534\n"), "{}", out.stdout);
 }
+
+/// A value echoed in an error loses its password and its control bytes,
+/// from every flag and variable config reads itself.
+#[test]
+fn configuration_errors_echo_values_redacted_and_escaped() {
+    let cluster = Cluster::start(1);
+    let bad = "redis://:hunter2@h\x1b[31m\x07";
+    let cases = [
+        "--server-timeout",
+        "--restart-guard",
+        "REDLOCK_SERVER_TIMEOUT",
+        "REDLOCK_RESTART_GUARD",
+        "REDLOCK_WAKEUPS",
+    ];
+    for given in cases {
+        let mut cmd = cluster.redlock();
+        cmd.args(["status", "x"]);
+        match given.starts_with("--") {
+            true => cmd.args([given, bad]),
+            false => cmd.env(given, bad),
+        };
+        let out = run(&mut cmd);
+        out.assert_code(64, given);
+        assert!(out.stderr.contains("redis://:***@h"), "{given}: {}", out.stderr);
+        assert!(!out.stderr.contains("hunter2"), "{given}: {}", out.stderr);
+        assert!(
+            !out.stderr.contains(['\x1b', '\x07']),
+            "{given}: {:?}",
+            out.stderr
+        );
+    }
+}
