@@ -146,7 +146,7 @@ fn from_values(values: &[OsString], source: &ServerSource) -> Result<Vec<ServerS
         let text = value
             .to_str()
             .ok_or_else(|| Error::Config(format!("{name}: a server URL is not valid UTF-8")))?;
-        urls.extend(split_list(text));
+        urls.extend(split_list(text).map_err(|why| Error::Config(format!("{name}: {why}")))?);
     }
     let urls: Vec<&str> = urls
         .iter()
@@ -171,26 +171,43 @@ fn parse_all(urls: &[&str], name: &str) -> Result<Vec<ServerSpec>, Error> {
 /// Splits one list at commas. A piece with an '@' but no scheme may be the
 /// rest of a password that held an unencoded comma: it is joined to the
 /// piece before it only when that piece is no server URL on its own and the
-/// two together are one with a user-info part. Otherwise every piece is a
-/// server of its own (and one that does not parse is an error), so that
-/// separate servers are never merged into one.
-fn split_list(value: &str) -> Vec<String> {
+/// two together are one with a user-info part. When the piece before is a
+/// server URL on its own, the piece is one too only if it has a password
+/// of its own (`:pw@host`); one with a bare user-info (`rest@host`) is most
+/// likely the tail of a cut password, and the list is refused (the URL is
+/// not shown: its pieces are pieces of the password). Otherwise every piece
+/// is a server of its own (and one that does not parse is an error), so
+/// that separate servers are never merged into one.
+fn split_list(value: &str) -> Result<Vec<String>, String> {
     let mut urls: Vec<String> = Vec::new();
     for piece in value.split(',') {
         if let Some(previous) = urls.last_mut() {
             let joined = format!("{previous},{piece}");
             let continues = piece.contains('@')
                 && !piece.contains("://")
-                && ServerSpec::parse(previous).is_err()
                 && ServerSpec::parse(&joined).is_ok_and(|spec| spec.has_secret());
-            if continues {
+            if continues && ServerSpec::parse(previous).is_err() {
                 *previous = joined;
                 continue;
+            }
+            if continues && !has_own_password(piece) {
+                return Err(CUT_AT_A_COMMA.into());
             }
         }
         urls.push(piece.to_owned());
     }
-    urls
+    Ok(urls)
+}
+
+const CUT_AT_A_COMMA: &str = "a comma seems to cut a server URL inside its password (the piece \
+    after it has a user name but no password of its own); write a comma in a password as %2C \
+    (and '@' as %40)";
+
+/// Whether a scheme-less piece has `user:password@` of its own.
+fn has_own_password(piece: &str) -> bool {
+    piece
+        .rsplit_once('@')
+        .is_some_and(|(user_info, _)| user_info.contains(':'))
 }
 
 /// A servers file: one URL per line; blank lines and lines starting with
@@ -256,6 +273,7 @@ mod tests {
 
     #[test]
     fn lists_split_at_commas_but_not_inside_passwords() {
+        let split_list = |list| split_list(list).unwrap();
         assert_eq!(split_list("a:1,b:2"), ["a:1", "b:2"]);
         assert_eq!(
             split_list("redis://u:p,w@h:1,h:2"),
@@ -264,6 +282,19 @@ mod tests {
         assert_eq!(split_list("redis://:1,2@h:1"), ["redis://:1,2@h:1"]);
         // Three servers stay three: b:2 is a server of its own.
         assert_eq!(split_list("a:1,b:2,:pw@c:3"), ["a:1", "b:2", ":pw@c:3"]);
+        assert_eq!(split_list(":p1@a:1,u:p2@b:2"), [":p1@a:1", "u:p2@b:2"]);
+    }
+
+    #[test]
+    fn a_password_cut_at_a_comma_is_refused_not_sent_in_pieces() {
+        // "p@ss,w0rd": "redis://:p@ss" parses (password "p", host "ss").
+        for list in ["redis://:p@ss,w0rd@h", "redis://u:123,w0rd@h:1"] {
+            let err = resolve(&sources(&[list], None)).unwrap_err();
+            assert_eq!(err.exit(), crate::exit_code::Exit::Config, "{list}");
+            let text = err.message();
+            assert!(text.contains("%2C"), "{text}");
+            assert!(!text.contains("w0rd") && !text.contains("123"), "{text}");
+        }
     }
 
     fn sources(flags: &[&str], env: Option<&str>) -> Sources {

@@ -352,12 +352,35 @@ fn configuration_errors_echo_values_redacted_and_escaped() {
         };
         let out = run(&mut cmd);
         out.assert_code(64, given);
-        assert!(out.stderr.contains("redis://:***@h"), "{given}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("redis://:***@h"),
+            "{given}: {}",
+            out.stderr
+        );
         assert!(!out.stderr.contains("hunter2"), "{given}: {}", out.stderr);
         assert!(
             !out.stderr.contains(['\x1b', '\x07']),
             "{given}: {:?}",
             out.stderr
         );
+    }
+}
+
+/// `redis://:p@ss,w0rd@h` would be two servers, `p` sent to host `ss`.
+#[test]
+fn a_password_cut_at_a_comma_is_refused_with_the_encoding() {
+    let cluster = Cluster::start(1);
+    let url = format!("redis://:p@ss,w0rd@127.0.0.1:{}", cluster[0].port());
+    for how in ["-s", "REDLOCK_SERVERS"] {
+        let mut cmd = crate::support::redlock();
+        cmd.args(["status", "x"]);
+        match how {
+            "-s" => cmd.args(["-s", &url]),
+            _ => cmd.env(how, &url),
+        };
+        let out = run(&mut cmd);
+        out.assert_code(78, how);
+        assert!(out.stderr.contains("%2C"), "{how}: {}", out.stderr);
+        assert!(!out.stderr.contains("w0rd"), "{how}: {}", out.stderr);
     }
 }
