@@ -211,8 +211,12 @@ fn has_own_password(piece: &str) -> bool {
 }
 
 /// A servers file: one URL per line; blank lines and lines starting with
-/// `#` are skipped. A file that holds a password should be readable by its
-/// owner only; if not, the user hears of it.
+/// `#` are skipped, and so is a ` # comment` after a URL (a URL holds no
+/// whitespace; a `#` in a password is written %23); a UTF-8 byte order mark
+/// is ignored. A control character (a NUL, say) on a line is refused. A
+/// file that holds a password should be readable by its owner only, and
+/// any servers file writable by its owner only (whoever can change it can
+/// point the lock at servers of their own); if not, the user hears of it.
 fn from_file(path: &Path) -> Result<ServerList, Error> {
     let source = ServerSource::File(path.to_path_buf());
     let name = source.describe();
@@ -220,20 +224,42 @@ fn from_file(path: &Path) -> Result<ServerList, Error> {
         read_small_file(path).map_err(|err| Error::Config(format!("{name}: {err}")))?;
     let text = String::from_utf8(text)
         .map_err(|_| Error::Config(format!("{name}: the file is not valid UTF-8")))?;
-    let urls: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .collect();
+    let urls = file_lines(&text).map_err(|why| Error::Config(format!("{name}: {why}")))?;
     if urls.is_empty() {
         return Err(Error::Config(format!("{name} names no server")));
     }
     let specs = parse_all(&urls, &name)?;
     let mut notices = Vec::new();
-    if mode & 0o077 != 0 && specs.iter().any(ServerSpec::has_secret) {
+    if mode & 0o044 != 0 && specs.iter().any(ServerSpec::has_secret) {
         notices.push(Notice::ReadableSecretFile(path.to_path_buf()));
     }
+    if mode & 0o022 != 0 {
+        notices.push(Notice::WritableServersFile(path.to_path_buf()));
+    }
     list(specs, source, notices)
+}
+
+/// The URLs of a servers file's text, one a line, without comments.
+fn file_lines(text: &str) -> Result<Vec<&str>, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut urls = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        if line.contains(|c: char| c.is_control() && c != '\t') {
+            return Err(format!(
+                "line {} holds a control character; write one URL a line",
+                number + 1
+            ));
+        }
+        let line = match line.find(" #").or_else(|| line.find("\t#")) {
+            Some(at) => &line[..at],
+            None => line,
+        }
+        .trim();
+        if !line.is_empty() && !line.starts_with('#') {
+            urls.push(line);
+        }
+    }
+    Ok(urls)
 }
 
 /// The same master listed twice would count twice towards the quorum. One
@@ -425,6 +451,32 @@ mod tests {
         );
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(resolve(&file).unwrap().notices, []);
+        // Writable, not readable: said as it is.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o622)).unwrap();
+        assert_eq!(
+            resolve(&file).unwrap().notices,
+            [Notice::WritableServersFile(path.clone())]
+        );
+        // Without a password too: whoever writes it picks the servers.
+        std::fs::write(&path, "127.0.0.1:1\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert_eq!(
+            resolve(&file).unwrap().notices,
+            [Notice::WritableServersFile(path.clone())]
+        );
+    }
+
+    #[test]
+    fn a_bom_and_trailing_comments_are_skipped_and_control_characters_refused() {
+        assert_eq!(
+            file_lines("\u{feff}127.0.0.1:1 # the first\n# c\n 127.0.0.1:2\t# second\n"),
+            Ok(vec!["127.0.0.1:1", "127.0.0.1:2"])
+        );
+        let err = file_lines("127.0.0.1:1\n127.0.0.1:2\0x\n").unwrap_err();
+        assert_eq!(
+            err,
+            "line 2 holds a control character; write one URL a line"
+        );
     }
 
     #[test]

@@ -384,3 +384,59 @@ fn a_password_cut_at_a_comma_is_refused_with_the_encoding() {
         assert!(!out.stderr.contains("w0rd"), "{how}: {}", out.stderr);
     }
 }
+
+/// Servers files: a byte order mark and trailing comments are fine, a NUL
+/// is refused by line number, and what is wrong with the permissions is
+/// said as it is.
+#[test]
+fn servers_files_say_what_is_wrong_with_them() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let cluster = Cluster::start(1);
+    let dir = crate::support::temp_dir("servers-file");
+    let path = dir.path().join("servers");
+    let url = cluster[0].url();
+    let with_file = |text: &str, mode: u32| {
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        let mut cmd = crate::support::redlock();
+        run(cmd
+            .args(["acquire", "-n", "--ttl", "1s", "f"])
+            .arg("--servers-file")
+            .arg(&path))
+    };
+    let out = with_file(&format!("\u{feff}{url} # the main one\n"), 0o600);
+    out.assert_code(0, "a BOM and a trailing comment");
+    assert_eq!(out.stderr, "");
+    let out = with_file(&format!("# servers\n{url}\0\n"), 0o600);
+    out.assert_code(78, "a NUL");
+    assert!(
+        out.stderr.contains("line 2 holds a control character"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("***"), "{}", out.stderr);
+    let secret = format!("redis://:pw@127.0.0.1:{}\n", cluster[0].port());
+    let out = with_file(&secret, 0o622);
+    assert!(
+        out.stderr.contains("can be changed by group or others"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("read"), "{}", out.stderr);
+    let out = with_file(&format!("{url}\n"), 0o666);
+    out.assert_code(75, "the lock is still held");
+    assert!(
+        out.stderr.contains("can be changed by group or others"),
+        "{}",
+        out.stderr
+    );
+    let out = run(crate::support::redlock()
+        .args(["status", "x"])
+        .env("REDLOCK_SERVERS_FILE", ""));
+    assert!(
+        out.stderr.contains("REDLOCK_SERVERS_FILE"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("--servers-file"), "{}", out.stderr);
+}
