@@ -187,6 +187,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Prepended to every lock name to form the Redis key. [default: prefix in the config file, else empty]')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Fail at once (exit 75) if the lock is held')
             [CompletionResult]::new('--nonblock', '--nonblock', [CompletionResultType]::ParameterName, 'Fail at once (exit 75) if the lock is held')
+            [CompletionResult]::new('--record-command', '--record-command', [CompletionResultType]::ParameterName, 'Record the command line beside the lock (redacted of the usual forms of secrets), where anyone who can read the servers sees it. Without it, the record names only the program and how many arguments it has')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a result as one JSON object on stdout')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells')

@@ -185,7 +185,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__exec)
-            opts="-n -w -E -m -k -c -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --message --kill-after --signal --command --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-n -w -E -m -k -c -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --message --kill-after --signal --record-command --command --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

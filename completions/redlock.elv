@@ -178,6 +178,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --prefix 'Prepended to every lock name to form the Redis key. [default: prefix in the config file, else empty]'
             cand -n 'Fail at once (exit 75) if the lock is held'
             cand --nonblock 'Fail at once (exit 75) if the lock is held'
+            cand --record-command 'Record the command line beside the lock (redacted of the usual forms of secrets), where anyone who can read the servers sees it. Without it, the record names only the program and how many arguments it has'
             cand --json 'Print a result as one JSON object on stdout'
             cand -q 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
             cand --quiet 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'

@@ -153,6 +153,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand exec" -l restart-guard -
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -l prefix -d 'Prepended to every lock name to form the Redis key. [default: prefix in the config file, else empty]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s n -l nonblock -d 'Fail at once (exit 75) if the lock is held'
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -l record-command -d 'Record the command line beside the lock (redacted of the usual forms of secrets), where anyone who can read the servers sees it. Without it, the record names only the program and how many arguments it has'
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -l json -d 'Print a result as one JSON object on stdout'
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'

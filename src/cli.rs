@@ -426,7 +426,8 @@ pub struct ExtendArgs {
 #[derive(Debug, Args)]
 pub struct ExecArgs {
     /// The lock's name. Without it, the name is derived from the command line:
-    /// `exec:` followed by the words of the command, shell-quoted where needed.
+    /// `exec:PROGRAM:HASH`, the program's base name and a hash of every word of
+    /// the command, the same on every host (-v prints it).
     // The terminator makes a `--` where NAME could be end it unset: the
     // command follows, and the name is derived from it.
     #[arg(value_name = "NAME", value_terminator = "--")]
@@ -457,6 +458,12 @@ pub struct ExecArgs {
         allow_hyphen_values = true
     )]
     pub signal: Signal,
+
+    /// Record the command line beside the lock (redacted of the usual forms of
+    /// secrets), where anyone who can read the servers sees it. Without it, the
+    /// record names only the program and how many arguments it has.
+    #[arg(long = "record-command")]
+    pub record_command: bool,
 
     /// Run STRING with `sh -c` instead of CMD.
     #[arg(

@@ -37,6 +37,11 @@ use crate::output::{Event, Output};
 /// The whole program: parse, run, render once, end. Never panics on bad
 /// input. The only place that ends the process.
 pub fn main() -> ExitCode {
+    // No core dump, and no /proc/PID/{mem,environ} for other processes of
+    // this user: this process holds the servers' passwords. execve resets
+    // it, so the command `exec` runs (and anything it runs) dumps as usual;
+    // the watchdog, a fork of this process, inherits it.
+    let _ = nix::sys::prctl::set_dumpable(false);
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => return parse_error(&err).into(),
@@ -90,6 +95,13 @@ fn parse_error(err: &clap::Error) -> Exit {
             ));
             Exit::Usage
         }
+        ErrorKind::InvalidValue if empty_variable(err).is_some() => {
+            let variable = empty_variable(err).unwrap_or_default();
+            output::note(&format!(
+                "{variable} is set but empty: name a file in it, or unset it; see 'redlock --help'"
+            ));
+            Exit::Usage
+        }
         _ => {
             output::note(&format!(
                 "{}; see 'redlock --help'",
@@ -98,6 +110,31 @@ fn parse_error(err: &clap::Error) -> Exit {
             Exit::Usage
         }
     }
+}
+
+/// The variable behind an empty value clap refused, when it came from the
+/// environment (`REDLOCK_SERVERS_FILE=""`) rather than from the flag that
+/// clap's message would name.
+fn empty_variable(err: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(shown)) = err.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let flag = shown.split_whitespace().next()?;
+    let command = Cli::command();
+    let arg = command.get_arguments().find(|arg| {
+        arg.get_long()
+            .is_some_and(|long| flag == format!("--{long}"))
+    })?;
+    let variable = arg.get_env()?;
+    let on_command_line = std::env::args_os().skip(1).any(|word| {
+        word == flag
+            || word
+                .as_encoded_bytes()
+                .starts_with(format!("{flag}=").as_bytes())
+    });
+    let empty = std::env::var_os(variable).is_some_and(|value| value.is_empty());
+    (empty && !on_command_line).then(|| variable.to_string_lossy().into_owned())
 }
 
 /// "acquire, release, …, or exec": the visible subcommands, from the one

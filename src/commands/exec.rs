@@ -3,7 +3,6 @@
 
 use std::cell::Cell;
 use std::ffi::OsString;
-use std::os::fd::AsRawFd as _;
 use std::os::unix::ffi::OsStrExt as _;
 
 use tokio::sync::watch;
@@ -139,12 +138,6 @@ fn command_under(spec: &ExecSpec, lease: &Lease, child_env: &ChildEnv) -> superv
         argv: spec.argv.clone(),
         env,
         env_remove: child_env.remove.clone(),
-        inherit: child_env
-            .file
-            .as_ref()
-            .map(|file| file.as_raw_fd())
-            .into_iter()
-            .collect(),
         signal: spec.signal,
         plan: spec.stop,
     }

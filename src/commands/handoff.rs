@@ -5,11 +5,17 @@
 //! - servers without secrets: `REDLOCK_SERVERS` with the same list;
 //! - servers with a secret, from a servers file: `REDLOCK_SERVERS_FILE` with
 //!   that file's absolute path;
-//! - servers with a secret from `-s` or `REDLOCK_SERVERS`: an anonymous
-//!   in-memory file (memfd) holding the list, readable only by this user,
-//!   inherited by the command and named by `REDLOCK_SERVERS_FILE=/dev/fd/N`.
-//!   It lives as long as a process holds it open; `REDLOCK_SERVERS` is taken
-//!   out of the command's environment.
+//! - servers with a secret from `-s` or `REDLOCK_SERVERS`: a file of mode
+//!   0600 in a new directory of mode 0700 (under `$XDG_RUNTIME_DIR` when it
+//!   is private, else `/dev/shm`, else the temporary directory), named by
+//!   `REDLOCK_SERVERS_FILE` and removed when the command has ended;
+//!   `REDLOCK_SERVERS` is taken out of the command's environment.
+//!
+//! No descriptor is inherited: an open descriptor can be read by whoever
+//! holds it, also after a change of user (setpriv, gosu, su-exec), while a
+//! path is opened with the permissions of the process that opens it. So a
+//! descendant of the same user reads the file (a nested `redlock`), one that
+//! became another user cannot, and root can, as it can read anything.
 //!
 //! The prefix, the CA file, the restart guard and the config file go with
 //! them, so that `redlock status NAME` inside the command looks at the same
@@ -18,12 +24,9 @@
 
 use std::ffi::OsString;
 use std::io::Write as _;
-use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::os::unix::ffi::OsStringExt as _;
-use std::path::PathBuf;
-
-use nix::sys::memfd::{memfd_create, MFdFlags};
-use nix::sys::stat::{fchmod, Mode};
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
 
 use crate::config::{ServerSource, Servers};
 use crate::lock::ServerSpec;
@@ -40,13 +43,13 @@ pub struct Handoff {
     pub config_file: Option<PathBuf>,
 }
 
-/// The command's environment changes, and the descriptor the command must
-/// inherit (it stays open here until the command has started).
+/// The command's environment changes, and the private servers file they
+/// name, if any, removed when this is dropped (after the command ended).
 #[derive(Debug, Default)]
 pub struct ChildEnv {
     pub set: Vec<(&'static str, OsString)>,
     pub remove: Vec<&'static str>,
-    pub file: Option<OwnedFd>,
+    pub file: Option<PrivateFile>,
 }
 
 impl Handoff {
@@ -77,9 +80,9 @@ impl Handoff {
             }
             (_, true) => {
                 env.remove.push("REDLOCK_SERVERS");
-                let file = self.memory_file()?;
-                let path = format!("/dev/fd/{}", file.as_raw_fd());
-                env.set.push(("REDLOCK_SERVERS_FILE", path.into()));
+                let file = PrivateFile::create(&self.specs)?;
+                let path = file.path().as_os_str().to_owned();
+                env.set.push(("REDLOCK_SERVERS_FILE", path));
                 env.file = Some(file);
             }
         }
@@ -99,17 +102,86 @@ impl Handoff {
         }
         Ok(env)
     }
+}
 
-    /// The server list in an in-memory file of mode 0600. Close-on-exec, so
-    /// that no process but the command inherits it (not the watchdog); the
-    /// command's spawn keeps it open for the command alone.
-    fn memory_file(&self) -> std::io::Result<OwnedFd> {
-        let fd = memfd_create(c"redlock-servers", MFdFlags::MFD_CLOEXEC)?;
-        fchmod(&fd, Mode::S_IRUSR | Mode::S_IWUSR)?;
-        let mut file = std::fs::File::from(fd);
-        for spec in &self.specs {
-            writeln!(file, "{}", spec.secret_url())?;
+/// A servers file only this user can open, in a directory of its own; both
+/// are removed on drop.
+#[derive(Debug)]
+pub struct PrivateFile {
+    dir: PathBuf,
+}
+
+impl PrivateFile {
+    const NAME: &'static str = "servers";
+
+    fn create(specs: &[ServerSpec]) -> std::io::Result<PrivateFile> {
+        let template = private_base().join("redlock-XXXXXX");
+        // mkdtemp: a new directory of mode 0700 with an unguessable name.
+        let file = PrivateFile {
+            dir: nix::unistd::mkdtemp(&template)?,
+        };
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(file.path())?;
+        for spec in specs {
+            writeln!(out, "{}", spec.secret_url())?;
         }
-        Ok(file.into())
+        Ok(file)
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(Self::NAME)
+    }
+}
+
+impl Drop for PrivateFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.path());
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Where the private directory goes: `$XDG_RUNTIME_DIR` when it is an
+/// absolute directory of this user that no one else may enter (a tmpfs,
+/// gone at logout), else `/dev/shm` (memory, not disk), else the
+/// temporary directory.
+fn private_base() -> PathBuf {
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute() && is_private_dir(dir));
+    let shm = Path::new("/dev/shm");
+    runtime
+        .or_else(|| shm.is_dir().then(|| shm.to_path_buf()))
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+fn is_private_dir(dir: &Path) -> bool {
+    std::fs::metadata(dir).is_ok_and(|meta| {
+        meta.is_dir() && meta.uid() == nix::unistd::geteuid().as_raw() && meta.mode() & 0o077 == 0
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn the_private_file_is_this_users_alone_and_goes_away() {
+        let specs = [ServerSpec::parse("redis://:pw@127.0.0.1:1").unwrap()];
+        let file = PrivateFile::create(&specs).unwrap();
+        let path = file.path();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "redis://:pw@127.0.0.1:1\n"
+        );
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(path.parent().unwrap()), 0o700);
+        drop(file);
+        assert!(!path.exists() && !path.parent().unwrap().exists());
     }
 }

@@ -6,11 +6,22 @@ use std::ffi::OsString;
 use crate::lock::Holder;
 use crate::redact;
 
+/// What the record says of `exec`'s command.
+#[derive(Debug, Clone, Copy)]
+pub struct Command<'a> {
+    pub argv: &'a [OsString],
+    /// The whole line (redacted) rather than the program and the number
+    /// of its arguments (`--record-command`).
+    pub whole_line: bool,
+}
+
 /// This process, with the user's note and, for `exec`, the command. The pid
 /// is the process that holds the lock: `exec` itself, or for `acquire`
-/// (which exits once it printed the token) the process that ran it.
-pub fn this_process(message: Option<String>, argv: Option<&[OsString]>) -> Holder {
-    let pid = match argv {
+/// (which exits once it printed the token) the process that ran it. The
+/// record is readable by anyone who can read the servers: by default it
+/// holds no argument of the command, and the job URL holds no credentials.
+pub fn this_process(message: Option<String>, command: Option<Command<'_>>) -> Holder {
+    let pid = match command {
         Some(_) => std::process::id(),
         None => nix::unistd::getppid().as_raw().unsigned_abs(),
     };
@@ -19,7 +30,10 @@ pub fn this_process(message: Option<String>, argv: Option<&[OsString]>) -> Holde
         host: host_name(),
         pid,
         user: user_name(),
-        command: argv.map(redact::command_line),
+        command: command.map(|c| match c.whole_line {
+            true => redact::command_line(c.argv),
+            false => redact::command_summary(c.argv),
+        }),
         command_pid: None,
         message,
         job: job_url(|name| std::env::var(name).ok()),
@@ -67,7 +81,22 @@ fn job_url(var: impl Fn(&str) -> Option<String>) -> Option<String> {
         .or_else(|| var("CI_JOB_URL"))
         .or_else(|| var("BUILDKITE_BUILD_URL"))
         .or_else(|| var("BUILD_URL"))
+        .map(|url| without_credentials(&url))
         .filter(|url| !url.is_empty())
+}
+
+/// A URL without its user-info (`https://admin:pw@ci/…`), query
+/// (`?private_token=…`) and fragment: a job is found by its path.
+fn without_credentials(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or_default();
+    let (scheme, rest) = match url.find("://") {
+        Some(at) => url.split_at(at + 3),
+        None => ("", url),
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let host = authority.rsplit('@').next().unwrap_or_default();
+    format!("{scheme}{host}{path}")
 }
 
 #[cfg(test)]
@@ -105,5 +134,24 @@ mod tests {
             Some("https://jenkins/job/3/".into())
         );
         assert_eq!(job_url(env(&[("GITHUB_RUN_ID", "42")])), None);
+    }
+
+    #[test]
+    fn job_urls_lose_credentials_and_queries() {
+        let url = |value: &'static str, name: &'static str| {
+            job_url(move |n: &str| (n == name).then(|| value.to_owned())).unwrap()
+        };
+        assert_eq!(
+            url("https://admin:hunter2@jenkins/job/3/", "BUILD_URL"),
+            "https://jenkins/job/3/"
+        );
+        assert_eq!(
+            url("https://gitlab/j/1?private_token=hunter2#x", "CI_JOB_URL"),
+            "https://gitlab/j/1"
+        );
+        assert_eq!(
+            url("https://a@b:pw@bk/b/2?x=1", "BUILDKITE_BUILD_URL"),
+            "https://bk/b/2"
+        );
     }
 }

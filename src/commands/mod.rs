@@ -82,7 +82,11 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
             redlock.with_holder(holder::this_process(job.message.clone(), None))
         }
         LockJob::Exec(spec) => {
-            redlock.with_holder(holder::this_process(spec.message.clone(), Some(&spec.argv)))
+            let command = holder::Command {
+                argv: &spec.argv,
+                whole_line: spec.record_command,
+            };
+            redlock.with_holder(holder::this_process(spec.message.clone(), Some(command)))
         }
         _ => redlock,
     };

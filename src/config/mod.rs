@@ -128,6 +128,9 @@ pub struct ExecSpec {
     pub argv: Vec<OsString>,
     /// The note recorded beside the lock (`-m`).
     pub message: Option<String>,
+    /// Whether the holder record holds the (redacted) command line rather
+    /// than the program and the number of its arguments.
+    pub record_command: bool,
 }
 
 impl Config {
@@ -467,6 +470,7 @@ fn exec_spec(args: ExecArgs, prefix: &[u8], json: bool) -> Result<ExecSpec, Erro
         signal: args.signal,
         argv,
         message: message(args.holder),
+        record_command: args.record_command,
     })
 }
 
@@ -476,14 +480,25 @@ fn message(args: cli::HolderArgs) -> Option<String> {
     args.message.map(|m| m.to_string_lossy().into_owned())
 }
 
-/// The lock name used when none is given: `exec:` and the command line, each
-/// word shell-quoted where needed, so that the same command on any host
-/// contends for the same lock. Names are shared across versions: the quoting
-/// must never change.
+/// The lock name used when none is given: `exec:`, the program's base name
+/// and the first 16 hex digits of the SHA-1 of the whole argv (each word's
+/// length as 8 big-endian bytes, then the word). The same command gives the
+/// same name on any host and with any version, so that it contends for the
+/// same lock; no argument appears in it, so that a secret among them does
+/// not reach the key, `list`, `status` or the wake-up channel. Names are
+/// shared across versions: this must never change.
 pub fn derived_name(argv: &[OsString]) -> OsString {
-    let mut name = b"exec:".to_vec();
-    name.extend(crate::redact::quoted_command_line(argv));
-    std::os::unix::ffi::OsStringExt::from_vec(name)
+    let mut hash = sha1_smol::Sha1::new();
+    for word in argv {
+        hash.update(&(word.len() as u64).to_be_bytes());
+        hash.update(word.as_bytes());
+    }
+    let digest = hash.digest().to_string();
+    let program = argv
+        .first()
+        .map(|p| crate::redact::program_name(p))
+        .unwrap_or_default();
+    format!("exec:{program}:{}", &digest[..16]).into()
 }
 
 /// Blocking is the default, as in flock; `-w 0` is `-n`.
@@ -567,7 +582,7 @@ fn wakeups(value: Option<&OsStr>) -> Result<bool, Error> {
         Some(Some("0")) => Ok(false),
         Some(_) => Err(Error::Usage(format!(
             "invalid value '{}' for REDLOCK_WAKEUPS: use 0 (off) or 1 (on)",
-            value.unwrap_or_default().to_string_lossy()
+            crate::redact::value(value.unwrap_or_default())
         ))),
     }
 }
@@ -575,10 +590,12 @@ fn wakeups(value: Option<&OsStr>) -> Result<bool, Error> {
 /// A duration option parsed in config (`--server-timeout`,
 /// `--restart-guard`), from the flag or its variable, whichever clap chose.
 fn parse_duration_option(text: &OsStr, flag: &str, variable: &str) -> Result<Duration, Error> {
-    let text = text.to_string_lossy();
-    duration::parse(&text).map_err(|err| {
+    let shown = crate::redact::value(text);
+    duration::parse(&text.to_string_lossy()).map_err(|err| {
+        // The parser's reason may quote the value too.
+        let err = crate::redact::value(OsStr::new(&err.to_string()));
         Error::Usage(format!(
-            "invalid value '{text}' for '{flag} <DUR>' (or {variable}): {err}"
+            "invalid value '{shown}' for '{flag} <DUR>' (or {variable}): {err}"
         ))
     })
 }
@@ -818,22 +835,26 @@ mod tests {
     }
 
     #[test]
-    fn derived_names_are_stable_and_readable() {
+    fn derived_names_are_stable_and_hold_no_argument() {
         let argv = |words: &[&str]| words.iter().map(OsString::from).collect::<Vec<_>>();
-        assert_eq!(derived_name(&argv(&["cron-job.sh"])), "exec:cron-job.sh");
+        // Pinned: computed independently (Python's hashlib); the same on
+        // every host and every version.
+        assert_eq!(
+            derived_name(&argv(&["cron-job.sh"])),
+            "exec:cron-job.sh:f6f6fc7ca98fc808"
+        );
         assert_eq!(
             derived_name(&argv(&["sh", "-c", "echo 'hi' there"])),
-            "exec:sh -c 'echo '\\''hi'\\'' there'"
+            "exec:sh:f16ccb67eac76b5f"
         );
-        assert_eq!(derived_name(&argv(&["a", ""])), "exec:a ''");
         assert_eq!(
-            derived_name(&argv(&["/usr/bin/env", "A=1", "x@y", "50%", "a+b,c"])),
-            "exec:/usr/bin/env A=1 x@y 50% a+b,c"
+            derived_name(&argv(&["/usr/bin/env", "A=1", "x@y"])),
+            "exec:env:feb23f052a9f9e72"
         );
-        assert_eq!(derived_name(&argv(&["$HOME", "a*"])), "exec:'$HOME' 'a*'");
-        assert_ne!(
-            derived_name(&argv(&["a b"])),
-            derived_name(&argv(&["a", "b"]))
-        );
+        assert_eq!(derived_name(&argv(&["a b"])), "exec:a_b:6e9e3e2196619123");
+        assert_eq!(derived_name(&argv(&["a", "b"])), "exec:a:687fb8b40baf82db");
+        let secret = derived_name(&argv(&["mysql", "-phunter2", "redis://:hunter3@h"]));
+        let secret = secret.to_string_lossy();
+        assert!(!secret.contains("hunter"), "{secret}");
     }
 }

@@ -146,7 +146,7 @@ fn from_values(values: &[OsString], source: &ServerSource) -> Result<Vec<ServerS
         let text = value
             .to_str()
             .ok_or_else(|| Error::Config(format!("{name}: a server URL is not valid UTF-8")))?;
-        urls.extend(split_list(text));
+        urls.extend(split_list(text).map_err(|why| Error::Config(format!("{name}: {why}")))?);
     }
     let urls: Vec<&str> = urls
         .iter()
@@ -171,31 +171,52 @@ fn parse_all(urls: &[&str], name: &str) -> Result<Vec<ServerSpec>, Error> {
 /// Splits one list at commas. A piece with an '@' but no scheme may be the
 /// rest of a password that held an unencoded comma: it is joined to the
 /// piece before it only when that piece is no server URL on its own and the
-/// two together are one with a user-info part. Otherwise every piece is a
-/// server of its own (and one that does not parse is an error), so that
-/// separate servers are never merged into one.
-fn split_list(value: &str) -> Vec<String> {
+/// two together are one with a user-info part. When the piece before is a
+/// server URL on its own, the piece is one too only if it has a password
+/// of its own (`:pw@host`); one with a bare user-info (`rest@host`) is most
+/// likely the tail of a cut password, and the list is refused (the URL is
+/// not shown: its pieces are pieces of the password). Otherwise every piece
+/// is a server of its own (and one that does not parse is an error), so
+/// that separate servers are never merged into one.
+fn split_list(value: &str) -> Result<Vec<String>, String> {
     let mut urls: Vec<String> = Vec::new();
     for piece in value.split(',') {
         if let Some(previous) = urls.last_mut() {
             let joined = format!("{previous},{piece}");
             let continues = piece.contains('@')
                 && !piece.contains("://")
-                && ServerSpec::parse(previous).is_err()
                 && ServerSpec::parse(&joined).is_ok_and(|spec| spec.has_secret());
-            if continues {
+            if continues && ServerSpec::parse(previous).is_err() {
                 *previous = joined;
                 continue;
+            }
+            if continues && !has_own_password(piece) {
+                return Err(CUT_AT_A_COMMA.into());
             }
         }
         urls.push(piece.to_owned());
     }
-    urls
+    Ok(urls)
+}
+
+const CUT_AT_A_COMMA: &str = "a comma seems to cut a server URL inside its password (the piece \
+    after it has a user name but no password of its own); write a comma in a password as %2C \
+    (and '@' as %40)";
+
+/// Whether a scheme-less piece has `user:password@` of its own.
+fn has_own_password(piece: &str) -> bool {
+    piece
+        .rsplit_once('@')
+        .is_some_and(|(user_info, _)| user_info.contains(':'))
 }
 
 /// A servers file: one URL per line; blank lines and lines starting with
-/// `#` are skipped. A file that holds a password should be readable by its
-/// owner only; if not, the user hears of it.
+/// `#` are skipped, and so is a ` # comment` after a URL (a URL holds no
+/// whitespace; a `#` in a password is written %23); a UTF-8 byte order mark
+/// is ignored. A control character (a NUL, say) on a line is refused. A
+/// file that holds a password should be readable by its owner only, and
+/// any servers file writable by its owner only (whoever can change it can
+/// point the lock at servers of their own); if not, the user hears of it.
 fn from_file(path: &Path) -> Result<ServerList, Error> {
     let source = ServerSource::File(path.to_path_buf());
     let name = source.describe();
@@ -203,20 +224,42 @@ fn from_file(path: &Path) -> Result<ServerList, Error> {
         read_small_file(path).map_err(|err| Error::Config(format!("{name}: {err}")))?;
     let text = String::from_utf8(text)
         .map_err(|_| Error::Config(format!("{name}: the file is not valid UTF-8")))?;
-    let urls: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .collect();
+    let urls = file_lines(&text).map_err(|why| Error::Config(format!("{name}: {why}")))?;
     if urls.is_empty() {
         return Err(Error::Config(format!("{name} names no server")));
     }
     let specs = parse_all(&urls, &name)?;
     let mut notices = Vec::new();
-    if mode & 0o077 != 0 && specs.iter().any(ServerSpec::has_secret) {
+    if mode & 0o044 != 0 && specs.iter().any(ServerSpec::has_secret) {
         notices.push(Notice::ReadableSecretFile(path.to_path_buf()));
     }
+    if mode & 0o022 != 0 {
+        notices.push(Notice::WritableServersFile(path.to_path_buf()));
+    }
     list(specs, source, notices)
+}
+
+/// The URLs of a servers file's text, one a line, without comments.
+fn file_lines(text: &str) -> Result<Vec<&str>, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut urls = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        if line.contains(|c: char| c.is_control() && c != '\t') {
+            return Err(format!(
+                "line {} holds a control character; write one URL a line",
+                number + 1
+            ));
+        }
+        let line = match line.find(" #").or_else(|| line.find("\t#")) {
+            Some(at) => &line[..at],
+            None => line,
+        }
+        .trim();
+        if !line.is_empty() && !line.starts_with('#') {
+            urls.push(line);
+        }
+    }
+    Ok(urls)
 }
 
 /// The same master listed twice would count twice towards the quorum. One
@@ -256,6 +299,7 @@ mod tests {
 
     #[test]
     fn lists_split_at_commas_but_not_inside_passwords() {
+        let split_list = |list| split_list(list).unwrap();
         assert_eq!(split_list("a:1,b:2"), ["a:1", "b:2"]);
         assert_eq!(
             split_list("redis://u:p,w@h:1,h:2"),
@@ -264,6 +308,19 @@ mod tests {
         assert_eq!(split_list("redis://:1,2@h:1"), ["redis://:1,2@h:1"]);
         // Three servers stay three: b:2 is a server of its own.
         assert_eq!(split_list("a:1,b:2,:pw@c:3"), ["a:1", "b:2", ":pw@c:3"]);
+        assert_eq!(split_list(":p1@a:1,u:p2@b:2"), [":p1@a:1", "u:p2@b:2"]);
+    }
+
+    #[test]
+    fn a_password_cut_at_a_comma_is_refused_not_sent_in_pieces() {
+        // "p@ss,w0rd": "redis://:p@ss" parses (password "p", host "ss").
+        for list in ["redis://:p@ss,w0rd@h", "redis://u:123,w0rd@h:1"] {
+            let err = resolve(&sources(&[list], None)).unwrap_err();
+            assert_eq!(err.exit(), crate::exit_code::Exit::Config, "{list}");
+            let text = err.message();
+            assert!(text.contains("%2C"), "{text}");
+            assert!(!text.contains("w0rd") && !text.contains("123"), "{text}");
+        }
     }
 
     fn sources(flags: &[&str], env: Option<&str>) -> Sources {
@@ -394,6 +451,32 @@ mod tests {
         );
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(resolve(&file).unwrap().notices, []);
+        // Writable, not readable: said as it is.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o622)).unwrap();
+        assert_eq!(
+            resolve(&file).unwrap().notices,
+            [Notice::WritableServersFile(path.clone())]
+        );
+        // Without a password too: whoever writes it picks the servers.
+        std::fs::write(&path, "127.0.0.1:1\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert_eq!(
+            resolve(&file).unwrap().notices,
+            [Notice::WritableServersFile(path.clone())]
+        );
+    }
+
+    #[test]
+    fn a_bom_and_trailing_comments_are_skipped_and_control_characters_refused() {
+        assert_eq!(
+            file_lines("\u{feff}127.0.0.1:1 # the first\n# c\n 127.0.0.1:2\t# second\n"),
+            Ok(vec!["127.0.0.1:1", "127.0.0.1:2"])
+        );
+        let err = file_lines("127.0.0.1:1\n127.0.0.1:2\0x\n").unwrap_err();
+        assert_eq!(
+            err,
+            "line 2 holds a control character; write one URL a line"
+        );
     }
 
     #[test]

@@ -262,7 +262,10 @@ pub(super) fn event(event: &Event<'_>) -> (Level, String) {
         Event::Notice(notice) => (Expected, self::notice(notice)),
         Event::DerivedName(key) => (
             Verbose,
-            format!("lock name derived from the command: {key}"),
+            format!(
+                "lock name derived from the command: {key} (its program and a hash of all its \
+                 words: the same command gives this name on every host)"
+            ),
         ),
         Event::Retrying { attempt, error } => (
             Verbose,
@@ -315,6 +318,13 @@ fn notice(notice: &Notice) -> String {
             format!(
                 "servers file {path} holds a password and can be read by group or others; \
                  chmod 600 {path}"
+            )
+        }
+        Notice::WritableServersFile(path) => {
+            let path = escape_bytes(path.as_os_str().as_encoded_bytes());
+            format!(
+                "servers file {path} can be changed by group or others, who could point the \
+                 lock at servers of their own; chmod go-w {path}"
             )
         }
     }

@@ -23,8 +23,6 @@ pub struct Command {
     pub env: Vec<(&'static str, OsString)>,
     /// Variables taken out of it.
     pub env_remove: Vec<&'static str>,
-    /// Descriptors (close-on-exec here) that the command alone inherits.
-    pub inherit: Vec<RawFd>,
     /// The signal that asks the command to stop.
     pub signal: Signal,
     pub plan: super::schedule::StopPlan,
@@ -125,25 +123,9 @@ pub fn spawn(
             command.pre_exec(move || take_terminal_from(supervisor_group));
         }
         command.pre_exec(default_job_signals);
-        let inherit = spec.inherit.clone();
-        command.pre_exec(move || keep_open(&inherit));
         command.pre_exec(move || not_after(start_by));
     }
     command.spawn()
-}
-
-/// Hook: clears close-on-exec on `fds`, so that the command inherits them
-/// (fcntl is async-signal-safe; nothing is allocated here).
-fn keep_open(fds: &[RawFd]) -> io::Result<()> {
-    for &fd in fds {
-        // SAFETY: the descriptor is open in the parent until the spawn returns.
-        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-        nix::fcntl::fcntl(
-            fd,
-            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
-        )?;
-    }
-    Ok(())
 }
 
 /// The error a spawn fails with when the stop time had passed before the

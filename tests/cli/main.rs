@@ -28,6 +28,7 @@ mod readme;
 mod recipes;
 mod release_extend;
 mod restart_guard;
+mod secrets;
 mod server_errors;
 mod server_sources;
 mod snapshots;
