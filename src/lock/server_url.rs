@@ -2,13 +2,17 @@
 //! showing them without secrets.
 
 use std::fmt;
+use std::sync::Arc;
 
 use redis::{ConnectionAddr, IntoConnectionInfo};
 
 /// A server URL that was parsed and may be shown: its display form never
 /// contains the password.
+/// Cheap to clone: `list` names the servers of every lock it shows.
 #[derive(Clone)]
-pub struct ServerSpec {
+pub struct ServerSpec(Arc<Spec>);
+
+struct Spec {
     info: redis::ConnectionInfo,
     /// The URL as given (with `redis://` put in front of a bare host:port),
     /// secrets and all: never shown.
@@ -61,31 +65,31 @@ impl ServerSpec {
         // One round trip fewer on every connect: we never need CLIENT SETINFO.
         let settings = info.redis_settings().clone().set_skip_set_lib_name();
         let info = info.set_redis_settings(settings);
-        Ok(ServerSpec {
+        Ok(ServerSpec(Arc::new(Spec {
             info,
             url,
             shown,
             password,
-        })
+        })))
     }
 
     /// Whether the URL holds a secret: a user-info part or a password
     /// parameter, which the shown form hides.
     pub fn has_secret(&self) -> bool {
-        redact_url(&self.url) != self.url
+        redact_url(&self.0.url) != self.0.url
     }
 
     /// The URL as given, secret included, for handing the server on to a
     /// process that needs it; never for showing.
     pub fn secret_url(&self) -> &str {
-        &self.url
+        &self.0.url
     }
 
     /// Which server process this is, as far as the URL can tell: the same
     /// host and port (or socket) is the same master whatever the database,
     /// user or spelling of the URL.
     pub fn identity(&self) -> String {
-        match self.info.addr() {
+        match self.0.info.addr() {
             ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
                 let host = host
                     .trim_start_matches('[')
@@ -118,33 +122,33 @@ impl ServerSpec {
                 let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
                 format!("unix {}", path.display())
             }
-            _ => self.shown.clone(),
+            _ => self.0.shown.clone(),
         }
     }
 
     pub(super) fn connection_info(&self) -> &redis::ConnectionInfo {
-        &self.info
+        &self.0.info
     }
 
     pub fn is_tls(&self) -> bool {
-        matches!(self.info.addr(), ConnectionAddr::TcpTls { .. })
+        matches!(self.0.info.addr(), ConnectionAddr::TcpTls { .. })
     }
 
     /// Removes this server's password from a message that may have quoted it.
     pub fn scrub(&self, message: &str) -> String {
-        scrub(message, self.password.as_deref())
+        scrub(message, self.0.password.as_deref())
     }
 }
 
 impl fmt::Display for ServerSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.shown)
+        f.write_str(&self.0.shown)
     }
 }
 
 impl fmt::Debug for ServerSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ServerSpec({})", self.shown)
+        write!(f, "ServerSpec({})", self.0.shown)
     }
 }
 
