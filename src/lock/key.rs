@@ -98,8 +98,9 @@ const LOOKALIKE_BLANKS: [char; 5] = ['\u{115f}', '\u{1160}', '\u{2800}', '\u{316
 /// separator, whitespace other than the space, or a look-alike blank. Text
 /// escapes these, and JSON writes them as `\uXXXX`.
 pub fn is_hidden(c: char) -> bool {
-    if matches!(c, '\'' | '"' | '\\') {
-        return false;
+    // Most text is ASCII: only its controls (C0 and DEL) are hidden.
+    if c.is_ascii() {
+        return c.is_ascii_control();
     }
     LOOKALIKE_BLANKS.contains(&c) || c.escape_debug().nth(1).is_some()
 }

@@ -620,6 +620,9 @@ impl serde_json::ser::Formatter for Compact {
         writer: &mut W,
         fragment: &str,
     ) -> io::Result<()> {
+        if fragment.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+            return writer.write_all(fragment.as_bytes());
+        }
         let mut plain = 0;
         for (at, c) in fragment.char_indices() {
             if !is_hidden(c) {

@@ -109,8 +109,9 @@ end
 -- KEYS[2] by default), as status and a busy acquire show it:
 -- {type, value (strings only, else false; for a string longer than
 --  LONGEST_VALUE its length instead), remaining ms, record or false,
---  this server's clock in ms or false}.
-local function occupant(key, record_key)
+--  this server's clock in ms or false}. `now` is that clock when the
+-- caller read it already (list reads it once for a whole batch).
+local function occupant(key, record_key, now)
   key = key or KEYS[1]
   local kind = redis.call("TYPE", key)["ok"]
   local value = false
@@ -122,6 +123,6 @@ local function occupant(key, record_key)
       value = redis.call("GET", key)
     end
   end
-  return {kind, value, redis.call("PTTL", key), holder_record(record_key), now_ms()}
+  return {kind, value, redis.call("PTTL", key), holder_record(record_key), now or now_ms()}
 end
 
