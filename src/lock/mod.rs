@@ -3,6 +3,7 @@
 //! durations and get typed outcomes back. It imports nothing of the crate but
 //! the shared clock.
 
+mod capped;
 mod error;
 mod force;
 mod holder;

@@ -15,6 +15,7 @@ use redis::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Mutex;
 
+use super::capped::{Capped, MOST_PER_REPLY};
 use super::key::{escape_and_cut, SERVER_TEXT_SHOWN};
 use super::scripts::{Invocation, LuaScript};
 use super::server_url::{ServerSpec, SpecError};
@@ -311,17 +312,41 @@ impl Server {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(Some(self.timeout));
-        let inner = self
-            .client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await
-            .map_err(|err| self.failed(&err))?;
+        let inner = self.open(config).await.map_err(|err| self.failed(&err))?;
         let connection = Connection {
             inner,
             sent_scripts: Arc::default(),
         };
         *cached = Some(connection.clone());
         Ok((connection, false))
+    }
+
+    /// A new connection. Plain TCP and Unix sockets are opened here, so
+    /// that every reply passes [`Capped`]: a hostile server cannot make a
+    /// reply of gigabytes reach memory. A TLS server, which proved who it
+    /// is, is left to redis-rs's own TLS set-up.
+    async fn open(
+        &self,
+        config: AsyncConnectionConfig,
+    ) -> redis::RedisResult<MultiplexedConnection> {
+        let info = self.spec.connection_info();
+        let settings = info.redis_settings();
+        match info.addr() {
+            ConnectionAddr::Tcp(host, port) => {
+                let stream = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
+                stream.set_nodelay(true)?;
+                capped(settings, stream, config).await
+            }
+            ConnectionAddr::Unix(path) => {
+                let stream = tokio::net::UnixStream::connect(path).await?;
+                capped(settings, stream, config).await
+            }
+            _ => {
+                self.client
+                    .get_multiplexed_async_connection_with_config(&config)
+                    .await
+            }
+        }
     }
 
     fn failed(&self, err: &RedisError) -> ServerError {
@@ -444,6 +469,23 @@ fn is_not_permitted(err: &RedisError, message: &str) -> bool {
         || message.contains("The user executing the script can't")
         || message.contains("ACL failure in script")
         || (message.contains("refused to switch database") && message.contains("no permissions"))
+}
+
+/// A connection over `stream` that refuses replies past [`MOST_PER_REPLY`];
+/// its driver runs on the runtime until the connection is dropped.
+async fn capped<S>(
+    settings: &redis::RedisConnectionInfo,
+    stream: S,
+    config: AsyncConnectionConfig,
+) -> redis::RedisResult<MultiplexedConnection>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let stream = Capped::new(stream, MOST_PER_REPLY);
+    let (connection, driver) =
+        MultiplexedConnection::new_with_config(settings, stream, config).await?;
+    tokio::spawn(driver);
+    Ok(connection)
 }
 
 #[cfg(test)]

@@ -25,3 +25,47 @@ fn a_pttl_no_redis_gives_is_a_malformed_reply() {
         out.stdout
     );
 }
+
+/// A reply of 100 MB from something that is not Redis: redlock stops
+/// reading it past 64 MiB, at once, instead of reading it into memory
+/// until the server timeout.
+#[test]
+fn a_huge_reply_is_refused_past_the_cap_not_read_into_memory() {
+    let size = 100 << 20;
+    let mut reply = format!("${size}\r\n").into_bytes();
+    reply.resize(reply.len() + size, b'x');
+    let server = FakeServer::answering(reply);
+    let mut cmd = redlock();
+    cmd.env("REDLOCK_SERVERS", server.url())
+        .env("REDLOCK_RESTART_GUARD", "0")
+        .args(["--server-timeout", "5s", "status", "x"]);
+    let mut timed = std::process::Command::new("/usr/bin/time");
+    timed.args(["-f", "peak_rss_kb=%M"]).arg(cmd.get_program());
+    timed.args(cmd.get_args());
+    for (name, value) in cmd.get_envs() {
+        match value {
+            Some(value) => timed.env(name, value),
+            None => timed.env_remove(name),
+        };
+    }
+    let started = std::time::Instant::now();
+    let out = run(&mut timed);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(4),
+        "read until the timeout: {:?}",
+        started.elapsed()
+    );
+    assert!(
+        out.stdout.contains("a reply larger than 64 MiB"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    let peak: u64 = out
+        .stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("peak_rss_kb="))
+        .and_then(|kb| kb.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak RSS: {}", out.stderr));
+    assert!(peak < 96 * 1024, "peak RSS {peak} KiB");
+}
