@@ -145,7 +145,10 @@ pub struct ServerPart {
     pub state: Result<Option<Duration>, ServerError>,
 }
 
-/// Every lock found, with every server's view of it.
+/// A listing: handed over a batch of locks at a time while it is read
+/// (`locks` holds that batch), then whole, with every server's part and
+/// how many locks there were (`locks` empty), so that memory holds one
+/// batch however many locks there are.
 #[derive(Debug, Clone)]
 pub struct Listing {
     pub query: ListQuery,
@@ -155,6 +158,8 @@ pub struct Listing {
     /// their keys; names that no server that counts holds any more (they
     /// expired between the SCAN and the read) are left out.
     pub locks: Vec<Inspection>,
+    /// How many locks were handed over in all.
+    pub count: usize,
     restart_guard: Option<Duration>,
 }
 
@@ -265,10 +270,12 @@ impl ListQuery {
 }
 
 impl Redlock {
-    /// Finds every lock `query` names on every server, and reads them all.
-    /// Each SCAN page and each batch is one request bounded by the server
-    /// timeout; the servers are asked concurrently.
-    pub async fn list(&self, query: ListQuery) -> Listing {
+    /// Finds every lock `query` names on every server, and reads them a
+    /// batch at a time, handing each batch to `each` as soon as every
+    /// server has answered for it; returns the whole listing without its
+    /// locks. Each SCAN page and each batch is one request bounded by the
+    /// server timeout; the servers are asked concurrently.
+    pub async fn list(&self, query: ListQuery, each: &mut dyn FnMut(&Listing)) -> Listing {
         let (limit, most_keys) = limits();
         let deadline = (after(tokio::time::Instant::now(), limit), limit);
         let pattern: Arc<[u8]> = query.scan_pattern().into();
@@ -281,9 +288,51 @@ impl Redlock {
         for keys in scans.iter().flatten() {
             names.extend(keys.iter().filter_map(|k| query.lock_of(k.clone())));
         }
-        let keys: Arc<[LockKey]> = names.into_iter().map(LockKey::new).collect();
+        let keys: Vec<LockKey> = names.into_iter().map(LockKey::new).collect();
+        let mut parts: Vec<Result<Option<Duration>, ServerError>> =
+            scans.into_iter().map(|scan| scan.map(|_| None)).collect();
+        let mut listing = Listing {
+            query,
+            quorum: self.quorum,
+            servers: Vec::new(),
+            locks: Vec::new(),
+            count: 0,
+            restart_guard: (!self.restart_guard.is_zero()).then_some(self.restart_guard),
+        };
+        // At least one batch, so that an empty listing still hears the guard.
+        let batches: Vec<&[LockKey]> = match keys.len() {
+            0 => vec![&[]],
+            _ => keys.chunks(BATCH).collect(),
+        };
+        for batch in batches {
+            let columns = self.read_batch(batch, &mut parts, deadline).await;
+            listing.locks = self.inspections(batch, columns, listing.restart_guard);
+            listing.count += listing.locks.len();
+            if !listing.locks.is_empty() {
+                each(&listing);
+            }
+        }
+        listing.locks = Vec::new();
+        listing.servers = self.parts(parts);
+        listing
+    }
+
+    /// Every server's states for `batch`, as columns in key order; a server
+    /// that failed once (`parts`) is not asked again, and one that fails now
+    /// is marked so.
+    async fn read_batch(
+        &self,
+        batch: &[LockKey],
+        parts: &mut [Result<Option<Duration>, ServerError>],
+        deadline: Deadline,
+    ) -> Vec<Column> {
+        let keys: Arc<[LockKey]> = batch.into();
         let guard: Arc<(u64, Vec<u8>)> =
             Arc::new((ttl_millis(self.restart_guard), self.marker.clone()));
+        let failed: Vec<Option<ServerError>> = parts
+            .iter()
+            .map(|part| part.as_ref().err().cloned())
+            .collect();
         let reads = fan_out(&self.servers, |server| {
             by(
                 deadline,
@@ -291,40 +340,63 @@ impl Redlock {
             )
         })
         .await;
-        let reads: Vec<Result<ServerRead, ServerError>> = scans
+        reads
             .into_iter()
-            .zip(reads)
-            .map(|(scan, read)| scan.and(read))
-            .collect();
-        let specs: Vec<ServerSpec> = self.servers.iter().map(|s| s.spec().clone()).collect();
-        let restart_guard = (!self.restart_guard.is_zero()).then_some(self.restart_guard);
-        let (servers, mut columns) = split_reads(&specs, reads);
+            .zip(failed)
+            .zip(parts.iter_mut())
+            .map(|((read, failed), part)| match (failed, read) {
+                (Some(err), _) | (None, Err(err)) => {
+                    *part = Err(err.clone());
+                    Column::Failed(err)
+                }
+                (None, Ok((restarting, states))) => {
+                    *part = Ok(restarting);
+                    Column::Read(states.into_iter())
+                }
+            })
+            .collect()
+    }
+
+    /// The inspections of `batch` from every server's column; names that no
+    /// server holds any more are left out.
+    fn inspections(
+        &self,
+        batch: &[LockKey],
+        mut columns: Vec<Column>,
+        restart_guard: Option<Duration>,
+    ) -> Vec<Inspection> {
         // Each server's states are taken in key order, one per lock: every
         // reply is walked once, whatever the number of locks.
-        let locks = keys
+        batch
             .iter()
             .map(|key| Inspection {
                 key: key.clone(),
                 quorum: self.quorum,
-                servers: specs
+                servers: self
+                    .servers
                     .iter()
                     .zip(columns.iter_mut())
                     .map(|(server, column)| ServerState {
-                        server: server.clone(),
+                        server: server.spec().clone(),
                         state: column.next_state(),
                     })
                     .collect(),
                 restart_guard,
             })
             .filter(|lock| lock.verdict() != Verdict::Free || lock.seen().is_some())
-            .collect();
-        Listing {
-            query,
-            quorum: self.quorum,
-            servers,
-            locks,
-            restart_guard,
-        }
+            .collect()
+    }
+
+    /// Each server's part in the listing.
+    fn parts(&self, parts: Vec<Result<Option<Duration>, ServerError>>) -> Vec<ServerPart> {
+        self.servers
+            .iter()
+            .zip(parts)
+            .map(|(server, state)| ServerPart {
+                server: server.spec().clone(),
+                state,
+            })
+            .collect()
     }
 }
 
@@ -344,25 +416,6 @@ impl Column {
             Column::Failed(err) => Err(err.clone()),
         }
     }
-}
-
-/// Each server's part in the listing, and its states as a column to walk.
-fn split_reads(
-    specs: &[ServerSpec],
-    reads: Vec<Result<ServerRead, ServerError>>,
-) -> (Vec<ServerPart>, Vec<Column>) {
-    specs
-        .iter()
-        .zip(reads)
-        .map(|(server, read)| {
-            let (state, column) = match read {
-                Ok((restarting, states)) => (Ok(restarting), Column::Read(states.into_iter())),
-                Err(err) => (Err(err.clone()), Column::Failed(err)),
-            };
-            let server = server.clone();
-            (ServerPart { server, state }, column)
-        })
-        .unzip()
 }
 
 /// Runs `work` for every server at once; its results in configuration order.
@@ -432,36 +485,27 @@ async fn scan(
 /// holds for each lock of the listing.
 type ServerRead = (Option<Duration>, Vec<KeyState>);
 
-/// What one server holds for each of `keys`, in their order, and whether the
-/// restart guard keeps it out.
+/// What one server holds for each of `keys` (one batch, one script call),
+/// in their order, and whether the restart guard keeps it out.
 async fn read(
     server: Arc<Server>,
     keys: Arc<[LockKey]>,
     guard: Arc<(u64, Vec<u8>)>,
 ) -> Result<ServerRead, ServerError> {
-    let mut states = Vec::with_capacity(keys.len());
-    let mut restarting = None;
-    // At least one call, so that an empty listing still hears the guard.
-    let batches: Vec<&[LockKey]> = match keys.len() {
-        0 => vec![&[]],
-        _ => keys.chunks(BATCH).collect(),
+    let call = List {
+        marker: guard.1.clone(),
+        guard_ms: guard.0,
+        locks: keys.to_vec(),
     };
-    for batch in batches {
-        let call = List {
-            marker: guard.1.clone(),
-            guard_ms: guard.0,
-            locks: batch.to_vec(),
-        };
-        let read = server
-            .call(move |mut connection: Connection| async move { connection.invoke(&call).await })
-            .await?;
-        restarting = read.restarting.map(|r| r.left);
-        states.extend(
-            read.occupants
-                .into_iter()
-                .map(|occupant| KeyState::new(occupant, read.restarting.as_ref(), 0)),
-        );
-    }
+    let read = server
+        .call(move |mut connection: Connection| async move { connection.invoke(&call).await })
+        .await?;
+    let restarting = read.restarting.map(|r| r.left);
+    let states = read
+        .occupants
+        .into_iter()
+        .map(|occupant| KeyState::new(occupant, read.restarting.as_ref(), 0))
+        .collect();
     Ok((restarting, states))
 }
 

@@ -31,17 +31,17 @@ impl Format for Json {
                 let occupied = inspection.occupied();
                 to_line(&StatusJson::new(inspection, verdict, occupied.as_ref()))?
             }
-            Outcome::Listed(listing) => {
-                let entries = listing.entries();
-                to_line(&ListJson::new(listing, &entries))?
-            }
             Outcome::Forced(forced) => {
                 let verdict = forced.before.verdict();
                 let occupied = forced.before.occupied().or_else(|| forced.before.seen());
                 to_line(&ForcedJson::new(forced, &verdict, occupied.as_ref()))?
             }
-            // `exec --json` is refused; an interrupted wait prints nothing.
-            Outcome::Ran(_) | Outcome::Interrupted { .. } | Outcome::Generated => return Ok(None),
+            // `exec --json` is refused; an interrupted wait prints nothing;
+            // `list` writes its object as it reads (see `Output::listed`).
+            Outcome::Ran(_)
+            | Outcome::Interrupted { .. }
+            | Outcome::Generated
+            | Outcome::Listed(_) => return Ok(None),
         };
         Ok(Some(line))
     }
@@ -399,12 +399,19 @@ struct BrokenJson {
     ago_ms: Option<u64>,
 }
 
-/// `list --json`: every lock found, and how many servers could be read.
+/// `list --json`: one object, `{"prefix", "pattern", "locks": [...],
+/// "servers", "quorum", "failed"}`, written in three parts so that the
+/// locks go out a batch at a time as they are read: [`list_opening`],
+/// [`list_locks`] for each batch, and [`list_closing`].
 #[derive(Debug, Serialize)]
-pub struct ListJson<'a> {
+struct ListOpening<'a> {
     prefix: Bytes<'a>,
     pattern: Bytes<'a>,
-    locks: Vec<ListedJson<'a>>,
+}
+
+/// The end of `list --json`, after its locks.
+#[derive(Debug, Serialize)]
+struct ListClosing {
     /// How many servers are configured, and how many make a majority.
     servers: usize,
     quorum: usize,
@@ -440,11 +447,21 @@ struct FailedJson {
     restarting_ms: Option<u64>,
 }
 
-impl<'a> ListJson<'a> {
-    pub fn new(listing: &'a Listing, entries: &'a [Listed<'a>]) -> Self {
-        let locks = entries
-            .iter()
-            .map(|entry| ListedJson {
+/// `{"prefix":…,"pattern":…,"locks":[`
+pub fn list_opening(listing: &Listing) -> io::Result<String> {
+    let opening = to_line(&ListOpening {
+        prefix: Bytes(&listing.query.prefix),
+        pattern: Bytes(&listing.query.pattern),
+    })?;
+    Ok(format!("{},\"locks\":[", opening.trim_end_matches('}')))
+}
+
+/// The locks of one batch, as array elements joined by commas.
+pub fn list_locks(entries: &[Listed<'_>]) -> io::Result<String> {
+    let locks: Vec<String> = entries
+        .iter()
+        .map(|entry| {
+            to_line(&ListedJson {
                 name: Name::of(entry.name),
                 key: Key::of(entry.lock.key.bytes()),
                 state: super::words::standing(entry.standing),
@@ -458,32 +475,35 @@ impl<'a> ListJson<'a> {
                 .map(millis),
                 held_on: entry.held_on.iter().map(ToString::to_string).collect(),
             })
-            .collect();
-        let failed = listing
-            .servers
-            .iter()
-            .filter_map(|part| {
-                let (error, restarting_ms) = match &part.state {
-                    Ok(None) => return None,
-                    Ok(Some(left)) => (super::words::server_restarting(*left), Some(millis(*left))),
-                    Err(err) => (err.to_string(), None),
-                };
-                Some(FailedJson {
-                    server: part.server.to_string(),
-                    error,
-                    restarting_ms,
-                })
+        })
+        .collect::<io::Result<_>>()?;
+    Ok(locks.join(","))
+}
+
+/// `],"servers":…,"quorum":…,"failed":[…]}`
+pub fn list_closing(listing: &Listing) -> io::Result<String> {
+    let failed = listing
+        .servers
+        .iter()
+        .filter_map(|part| {
+            let (error, restarting_ms) = match &part.state {
+                Ok(None) => return None,
+                Ok(Some(left)) => (super::words::server_restarting(*left), Some(millis(*left))),
+                Err(err) => (err.to_string(), None),
+            };
+            Some(FailedJson {
+                server: part.server.to_string(),
+                error,
+                restarting_ms,
             })
-            .collect();
-        ListJson {
-            prefix: Bytes(&listing.query.prefix),
-            pattern: Bytes(&listing.query.pattern),
-            locks,
-            servers: listing.servers.len(),
-            quorum: listing.quorum,
-            failed,
-        }
-    }
+        })
+        .collect();
+    let closing = to_line(&ListClosing {
+        servers: listing.servers.len(),
+        quorum: listing.quorum,
+        failed,
+    })?;
+    Ok(format!("],{}", closing.trim_start_matches('{')))
 }
 
 /// `release --force --json`: `release --json`'s fields, and what was broken.

@@ -16,7 +16,7 @@ use std::io::{self, Write};
 
 use crate::config::OutputMode;
 use crate::exit_code::Exit;
-use crate::lock::{LockKey, Wait};
+use crate::lock::{self, LockKey, Wait};
 use crate::outcome::{Failed, Outcome};
 use format::{Format, Level, Piece};
 
@@ -46,6 +46,19 @@ impl Events {
 pub struct Output {
     mode: OutputMode,
     format: Box<dyn Format>,
+    /// How far `list`'s stdout has got while it is written in batches.
+    listing: std::cell::RefCell<Listing>,
+}
+
+/// `list`'s stdout so far: whether its header (or the JSON object's
+/// opening) and a lock are out, the table's column widths, and a write
+/// that failed (nothing more is written after it).
+#[derive(Default)]
+struct Listing {
+    opened: bool,
+    any: bool,
+    widths: [usize; 4],
+    failed: Option<io::Error>,
 }
 
 impl Output {
@@ -55,7 +68,56 @@ impl Output {
         } else {
             Box::new(text::Text { quiet: mode.quiet })
         };
-        Output { mode, format }
+        Output {
+            mode,
+            format,
+            listing: Default::default(),
+        }
+    }
+
+    /// One batch of `list`'s locks, written as soon as it is read, so that
+    /// a listing of any size holds one batch in memory. `-q` writes no
+    /// table; a failed write (a closed pipe) stops the writing, and the end
+    /// of the listing says so.
+    pub fn listed(&self, batch: &lock::Listing) {
+        let mut state = self.listing.borrow_mut();
+        if state.failed.is_some() || (self.mode.quiet && !self.mode.json) {
+            return;
+        }
+        let entries = batch.entries();
+        let written = if self.mode.json {
+            let comma = if state.any { "," } else { "" };
+            let opening = match state.opened {
+                true => String::new(),
+                false => json::list_opening(batch).unwrap_or_default(),
+            };
+            json::list_locks(&entries).and_then(|locks| raw(&format!("{opening}{comma}{locks}")))
+        } else {
+            let header = !state.opened;
+            line(&text::list_rows(&entries, &mut state.widths, header))
+        };
+        state.opened = true;
+        state.any |= !entries.is_empty();
+        if let Err(err) = written {
+            state.failed = Some(err);
+        }
+    }
+
+    /// The end of `list --json`'s object (its opening too if no lock was
+    /// written), after the batches.
+    fn listing_end(&self, listing: &lock::Listing) -> io::Result<Option<String>> {
+        let mut state = self.listing.borrow_mut();
+        if let Some(err) = state.failed.take() {
+            return Err(err);
+        }
+        if !self.mode.json {
+            return Ok(None);
+        }
+        let opening = match state.opened {
+            true => String::new(),
+            false => json::list_opening(listing)?,
+        };
+        Ok(Some(format!("{opening}{}", json::list_closing(listing)?)))
     }
 
     pub fn events(&self) -> Events {
@@ -66,6 +128,9 @@ impl Output {
     /// failed (a closed pipe), which the caller weighs.
     pub fn render(&self, result: Result<&Outcome, &Failed<'_>>, exit: Exit) -> io::Result<()> {
         let pieces = match result {
+            Ok(outcome @ Outcome::Listed(listing)) => {
+                text::pieces(outcome, self.listing_end(listing)?, self.mode.json)
+            }
             Ok(outcome) => text::pieces(outcome, self.format.outcome(outcome)?, self.mode.json),
             Err(failed) => {
                 let level = if exit.is_expected_outcome() {
@@ -109,6 +174,13 @@ fn say(mode: OutputMode, level: Level, text: &str) {
     if shown {
         note(text);
     }
+}
+
+/// Writes `text` to stdout as it is, no newline: part of a line.
+fn raw(text: &str) -> io::Result<()> {
+    let mut stdout = io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()
 }
 
 /// Writes one line to stdout.

@@ -30,10 +30,6 @@ impl Format for Text {
                 inspection,
                 verdict,
             } if !self.quiet => Some(status(inspection, verdict)),
-            Outcome::Listed(listing) if !self.quiet => {
-                let entries = listing.entries();
-                (!entries.is_empty()).then(|| list(&entries))
-            }
             _ => None,
         })
     }
@@ -117,7 +113,7 @@ fn listed(listing: &Listing, stdout: Option<Piece>, json: bool) -> Vec<Option<Pi
         .filter_map(list_server)
         .map(|m| Some(Piece::Stderr(Level::Warning, m)))
         .collect();
-    if listing.locks.is_empty() && !json {
+    if listing.count == 0 && !json {
         pieces.push(Some(Piece::Stderr(Level::Expected, list_empty(listing))));
     }
     pieces.push(stdout);
@@ -411,17 +407,21 @@ fn status(inspection: &Inspection, verdict: &Verdict) -> String {
 /// are shown whole and push their line's other columns out.
 const NAME_COLUMN: usize = 40;
 
-/// `redlock list`: a header and one line per lock, the holder last since it
-/// is the longest.
-fn list(entries: &[Listed<'_>]) -> String {
+/// `redlock list`'s lines for one batch of locks, the holder last since it
+/// is the longest, under a header if `header`. The columns are as wide as
+/// the widest of this batch and those before (`widths`, which grow), so a
+/// listing of one batch is aligned whole and a longer one never shrinks.
+pub(super) fn list_rows(entries: &[Listed<'_>], widths: &mut [usize; 4], header: bool) -> String {
     let rows: Vec<[String; 5]> = entries.iter().map(list_row).collect();
-    let header = ["NAME", "STATE", "AGE", "EXPIRES", "HOLDER"].map(String::from);
-    let width = |column: usize| {
-        let widest = rows.iter().map(|row| row[column].chars().count()).max();
-        widest.unwrap_or(0).max(header[column].len())
-    };
-    let widths = [width(0).min(NAME_COLUMN), width(1), width(2), width(3)];
-    std::iter::once(&header)
+    let head = ["NAME", "STATE", "AGE", "EXPIRES", "HOLDER"].map(String::from);
+    for (c, width) in widths.iter_mut().enumerate() {
+        let widest = rows.iter().map(|row| row[c].chars().count()).max();
+        *width = (*width).max(widest.unwrap_or(0)).max(head[c].len());
+    }
+    widths[0] = widths[0].min(NAME_COLUMN);
+    header
+        .then_some(&head)
+        .into_iter()
         .chain(&rows)
         .map(|row| {
             let padded: Vec<String> = (0..4)

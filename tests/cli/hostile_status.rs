@@ -1,7 +1,7 @@
 //! What a hostile server says about a lock is checked before it is shown.
 
 use crate::support::fake_server::FakeServer;
-use crate::support::{redlock, run};
+use crate::support::{redlock, run, with_peak_rss};
 
 /// A PTTL below -2 means nothing in Redis: a reply that carries one is
 /// malformed, and the server counts as failed rather than showing a lock
@@ -39,17 +39,8 @@ fn a_huge_reply_is_refused_past_the_cap_not_read_into_memory() {
     cmd.env("REDLOCK_SERVERS", server.url())
         .env("REDLOCK_RESTART_GUARD", "0")
         .args(["--server-timeout", "5s", "status", "x"]);
-    let mut timed = std::process::Command::new("/usr/bin/time");
-    timed.args(["-f", "peak_rss_kb=%M"]).arg(cmd.get_program());
-    timed.args(cmd.get_args());
-    for (name, value) in cmd.get_envs() {
-        match value {
-            Some(value) => timed.env(name, value),
-            None => timed.env_remove(name),
-        };
-    }
     let started = std::time::Instant::now();
-    let out = run(&mut timed);
+    let (out, peak) = with_peak_rss(&cmd);
     assert!(
         started.elapsed() < std::time::Duration::from_secs(4),
         "read until the timeout: {:?}",
@@ -61,11 +52,5 @@ fn a_huge_reply_is_refused_past_the_cap_not_read_into_memory() {
         out.stdout,
         out.stderr
     );
-    let peak: u64 = out
-        .stderr
-        .lines()
-        .find_map(|line| line.strip_prefix("peak_rss_kb="))
-        .and_then(|kb| kb.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no peak RSS: {}", out.stderr));
     assert!(peak < 96 * 1024, "peak RSS {peak} KiB");
 }

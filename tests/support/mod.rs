@@ -1231,6 +1231,30 @@ pub fn run(cmd: &mut Command) -> Output {
     .finish(RUN_TIMEOUT)
 }
 
+/// Runs `cmd` with [`run`] under `/usr/bin/time`, and returns its output
+/// (stderr without time's line) with its peak RSS in KiB.
+#[track_caller]
+pub fn with_peak_rss(cmd: &Command) -> (Output, u64) {
+    let mut timed = Command::new("/usr/bin/time");
+    timed.args(["-f", "peak_rss_kb=%M"]).arg(cmd.get_program());
+    timed.args(cmd.get_args());
+    for (name, value) in cmd.get_envs() {
+        match value {
+            Some(value) => timed.env(name, value),
+            None => timed.env_remove(name),
+        };
+    }
+    let mut out = run(&mut timed);
+    let (stderr, peak) = out
+        .stderr
+        .rsplit_once("peak_rss_kb=")
+        .map(|(rest, kb)| (rest.to_owned(), kb.trim().parse().ok()))
+        .unwrap_or_else(|| panic!("no peak RSS from /usr/bin/time: {}", out.stderr));
+    out.stderr = stderr;
+    let peak = peak.unwrap_or_else(|| panic!("an unreadable peak RSS: {}", out.stderr));
+    (out, peak)
+}
+
 /// Runs `cmd` with [`run`] and also returns how long it took.
 #[track_caller]
 pub fn timed(cmd: &mut Command) -> (Output, Duration) {
