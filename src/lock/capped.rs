@@ -4,7 +4,8 @@
 //! memory until the server timeout: 137 MB at 250 ms, 1.5 GB at 2 s.
 //!
 //! What counts is what is read since the last request was written: one
-//! request is in flight per server at a time, so that is its reply.
+//! request is in flight per server at a time, so that is its reply. Plain,
+//! TLS and Unix connections all read through it (`Server::open`).
 
 use std::io;
 use std::pin::Pin;

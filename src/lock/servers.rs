@@ -53,6 +53,8 @@ impl ServerError {
 pub struct Server {
     spec: ServerSpec,
     client: redis::Client,
+    /// For a `rediss://` server: the TLS set-up its connections use.
+    tls: Option<Arc<rustls::ClientConfig>>,
     timeout: Duration,
     connection: Mutex<Option<Connection>>,
     timeouts_in_a_row: AtomicU32,
@@ -163,9 +165,16 @@ impl Server {
             _ => redis::Client::open(spec.connection_info().clone()),
         }
         .map_err(|err| SpecError(format!("{spec}: {}", spec.scrub(&err.to_string()))))?;
+        let tls = match spec.is_tls() {
+            true => Some(Arc::new(
+                tls_config(tls_root_cert).map_err(|err| SpecError(format!("{spec}: {err}")))?,
+            )),
+            false => None,
+        };
         Ok(Arc::new(Server {
             spec,
             client,
+            tls,
             timeout,
             connection: Mutex::new(None),
             timeouts_in_a_row: AtomicU32::new(0),
@@ -321,25 +330,41 @@ impl Server {
         Ok((connection, false))
     }
 
-    /// A new connection. Plain TCP and Unix sockets are opened here, so
-    /// that every reply passes [`Capped`]: a hostile server cannot make a
-    /// reply of gigabytes reach memory. A TLS server, which proved who it
-    /// is, is left to redis-rs's own TLS set-up.
+    /// A new connection, opened here so that every reply passes [`Capped`]:
+    /// a hostile server cannot make a reply of gigabytes reach memory. TLS
+    /// is set up as redis-rs would (the system's roots, or the CA file's);
+    /// only a URL that asks for no certificate check is left to redis-rs.
     async fn open(
         &self,
         config: AsyncConnectionConfig,
     ) -> redis::RedisResult<MultiplexedConnection> {
         let info = self.spec.connection_info();
         let settings = info.redis_settings();
-        match info.addr() {
-            ConnectionAddr::Tcp(host, port) => {
+        match (info.addr(), &self.tls) {
+            (ConnectionAddr::Tcp(host, port), _) => {
                 let stream = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
                 stream.set_nodelay(true)?;
                 capped(settings, stream, config).await
             }
-            ConnectionAddr::Unix(path) => {
+            (ConnectionAddr::Unix(path), _) => {
                 let stream = tokio::net::UnixStream::connect(path).await?;
                 capped(settings, stream, config).await
+            }
+            (
+                ConnectionAddr::TcpTls {
+                    host,
+                    port,
+                    insecure: false,
+                    ..
+                },
+                Some(tls),
+            ) => {
+                let stream = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
+                stream.set_nodelay(true)?;
+                let name = rustls::pki_types::ServerName::try_from(host.clone())
+                    .map_err(|err| RedisError::from(io::Error::other(err)))?;
+                let connector = tokio_rustls::TlsConnector::from(Arc::clone(tls));
+                capped(settings, connector.connect(name, stream).await?, config).await
             }
             _ => {
                 self.client
@@ -469,6 +494,32 @@ fn is_not_permitted(err: &RedisError, message: &str) -> bool {
         || message.contains("The user executing the script can't")
         || message.contains("ACL failure in script")
         || (message.contains("refused to switch database") && message.contains("no permissions"))
+}
+
+/// The TLS set-up of a `rediss://` server: the CA file's certificates
+/// (PEM) if one is given, else the system's roots.
+fn tls_config(root_cert: Option<&[u8]>) -> Result<rustls::ClientConfig, String> {
+    use rustls::pki_types::{pem::PemObject as _, CertificateDer};
+    let mut roots = rustls::RootCertStore::empty();
+    match root_cert {
+        Some(pem) => {
+            for cert in CertificateDer::pem_slice_iter(pem) {
+                let cert = cert.map_err(|err| format!("the CA file: {err}"))?;
+                roots
+                    .add(cert)
+                    .map_err(|err| format!("the CA file: {err}"))?;
+            }
+        }
+        None => {
+            // A certificate the system cannot parse is no root: skip it.
+            for cert in rustls_native_certs::load_native_certs().certs {
+                let _ = roots.add(cert);
+            }
+        }
+    }
+    Ok(rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth())
 }
 
 /// A connection over `stream` that refuses replies past [`MOST_PER_REPLY`];
