@@ -304,8 +304,15 @@ impl Redlock {
             0 => vec![&[]],
             _ => keys.chunks(BATCH).collect(),
         };
-        for batch in batches {
-            let columns = self.read_batch(batch, &mut parts, deadline).await;
+        let mut reading = Some(self.send_batch(batches[0], &parts, deadline).await);
+        for (i, batch) in batches.iter().enumerate() {
+            let reads = join(reading.take().unwrap_or_default()).await;
+            // The next batch is asked for before this one is judged and
+            // written, so that the servers work on it meanwhile.
+            if let Some(next) = batches.get(i + 1) {
+                reading = Some(self.send_batch(next, &parts, deadline).await);
+            }
+            let columns = columns(reads, &mut parts);
             listing.locks = self.inspections(batch, columns, listing.restart_guard);
             listing.count += listing.locks.len();
             if !listing.locks.is_empty() {
@@ -317,44 +324,35 @@ impl Redlock {
         listing
     }
 
-    /// Every server's states for `batch`, as columns in key order; a server
-    /// that failed once (`parts`) is not asked again, and one that fails now
-    /// is marked so.
-    async fn read_batch(
+    /// Asks every server that has not failed yet for `batch`; the reads run
+    /// on while the caller goes on (their requests are out when this
+    /// returns).
+    async fn send_batch(
         &self,
         batch: &[LockKey],
-        parts: &mut [Result<Option<Duration>, ServerError>],
+        parts: &[Result<Option<Duration>, ServerError>],
         deadline: Deadline,
-    ) -> Vec<Column> {
+    ) -> Vec<Reading> {
         let keys: Arc<[LockKey]> = batch.into();
         let guard: Arc<(u64, Vec<u8>)> =
             Arc::new((ttl_millis(self.restart_guard), self.marker.clone()));
-        let failed: Vec<Option<ServerError>> = parts
+        let reading = self
+            .servers
             .iter()
-            .map(|part| part.as_ref().err().cloned())
-            .collect();
-        let reads = fan_out(&self.servers, |server| {
-            by(
-                deadline,
-                read(server, Arc::clone(&keys), Arc::clone(&guard)),
-            )
-        })
-        .await;
-        reads
-            .into_iter()
-            .zip(failed)
-            .zip(parts.iter_mut())
-            .map(|((read, failed), part)| match (failed, read) {
-                (Some(err), _) | (None, Err(err)) => {
-                    *part = Err(err.clone());
-                    Column::Failed(err)
-                }
-                (None, Ok((restarting, states))) => {
-                    *part = Ok(restarting);
-                    Column::Read(states.into_iter())
-                }
+            .zip(parts)
+            .map(|(server, part)| match part {
+                Err(err) => Reading::Failed(err.clone()),
+                Ok(_) => Reading::Asked(tokio::spawn(by(
+                    deadline,
+                    read(Arc::clone(server), Arc::clone(&keys), Arc::clone(&guard)),
+                ))),
             })
-            .collect()
+            .collect();
+        // Let the reads write their requests before the caller works on.
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        reading
     }
 
     /// The inspections of `batch` from every server's column; names that no
@@ -416,6 +414,49 @@ impl Column {
             Column::Failed(err) => Err(err.clone()),
         }
     }
+}
+
+/// One server's read of a batch: under way, or not asked because the
+/// server failed before.
+enum Reading {
+    Asked(tokio::task::JoinHandle<Result<ServerRead, ServerError>>),
+    Failed(ServerError),
+}
+
+/// Every server's read of a batch, once all are in.
+async fn join(reading: Vec<Reading>) -> Vec<Result<ServerRead, ServerError>> {
+    let mut reads = Vec::with_capacity(reading.len());
+    for read in reading {
+        reads.push(match read {
+            Reading::Asked(task) => task
+                .await
+                .unwrap_or_else(|err| Err(ServerError::Failed(err.to_string()))),
+            Reading::Failed(err) => Err(err),
+        });
+    }
+    reads
+}
+
+/// Each server's states as a column in key order; a server that fails
+/// now is marked so in `parts`, and stays so.
+fn columns(
+    reads: Vec<Result<ServerRead, ServerError>>,
+    parts: &mut [Result<Option<Duration>, ServerError>],
+) -> Vec<Column> {
+    reads
+        .into_iter()
+        .zip(parts.iter_mut())
+        .map(|(read, part)| match (part.as_ref().err().cloned(), read) {
+            (Some(err), _) | (None, Err(err)) => {
+                *part = Err(err.clone());
+                Column::Failed(err)
+            }
+            (None, Ok((restarting, states))) => {
+                *part = Ok(restarting);
+                Column::Read(states.into_iter())
+            }
+        })
+        .collect()
 }
 
 /// Runs `work` for every server at once; its results in configuration order.
