@@ -88,15 +88,16 @@ impl WakeBudget {
 }
 
 /// What one server's listener (by its index) reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Event {
     /// The subscription is confirmed: every release on this server from now
     /// on is announced to us.
     Listening(usize),
     /// The subscription failed; this server is left to the poll.
     Failed,
-    /// A release was announced.
-    Released(usize),
+    /// A release was announced, naming the waiter whose turn it is (its
+    /// ticket), or nobody (empty): then anyone may try.
+    Released(usize, Vec<u8>),
 }
 
 /// The subscriptions of one waiter, one connection per server, and what
@@ -118,6 +119,8 @@ pub struct Wakeups {
     listening: bool,
     /// How many more wake-ups may be spent, and when.
     budget: WakeBudget,
+    /// This waiter's ticket in line, to tell its turn from another's.
+    ticket: Option<Vec<u8>>,
 }
 
 impl Wakeups {
@@ -137,11 +140,10 @@ impl Wakeups {
                     }
                 };
                 let _ = sender.send(Event::Listening(index));
-                while poll_fn(|cx| Pin::new(&mut messages).poll_next(cx))
-                    .await
-                    .is_some()
+                while let Some(message) = poll_fn(|cx| Pin::new(&mut messages).poll_next(cx)).await
                 {
-                    if sender.send(Event::Released(index)).is_err() {
+                    let turn = message.get_payload_bytes().to_vec();
+                    if sender.send(Event::Released(index, turn)).is_err() {
                         return;
                     }
                 }
@@ -156,12 +158,17 @@ impl Wakeups {
             settle_until: None,
             listening: false,
             budget: WakeBudget::new(tokio::time::Instant::now()),
+            ticket: None,
         }
     }
 
     /// Called as an attempt starts: what arrived so far happened before the
     /// attempt reaches any server, so the attempt sees its effect.
-    pub fn attempt_starts(&mut self) {
+    /// A new attempt starts; from now on, a release that names another
+    /// waiter's turn does not wake this one, whose ticket is `ticket`
+    /// (`None` before it stands in line).
+    pub fn attempt_starts(&mut self, ticket: Option<&str>) {
+        self.ticket = ticket.map(|t| t.as_bytes().to_vec());
         while let Ok(event) = self.events.try_recv() {
             self.note(event);
         }
@@ -228,7 +235,11 @@ impl Wakeups {
                 self.listening_on[index] = true;
             }
             Event::Failed => self.unsettled -= 1,
-            Event::Released(index) => {
+            // Another waiter's turn: this one could not take the lock, and
+            // waits for its own turn or its poll.
+            Event::Released(_, turn) if !turn.is_empty() && Some(&turn) != self.ticket.as_ref() => {
+            }
+            Event::Released(index, _) => {
                 self.announced[index] = true;
                 self.settle_until
                     .get_or_insert_with(|| tokio::time::Instant::now() + SETTLE);

@@ -92,10 +92,10 @@ async fn acquire(
         attempts += 1;
         let token = Token::generate();
         in_flight.set(token.clone());
-        if let Some(wakeups) = wakeups.as_mut() {
-            wakeups.attempt_starts();
-        }
         let ticket = in_flight.ticket();
+        if let Some(wakeups) = wakeups.as_mut() {
+            wakeups.attempt_starts(ticket.as_ref().map(|t| t.id.as_str()));
+        }
         let (outcome, servers_clock) = redlock.attempt(key, &token, ttl, ticket.as_ref()).await;
         let error = match outcome {
             Ok(lease) => return Ok(Lease { attempts, ..lease }),

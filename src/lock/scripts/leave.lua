@@ -2,11 +2,12 @@
 -- A waiter that got the lock, gave up or was interrupted leaves the line
 -- (KEYS[3], KEYS[4]; ARGV[1] its ticket) at once, so that the next one does
 -- not wait for its ticket to lapse. If the lock is free, the next waiter may
--- take it now: that is announced on the channel ARGV[2] as a release is
--- (pcall: announcing is an optimisation). (leave_line comes from queue.lua.)
+-- take it now: that is announced on the channel ARGV[2] as a release is,
+-- naming the next waiter (pcall: announcing is an optimisation).
+-- (leave_line and next_waiter come from queue.lua.)
 -- Returns 1 (lock/scripts/leave.rs checks it).
 leave_line(ARGV[1])
 if ARGV[2] ~= "" and redis.call("TYPE", KEYS[1])["ok"] == "none" then
-  redis.pcall("PUBLISH", ARGV[2], "")
+  redis.pcall("PUBLISH", ARGV[2], next_waiter())
 end
 return 1

@@ -1,4 +1,4 @@
--- required by: acquire inspect force leave
+-- required by: acquire release inspect force leave
 -- A prelude: put in front of every script whose first line names it in
 -- "-- requires:" (lock/scripts/source.rs assembles them).
 -- The line of waiters for the lock KEYS[1]: KEYS[3] orders their tickets
@@ -46,6 +46,14 @@ local function first_in_line(now)
     return nil
   end
   return first[1]
+end
+
+-- What a release announces: the ticket of the waiter first in line, who
+-- alone may take the lock now, or "" when nobody stands in line (then
+-- everyone may try). now_ms comes from holder.lua.
+local function next_waiter()
+  local now = now_ms()
+  return (now and first_in_line(now)) or ""
 end
 
 -- How many waiters stand in line, lapsed ones left out (0 when the line
