@@ -18,7 +18,7 @@ use super::scripts::{
     Acquire, AcquireReply, Extend, Inspect, Invocation, Leave, LockKeys, Release,
 };
 use super::server_url::{ServerSpec, SpecError};
-use super::servers::{Connection, Server, ServerError};
+use super::servers::{tls_config, Connection, Server, ServerError};
 use crate::clock::BootInstant;
 
 /// A lock this process holds.
@@ -134,9 +134,15 @@ impl Redlock {
         tls_root_cert: Option<&[u8]>,
         restart_guard: Duration,
     ) -> Result<Self, SpecError> {
+        let tls = match specs.iter().find(|spec| spec.is_tls()) {
+            Some(first) => Some(Arc::new(
+                tls_config(tls_root_cert).map_err(|err| SpecError(format!("{first}: {err}")))?,
+            )),
+            None => None,
+        };
         let servers = specs
             .into_iter()
-            .map(|spec| Server::new(spec, timeout, tls_root_cert))
+            .map(|spec| Server::new(spec, timeout, tls_root_cert, tls.as_ref()))
             .collect::<Result<Vec<_>, _>>()?;
         let quorum = quorum(servers.len());
         Ok(Redlock {

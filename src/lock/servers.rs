@@ -153,6 +153,7 @@ impl Server {
         spec: ServerSpec,
         timeout: Duration,
         tls_root_cert: Option<&[u8]>,
+        tls: Option<&Arc<rustls::ClientConfig>>,
     ) -> Result<Arc<Self>, SpecError> {
         let client = match tls_root_cert {
             Some(pem) if spec.is_tls() => redis::Client::build_with_tls(
@@ -165,12 +166,7 @@ impl Server {
             _ => redis::Client::open(spec.connection_info().clone()),
         }
         .map_err(|err| SpecError(format!("{spec}: {}", spec.scrub(&err.to_string()))))?;
-        let tls = match spec.is_tls() {
-            true => Some(Arc::new(
-                tls_config(tls_root_cert).map_err(|err| SpecError(format!("{spec}: {err}")))?,
-            )),
-            false => None,
-        };
+        let tls = tls.filter(|_| spec.is_tls()).cloned();
         Ok(Arc::new(Server {
             spec,
             client,
@@ -496,9 +492,10 @@ fn is_not_permitted(err: &RedisError, message: &str) -> bool {
         || (message.contains("refused to switch database") && message.contains("no permissions"))
 }
 
-/// The TLS set-up of a `rediss://` server: the CA file's certificates
-/// (PEM) if one is given, else the system's roots.
-fn tls_config(root_cert: Option<&[u8]>) -> Result<rustls::ClientConfig, String> {
+/// The TLS set-up of the `rediss://` servers: the CA file's certificates
+/// (PEM) if one is given, else the system's roots. Built once for all of
+/// them (`Redlock::new`): reading the system's roots costs milliseconds.
+pub(super) fn tls_config(root_cert: Option<&[u8]>) -> Result<rustls::ClientConfig, String> {
     use rustls::pki_types::{pem::PemObject as _, CertificateDer};
     let mut roots = rustls::RootCertStore::empty();
     match root_cert {
