@@ -55,12 +55,10 @@ pub async fn acquire_or_cancel<C: Future>(
         }
     };
     if let Some(ticket) = &in_flight.ticket() {
-        // The script takes a ticket out of line where it took the lock; a
-        // lease confirmed by every server needs nothing more.
-        let everywhere = matches!(&outcome, Ok(Ok(lease)) if lease.held_on.len() == redlock.len());
-        if !everywhere {
-            redlock.leave_line(key, ticket).await;
-        }
+        // The scripts keep the ticket where they took the lock, so that an
+        // attempt that won only a minority keeps its place everywhere; the
+        // line is left here, however the wait ended.
+        redlock.leave_line(key, ticket).await;
     }
     outcome
 }

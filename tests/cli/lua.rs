@@ -282,9 +282,35 @@ fn acquire_keeps_a_free_lock_for_the_first_in_line() {
     assert_eq!(server.get(&k[0]).as_deref(), Some(&b"first"[..]));
     assert_eq!(
         line(&server, &k),
-        ["t-200", "t-300"],
-        "the taker left the line"
+        ["t-100", "t-200", "t-300"],
+        "the taker keeps its place until its attempt won a majority"
     );
+}
+
+/// A waiter that takes the lock on a server stands in line there too, so
+/// that if its attempt fails elsewhere every server still has its place.
+#[test]
+fn a_waiter_that_takes_the_lock_stands_in_line_there_too() {
+    let server = RedisServer::start();
+    let k = keys("taken-here");
+    let taken = run(
+        &server,
+        "acquire",
+        &k,
+        &acquire_args("mine", GUARD_OFF, "t-1", "1"),
+    );
+    assert_eq!(taken, Value::Int(1));
+    assert_eq!(line(&server, &k), ["t-1"]);
+    // A caller without a ticket stands nowhere.
+    let other = keys("no-ticket");
+    let taken = run(
+        &server,
+        "acquire",
+        &other,
+        &acquire_args("x", GUARD_OFF, "", "0"),
+    );
+    assert_eq!(taken, Value::Int(1));
+    assert!(line(&server, &other).is_empty());
 }
 
 #[test]

@@ -512,3 +512,46 @@ fn faketime_library() -> Option<std::path::PathBuf> {
         .map(|entry| entry.path().join("faketime/libfaketime.so.1"))
         .find(|lib| lib.is_file())
 }
+
+/// With a server down, every live server must agree on who is first. A
+/// waiter whose attempt wins some servers but not all keeps its place on
+/// those too: it used to stand in line only where it was refused, so two
+/// waiters could each be first somewhere and neither on a majority, and
+/// eight contenders with 2 of 5 servers dead could wait out a minute.
+#[test]
+fn a_waiter_keeps_its_place_where_its_attempt_won() {
+    let mut cluster = Cluster::start(3);
+    cluster[2].kill();
+    let _: () = redis::cmd("SET")
+        .arg("place")
+        .arg("someone-else")
+        .arg("PX")
+        .arg(3000)
+        .query(&mut cluster[1].client())
+        .unwrap();
+    let waiter = Running::spawn(
+        cluster
+            .redlock()
+            .env("REDLOCK_TEST_POLL_DELAY_MS", "300")
+            .args(["acquire", "-w", "15s", "place"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    let both = wait_until(Duration::from_secs(5), || {
+        cluster[0].in_line("place") == 1 && cluster[1].in_line("place") == 1
+    });
+    assert!(
+        both,
+        "in line on server 0: {}, on server 1: {}",
+        cluster[0].in_line("place"),
+        cluster[1].in_line("place")
+    );
+    waiter
+        .finish(Duration::from_secs(20))
+        .assert_code(0, "the lock once the other holder's key expired");
+    assert_eq!(
+        (cluster[0].in_line("place"), cluster[1].in_line("place")),
+        (0, 0),
+        "the holder left the line"
+    );
+}

@@ -35,8 +35,14 @@ if first == nil or first == ticket then
   if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
     write_holder(ARGV[4], tonumber(ARGV[2]), false)
     redis.pcall("DEL", KEYS[5])
-    if first then
-      leave_line(ticket)
+    -- A waiter's ticket stands in line here too: if this attempt wins only
+    -- some servers, it is released everywhere and tried again, and it must
+    -- find its place on every server, or the servers' lines disagree and
+    -- no waiter is first on a majority (with 2 of 5 servers down, every
+    -- live one must agree). The waiter leaves the line once it holds the
+    -- lock (lock/retry.rs).
+    if ticket ~= "" and now then
+      stand_in_line(ticket, ARGV[6], tonumber(now), linger)
     end
     return 1
   end
