@@ -1,5 +1,5 @@
 //! The line of waiters for a lock, so that waiters are served in the order
-//! they arrived (see queue.lua and the README's "Arrival order").
+//! they arrived (see queue.lua and "Arrival order" in docs/safety.md).
 //!
 //! A waiter whose first attempt failed draws one ticket: the servers' clock
 //! as that attempt saw it (the median of the clocks they answered with) and a

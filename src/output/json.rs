@@ -1,5 +1,5 @@
 //! The documented JSON objects, one type each, written by serde_json. Field
-//! names and meanings are part of the interface: see the README.
+//! names and meanings are part of the interface: see docs/guide.md.
 
 use std::io;
 

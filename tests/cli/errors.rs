@@ -363,7 +363,7 @@ fn the_same_server_listed_twice_is_a_configuration_error() {
 #[test]
 fn the_same_server_spelled_differently_is_listed_twice() {
     // `redis://H:P`, `redis://H:P/`, `redis://H:P/0` and `localhost` for
-    // 127.0.0.1 are the same master (README: "whatever the database number,
+    // 127.0.0.1 are the same master (docs/operations.md: "whatever the database number,
     // user or spelling"). Listed together they are counted as two servers:
     // a free lock is then reported busy (the second SET NX fails on the
     // shared key) where the duplicate must be refused (78).

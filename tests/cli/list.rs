@@ -303,7 +303,7 @@ fn odd_names_are_listed_escaped() {
         out.stdout
     );
     assert_eq!(out.stdout.lines().count(), 2);
-    // Not UTF-8: JSON has the text form, as for every name (README).
+    // Not UTF-8: JSON has the text form, as for every name (docs/guide.md).
     let json = run(cluster.redlock().args(["list", "--json"])).json();
     assert_eq!(names(&json), [r"a\nb\u{1b}[2J\xff"]);
 }

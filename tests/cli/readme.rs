@@ -1,5 +1,5 @@
-//! The shell scripts of README.md, run as printed: each test takes the code
-//! block under a heading of README.md, changes at most its timing (a TTL, an
+//! The shell scripts of README.md and the guide, run as printed: each test
+//! takes the code block under a heading of a document, changes at most its timing (a TTL, an
 //! interval) to keep it short, writes the job it runs (`./make-report`,
 //! `./import.sh`) into the script's directory, and runs it with `bash`
 //! against real servers. A script that the README teaches must not hide a
@@ -14,31 +14,37 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use crate::support::assertions::assert_gone_everywhere;
-use crate::support::{pid_alive, redlock_at, temp_dir, wait_until, Cluster, Output, Running};
+use crate::support::{
+    pid_alive, redlock_at, temp_dir, wait_until, Cluster, Output, ReservedPort, Running,
+};
 
-const SHELL_SCRIPT: &str = "### Take a lock in a shell script";
-const LONG_JOB: &str = "### Keep a long job's lock alive";
+/// A document of the project and a heading line in it.
+type Section = (&'static str, &'static str);
+
+const SHELL_SCRIPT: Section = ("README.md", "### Take a lock in a shell script");
+const LONG_JOB: Section = ("docs/guide.md", "## Keep a long job's lock alive");
 /// The line of the long job's script that sets its TTL and extend interval.
 const LONG_JOB_TIMES: &str = "ttl=30 every=10 ";
 
 /// How long a script may take; the scripts here take a few seconds.
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// The first fenced code block under the line `heading` of README.md, before
-/// the next heading. Panics if there is none, so that removing or renaming
-/// the section fails the tests that run its script.
-fn snippet(heading: &str) -> String {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
-    let readme = fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
-    let mut lines = readme.lines().skip_while(|line| *line != heading);
-    assert!(lines.next().is_some(), "README.md has no line {heading:?}");
+/// The first fenced code block under the line `heading` of the document,
+/// before the next heading. Panics if there is none, so that removing or
+/// renaming the section fails the tests that run its script.
+fn snippet((document, heading): Section) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(document);
+    let text =
+        fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let mut lines = text.lines().skip_while(|line| *line != heading);
+    assert!(lines.next().is_some(), "{document} has no line {heading:?}");
     let fence = lines
         .by_ref()
         .take_while(|line| !line.starts_with('#'))
         .find(|line| line.starts_with("```"));
     assert!(
         fence.is_some(),
-        "README.md has no code block under {heading:?}"
+        "{document} has no code block under {heading:?}"
     );
     let mut code = String::new();
     for line in lines {
@@ -48,7 +54,7 @@ fn snippet(heading: &str) -> String {
         code.push_str(line);
         code.push('\n');
     }
-    panic!("the code block under {heading:?} in README.md is not closed")
+    panic!("the code block under {heading:?} in {document} is not closed")
 }
 
 /// `text` with its one occurrence of `from` replaced by `to`.
@@ -344,4 +350,72 @@ fn long_job_script_passes_a_stop_on_to_the_job_and_keeps_the_lock_until_it_ends(
         out.stderr
     );
     assert_gone_everywhere(&cluster, b"big-import");
+}
+
+const FIRST_LOCK: Section = ("README.md", "## The first lock");
+
+/// Shuts down, on drop, the servers a script started on these ports, also
+/// when the script failed before its own shutdown line.
+struct ShutDown<'a>(&'a [ReservedPort]);
+
+impl Drop for ShutDown<'_> {
+    fn drop(&mut self) {
+        for port in self.0 {
+            let _ = Command::new("redis-cli")
+                .args(["-p", &port.0.to_string(), "shutdown", "nosave"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+#[test]
+fn the_first_lock_runs_as_printed_with_servers_it_starts() {
+    // The README's own servers, on free ports instead of 7001-7003, and the
+    // restart guard turned off instead of its 30s waited out (a shorter
+    // guard would refuse the default --ttl of 30s).
+    let ports = [
+        ReservedPort::new(),
+        ReservedPort::new(),
+        ReservedPort::new(),
+    ];
+    let _shut_down = ShutDown(&ports);
+    let mut script = replace_once(&snippet(FIRST_LOCK), "sleep 30 ", "sleep 0.5 ");
+    for (readme, port) in ["7001", "7002", "7003"].iter().zip(&ports) {
+        script = script.replace(readme, &port.0.to_string());
+    }
+    let dir = Workdir::new();
+    fs::write(dir.path().join("script"), format!("set -e\n{script}")).unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_redlock")).parent().unwrap();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs = vec![bin.to_path_buf()];
+    dirs.extend(std::env::split_paths(&path));
+    let mut bash = redlock_at(Path::new("bash"));
+    bash.arg("script")
+        .current_dir(dir.path())
+        .env("PATH", std::env::join_paths(dirs).unwrap())
+        .env("REDLOCK_RESTART_GUARD", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = Running::spawn(&mut bash).finish(LIMIT);
+    out.assert_code(0, "the first lock's commands, run with set -e");
+    assert!(
+        out.stdout.contains("busy: exit 75"),
+        "the second acquire found the lock busy:\n{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("runs while holding demo"),
+        "exec ran its command:\n{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("is held by"),
+        "status showed the holder:\n{}",
+        out.stdout
+    );
 }

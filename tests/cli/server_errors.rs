@@ -439,14 +439,14 @@ fn what_a_server_holds_is_escaped_and_cut_in_the_status_table_but_whole_in_json(
     );
 }
 
-/// The rules of the README's least-privileged user (the `ACL SETUSER locker`
-/// line under Permissions), after its password.
+/// The rules of the documented least-privileged user (the `ACL SETUSER
+/// locker` line under Permissions in docs/operations.md), after its password.
 fn documented_acl() -> Vec<String> {
-    let readme = include_str!("../../README.md");
-    let line = readme
+    let operations = include_str!("../../docs/operations.md");
+    let line = operations
         .lines()
         .find_map(|line| line.strip_prefix("`ACL SETUSER locker on >PASSWORD "))
-        .expect("the README shows the least-privileged user's ACL line");
+        .expect("docs/operations.md shows the least-privileged user's ACL line");
     line.trim_end_matches(['`', '.'])
         .split_whitespace()
         .map(str::to_owned)

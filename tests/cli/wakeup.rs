@@ -239,7 +239,7 @@ fn a_server_hung_while_the_waiter_subscribes_does_not_hold_up_its_wake_up() {
 
 #[test]
 fn a_user_without_publish_or_subscribe_locks_and_releases() {
-    // The README's least-privileged user less the channels: wake-ups are an
+    // The documented least-privileged user (docs/operations.md) less the channels: wake-ups are an
     // optimisation, so a refused PUBLISH must not fail the release, and a
     // refused SUBSCRIBE leaves the waiter polling.
     let cluster = Cluster::start(3);

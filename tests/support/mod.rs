@@ -89,6 +89,22 @@ fn release_port(port: u16) {
     }
 }
 
+/// A free port on 127.0.0.1 that no server of this process takes until it
+/// is dropped: for a server that a test's script starts itself.
+pub struct ReservedPort(pub u16);
+
+impl ReservedPort {
+    pub fn new() -> Self {
+        ReservedPort(reserve_free_port())
+    }
+}
+
+impl Drop for ReservedPort {
+    fn drop(&mut self) {
+        release_port(self.0);
+    }
+}
+
 // ---------------------------------------------------------------------------
 // RedisServer
 // ---------------------------------------------------------------------------
