@@ -1291,8 +1291,8 @@ fn children_of(pid: u32) -> Vec<u32> {
 }
 
 /// The watchdog is forked from `exec`, not a second start of the binary: it
-/// has `exec`'s own command line and executable, and runs in a process
-/// group of its own, out of reach of the terminal's signals.
+/// has `exec`'s own executable, and runs in a process group of its own, out
+/// of reach of the terminal's signals.
 #[test]
 fn the_watchdog_is_a_fork_of_exec_in_its_own_group() {
     let cluster = Cluster::start(1);
@@ -1315,11 +1315,8 @@ fn the_watchdog_is_a_fork_of_exec_in_its_own_group() {
         .into_iter()
         .find(|&child| cmdline(child) != b"sleep\x0030\x00")
         .expect("a child that is not the command");
-    assert_eq!(
-        String::from_utf8_lossy(&cmdline(watchdog)),
-        String::from_utf8_lossy(&cmdline(pid)),
-        "the watchdog's command line"
-    );
+    // Its name and command line are its own: see
+    // the_watchdog_shows_in_ps_as_the_watchdog.
     let exe = |pid: u32| std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
     assert_eq!(exe(watchdog), exe(pid));
     let group = nix::unistd::getpgid(Some(Pid::from_raw(watchdog as i32))).unwrap();
@@ -1331,4 +1328,38 @@ fn the_watchdog_is_a_fork_of_exec_in_its_own_group() {
         "exec passes SIGTERM on to sleep, then dies of it",
     );
     assert!(!pid_alive(watchdog as i32), "the watchdog outlived exec");
+}
+
+#[test]
+fn the_watchdog_shows_in_ps_as_the_watchdog() {
+    let cluster = Cluster::start(1);
+    let child = spawn_exec(&cluster, &["ps-named", "--", "sleep", "30"]);
+    let exec = child.id();
+    let read =
+        |pid: u32, what: &str| std::fs::read(format!("/proc/{pid}/{what}")).unwrap_or_default();
+    let watchdog = || {
+        children_of(exec)
+            .into_iter()
+            .find(|&pid| read(pid, "comm") == b"redlock-watch\n")
+    };
+    let found = wait_until(Duration::from_secs(5), || {
+        watchdog().is_some() && cluster[0].get(b"ps-named").is_some()
+    });
+    let watchdog = watchdog();
+    let comm = read(exec, "comm");
+    let cmdline = watchdog.map(|pid| read(pid, "cmdline")).unwrap_or_default();
+    child.signal(Signal::SIGTERM);
+    let out = child.finish(Duration::from_secs(10));
+    assert!(
+        found,
+        "no child of exec named redlock-watch ({})",
+        out.stderr
+    );
+    assert_eq!(comm, b"redlock\n", "exec keeps its own name");
+    let title = format!("redlock-watch (the watchdog of redlock exec, pid {exec})");
+    assert!(
+        cmdline.starts_with(title.as_bytes()) && cmdline.ends_with(b"\0"),
+        "{:?}",
+        String::from_utf8_lossy(&cmdline)
+    );
 }
