@@ -212,7 +212,11 @@ fn watchdog_process(pipe: OwnedFd, signal: Signal, plan: StopPlan) -> io::Result
     dup2_stdin(&null)?;
     dup2_stdout(&null)?;
     drop(null);
-    watch(pipe.as_fd(), signal, plan)
+    // Tests only (debug builds): act this much before the supervisor's
+    // schedule, as a watchdog does that wins the race to the stop time.
+    let early = super::child::test_pause_ms("REDLOCK_TEST_WATCHDOG_EARLY_MS")
+        .map_or(Duration::ZERO, Duration::from_millis);
+    watch(pipe.as_fd(), signal, plan, early)
 }
 
 /// Shows this process to `ps -f` and `pgrep -f` as `title`: the area its
@@ -279,6 +283,8 @@ struct Watch {
     /// The stop signal went out for the current deadline.
     signalled: bool,
     report: Report,
+    /// Tests only: how much earlier than the supervisor it acts.
+    early: Duration,
 }
 
 impl Watch {
@@ -329,7 +335,7 @@ impl Watch {
             Message::Done => return Some(self.report),
             Message::Group(group) => self.target = Some(group),
             Message::Deadline(new) => {
-                self.deadline = Some(new);
+                self.deadline = Some(new - self.early);
                 self.signalled = false;
             }
         }
@@ -340,7 +346,12 @@ impl Watch {
 /// The watchdog's loop: reads the supervisor's messages from `pipe` and
 /// returns its report once the command is done, or after it killed the
 /// command.
-fn watch(pipe: BorrowedFd<'_>, signal: Signal, plan: StopPlan) -> io::Result<Report> {
+fn watch(
+    pipe: BorrowedFd<'_>,
+    signal: Signal,
+    plan: StopPlan,
+    early: Duration,
+) -> io::Result<Report> {
     let mut watch = Watch {
         signal,
         plan,
@@ -348,6 +359,7 @@ fn watch(pipe: BorrowedFd<'_>, signal: Signal, plan: StopPlan) -> io::Result<Rep
         deadline: None,
         signalled: false,
         report: Report::Quiet,
+        early,
     };
     let mut unread = Vec::new();
     loop {
