@@ -165,6 +165,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --message 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"'
             cand -k 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse'
             cand --kill-after 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse'
+            cand --timeout 'Stop the command (the stop signal, then SIGKILL after --kill-after) and release the lock if it still runs this long after it started, counting what it leaves behind; exec then exits 124, as timeout(1) does'
             cand --signal 'The signal that asks the command to stop when the lock is lost, e.g. TERM, SIGINT or 2'
             cand -c 'Run STRING with `sh -c` instead of CMD'
             cand --command 'Run STRING with `sh -c` instead of CMD'

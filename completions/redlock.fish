@@ -121,6 +121,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand exec" -s w -l wait -d 'R
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s E -l conflict-exit-code -d 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out); -E 0 skips quietly, the cron idiom (acquire then prints no token)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s m -l message -d 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -s k -l kill-after -d 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec" -l timeout -d 'Stop the command (the stop signal, then SIGKILL after --kill-after) and release the lock if it still runs this long after it started, counting what it leaves behind; exec then exits 124, as timeout(1) does' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec" -l signal -d 'The signal that asks the command to stop when the lock is lost, e.g. TERM, SIGINT or 2' -r -f -a "TERM\t''
 INT\t''
 HUP\t''

@@ -128,12 +128,13 @@ pub fn exec_exit_status() -> String {
         "Exit status: the command's own; 128+N if it died of signal N (if exec got that signal\n\
         itself and passed it on, exec dies of it too, unless it is SIGQUIT); {} (or -E) if the\n\
         lock was busy; {} if no quorum; {} if the lock was lost while the command ran; {} if\n\
-        the servers refuse the lock or an extension; 126/127 if the command could not be run\n\
-        / was not found.",
+        the servers refuse the lock or an extension; {} if the command ran past --timeout;\n\
+        126/127 if the command could not be run / was not found.",
         Exit::Busy.code(),
         Exit::NoQuorum.code(),
         Exit::Lost.code(),
-        Exit::Config.code()
+        Exit::Config.code(),
+        Exit::TimedOut.code()
     )
 }
 
@@ -446,6 +447,12 @@ pub struct ExecArgs {
     /// --ttl so that the kill always lands before the lock can lapse.
     #[arg(short = 'k', long = "kill-after", value_name = "DUR", default_value = "5s", value_parser = duration::parse, allow_hyphen_values = true)]
     pub kill_after: Duration,
+
+    /// Stop the command (the stop signal, then SIGKILL after --kill-after) and
+    /// release the lock if it still runs this long after it started, counting what
+    /// it leaves behind; exec then exits 124, as timeout(1) does.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
+    pub timeout: Option<Duration>,
 
     /// The signal that asks the command to stop when the lock is lost, e.g. TERM,
     /// SIGINT or 2.

@@ -32,6 +32,9 @@ pub enum Exit {
     Config,
     /// 79: `release`/`extend` found that the token no longer holds a majority.
     Lost,
+    /// 124: `exec`: the command ran past `--timeout` and was stopped, as
+    /// `timeout(1)` exits.
+    TimedOut,
     /// Signal N: interrupted by it (after releasing what was taken), or for
     /// `exec`, the command died of it. The process then dies of the signal
     /// if it received it itself and it ends a process without a core (see
@@ -55,7 +58,7 @@ pub struct Row {
 
 /// Every fixed exit status, in ascending order. `128+N` and the command's own
 /// status under `exec` are described where they apply.
-pub const TABLE: [Row; 8] = [
+pub const TABLE: [Row; 9] = [
     Row {
         exit: Exit::Success,
         name: "success",
@@ -97,6 +100,11 @@ pub const TABLE: [Row; 8] = [
         name: "lost / not held",
         help: "lost / not held: the token no longer holds a majority",
     },
+    Row {
+        exit: Exit::TimedOut,
+        name: "timed out",
+        help: "timed out: exec's command ran past --timeout and was stopped",
+    },
 ];
 
 /// The status of [`Exit::Signal`], which has no fixed number, and what it
@@ -128,6 +136,7 @@ impl Exit {
             Exit::Busy => 75,
             Exit::Config => 78,
             Exit::Lost => 79,
+            Exit::TimedOut => 124,
             Exit::Signal(signal) => u8::try_from(128 + signal.clamp(0, 127)).unwrap_or(u8::MAX),
             Exit::Code(code) => code,
         }
@@ -153,7 +162,7 @@ mod tests {
     /// Every fixed status. The match in `is_fixed` is exhaustive on purpose:
     /// a new variant does not compile until it is sorted there, and a fixed
     /// one then belongs here, where the test below demands its row.
-    const FIXED: [Exit; 8] = [
+    const FIXED: [Exit; 9] = [
         Exit::Success,
         Exit::Free,
         Exit::Usage,
@@ -162,6 +171,7 @@ mod tests {
         Exit::Busy,
         Exit::Config,
         Exit::Lost,
+        Exit::TimedOut,
     ];
 
     fn is_fixed(exit: Exit) -> bool {
@@ -173,7 +183,8 @@ mod tests {
             | Exit::Internal
             | Exit::Busy
             | Exit::Config
-            | Exit::Lost => true,
+            | Exit::Lost
+            | Exit::TimedOut => true,
             Exit::Signal(_) | Exit::Code(_) => false,
         }
     }
@@ -202,7 +213,7 @@ mod tests {
 
     #[test]
     fn codes_are_the_documented_numbers() {
-        let expected = [0, 1, 64, 69, 70, 75, 78, 79];
+        let expected = [0, 1, 64, 69, 70, 75, 78, 79, 124];
         let codes: Vec<u8> = TABLE.iter().map(|row| row.exit.code()).collect();
         assert_eq!(codes, expected);
         assert_eq!(Exit::Signal(2).code(), 130);

@@ -96,9 +96,14 @@ pub enum RunEnd {
 /// Why `exec` stopped its command (the supervisor's reason, as data).
 #[derive(Debug)]
 pub enum Stop {
+    /// No extension came in time while redlock ran: `last_error` is why the
+    /// last attempt failed (`None`: none had been answered).
     NotExtended {
         left: Duration,
+        last_error: Option<LockError>,
     },
+    /// The stop fell due while redlock itself was not running (frozen,
+    /// suspended).
     Overdue,
     /// A majority said the token is gone; the protocol's error, and who
     /// broke the lock if it was broken with `release --force`.
@@ -107,6 +112,10 @@ pub enum Stop {
         broken: Option<Broken>,
     },
     TooLateToStart,
+    /// It ran past `exec --timeout` (this long).
+    TimedOut {
+        limit: Duration,
+    },
 }
 
 /// A failed run, as `output` reads it.
@@ -180,6 +189,7 @@ impl RunEnd {
     fn exit(&self) -> Exit {
         match self {
             RunEnd::Exited { status, .. } => child_exit(*status),
+            RunEnd::Stopped(Stop::TimedOut { .. }) => Exit::TimedOut,
             RunEnd::Stopped(_) => Exit::Lost,
             RunEnd::Refused(error) => lock_exit(error),
             // As shells do: 127 when it does not exist, 126 when it cannot run.

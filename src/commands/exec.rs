@@ -1,7 +1,7 @@
 //! `redlock exec`: take the lock, run the command under it while the keeper
 //! extends it, release it, and say how the command ended.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt as _;
 
@@ -12,7 +12,7 @@ use super::waiting::acquire_showing_progress;
 use crate::clock::BootInstant;
 use crate::config::ExecSpec;
 use crate::error::Error;
-use crate::lock::{keep, Holder, Keeping, Lease, LockError, Redlock, Tried, Verdict};
+use crate::lock::{keep, Holder, Keeping, Lease, LockError, LockKey, Redlock, Tried, Verdict};
 use crate::outcome::{Outcome, Ran, RunEnd, Stop};
 use crate::output::{Event, Events};
 use crate::signals::Listener;
@@ -56,7 +56,11 @@ pub async fn run(
     )
     .await?;
     let end = with_breaker(redlock, &spec.key, end).await;
-    let lost = matches!(end, RunEnd::Stopped(_) | RunEnd::Refused(_));
+    let lost = match &end {
+        RunEnd::Stopped(Stop::TimedOut { .. }) => false,
+        RunEnd::Stopped(_) | RunEnd::Refused(_) => true,
+        RunEnd::Exited { .. } | RunEnd::NotStarted { .. } => false,
+    };
     // After a loss (or a refusal) the release only tidies up; after a
     // normal end the command's status matters more than a lock that lapsed
     // at the very end, but it is said.
@@ -79,7 +83,7 @@ pub async fn run(
 
 /// A lock lost because someone broke it with `release --force` says who:
 /// one more read, on the loss path only.
-async fn with_breaker(redlock: &Redlock, key: &crate::lock::LockKey, end: RunEnd) -> RunEnd {
+async fn with_breaker(redlock: &Redlock, key: &LockKey, end: RunEnd) -> RunEnd {
     match end {
         RunEnd::Stopped(Stop::Lost { error, .. }) => {
             let broken = redlock.inspect(key).await.broken();
@@ -140,6 +144,7 @@ fn command_under(spec: &ExecSpec, lease: &Lease, child_env: &ChildEnv) -> superv
         env_remove: child_env.remove.clone(),
         signal: spec.signal,
         plan: spec.stop,
+        timeout: spec.timeout,
     }
 }
 
@@ -162,10 +167,19 @@ async fn supervise_under(
     let (holder_updates, holder) = watch::channel(None);
     // Why the keeper gave up: a loss, or a refused extension.
     let loss = Cell::new(None);
+    // Why the extensions since the last that succeeded failed: what a stop
+    // for want of one says.
+    let failing = RefCell::new(None);
     let lost = async {
         let on_event = |event: Keeping<'_>| match event {
-            Keeping::Extended => extensions.set(extensions.get() + 1),
-            Keeping::Retrying(err) => events.say(Event::ExtendRetrying(err)),
+            Keeping::Extended => {
+                extensions.set(extensions.get() + 1);
+                failing.replace(None);
+            }
+            Keeping::Retrying(err) => {
+                events.say(Event::ExtendRetrying(err));
+                failing.replace(Some(err.clone()));
+            }
         };
         loss.set(Some(
             keep(redlock, lease, deadlines, holder, on_event).await,
@@ -178,7 +192,7 @@ async fn supervise_under(
                 ..holder.clone()
             }));
         }
-        events.say(supervisor_event(&event));
+        say(events, &spec.key, &event);
     };
     let outcome = supervise::run(&command, watchdog, deadline, lost, signals, &report)
         .await
@@ -194,8 +208,13 @@ async fn supervise_under(
                 error,
                 broken: None,
             }),
-            (StopReason::NotExtended { left }, _) => RunEnd::Stopped(Stop::NotExtended { left }),
+            // A loss the keeper found after the stop began is the last word.
+            (StopReason::NotExtended { left }, loss) => RunEnd::Stopped(Stop::NotExtended {
+                left,
+                last_error: loss.or_else(|| failing.take()),
+            }),
             (StopReason::TooLateToStart, _) => RunEnd::Stopped(Stop::TooLateToStart),
+            (StopReason::TimedOut { limit }, _) => RunEnd::Stopped(Stop::TimedOut { limit }),
             (StopReason::Overdue | StopReason::Lost, _) => RunEnd::Stopped(Stop::Overdue),
         },
         supervise::Outcome::NotStarted(error) => RunEnd::NotStarted {
@@ -213,17 +232,42 @@ fn forwarded_and_fatal(status: std::process::ExitStatus) -> Option<nix::sys::sig
     crate::signals::received(signal).then_some(signal)
 }
 
-/// The supervisor's event, as the output hears it.
-fn supervisor_event(event: &supervise::Event) -> Event<'static> {
-    match event {
+/// Says the supervisor's event about the lock `key`.
+fn say(events: Events, key: &LockKey, event: &supervise::Event) {
+    let processes: Vec<(i32, &[u8])>;
+    events.say(match event {
         supervise::Event::Started { pid } => Event::CommandStarted { pid: *pid },
-        supervise::Event::HoldingForLeftovers => Event::HoldingForLeftovers,
+        supervise::Event::HoldingForLeftovers {
+            processes: left,
+            terminal,
+        } => {
+            processes = left.iter().map(|p| (p.pid, p.command.as_slice())).collect();
+            Event::HoldingForLeftovers {
+                key,
+                processes: &processes,
+                terminal: *terminal,
+            }
+        }
         supervise::Event::LeftoverStoppedAgain { pid, signal } => Event::LeftoverStoppedAgain {
             pid: *pid,
             signal: signal.as_str(),
         },
+        supervise::Event::StoppingLeftovers {
+            signal,
+            kill_in,
+            terminal,
+        } => Event::StoppingLeftovers {
+            signal: signal.as_str(),
+            kill_in: *kill_in,
+            terminal: *terminal,
+        },
+        supervise::Event::KillingLeftovers => Event::KillingLeftovers,
+        supervise::Event::Suspending { stop_in } => Event::Suspended {
+            key,
+            stop_in: *stop_in,
+        },
         supervise::Event::WatchdogGone => Event::WatchdogGone,
-    }
+    });
 }
 
 /// A `redlock exec` inside the command of another one for the same lock

@@ -125,6 +125,8 @@ pub struct ExecSpec {
     pub conflict_exit: u8,
     pub stop: StopPlan,
     pub signal: Signal,
+    /// `--timeout`: how long the command may run under the lock.
+    pub timeout: Option<Duration>,
     pub argv: Vec<OsString>,
     /// The note recorded beside the lock (`-m`).
     pub message: Option<String>,
@@ -441,6 +443,11 @@ fn exec_spec(args: ExecArgs, prefix: &[u8], json: bool) -> Result<ExecSpec, Erro
         ));
     }
     let ttl = ttl(args.ttl.ttl, MIN_EXEC_TTL)?;
+    if args.timeout == Some(Duration::ZERO) {
+        return Err(Error::Usage(
+            "--timeout must be more than 0 (leave it out for no time limit)".into(),
+        ));
+    }
     let argv = args.argv;
     let argv = match args.shell {
         Some(line) if line.is_empty() => {
@@ -468,6 +475,7 @@ fn exec_spec(args: ExecArgs, prefix: &[u8], json: bool) -> Result<ExecSpec, Erro
         conflict_exit: args.wait.conflict_exit_code,
         stop: StopPlan::new(ttl, args.kill_after),
         signal: args.signal,
+        timeout: args.timeout,
         argv,
         message: message(args.holder),
         record_command: args.record_command,

@@ -46,7 +46,7 @@ impl Failures {
 
 /// Why a lock operation did not succeed, as data: the words are the
 /// caller's (`output/words.rs`).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum LockError {
     Busy {
         key: LockKey,

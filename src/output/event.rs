@@ -1,6 +1,8 @@
 //! What a command says while it runs, as data: the one narrow sink
 //! ([`super::Events`]) takes these, and `text` words them.
 
+use std::time::Duration;
+
 use crate::config::Notice;
 use crate::lock::{Lease, LockError, LockKey};
 
@@ -20,8 +22,25 @@ pub enum Event<'a> {
     Nested(&'a LockKey),
     /// The command runs, as process `pid`.
     CommandStarted { pid: u32 },
-    /// The command exited; the lock is held until what it left ends.
-    HoldingForLeftovers,
+    /// The command exited; the lock is held until these processes it left
+    /// (pid, command line as raw bytes) end. `terminal`: Ctrl-C reaches us.
+    HoldingForLeftovers {
+        key: &'a LockKey,
+        processes: &'a [(i32, &'a [u8])],
+        terminal: bool,
+    },
+    /// Asked to end, `exec` stops what the command left: `signal` now,
+    /// SIGKILL `kill_in` later.
+    StoppingLeftovers {
+        signal: &'static str,
+        kill_in: Duration,
+        terminal: bool,
+    },
+    /// Asked again, `exec` kills what the command left.
+    KillingLeftovers,
+    /// `exec`'s job is stopped from the terminal (Ctrl-Z): nothing extends
+    /// the lock until it is continued, which must come within `stop_in`.
+    Suspended { key: &'a LockKey, stop_in: Duration },
     /// A process left behind stopped on the terminal again and gets `signal`.
     LeftoverStoppedAgain { pid: i32, signal: &'static str },
     /// The watchdog process died.

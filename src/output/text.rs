@@ -13,7 +13,7 @@ use crate::config::Notice;
 use crate::duration::{exact as human, rounded};
 use crate::lock::{
     escape_and_cut, escape_bytes, ForceVerdict, Forced, HeldBy, Inspection, KeyState, Lease,
-    Listed, Listing, ServerPart, Standing, Verdict, MAX_TOKEN, SERVER_TEXT_SHOWN,
+    Listed, Listing, LockKey, ServerPart, Standing, Verdict, MAX_TOKEN, SERVER_TEXT_SHOWN,
 };
 use crate::outcome::{Failed, Outcome, Ran, RunEnd, Stop};
 
@@ -129,21 +129,14 @@ fn ran(ran: &Ran) -> Vec<Option<Piece>> {
     let said = |level, text: String| Some(Piece::Stderr(level, text));
     let key = &ran.key;
     let (first, last) = match &ran.end {
-        RunEnd::Exited { .. } => (
-            ran.release_failed.as_ref().and_then(|err| {
-                said(
-                    Level::Expected,
-                    format!(
-                        "release after the command ended: {}",
-                        words::lock_error(err)
-                    ),
-                )
-            }),
-            None,
+        RunEnd::Exited { .. } => (released_after(ran), None),
+        RunEnd::Stopped(stop @ Stop::TimedOut { .. }) => (
+            said(Level::Expected, format!("lock {key}{}", stop_reason(stop))),
+            released_after(ran),
         ),
         RunEnd::Stopped(stop) => (
             said(Level::Warning, format!("lock {key} {}", stop_reason(stop))),
-            None,
+            extension_failures(stop).and_then(|m| said(Level::Warning, m)),
         ),
         RunEnd::Refused(err) => (
             said(
@@ -166,10 +159,26 @@ fn ran(ran: &Ran) -> Vec<Option<Piece>> {
     vec![first, held, last]
 }
 
+/// A release that failed after the command ended (or was stopped for its
+/// time limit): said, but the command's status stands.
+fn released_after(ran: &Ran) -> Option<Piece> {
+    let err = ran.release_failed.as_ref()?;
+    Some(Piece::Stderr(
+        Level::Expected,
+        format!(
+            "release after the command ended: {}",
+            words::lock_error(err)
+        ),
+    ))
+}
+
 /// Under `-v`, as `exec` ends: how it got and held the lock.
 fn held(ran: &Ran, waited: Duration) -> String {
     let times = if ran.extensions == 1 { "time" } else { "times" };
-    let lost = matches!(ran.end, RunEnd::Stopped(_) | RunEnd::Refused(_));
+    let lost = match &ran.end {
+        RunEnd::Stopped(Stop::TimedOut { .. }) => false,
+        end => matches!(end, RunEnd::Stopped(_) | RunEnd::Refused(_)),
+    };
     let end = if lost {
         "lost it before the command ended"
     } else {
@@ -229,7 +238,7 @@ fn command_line(argv: &[OsString]) -> String {
 /// Why `exec` stopped its command, or did not start it, after "lock NAME ".
 fn stop_reason(reason: &Stop) -> String {
     match reason {
-        Stop::NotExtended { left } => format!(
+        Stop::NotExtended { left, .. } => format!(
             "could not be extended in time; its validity ends in {}; the command was stopped",
             human(*left)
         ),
@@ -248,6 +257,28 @@ fn stop_reason(reason: &Stop) -> String {
         Stop::TooLateToStart => "ran out of validity before the command could start \
             (redlock was not running); the command was not started"
             .into(),
+        Stop::TimedOut { limit } => format!(
+            ": the command ran past --timeout {}; it was stopped",
+            human(*limit)
+        ),
+    }
+}
+
+/// Why the extensions failed, after a stop for want of one: the true cause,
+/// unless redlock was not running.
+fn extension_failures(reason: &Stop) -> Option<String> {
+    match reason {
+        Stop::NotExtended {
+            last_error: Some(err),
+            ..
+        } => Some(format!(
+            "extending it kept failing; the last attempt: {}",
+            words::loss(err)
+        )),
+        Stop::NotExtended {
+            last_error: None, ..
+        } => Some("no extension was answered in time".into()),
+        _ => None,
     }
 }
 
@@ -278,9 +309,28 @@ pub(super) fn event(event: &Event<'_>) -> (Level, String) {
             ),
         ),
         Event::CommandStarted { pid } => (Verbose, format!("the command runs as process {pid}")),
-        Event::HoldingForLeftovers => (
-            Verbose,
-            "the command exited; holding the lock until the processes it left behind end".into(),
+        Event::HoldingForLeftovers {
+            key,
+            processes,
+            terminal,
+        } => (Expected, holding_for_leftovers(key, processes, *terminal)),
+        Event::StoppingLeftovers {
+            signal,
+            kill_in,
+            terminal,
+        } => (Expected, stopping_leftovers(signal, *kill_in, *terminal)),
+        Event::KillingLeftovers => (
+            Expected,
+            "killing the processes the command left (SIGKILL); the lock is released once they \
+             are gone"
+                .into(),
+        ),
+        Event::Suspended { key, stop_in } => (
+            Expected,
+            format!(
+                "suspended: lock {key} expires in {} unless you continue",
+                rounded(*stop_in)
+            ),
         ),
         Event::LeftoverStoppedAgain { pid, signal } => (
             Expected,
@@ -300,6 +350,42 @@ pub(super) fn event(event: &Event<'_>) -> (Level, String) {
         ),
         Event::Released(key) => (Verbose, format!("released {key}")),
     }
+}
+
+/// How many leftover processes a message names; the rest are counted.
+const LEFTOVERS_NAMED: usize = 5;
+
+/// The command exited and left processes that hold the lock: which, and how
+/// to end them.
+fn holding_for_leftovers(key: &LockKey, processes: &[(i32, &[u8])], terminal: bool) -> String {
+    let mut named: Vec<String> = processes
+        .iter()
+        .take(LEFTOVERS_NAMED)
+        .map(|(pid, command)| format!("{pid} {}", escape_and_cut(command, 80)))
+        .collect();
+    if processes.len() > LEFTOVERS_NAMED {
+        named.push(format!("and {} more", processes.len() - LEFTOVERS_NAMED));
+    }
+    let how = match terminal {
+        true => "Ctrl-C stops them",
+        false => "SIGINT or SIGTERM to redlock stops them",
+    };
+    format!(
+        "the command exited; lock {key} is held until these processes it left end: {} ({how})",
+        named.join(", ")
+    )
+}
+
+/// Asked to end, exec stops what the command left.
+fn stopping_leftovers(signal: &str, kill_in: Duration, terminal: bool) -> String {
+    let again = match terminal {
+        true => "; Ctrl-C again kills them now",
+        false => "",
+    };
+    format!(
+        "stopping the processes the command left: {signal} now, SIGKILL in {}{again}",
+        human(kill_in)
+    )
 }
 
 /// What the user should hear about how the command was given.

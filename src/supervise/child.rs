@@ -26,6 +26,8 @@ pub struct Command {
     /// The signal that asks the command to stop.
     pub signal: Signal,
     pub plan: super::schedule::StopPlan,
+    /// The command's time limit (`exec --timeout`), from its start.
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// The command's process group: what a stop is sent to. Its id is the
@@ -45,9 +47,20 @@ impl Group {
     /// A process whose main thread exited shows as a zombie while its other
     /// threads run, so a zombie with threads left counts as live.
     pub fn has_live_members(self) -> bool {
-        super::proc::all().iter().any(|p| {
-            p.group == self.0 && (!matches!(p.state, 'Z' | 'X') || super::proc::threads(p.pid) > 1)
-        })
+        super::proc::all().iter().any(|p| self.is_live_member(p))
+    }
+
+    /// The pids of the group's live members (see [`Self::has_live_members`]).
+    pub fn live_members(self) -> Vec<i32> {
+        super::proc::all()
+            .iter()
+            .filter(|p| self.is_live_member(p))
+            .map(|p| p.pid)
+            .collect()
+    }
+
+    fn is_live_member(self, p: &super::proc::Stat) -> bool {
+        p.group == self.0 && (!matches!(p.state, 'Z' | 'X') || super::proc::threads(p.pid) > 1)
     }
 
     /// Whether no process is left in the group.

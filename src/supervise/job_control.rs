@@ -123,11 +123,12 @@ impl Terminal {
     /// The command, which has the terminal, was stopped (Ctrl-Z): stop our
     /// job with it, so that the shell gets control; once continued, continue
     /// the command too, in the foreground if our job has the terminal, and if
-    /// it may still run.
-    pub fn suspend_with(&self, group: Group, may_run: MayRun<'_>) {
+    /// it may still run. `suspending` is told just before we stop.
+    pub fn suspend_with(&self, group: Group, may_run: MayRun<'_>, suspending: Suspending<'_>) {
         if job_control() {
             self.stopped_modes.set(tcgetattr(&self.tty).ok());
             self.take_back(Some(group), true);
+            suspending();
             stop_our_job();
             // Continued by `fg` (our job has the terminal), or by `bg` or
             // `kill %1` (it has not).
@@ -221,6 +222,11 @@ pub fn is_stopped(group: Group) -> bool {
 /// under the lock after that; the stop schedule ends it instead).
 pub type MayRun<'a> = &'a dyn Fn() -> bool;
 
+/// Told just before `exec` stops its own job (Ctrl-Z): nothing extends the
+/// lock while it is stopped, which the user is to hear before the shell's
+/// prompt comes back.
+pub type Suspending<'a> = &'a dyn Fn();
+
 /// Continues a stopped command, if it may still run.
 pub fn continue_if(group: Group, may_run: MayRun<'_>) {
     if may_run() {
@@ -232,7 +238,12 @@ pub fn continue_if(group: Group, may_run: MayRun<'_>) {
 /// command stopped on the terminal is given it and continued when it needs
 /// it (a prompt) or `fg` continued us; one stopped by Ctrl-Z stops our job
 /// with it. A command whose job should own the terminal gets it back.
-pub fn follow_terminal(terminal: &Terminal, group: Group, may_run: MayRun<'_>) {
+pub fn follow_terminal(
+    terminal: &Terminal,
+    group: Group,
+    may_run: MayRun<'_>,
+    suspending: Suspending<'_>,
+) {
     if is_stopped(group) {
         match terminal.owner(group) {
             Owner::Us => {
@@ -242,7 +253,7 @@ pub fn follow_terminal(terminal: &Terminal, group: Group, may_run: MayRun<'_>) {
             // Ctrl-Z. suspend_with always ends with the command continued,
             // so a command seen stopped here again has been stopped again,
             // however soon after.
-            Owner::Command => terminal.suspend_with(group, may_run),
+            Owner::Command => terminal.suspend_with(group, may_run, suspending),
             // A background job waiting for the shell's `fg`.
             Owner::Other => {}
         }
@@ -270,11 +281,13 @@ pub fn suspend_job(
     terminal: Option<&Terminal>,
     command_running: bool,
     may_run: MayRun<'_>,
+    suspending: Suspending<'_>,
 ) {
     match terminal {
         None => group.signal(Signal::SIGTSTP),
         Some(terminal) if job_control() => {
             group.signal(Signal::SIGTSTP);
+            suspending();
             let _ = raise(Signal::SIGSTOP);
             // What the command left behind after it exited stays in the
             // background.

@@ -95,12 +95,13 @@ pub async fn run(
     if let Some(pid) = child.process.id() {
         report(Event::Started { pid });
     }
+    let state = State::new(command.plan).with_timeout(BootInstant::now(), command.timeout);
     let supervisor = Supervisor {
         group: child.group,
         deadline: *deadlines.borrow(),
         terminal,
         signal: command.signal,
-        state: State::new(command.plan),
+        state,
         watchdog,
         watchdog_alive: true,
         leftovers: Leftovers::default(),
@@ -109,6 +110,18 @@ pub async fn run(
     supervisor
         .supervise(child.process, deadlines, lost, signals, job_signals)
         .await
+}
+
+/// The processes left in `group` that still run, as `ps` shows them.
+fn leftovers(group: Group) -> Vec<state::Leftover> {
+    group
+        .live_members()
+        .into_iter()
+        .map(|pid| state::Leftover {
+            pid,
+            command: proc::command_line(pid).unwrap_or_default(),
+        })
+        .collect()
 }
 
 /// Tests only (debug builds): sleeps for the milliseconds the variable
@@ -205,8 +218,9 @@ impl Supervisor<'_> {
                     }
                 }
                 () = &mut lost, if self.state.is_watching() => {
-                    let effect = self.state.on_loss(BootInstant::now(), deadline);
-                    self.apply(effect);
+                    if let Some(effect) = self.state.on_loss(BootInstant::now(), deadline) {
+                        self.apply(effect);
+                    }
                 }
                 Ok(()) = deadlines.changed() => self.on_deadline(*deadlines.borrow_and_update()),
                 signal = job_signals.recv() => self.on_job_signal(signal),
@@ -223,8 +237,8 @@ impl Supervisor<'_> {
     fn tend(&mut self, now: BootInstant) -> Option<std::process::ExitStatus> {
         if self.state.is_running() {
             if let Some(terminal) = &self.terminal {
-                let may_run = self.may_run();
-                job_control::follow_terminal(terminal, self.group, &may_run);
+                let (may_run, suspending) = (self.may_run(), self.suspending());
+                job_control::follow_terminal(terminal, self.group, &may_run, &suspending);
             }
             return None;
         }
@@ -281,8 +295,12 @@ impl Supervisor<'_> {
         if let Some(terminal) = &self.terminal {
             terminal.take_back(Some(self.group), status.signal().is_some());
         }
-        if !self.group.is_gone() {
-            (self.report)(Event::HoldingForLeftovers);
+        let processes = leftovers(self.group);
+        if !processes.is_empty() {
+            (self.report)(Event::HoldingForLeftovers {
+                processes,
+                terminal: self.terminal.is_some(),
+            });
         }
         Ok(())
     }
@@ -296,13 +314,14 @@ impl Supervisor<'_> {
     }
 
     fn on_job_signal(&self, signal: Signal) {
-        let may_run = self.may_run();
+        let (may_run, suspending) = (self.may_run(), self.suspending());
         match signal {
             Signal::SIGTSTP => job_control::suspend_job(
                 self.group,
                 self.terminal.as_ref(),
                 self.state.is_running(),
                 &may_run,
+                &suspending,
             ),
             _ => job_control::continue_if(self.group, &may_run),
         }
@@ -315,7 +334,45 @@ impl Supervisor<'_> {
         move || state.may_run(BootInstant::now(), deadline)
     }
 
-    fn on_forwarded(&self, signal: Signal) {
+    /// Says, just before our job stops (Ctrl-Z), how long the command may
+    /// still be continued: nothing extends the lock meanwhile.
+    fn suspending(&self) -> impl Fn() + use<'_> {
+        let (state, deadline, report) = (&self.state, self.deadline, self.report);
+        move || {
+            let stop_in = state
+                .stop_time(deadline)
+                .saturating_since(BootInstant::now());
+            report(Event::Suspending { stop_in });
+        }
+    }
+
+    /// A signal to pass on; or, once the command has exited and only what it
+    /// left holds the lock, a request to end them (see
+    /// [`State::on_interrupt`]).
+    fn on_forwarded(&mut self, signal: Signal) {
+        let ending = matches!(
+            signal,
+            Signal::SIGINT | Signal::SIGTERM | Signal::SIGHUP | Signal::SIGQUIT
+        );
+        let effect = match ending {
+            true => self.state.on_interrupt(BootInstant::now(), self.deadline),
+            false => None,
+        };
+        let Some(effect) = effect else {
+            return self.forward(signal);
+        };
+        (self.report)(match effect {
+            Effect::Stop => Event::StoppingLeftovers {
+                signal: self.signal,
+                kill_in: self.state.grace(),
+                terminal: self.terminal.is_some(),
+            },
+            Effect::Kill => Event::KillingLeftovers,
+        });
+        self.apply(effect);
+    }
+
+    fn forward(&self, signal: Signal) {
         self.group.signal(signal);
         // A stopped command would keep these pending forever.
         if matches!(

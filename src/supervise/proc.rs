@@ -55,6 +55,22 @@ pub fn threads(pid: i32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |tasks| tasks.count())
 }
 
+/// What `ps` shows of `pid`: its command line, words joined by spaces, or
+/// `[comm]` when it has none (a zombie, a kernel thread); raw bytes.
+pub fn command_line(pid: i32) -> Option<Vec<u8>> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let words: Vec<&[u8]> = cmdline
+        .split(|&b| b == 0)
+        .filter(|word| !word.is_empty())
+        .collect();
+    if !words.is_empty() {
+        return Some(words.join(&b' '));
+    }
+    let comm = std::fs::read(format!("/proc/{pid}/comm")).ok()?;
+    let comm = comm.strip_suffix(b"\n").unwrap_or(&comm);
+    Some([&b"["[..], comm, &b"]"[..]].concat())
+}
+
 /// The children of `pid`'s main thread.
 pub fn children(pid: i32) -> Vec<i32> {
     std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
@@ -85,6 +101,30 @@ mod tests {
             })
         );
         assert_eq!(parse_stat(1, "garbage"), None);
+    }
+
+    #[test]
+    fn shows_a_command_line_as_ps_does() {
+        let mut sleeper = std::process::Command::new("sleep")
+            .args(["30", "0"])
+            .spawn()
+            .expect("sleep");
+        let pid = sleeper.id() as i32;
+        // Until it has exec'd, the child shows the test binary's line.
+        let started = std::time::Instant::now();
+        let mut shown = command_line(pid);
+        while !shown
+            .as_deref()
+            .is_some_and(|line| line.starts_with(b"sleep"))
+            && started.elapsed() < std::time::Duration::from_secs(5)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            shown = command_line(pid);
+        }
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+        assert_eq!(shown.as_deref(), Some(&b"sleep 30 0"[..]));
+        assert_eq!(command_line(-1), None);
     }
 
     #[test]

@@ -88,6 +88,44 @@ pub fn next_action(
     }
 }
 
+/// Which deadline an action of [`next_action_within`] answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// The lock's validity deadline: the schedule of [`next_action`].
+    Lock,
+    /// The command's own time limit (`exec --timeout`).
+    Timeout,
+}
+
+/// [`next_action`] with a second deadline, the command's own time limit
+/// `timeout_at` (`exec --timeout`). When it passes before the lock's schedule
+/// has begun a stop, the command is stopped on the same plan: the stop
+/// signal now, SIGKILL after the grace period and never later than the
+/// lock's kill time. The lock's schedule, once begun, is never put off by
+/// it. The watchdog does not follow this one: a time limit is the job's,
+/// not the lock's safety.
+pub fn next_action_within(
+    plan: StopPlan,
+    now: BootInstant,
+    deadline: BootInstant,
+    timeout_at: Option<BootInstant>,
+    stage: Stage,
+) -> (Action, Due) {
+    let action = next_action(plan, now, deadline, stage);
+    match (stage, timeout_at, action) {
+        (Stage::Watching, Some(at), Action::Sleep(_)) if now >= at => (
+            Action::Signal {
+                kill_at: (now + plan.grace).min(plan.kill_at(deadline)),
+            },
+            Due::Timeout,
+        ),
+        (Stage::Watching, Some(at), Action::Sleep(until)) => {
+            (Action::Sleep(until.min(at)), Due::Lock)
+        }
+        _ => (action, Due::Lock),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,5 +211,62 @@ mod tests {
             Action::Sleep(now + CLOCK_CHECK)
         );
         assert_eq!(next_action(plan, kill_at, deadline, stage), Action::Kill);
+    }
+    #[test]
+    fn a_timeout_stops_on_the_same_plan_unless_the_lock_came_first() {
+        let plan = StopPlan::new(MS(30_000), MS(5_000));
+        let deadline = BootInstant::from_nanos(100_000_000_000);
+        let watching = Stage::Watching;
+        let timeout_at = BootInstant::from_nanos(50_000_000_000);
+        // Before it: sleep no later than the time limit.
+        let near = timeout_at - MS(5);
+        assert_eq!(
+            next_action_within(plan, near, deadline, Some(timeout_at), watching),
+            (Action::Sleep(timeout_at), Due::Lock)
+        );
+        // At it: the stop signal, SIGKILL after the grace period.
+        assert_eq!(
+            next_action_within(plan, timeout_at, deadline, Some(timeout_at), watching),
+            (
+                Action::Signal {
+                    kill_at: timeout_at + plan.grace
+                },
+                Due::Timeout
+            )
+        );
+        // Just before the lock's own stop, SIGKILL still lands before its
+        // kill time.
+        let late = plan.term_at(deadline) - MS(1);
+        let (action, due) = next_action_within(plan, late, deadline, Some(timeout_at), watching);
+        assert_eq!(due, Due::Timeout);
+        assert!(
+            matches!(action, Action::Signal { kill_at } if kill_at <= plan.kill_at(deadline)),
+            "{action:?}"
+        );
+        // The lock's schedule first: it is the lock's stop.
+        let term_at = plan.term_at(deadline);
+        assert_eq!(
+            next_action_within(plan, term_at, deadline, Some(timeout_at), watching).1,
+            Due::Lock
+        );
+        // A stop under way is not started again.
+        let stopping = Stage::Stopping {
+            kill_at: timeout_at + plan.grace,
+        };
+        assert_eq!(
+            next_action_within(
+                plan,
+                timeout_at + MS(1),
+                deadline,
+                Some(timeout_at),
+                stopping
+            ),
+            (Action::Sleep(timeout_at + MS(1) + CLOCK_CHECK), Due::Lock)
+        );
+        // Without a time limit, it is the lock's schedule alone.
+        assert_eq!(
+            next_action_within(plan, near, deadline, None, watching),
+            (next_action(plan, near, deadline, watching), Due::Lock)
+        );
     }
 }

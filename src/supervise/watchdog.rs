@@ -17,7 +17,8 @@
 //! later (poll's own timeout does not count suspended time).
 //!
 //! It exits with its [`Report`]. It is a copy of `exec` and never executes
-//! anything: it shows as `redlock` with `exec`'s command line.
+//! anything; so that `ps` and `pgrep` tell it from `exec`, it renames itself
+//! [`NAME`] and rewrites its command line to say whose watchdog it is.
 
 use std::fs::File;
 use std::io::{self, Write as _};
@@ -185,9 +186,22 @@ fn threads_of_this_process() -> io::Result<usize> {
     Ok(std::fs::read_dir("/proc/self/task")?.count())
 }
 
-/// The forked watchdog, up to its report: out of the terminal's signals, its
-/// output away from whatever reads `exec`'s, then [`watch`].
+/// The watchdog's process name (`ps -o comm`, `pgrep`): at most 15 bytes,
+/// the kernel's limit.
+pub const NAME: &std::ffi::CStr = c"redlock-watch";
+
+/// The forked watchdog, up to its report: named for `ps`, out of the
+/// terminal's signals, its output away from whatever reads `exec`'s, then
+/// [`watch`].
 fn watchdog_process(pipe: OwnedFd, signal: Signal, plan: StopPlan) -> io::Result<Report> {
+    let exec = nix::unistd::getppid();
+    // Best effort: a watchdog that `ps` shows as `exec` still works.
+    let _ = nix::sys::prctl::set_name(NAME);
+    let title = format!(
+        "{} (the watchdog of redlock exec, pid {exec})",
+        NAME.to_string_lossy()
+    );
+    let _ = retitle(title.as_bytes());
     // Its own process group, as a spawned watchdog had: Ctrl-C and Ctrl-Z
     // on a terminal go to the foreground group, never to it.
     setpgid(Pid::from_raw(0), Pid::from_raw(0))?;
@@ -198,7 +212,44 @@ fn watchdog_process(pipe: OwnedFd, signal: Signal, plan: StopPlan) -> io::Result
     dup2_stdin(&null)?;
     dup2_stdout(&null)?;
     drop(null);
-    watch(pipe.as_fd(), signal, plan)
+    // Tests only (debug builds): act this much before the supervisor's
+    // schedule, as a watchdog does that wins the race to the stop time.
+    let early = super::child::test_pause_ms("REDLOCK_TEST_WATCHDOG_EARLY_MS")
+        .map_or(Duration::ZERO, Duration::from_millis);
+    watch(pipe.as_fd(), signal, plan, early)
+}
+
+/// Shows this process to `ps -f` and `pgrep -f` as `title`: the area its
+/// arguments were given in, which /proc/self/cmdline reads, is overwritten
+/// in place, cut to fit and padded with NULs (as setproctitle(3) does).
+fn retitle(title: &[u8]) -> io::Result<()> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    // Fields 48 and 49, arg_start and arg_end, counted after the command
+    // name, which may hold spaces and ends at the last ')'.
+    let rest = stat.get(stat.rfind(')').unwrap_or(0) + 1..).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<usize>().ok());
+    let (Some(start), Some(end)) = (field(48), field(49)) else {
+        return Err(io::Error::other("no argument area in /proc/self/stat"));
+    };
+    if end <= start || end - start > 1 << 20 {
+        return Err(io::Error::other("an implausible argument area"));
+    }
+    // SAFETY: [start, end) is this process's argument area, set up by the
+    // kernel at exec in its writable stack, holding only the argument
+    // strings. Nothing in this forked, single-threaded child reads them
+    // again (clap copied what it parsed before the fork), and nothing else
+    // refers to the area while this slice lives.
+    let area = unsafe {
+        std::slice::from_raw_parts_mut(
+            std::ptr::with_exposed_provenance_mut::<u8>(start),
+            end - start,
+        )
+    };
+    let shown = title.len().min(area.len() - 1);
+    area.fill(0);
+    area[..shown].copy_from_slice(&title[..shown]);
+    Ok(())
 }
 
 /// What the supervisor said over the pipe.
@@ -232,6 +283,8 @@ struct Watch {
     /// The stop signal went out for the current deadline.
     signalled: bool,
     report: Report,
+    /// Tests only: how much earlier than the supervisor it acts.
+    early: Duration,
 }
 
 impl Watch {
@@ -282,7 +335,7 @@ impl Watch {
             Message::Done => return Some(self.report),
             Message::Group(group) => self.target = Some(group),
             Message::Deadline(new) => {
-                self.deadline = Some(new);
+                self.deadline = Some(new - self.early);
                 self.signalled = false;
             }
         }
@@ -293,7 +346,12 @@ impl Watch {
 /// The watchdog's loop: reads the supervisor's messages from `pipe` and
 /// returns its report once the command is done, or after it killed the
 /// command.
-fn watch(pipe: BorrowedFd<'_>, signal: Signal, plan: StopPlan) -> io::Result<Report> {
+fn watch(
+    pipe: BorrowedFd<'_>,
+    signal: Signal,
+    plan: StopPlan,
+    early: Duration,
+) -> io::Result<Report> {
     let mut watch = Watch {
         signal,
         plan,
@@ -301,6 +359,7 @@ fn watch(pipe: BorrowedFd<'_>, signal: Signal, plan: StopPlan) -> io::Result<Rep
         deadline: None,
         signalled: false,
         report: Report::Quiet,
+        early,
     };
     let mut unread = Vec::new();
     loop {

@@ -1291,8 +1291,8 @@ fn children_of(pid: u32) -> Vec<u32> {
 }
 
 /// The watchdog is forked from `exec`, not a second start of the binary: it
-/// has `exec`'s own command line and executable, and runs in a process
-/// group of its own, out of reach of the terminal's signals.
+/// has `exec`'s own executable, and runs in a process group of its own, out
+/// of reach of the terminal's signals.
 #[test]
 fn the_watchdog_is_a_fork_of_exec_in_its_own_group() {
     let cluster = Cluster::start(1);
@@ -1315,11 +1315,8 @@ fn the_watchdog_is_a_fork_of_exec_in_its_own_group() {
         .into_iter()
         .find(|&child| cmdline(child) != b"sleep\x0030\x00")
         .expect("a child that is not the command");
-    assert_eq!(
-        String::from_utf8_lossy(&cmdline(watchdog)),
-        String::from_utf8_lossy(&cmdline(pid)),
-        "the watchdog's command line"
-    );
+    // Its name and command line are its own: see
+    // the_watchdog_shows_in_ps_as_the_watchdog.
     let exe = |pid: u32| std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
     assert_eq!(exe(watchdog), exe(pid));
     let group = nix::unistd::getpgid(Some(Pid::from_raw(watchdog as i32))).unwrap();
@@ -1331,4 +1328,244 @@ fn the_watchdog_is_a_fork_of_exec_in_its_own_group() {
         "exec passes SIGTERM on to sleep, then dies of it",
     );
     assert!(!pid_alive(watchdog as i32), "the watchdog outlived exec");
+}
+
+#[test]
+fn extensions_failing_while_exec_runs_are_said_as_such_not_as_a_freeze() {
+    // The on-call report: kill a master, restart it empty, kill another.
+    // Each extension fails; the stop falls due and the watchdog, acting on
+    // the same schedule, may come first: the debug hook makes it come first
+    // every time. exec ran all along, so it must not say it was not running,
+    // and it must say why the extensions failed.
+    let mut cluster = Cluster::start(3);
+    let dir = temp();
+    let child = spawn_exec_with(
+        cluster
+            .redlock()
+            .env("REDLOCK_TEST_WATCHDOG_EARLY_MS", "150"),
+        &["--ttl", "1s", "longjob3", "-c", &family_script(dir.path())],
+    );
+    let (pid, grandchild) = family(dir.path());
+    cluster[0].restart();
+    cluster[1].kill();
+    let Output { ended, stderr, .. } = child.finish(Duration::from_secs(10));
+    assert_eq!(ended, Ended::Code(79), "{stderr}");
+    assert!(!pid_alive(pid) && !pid_alive(grandchild), "{stderr}");
+    assert!(
+        !stderr.contains("not running"),
+        "exec ran the whole time:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("lock \"longjob3\" could not be extended in time")
+            && stderr.contains("extending it kept failing; the last attempt: no quorum"),
+        "the true cause:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_frozen_exec_says_it_was_not_running() {
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let child = spawn_exec(
+        &cluster,
+        &[
+            "--ttl",
+            "1s",
+            "frozen-says",
+            "-c",
+            &family_script(dir.path()),
+        ],
+    );
+    let (pid, _) = family(dir.path());
+    child.signal(Signal::SIGSTOP);
+    assert!(
+        wait_until(Duration::from_secs(5), || !pid_alive(pid)),
+        "the watchdog stopped the command"
+    );
+    child.signal(Signal::SIGCONT);
+    let Output { ended, stderr, .. } = child.finish(Duration::from_secs(10));
+    assert_eq!(ended, Ended::Code(79), "{stderr}");
+    assert!(
+        stderr.contains("while redlock itself was not running"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("could not be extended"), "{stderr}");
+}
+
+#[test]
+fn on_a_terminal_ctrl_c_names_the_leftovers_then_stops_then_kills_them() {
+    use std::io::Write as _;
+    // The command traps INT and exits; its background processes ignore INT
+    // (as a non-interactive shell's do), one of them TERM too. exec holds
+    // the lock for them and says so; the next Ctrl-C sends them the stop
+    // signal, the one after SIGKILL, and exec ends and releases.
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let d = dir.path().display();
+    let command = format!(
+        "exec {} exec -k 20s --ttl 60s tty-left -- sh -c 'trap \"exit 1\" INT; \
+         sleep 100 & echo $! > {d}/plain.pid; \
+         (trap \"\" TERM; exec sleep 101) & echo $! > {d}/stubborn.pid; \
+         echo $$ > {d}/child.pid; wait'",
+        env!("CARGO_BIN_EXE_redlock"),
+    );
+    let mut script = start_on_a_terminal(&cluster, &command);
+    let child = read_pid(&dir.path().join("child.pid"));
+    let (plain, stubborn) = (
+        read_pid(&dir.path().join("plain.pid")),
+        read_pid(&dir.path().join("stubborn.pid")),
+    );
+    wait_for_terminal(child);
+    let exec = redlock_pid_with(&cluster, "tty-left").expect("the exec process");
+    let mut keyboard = script.stdin.take().unwrap();
+    keyboard.write_all(b"\x03").unwrap();
+    // The command is gone and exec has the terminal back: the next Ctrl-C
+    // is exec's.
+    let back = wait_until(Duration::from_secs(5), || {
+        !pid_alive(child) && owns_terminal(exec)
+    });
+    let held = cluster[0].get(b"tty-left").is_some() && pid_alive(plain);
+    keyboard.write_all(b"\x03").unwrap();
+    let plain_stopped = wait_until(Duration::from_secs(5), || !pid_alive(plain));
+    std::thread::sleep(Duration::from_millis(300));
+    let stubborn_lived = pid_alive(stubborn);
+    let still_held = cluster[0].get(b"tty-left").is_some();
+    let third = Instant::now();
+    keyboard.write_all(b"\x03").unwrap();
+    keyboard.flush().unwrap();
+    let out = script.finish(Duration::from_secs(10));
+    let took = third.elapsed();
+    let screen = &out.stdout;
+    assert!(back, "exec took the terminal back:\n{screen}");
+    assert!(held, "the lock is held for the leftovers:\n{screen}");
+    assert!(
+        screen.contains(
+            "the command exited; lock \"tty-left\" is held until these processes it left end: "
+        ) && screen.contains(&format!("{plain} sleep 100"))
+            && screen.contains(&format!("{stubborn} sleep 101"))
+            && screen.contains("(Ctrl-C stops them)"),
+        "the leftovers are named:\n{screen}"
+    );
+    assert!(plain_stopped, "the second Ctrl-C stopped them:\n{screen}");
+    assert!(
+        screen.contains("stopping the processes the command left: SIGTERM now, SIGKILL in 20s"),
+        "{screen}"
+    );
+    assert!(
+        stubborn_lived && still_held,
+        "SIGKILL waits for -k:\n{screen}"
+    );
+    assert!(!pid_alive(stubborn), "the third Ctrl-C killed it");
+    assert!(took < Duration::from_secs(5), "{took:?}:\n{screen}");
+    out.assert_code(1, "the command's own status after its INT trap");
+    assert_gone_everywhere(&cluster, b"tty-left");
+}
+
+#[test]
+fn on_a_terminal_ctrl_z_says_when_the_lock_lapses() {
+    use std::io::Write as _;
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let (bash, mut keyboard) = interactive_bash(&cluster);
+    keyboard
+        .write_all(second_long_command("tty-susp", dir.path()).as_bytes())
+        .unwrap();
+    let child = read_pid(&dir.path().join("child.pid"));
+    let exec = redlock_pid_with(&cluster, "tty-susp").expect("the exec process");
+    wait_for_terminal(child);
+    keyboard.write_all(b"\x1a").unwrap();
+    let state = |pid| crate::support::proc_state(pid);
+    let stopped = wait_until(Duration::from_secs(5), || state(exec) == Some('T'));
+    let screen = type_and_exit(bash, keyboard, "fg\necho status=$?\n");
+    assert!(stopped, "exec stopped with its job:\n{screen}");
+    assert_eq!(
+        screen
+            .matches("suspended: lock \"tty-susp\" expires in ")
+            .count(),
+        1,
+        "said once:\n{screen}"
+    );
+    assert!(screen.contains("s unless you continue"), "{screen}");
+    assert!(screen.contains("status=6"), "fg resumed it:\n{screen}");
+    assert_gone_everywhere(&cluster, b"tty-susp");
+}
+
+#[test]
+fn timeout_stops_a_hung_command_releases_and_exits_124() {
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let started = Instant::now();
+    let child = spawn_exec(
+        &cluster,
+        &["--timeout", "1s", "hung", "-c", &family_script(dir.path())],
+    );
+    let (pid, grandchild) = family(dir.path());
+    let Output { ended, stderr, .. } = child.finish(Duration::from_secs(10));
+    let took = started.elapsed();
+    assert_eq!(ended, Ended::Code(124), "{stderr}");
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    assert!(!pid_alive(pid) && !pid_alive(grandchild));
+    assert_eq!(
+        stderr.trim(),
+        "redlock: lock \"hung\": the command ran past --timeout 1s; it was stopped"
+    );
+    assert_gone_everywhere(&cluster, b"hung");
+    // Within its time limit, the command's own status stands.
+    run(cluster.redlock().args([
+        "exec",
+        "--timeout",
+        "30s",
+        "quick",
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ]))
+    .assert_code(3, "ended in time");
+    let zero = run(cluster
+        .redlock()
+        .args(["exec", "--timeout", "0", "quick", "--", "true"]));
+    zero.assert_code(64, "--timeout 0");
+    assert!(
+        zero.stderr.contains("--timeout must be more than 0"),
+        "{}",
+        zero.stderr
+    );
+}
+
+#[test]
+fn the_watchdog_shows_in_ps_as_the_watchdog() {
+    let cluster = Cluster::start(1);
+    let child = spawn_exec(&cluster, &["ps-named", "--", "sleep", "30"]);
+    let exec = child.id();
+    let read =
+        |pid: u32, what: &str| std::fs::read(format!("/proc/{pid}/{what}")).unwrap_or_default();
+    let watchdog = || {
+        children_of(exec)
+            .into_iter()
+            .find(|&pid| read(pid, "comm") == b"redlock-watch\n")
+    };
+    let found = wait_until(Duration::from_secs(5), || {
+        watchdog().is_some() && cluster[0].get(b"ps-named").is_some()
+    });
+    let watchdog = watchdog();
+    let comm = read(exec, "comm");
+    let cmdline = watchdog.map(|pid| read(pid, "cmdline")).unwrap_or_default();
+    child.signal(Signal::SIGTERM);
+    let out = child.finish(Duration::from_secs(10));
+    assert!(
+        found,
+        "no child of exec named redlock-watch ({})",
+        out.stderr
+    );
+    assert_eq!(comm, b"redlock\n", "exec keeps its own name");
+    let title = format!("redlock-watch (the watchdog of redlock exec, pid {exec})");
+    assert!(
+        cmdline.starts_with(title.as_bytes()) && cmdline.ends_with(b"\0"),
+        "{:?}",
+        String::from_utf8_lossy(&cmdline)
+    );
 }
