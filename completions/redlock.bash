@@ -441,7 +441,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__list)
-            opts="-s -q -v -h -V --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --names --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

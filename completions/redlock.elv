@@ -145,6 +145,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --restart-guard 'Do not count a server that started less than DUR ago toward a quorum: it may have lost the locks it held. A --ttl longer than the guard is refused; 0 turns the guard off, and that limit with it. Give every client of these servers the same guard (the config file). [default: restart-guard in the config file, else 30s]'
             cand --tls-ca-cert 'PEM file of the CA that signed the servers'' certificates, for rediss:// URLs (instead of the system''s roots)'
             cand --prefix 'Prepended to every lock name to form the Redis key. [default: prefix in the config file, else empty]'
+            cand --names 'Print only the names, one a line, escaped as the table shows them but without quotes: no header, no other column. For scripts and shell completion'
             cand --json 'Print a result as one JSON object on stdout'
             cand -q 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
             cand --quiet 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'

@@ -111,6 +111,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand list" -l server-timeout 
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l restart-guard -d 'Do not count a server that started less than DUR ago toward a quorum: it may have lost the locks it held. A --ttl longer than the guard is refused; 0 turns the guard off, and that limit with it. Give every client of these servers the same guard (the config file). [default: restart-guard in the config file, else 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l prefix -d 'Prepended to every lock name to form the Redis key. [default: prefix in the config file, else empty]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand list" -l names -d 'Print only the names, one a line, escaped as the table shows them but without quotes: no header, no other column. For scripts and shell completion'
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l json -d 'Print a result as one JSON object on stdout'
 complete -c redlock -n "__fish_redlock_using_subcommand list" -s q -l quiet -d 'Print nothing but errors: no messages about expected outcomes (busy, free, not held) and no status table; the exit code tells'
 complete -c redlock -n "__fish_redlock_using_subcommand list" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'

@@ -412,6 +412,12 @@ pub struct ListArgs {
     /// A glob on the lock names (after the prefix): * ? [abc] and \ as in Redis.
     #[arg(value_name = "PATTERN", default_value = "*")]
     pub pattern: OsString,
+
+    /// Print only the names, one a line, escaped as the table shows them but
+    /// without quotes: no header, no other column. For scripts and shell
+    /// completion.
+    #[arg(long, conflicts_with = "json")]
+    pub names: bool,
 }
 
 #[derive(Debug, Args)]
