@@ -185,7 +185,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__exec)
-            opts="-n -w -E -m -k -c -s -q -v -h -V --ttl --nonblock --wait --conflict-exit-code --message --kill-after --signal --record-command --command --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-n -w -m -k -c -s -q -v -E -h -V --ttl --nonblock --wait --message --kill-after --signal --record-command --command --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --conflict-exit-code --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -200,14 +200,6 @@ _redlock() {
                     return 0
                     ;;
                 -w)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --conflict-exit-code)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -E)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -268,6 +260,14 @@ _redlock() {
                     return 0
                     ;;
                 --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --conflict-exit-code)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -E)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -599,7 +599,7 @@ fi
 # A word that is only `=` or `:` (bash splits `--ttl=5s` and URLs there) is
 # glued to its neighbours.
 _redlock_exec_command_start() {
-    local takes_value=" --ttl -w --wait -E --conflict-exit-code -m --message -k --kill-after --signal -c --command -s --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix "
+    local takes_value=" --ttl -w --wait -m --message -k --kill-after --signal -c --command -s --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix -E --conflict-exit-code "
     local i=1 word seen_exec="" positionals=0 skip=""
     while ((i < COMP_CWORD)); do
         word=${COMP_WORDS[i]}

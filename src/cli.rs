@@ -10,6 +10,10 @@ use nix::sys::signal::Signal;
 use crate::duration;
 use crate::exit_code::{self, Exit};
 
+mod help;
+
+pub use help::{command, command_with, Detail};
+
 /// One example of a subcommand: what it does, and the lines to type. Shown
 /// by `--help` and by the man pages, from here.
 pub struct Example {

@@ -5,13 +5,13 @@
 use std::path::Path;
 
 use anyhow::Context as _;
-use clap::CommandFactory;
 use clap_complete::Shell;
 
-use crate::cli::{Cli, Generated};
+use crate::cli::Generated;
 use crate::error::Error;
 use crate::outcome::Outcome;
 
+mod description;
 mod man;
 
 pub use man::man_pages;
@@ -27,7 +27,7 @@ pub fn completions() -> Vec<(String, Vec<u8>)> {
     ]
     .into_iter()
     .map(|shell| {
-        let mut command = without_hidden_subcommands(Cli::command());
+        let mut command = without_hidden_subcommands(crate::cli::command());
         let mut script = Vec::new();
         clap_complete::generate(shell, &mut command, "redlock", &mut script);
         if shell == Shell::Bash {
