@@ -189,7 +189,6 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Fail at once (exit 75) if the lock is held')
             [CompletionResult]::new('--nonblock', '--nonblock', [CompletionResultType]::ParameterName, 'Fail at once (exit 75) if the lock is held')
             [CompletionResult]::new('--record-command', '--record-command', [CompletionResultType]::ParameterName, 'Record the command line beside the lock (redacted of the usual forms of secrets), where anyone who can read the servers sees it. Without it, the record names only the program and how many arguments it has')
-            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Refused: exec''s stdout is the command''s')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No message when the lock is busy; the exit status tells')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No message when the lock is busy; the exit status tells')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Describe each step on stderr: servers, timings, validity')

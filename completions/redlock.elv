@@ -180,7 +180,6 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -n 'Fail at once (exit 75) if the lock is held'
             cand --nonblock 'Fail at once (exit 75) if the lock is held'
             cand --record-command 'Record the command line beside the lock (redacted of the usual forms of secrets), where anyone who can read the servers sees it. Without it, the record names only the program and how many arguments it has'
-            cand --json 'Refused: exec''s stdout is the command''s'
             cand -q 'No message when the lock is busy; the exit status tells'
             cand --quiet 'No message when the lock is busy; the exit status tells'
             cand -v 'Describe each step on stderr: servers, timings, validity'
