@@ -10,6 +10,10 @@ use nix::sys::signal::Signal;
 use crate::duration;
 use crate::exit_code::{self, Exit};
 
+mod help;
+
+pub use help::{command, command_with, Detail};
+
 /// One example of a subcommand: what it does, and the lines to type. Shown
 /// by `--help` and by the man pages, from here.
 pub struct Example {
@@ -413,6 +417,12 @@ pub struct ListArgs {
     /// A glob on the lock names (after the prefix): * ? [abc] and \ as in Redis.
     #[arg(value_name = "PATTERN", default_value = "*")]
     pub pattern: OsString,
+
+    /// Print only the names, one a line, escaped as the table shows them but
+    /// without quotes: no header, no other column. For scripts and shell
+    /// completion.
+    #[arg(long, conflicts_with = "json")]
+    pub names: bool,
 }
 
 #[derive(Debug, Args)]

@@ -54,7 +54,13 @@ pub struct Row {
     pub name: &'static str,
     /// The line `--help` shows after the number.
     pub help: &'static str,
+    /// The commands that can exit with it: each man page lists the rows of
+    /// its command.
+    pub commands: &'static [&'static str],
 }
+
+/// Every visible command; a test checks that it is the clap definition's list.
+pub const EVERY: &[&str] = &["acquire", "release", "extend", "status", "list", "exec"];
 
 /// Every fixed exit status, in ascending order. `128+N` and the command's own
 /// status under `exec` are described where they apply.
@@ -63,57 +69,76 @@ pub const TABLE: [Row; 9] = [
         exit: Exit::Success,
         name: "success",
         help: "success (status: the lock is held)",
+        commands: &["acquire", "release", "extend", "status", "list"],
     },
     Row {
         exit: Exit::Free,
         name: "free",
         help: "status: the lock is free",
+        commands: &["status"],
     },
     Row {
         exit: Exit::Usage,
         name: "usage error",
         help: "usage error: bad flag, duration, name or missing token",
+        commands: EVERY,
     },
     Row {
         exit: Exit::NoQuorum,
         name: "no quorum",
         help: "no quorum: fewer than N/2+1 servers answered",
+        commands: EVERY,
     },
     Row {
         exit: Exit::Internal,
         name: "internal error",
         help: "internal error",
+        commands: EVERY,
     },
     Row {
         exit: Exit::Busy,
         name: "busy",
         help: "busy: held by someone else (-n), or the -w wait ran out",
+        commands: &["acquire", "exec"],
     },
     Row {
         exit: Exit::Config,
         name: "configuration error",
         help: "configuration error: no servers, bad server URL, config file, TLS setting or \
                credentials",
+        commands: EVERY,
     },
     Row {
         exit: Exit::Lost,
         name: "lost / not held",
         help: "lost / not held: the token no longer holds a majority",
+        commands: &["release", "extend", "exec"],
     },
     Row {
         exit: Exit::TimedOut,
         name: "timed out",
         help: "timed out: exec's command ran past --timeout and was stopped",
+        commands: &["exec"],
     },
 ];
 
-/// The status of [`Exit::Signal`], which has no fixed number, and what it
-/// means: the last row of the man pages' EXIT STATUS.
-pub const SIGNAL_ROW: (&str, &str) = (
+/// The status of [`Exit::Signal`], which has no fixed number, what it
+/// means, and the commands that catch the signals to release what they took
+/// (the others just die of them): the last row of their man pages' EXIT
+/// STATUS.
+pub const SIGNAL_ROW: (&str, &str, &[&str]) = (
     "128+N",
     "interrupted by signal N (SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM): releases what \
      was taken, then dies of the signal; a shell shows 128+N",
+    &["acquire", "exec"],
 );
+
+/// The rows of [`TABLE`] that `command` can exit with, in order.
+pub fn rows_of(command: &str) -> impl Iterator<Item = &'static Row> + '_ {
+    TABLE
+        .iter()
+        .filter(move |row| row.commands.contains(&command))
+}
 
 /// The "Exit codes:" block of `redlock --help`, rendered from [`TABLE`].
 pub fn help_text() -> String {

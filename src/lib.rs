@@ -26,7 +26,7 @@ pub use commands::generate;
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
-use clap::{CommandFactory as _, Parser};
+use clap::FromArgMatches as _;
 
 use crate::cli::Cli;
 use crate::commands::Ending;
@@ -42,7 +42,10 @@ pub fn main() -> ExitCode {
     // it, so the command `exec` runs (and anything it runs) dumps as usual;
     // the watchdog, a fork of this process, inherits it.
     let _ = nix::sys::prctl::set_dumpable(false);
-    let cli = match Cli::try_parse() {
+    let parsed = cli::command()
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(err) => return parse_error(&err).into(),
     };
@@ -60,6 +63,10 @@ pub fn main() -> ExitCode {
                 output.events().say(Event::Notice(notice));
             }
             commands::dispatch(config.task, &output)
+        }
+        Err(error::Error::Usage(message)) => {
+            let message = format!("{message}; {}", see_help());
+            commands::finish(&Output::new(mode), &Err(error::Error::Usage(message)))
         }
         Err(err) => commands::finish(&Output::new(mode), &Err(err)),
     };
@@ -98,17 +105,40 @@ fn parse_error(err: &clap::Error) -> Exit {
         ErrorKind::InvalidValue if empty_variable(err).is_some() => {
             let variable = empty_variable(err).unwrap_or_default();
             output::note(&format!(
-                "{variable} is set but empty: name a file in it, or unset it; see 'redlock --help'"
+                "{variable} is set but empty: name a file in it, or unset it; {}",
+                see_help()
             ));
             Exit::Usage
         }
         _ => {
             output::note(&format!(
-                "{}; see 'redlock --help'",
-                redact::urls(&one_line(&err.render().to_string()))
+                "{}; {}",
+                redact::urls(&one_line(&err.render().to_string())),
+                see_help()
             ));
             Exit::Usage
         }
+    }
+}
+
+/// Where to read about what went wrong: the help of the subcommand that was
+/// given (a visible one), else the program's.
+fn see_help() -> String {
+    let command = cli::command();
+    let visible: Vec<String> = command
+        .get_subcommands()
+        .filter(|sub| !sub.is_hide_set())
+        .map(|sub| sub.get_name().to_owned())
+        .collect();
+    // Parsed again, errors aside: only which subcommand was given matters.
+    let given = command
+        .ignore_errors(true)
+        .try_get_matches()
+        .ok()
+        .and_then(|matches| matches.subcommand_name().map(str::to_owned));
+    match given {
+        Some(name) if visible.contains(&name) => format!("see 'redlock {name} --help'"),
+        _ => "see 'redlock --help'".to_owned(),
     }
 }
 
@@ -121,7 +151,7 @@ fn empty_variable(err: &clap::Error) -> Option<String> {
         return None;
     };
     let flag = shown.split_whitespace().next()?;
-    let command = Cli::command();
+    let command = cli::command();
     let arg = command.get_arguments().find(|arg| {
         arg.get_long()
             .is_some_and(|long| flag == format!("--{long}"))
@@ -140,7 +170,7 @@ fn empty_variable(err: &clap::Error) -> Option<String> {
 /// "acquire, release, …, or exec": the visible subcommands, from the one
 /// registry of them (the clap definition).
 fn subcommands() -> String {
-    let command = Cli::command();
+    let command = cli::command();
     let names: Vec<&str> = command
         .get_subcommands()
         .filter(|sub| !sub.is_hide_set())

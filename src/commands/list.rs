@@ -6,7 +6,18 @@ use crate::lock::{ListQuery, Redlock};
 use crate::outcome::Outcome;
 use crate::output::Output;
 
-pub async fn run(redlock: &Redlock, query: ListQuery, output: &Output) -> Result<Outcome, Error> {
-    let listing = redlock.list(query, &mut |batch| output.listed(batch)).await;
+/// `names`: only the names, one a line (`--names`), instead of the table.
+pub async fn run(
+    redlock: &Redlock,
+    query: ListQuery,
+    names: bool,
+    output: &Output,
+) -> Result<Outcome, Error> {
+    let listing = redlock
+        .list(query, &mut |batch| match names {
+            true => output.listed_names(batch),
+            false => output.listed(batch),
+        })
+        .await;
     Ok(Outcome::Listed(listing))
 }

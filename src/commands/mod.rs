@@ -115,7 +115,7 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
             LockJob::ForceRelease { key, breaking } => {
                 release::force(&redlock, &key, breaking).await
             }
-            LockJob::List(query) => list::run(&redlock, query, output).await,
+            LockJob::List { query, names } => list::run(&redlock, query, names, output).await,
             LockJob::Extend { key, token, ttl } => extend::run(&redlock, &key, &token, ttl).await,
             LockJob::Status { key } => status::run(&redlock, &key).await,
             LockJob::Exec(spec) => {

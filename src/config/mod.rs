@@ -98,7 +98,11 @@ pub enum LockJob {
     Status {
         key: LockKey,
     },
-    List(ListQuery),
+    /// `list`; `names`: only the names, one a line.
+    List {
+        query: ListQuery,
+        names: bool,
+    },
     Exec(ExecSpec),
 }
 
@@ -378,7 +382,7 @@ impl LockJob {
             LockJob::Release { .. }
             | LockJob::ForceRelease { .. }
             | LockJob::Status { .. }
-            | LockJob::List(_) => None,
+            | LockJob::List { .. } => None,
         }
     }
 }
@@ -416,10 +420,14 @@ fn list(args: cli::ListArgs, prefix: &[u8]) -> Result<LockJob, Error> {
     if let Some(problem) = crate::lock::glob_problem(args.pattern.as_bytes()) {
         return Err(Error::Usage(malformed_glob(problem).into()));
     }
-    Ok(LockJob::List(ListQuery {
+    let query = ListQuery {
         prefix: prefix.to_vec(),
         pattern: args.pattern.as_bytes().to_vec(),
-    }))
+    };
+    Ok(LockJob::List {
+        query,
+        names: args.names,
+    })
 }
 
 /// Why `list` refuses a PATTERN.

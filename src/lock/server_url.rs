@@ -40,6 +40,7 @@ impl ServerSpec {
             format!("redis://{raw}")
         };
         let shown = shown_url(&url);
+        check_scheme(&url, &shown)?;
         let info = url.as_str().into_connection_info().map_err(|err| {
             SpecError(format!(
                 "invalid server URL {shown}: {}",
@@ -290,6 +291,31 @@ fn scrub(message: &str, password: Option<&str>) -> String {
     }
 }
 
+/// The schemes redis-rs connects with: the documented three, `unix://`,
+/// and Valkey's spellings of them.
+const SCHEMES: [&str; 7] = [
+    "redis",
+    "rediss",
+    "redis+unix",
+    "unix",
+    "valkey",
+    "valkeys",
+    "valkey+unix",
+];
+
+/// Refuses a URL of another scheme (`http://`, a typo) in words that say
+/// which ones work, rather than redis-rs's "did not parse".
+fn check_scheme(url: &str, shown: &str) -> Result<(), SpecError> {
+    let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
+    if SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) {
+        return Ok(());
+    }
+    Err(SpecError(format!(
+        "{shown} is no Redis URL: use redis://host[:port], rediss:// (TLS) or \
+         redis+unix:///path (a socket); a bare host[:port] means redis://"
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -432,6 +458,28 @@ mod tests {
             .has_secret());
         let weird = ServerSpec::parse("h:1/\u{1b}[2J").map(|s| s.to_string());
         assert!(weird.is_err() || !weird.unwrap().contains('\u{1b}'));
+    }
+
+    #[test]
+    fn another_scheme_is_refused_with_the_ones_that_work() {
+        for url in [
+            "http://h:1",
+            "HTTPS://h",
+            "ftp://:hunter2@h:1",
+            "://",
+            "redis:/h:1://x",
+        ] {
+            let err = ServerSpec::parse(url).expect_err(url).to_string();
+            assert!(err.contains("is no Redis URL: use redis://"), "{err}");
+            assert!(
+                err.contains("rediss://") && err.contains("redis+unix://"),
+                "{err}"
+            );
+            assert!(!err.contains("hunter2") && !err.contains('\n'), "{err}");
+        }
+        for url in ["REDIS://h:1", "unix:///tmp/r.sock", "valkey://h:1"] {
+            assert!(ServerSpec::parse(url).is_ok(), "{url}");
+        }
     }
 
     #[test]

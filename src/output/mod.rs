@@ -103,6 +103,19 @@ impl Output {
         }
     }
 
+    /// One batch of `list --names`: its names, one a line, and nothing
+    /// else (nothing at all under `-q`).
+    pub fn listed_names(&self, batch: &lock::Listing) {
+        let mut state = self.listing.borrow_mut();
+        let entries = batch.entries();
+        if state.failed.is_some() || self.mode.quiet || entries.is_empty() {
+            return;
+        }
+        if let Err(err) = line(&text::list_names(&entries)) {
+            state.failed = Some(err);
+        }
+    }
+
     /// The end of `list --json`'s object (its opening too if no lock was
     /// written), after the batches.
     fn listing_end(&self, listing: &lock::Listing) -> io::Result<Option<String>> {

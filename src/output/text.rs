@@ -519,6 +519,13 @@ pub(super) fn list_rows(entries: &[Listed<'_>], widths: &mut [usize; 4], header:
         .join("\n")
 }
 
+/// `redlock list --names`'s lines for one batch: each name escaped as in the
+/// table, without its quotes.
+pub(super) fn list_names(entries: &[Listed<'_>]) -> String {
+    let names: Vec<String> = entries.iter().map(|e| escape_bytes(e.name)).collect();
+    names.join("\n")
+}
+
 fn list_row(entry: &Listed<'_>) -> [String; 5] {
     let occupied = entry.occupied.as_ref();
     let age = match occupied.map(|o| &o.held_by) {

@@ -337,6 +337,48 @@ fn unusable_server_urls_are_configuration_errors() {
     );
 }
 
+/// `-s http://…` says which schemes work, not redis-rs's "did not parse -
+/// InvalidClientConfig"; from the flag, the variable and a servers file.
+#[test]
+fn a_url_of_another_scheme_names_the_schemes_that_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("servers");
+    std::fs::write(&file, "http://:hunter2@127.0.0.1:80\n").unwrap();
+    let mut flag = support::redlock();
+    flag.args(["-s", "http://127.0.0.1:80", "status", "x"]);
+    let mut variable = support::redlock();
+    variable
+        .env("REDLOCK_SERVERS", "https://h:443")
+        .args(["acquire", "-n", "x"]);
+    let mut servers_file = support::redlock();
+    servers_file
+        .arg("--servers-file")
+        .arg(&file)
+        .args(["release", "x", "t"]);
+    let runs = [
+        (flag, "-s"),
+        (variable, "REDLOCK_SERVERS"),
+        (servers_file, "--servers-file"),
+    ];
+    for (mut cmd, source) in runs {
+        let out = run(&mut cmd);
+        assert_one_line_error(&out, 78, source);
+        for word in ["is no Redis URL", "redis://", "rediss://", "redis+unix://"] {
+            assert!(
+                out.stderr.contains(word),
+                "{source}: no {word:?} in {}",
+                out.stderr
+            );
+        }
+        assert!(
+            !out.stderr.contains("InvalidClientConfig"),
+            "{}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("hunter2"), "{}", out.stderr);
+    }
+}
+
 #[test]
 fn the_same_server_listed_twice_is_a_configuration_error() {
     let server = RedisServer::start();

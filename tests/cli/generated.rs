@@ -138,6 +138,28 @@ fn every_commands_help_has_examples() {
     }
 }
 
+/// The body of the section `title` of `page`, or "".
+fn section(page: &str, title: &str) -> String {
+    sections(page)
+        .into_iter()
+        .find(|(t, _)| t == title)
+        .map(|(_, body)| body)
+        .unwrap_or_default()
+}
+
+/// The `.B WORD` lines of a section: the statuses or variables it lists.
+fn listed(body: &str) -> Vec<String> {
+    body.lines()
+        .filter_map(|line| line.strip_prefix(".B "))
+        .map(String::from)
+        .collect()
+}
+
+/// The command a page is of: `redlock-exec.1` is exec's, `redlock.1` none's.
+fn command_of(page_name: &str) -> Option<&str> {
+    page_name.strip_prefix("redlock-")?.strip_suffix(".1")
+}
+
 #[test]
 fn every_man_page_has_exit_status_environment_and_examples() {
     let pages = man_pages();
@@ -154,18 +176,6 @@ fn every_man_page_has_exit_status_environment_and_examples() {
                 "{name} lacks {wanted}: {titles:?}"
             );
         }
-        let exit_status = &sections(page)
-            .into_iter()
-            .find(|(t, _)| t == "EXIT STATUS")
-            .unwrap()
-            .1;
-        for row in redlock::exit_code::TABLE {
-            assert!(
-                exit_status.contains(&format!(".B {}\n", row.exit.code())),
-                "{name}: EXIT STATUS lacks {}",
-                row.exit.code()
-            );
-        }
     }
     let exec = &pages
         .iter()
@@ -176,6 +186,82 @@ fn every_man_page_has_exit_status_environment_and_examples() {
         exec.contains("\n.SH \"SIGNALS AND TERMINALS\"\n")
             || exec.contains("\n.SH SIGNALS AND TERMINALS\n")
     );
+}
+
+/// Each page lists the statuses its command can exit with, as the one table
+/// (`exit_code::TABLE`, each row naming its commands) says, in its order:
+/// `status` has 1 (free), `exec` has not; redlock.1 lists them all.
+#[test]
+fn each_pages_exit_status_lists_the_rows_of_its_command() {
+    use redlock::exit_code::{SIGNAL_ROW, TABLE};
+    for (name, page) in man_pages() {
+        let command = command_of(&name);
+        let applies = |commands: &[&str]| command.is_none_or(|c| commands.contains(&c));
+        let mut expected: Vec<String> = TABLE
+            .iter()
+            .filter(|row| applies(row.commands))
+            .map(|row| row.exit.code().to_string())
+            .collect();
+        if applies(SIGNAL_ROW.2) {
+            expected.push(SIGNAL_ROW.0.to_owned());
+        }
+        assert_eq!(listed(&section(&page, "EXIT STATUS")), expected, "{name}");
+    }
+    let exit_status = |page: &str| {
+        let (_, text) = man_pages().into_iter().find(|(n, _)| n == page).unwrap();
+        listed(&section(&text, "EXIT STATUS"))
+    };
+    assert!(exit_status("redlock-status.1").contains(&"1".to_owned()));
+    assert!(!exit_status("redlock-exec.1").contains(&"1".to_owned()));
+    assert!(!exit_status("redlock-release.1").contains(&"75".to_owned()));
+}
+
+/// Every command named in the table is a visible subcommand, and the other
+/// way round.
+#[test]
+fn the_exit_tables_commands_are_the_visible_subcommands() {
+    let mut every: Vec<String> = redlock::exit_code::EVERY
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    let mut visible = visible_subcommands();
+    every.sort();
+    visible.sort();
+    assert_eq!(every, visible);
+    for row in redlock::exit_code::TABLE {
+        assert!(
+            row.commands.iter().all(|c| every.contains(&c.to_string())),
+            "{row:?}"
+        );
+    }
+}
+
+/// A page's DESCRIPTION says more than the one line of `--help`; exec's
+/// says how a command is stopped, with -k, what happens to what it leaves
+/// behind, and to the terminal.
+#[test]
+fn each_pages_description_says_more_than_one_line() {
+    for (name, page) in man_pages() {
+        let description = section(&page, "DESCRIPTION");
+        assert!(
+            description.contains("\n.PP\n"),
+            "{name}: one paragraph only:\n{description}"
+        );
+        if name == "redlock-exec.1" {
+            for words in [
+                "\\-k",
+                "SIGKILL",
+                "process group",
+                "left behind",
+                "terminal",
+            ] {
+                assert!(
+                    description.contains(words),
+                    "{name}: no {words:?} in\n{description}"
+                );
+            }
+        }
+    }
 }
 
 /// Every `REDLOCK_*` name in `dir` (recursively), but the test hooks.
@@ -201,8 +287,9 @@ fn variables_in(dir: &Path, found: &mut BTreeSet<String>) {
     }
 }
 
-/// A variable the program reads and the man page does not name fails here:
-/// the list is taken from the source, not retyped.
+/// A variable the program reads and no man page names fails here: the list
+/// is taken from the source, not retyped. Every page names the variables
+/// that choose the servers; exec's the ones it sets for its command.
 #[test]
 fn the_environment_section_names_every_variable_in_the_source() {
     let mut variables = BTreeSet::new();
@@ -214,22 +301,37 @@ fn the_environment_section_names_every_variable_in_the_source() {
         variables.contains("REDLOCK_SERVERS") && variables.len() >= 8,
         "{variables:?}"
     );
+    let mut anywhere = BTreeSet::new();
     for (name, page) in man_pages() {
-        let environment = sections(&page)
-            .into_iter()
-            .find(|(t, _)| t == "ENVIRONMENT")
-            .map(|(_, body)| body)
-            .unwrap_or_default();
-        let documented: BTreeSet<&str> = environment
-            .lines()
-            .filter_map(|line| line.strip_prefix(".B "))
-            .collect();
-        for variable in &variables {
+        let documented = listed(&section(&page, "ENVIRONMENT"));
+        for always in ["REDLOCK_SERVERS", "REDLOCK_SERVERS_FILE", "REDLOCK_PREFIX"] {
             assert!(
-                documented.contains(variable.as_str()),
-                "{name}: ENVIRONMENT does not name {variable}"
+                documented.iter().any(|d| d == always),
+                "{name}: no {always}"
             );
         }
+        if command_of(&name).is_none() {
+            for variable in &variables {
+                assert!(documented.contains(variable), "{name}: no {variable}");
+            }
+        }
+        if name == "redlock-exec.1" {
+            let body = section(&page, "ENVIRONMENT");
+            let sets = body
+                .split("exec sets these for the command:")
+                .nth(1)
+                .unwrap_or("");
+            for set in ["REDLOCK_NAME", "REDLOCK_TOKEN", "REDLOCK_SERVERS_FILE"] {
+                assert!(
+                    listed(sets).iter().any(|s| s == set),
+                    "exec sets {set}:\n{body}"
+                );
+            }
+        }
+        anywhere.extend(documented);
+    }
+    for variable in &variables {
+        assert!(anywhere.contains(variable), "no page names {variable}");
     }
 }
 

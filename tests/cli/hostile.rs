@@ -179,7 +179,11 @@ fn absurd_server_timeouts_are_refused_not_a_panic() {
             .args(args));
         out.assert_code(64, &format!("{args:?}"));
         assert_eq!(
-            out.stderr, "redlock: --server-timeout must be at most 100 days\n",
+            out.stderr,
+            format!(
+                "redlock: --server-timeout must be at most 100 days; see 'redlock {} --help'\n",
+                args[0]
+            ),
             "{args:?}"
         );
     }

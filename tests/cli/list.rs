@@ -308,6 +308,40 @@ fn odd_names_are_listed_escaped() {
     assert_eq!(names(&json), [r"a\nb\u{1b}[2J\xff"]);
 }
 
+/// `list --names`: the names alone, one a line, escaped as the table shows
+/// them but unquoted; the pattern and the prefix apply; no header, nothing
+/// for no lock; not with --json. Shell completion reads it.
+#[test]
+fn list_names_prints_one_escaped_name_a_line_and_nothing_else() {
+    let cluster = Cluster::start(3);
+    acquire(&cluster, "deploy", &["-m", "rolling out v2"]);
+    acquire(&cluster, "backup", &[]);
+    let odd = OsStr::from_bytes(b"b\nx\x1b[2J\xff");
+    run(cluster
+        .redlock()
+        .args([OsStr::new("acquire"), OsStr::new("-n"), odd]))
+    .assert_code(0, "acquire an odd name");
+    let out = run(cluster.redlock().args(["list", "--names"]));
+    out.assert_code(0, "list --names");
+    // In the order of the names' bytes, as the table.
+    assert_eq!(out.stdout, "b\\nx\\u{1b}[2J\\xff\nbackup\ndeploy\n");
+    assert_eq!(out.stderr, "");
+    let out = run(cluster.redlock().args(["list", "--names", "d*"]));
+    assert_eq!(out.stdout, "deploy\n");
+    let out = run(cluster.redlock().args(["list", "--names", "zz*"]));
+    out.assert_code(0, "list --names of nothing");
+    assert_eq!(out.stdout, "");
+    let out = run(cluster
+        .redlock()
+        .args(["--prefix", "app:", "list", "--names"]));
+    assert_eq!(out.stdout, "");
+    let out = run(cluster.redlock().args(["list", "--names", "--json"]));
+    out.assert_code(64, "list --names --json");
+    assert_no_panic(&out, "list --names --json");
+    assert_eq!(out.stdout, "");
+    assert!(out.stderr.contains("--json"), "{}", out.stderr);
+}
+
 // ---------------------------------------------------------------------------
 // release --force
 // ---------------------------------------------------------------------------

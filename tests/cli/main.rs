@@ -15,6 +15,7 @@ mod fixture;
 mod force;
 mod fuzz;
 mod generated;
+mod help;
 mod holder;
 mod hostile;
 mod hostile_status;

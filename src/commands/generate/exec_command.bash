@@ -1,14 +1,22 @@
 
 # Added by redlock to clap's completion: the command that `redlock exec` runs
 # is completed as a command line of its own, both after `--` and after NAME
-# (`redlock exec NAME CMD ...`); everything else is left to _redlock above.
+# (`redlock exec NAME CMD ...`); a lock NAME is completed from
+# `redlock list --names`; everything else is left to _redlock above.
 
-# The index in COMP_WORDS of the first word of exec's command, or nothing.
+# Reads the words before the one being completed, as redlock parses them,
+# into _redlock_sub (the subcommand), _redlock_positionals (how many of its
+# arguments came before), _redlock_skip (the word is an option's value),
+# _redlock_dashdash (a `--` came), _redlock_start (the index in COMP_WORDS of
+# the first word of exec's command, if it started) and _redlock_globals
+# (the options that choose the servers, to pass on to `redlock list`).
 # A word that is only `=` or `:` (bash splits `--ttl=5s` and URLs there) is
 # glued to its neighbours.
-_redlock_exec_command_start() {
+_redlock_scan() {
     local takes_value=" @TAKES_VALUE@ "
-    local i=1 word seen_exec="" positionals=0 skip=""
+    local i=1 word
+    _redlock_sub="" _redlock_positionals=0 _redlock_skip="" _redlock_dashdash=""
+    _redlock_start="" _redlock_globals=()
     while ((i < COMP_CWORD)); do
         word=${COMP_WORDS[i]}
         while ((i + 2 <= COMP_CWORD)) && [[ ${COMP_WORDS[i + 1]} =~ ^[=:]+$ ]]; do
@@ -16,22 +24,36 @@ _redlock_exec_command_start() {
             ((i += 2))
         done
         ((i++))
-        if [[ -n $skip ]]; then
-            skip=""
+        if [[ -n $_redlock_skip ]]; then
+            [[ $_redlock_skip == global ]] && _redlock_globals+=("$word")
+            _redlock_skip=""
+            continue
+        fi
+        if [[ -n $_redlock_dashdash ]]; then
+            ((_redlock_positionals++))
             continue
         fi
         case $word in
             --)
-                [[ -n $seen_exec ]] || return 1
-                echo "$i"
-                return 0
+                _redlock_dashdash=1
+                [[ $_redlock_sub == exec ]] && _redlock_start=$i && return 0
                 ;;
-            -c | --command | -c* | --command=*)
-                [[ -n $seen_exec ]] && return 1
+            -c | --command)
+                [[ $_redlock_sub == exec ]] && _redlock_skip=1 && _redlock_positionals=2
                 ;;
-            --*=*) ;;
+            -c?* | --command=*)
+                [[ $_redlock_sub == exec ]] && _redlock_positionals=2
+                ;;
+            --*=*)
+                [[ " @GLOBAL_VALUE@ " == *" ${word%%=*} "* ]] && _redlock_globals+=("$word")
+                ;;
             --*)
-                [[ $takes_value == *" $word "* ]] && skip=1
+                if [[ " @GLOBAL_VALUE@ " == *" $word "* ]]; then
+                    _redlock_globals+=("$word")
+                    _redlock_skip=global
+                elif [[ $takes_value == *" $word "* ]]; then
+                    _redlock_skip=1
+                fi
                 ;;
             -?*)
                 # A cluster of short flags: the first that takes a value
@@ -39,45 +61,71 @@ _redlock_exec_command_start() {
                 local j
                 for ((j = 1; j < ${#word}; j++)); do
                     if [[ $takes_value == *" -${word:j:1} "* ]]; then
-                        ((j == ${#word} - 1)) && skip=1
+                        if [[ " @GLOBAL_VALUE@ " == *" -${word:j:1} "* ]]; then
+                            _redlock_globals+=("$word")
+                            ((j == ${#word} - 1)) && _redlock_skip=global
+                        else
+                            ((j == ${#word} - 1)) && _redlock_skip=1
+                        fi
                         break
                     fi
                 done
                 ;;
             *)
-                if [[ -z $seen_exec ]]; then
-                    [[ $word == exec ]] || return 1
-                    seen_exec=1
+                if [[ -z $_redlock_sub ]]; then
+                    _redlock_sub=$word
                 else
-                    ((positionals++))
-                    if ((positionals == 2)); then
-                        echo "$((i - 1))"
+                    ((_redlock_positionals++))
+                    if [[ $_redlock_sub == exec ]] && ((_redlock_positionals == 2)); then
+                        _redlock_start=$((i - 1))
                         return 0
                     fi
                 fi
                 ;;
         esac
     done
-    # The word being completed starts the command, unless it is an option.
-    [[ -n $seen_exec && -z $skip && $positionals == 1 ]] || return 1
-    [[ ${COMP_WORDS[COMP_CWORD]} != -* ]] || return 1
-    echo "$COMP_CWORD"
+    # The word being completed starts exec's command, unless it is an option.
+    if [[ $_redlock_sub == exec && -z $_redlock_skip && $_redlock_positionals == 1 &&
+        ${COMP_WORDS[COMP_CWORD]} != -* ]]; then
+        _redlock_start=$COMP_CWORD
+    fi
+    return 0
+}
+
+# The names of the locks that start with the word being completed, from
+# the servers the command line names, within a second.
+_redlock_lock_names() {
+    local cur=${COMP_WORDS[COMP_CWORD]} names
+    local -a timeout=()
+    command -v timeout >/dev/null 2>&1 && timeout=(timeout 1)
+    names=$("${timeout[@]}" "${COMP_WORDS[0]}" "${_redlock_globals[@]}" list --names -- "$cur*" 2>/dev/null)
+    local IFS=$'\n'
+    COMPREPLY=($(compgen -W "$names" -- "$cur"))
 }
 
 _redlock_with_exec_command() {
-    local start
-    if start=$(_redlock_exec_command_start); then
+    _redlock_scan
+    if [[ -n $_redlock_start ]]; then
         if declare -F _comp_command_offset >/dev/null; then
-            _comp_command_offset "$start"
+            _comp_command_offset "$_redlock_start"
         elif declare -F _command_offset >/dev/null; then
-            _command_offset "$start"
-        elif ((COMP_CWORD == start)); then
+            _command_offset "$_redlock_start"
+        elif ((COMP_CWORD == _redlock_start)); then
             COMPREPLY=($(compgen -c -- "${COMP_WORDS[COMP_CWORD]}"))
         else
             COMPREPLY=($(compgen -f -- "${COMP_WORDS[COMP_CWORD]}"))
         fi
         return 0
     fi
+    case $_redlock_sub in
+        acquire | release | extend | status | exec)
+            if [[ -z $_redlock_skip && -z $_redlock_dashdash && $_redlock_positionals == 0 &&
+                ${COMP_WORDS[COMP_CWORD]} != -* ]]; then
+                _redlock_lock_names
+                ((${#COMPREPLY[@]})) && return 0
+            fi
+            ;;
+    esac
     _redlock "$@"
 }
 

@@ -5,58 +5,115 @@
 //! `cli::examples`, which `--help` shows too). Hyphenation is off: a word
 //! broken mid-word ("sepa-rate") cannot be searched for or copied.
 
-use clap::CommandFactory;
 use clap_mangen::Man;
 
-use crate::cli::{self, Cli};
-use crate::exit_code::{SIGNAL_ROW, TABLE};
+use crate::cli;
+use crate::exit_code::{EVERY, SIGNAL_ROW, TABLE};
 
-/// Every variable `redlock` reads, and what for. A test checks that each
-/// `REDLOCK_*` name in the source is here.
-const ENVIRONMENT: [(&str, &str); 12] = [
+use super::description;
+
+/// Every variable `redlock` reads, and the commands that read it (`EVERY`:
+/// all of them). A test checks that each `REDLOCK_*` name in the source is
+/// on some page.
+const ENVIRONMENT: [(&str, &[&str], &str); 12] = [
     (
         "REDLOCK_SERVERS",
+        EVERY,
         "The server URLs, as for -s, separated by commas; used when no -s is given.",
     ),
     (
         "REDLOCK_SERVERS_FILE",
+        EVERY,
         "A file of server URLs, one per line, as --servers-file; used when neither -s nor \
          REDLOCK_SERVERS names servers.",
     ),
     (
         "REDLOCK_CONFIG_FILE",
+        EVERY,
         "A config file of settings for every client (restart-guard, server-timeout, prefix), as \
          --config-file.",
     ),
-    ("REDLOCK_SERVER_TIMEOUT", "The default of --server-timeout."),
-    ("REDLOCK_RESTART_GUARD", "The default of --restart-guard."),
-    ("REDLOCK_TLS_CA_CERT", "The default of --tls-ca-cert."),
-    ("REDLOCK_PREFIX", "The default of --prefix."),
+    (
+        "REDLOCK_SERVER_TIMEOUT",
+        EVERY,
+        "The default of --server-timeout.",
+    ),
+    (
+        "REDLOCK_RESTART_GUARD",
+        EVERY,
+        "The default of --restart-guard.",
+    ),
+    (
+        "REDLOCK_TLS_CA_CERT",
+        EVERY,
+        "The default of --tls-ca-cert.",
+    ),
+    ("REDLOCK_PREFIX", EVERY, "The default of --prefix."),
     (
         "REDLOCK_WAKEUPS",
+        &["acquire", "exec"],
         "0 turns wake-ups on release off: a waiting acquire or exec then only polls, after a \
          random pause, instead of trying again as soon as a release is announced. For \
          benchmarks and debugging; 1 or unset leaves them on.",
     ),
     (
         "REDLOCK_TOKEN",
-        "release and extend: the token, when no TOKEN is given. exec sets it for the command.",
+        &["release", "extend", "exec"],
+        "release and extend: the token, when no TOKEN is given. exec: with REDLOCK_NAME, the \
+         lock an outer exec holds (see REDLOCK_NAME).",
     ),
     (
         "REDLOCK_NAME",
-        "Set by exec for the command: the lock's name, without the prefix. A redlock exec of the \
-         same NAME inside the command, with REDLOCK_TOKEN still holding the lock, runs its command \
-         at once, under the lock the outer exec keeps.",
+        &["exec"],
+        "The lock's name, without the prefix, that an outer exec sets for its command. A redlock \
+         exec of the same NAME inside the command, with REDLOCK_TOKEN still holding the lock, \
+         runs its command at once, under the lock the outer exec keeps.",
     ),
     (
         "XDG_CONFIG_HOME",
+        EVERY,
         "The per-user servers and config files are $XDG_CONFIG_HOME/redlock/servers and \
          $XDG_CONFIG_HOME/redlock/config.",
     ),
     (
         "HOME",
+        EVERY,
         "Without XDG_CONFIG_HOME, the per-user servers and config files are \
          $HOME/.config/redlock/servers and $HOME/.config/redlock/config.",
+    ),
+];
+
+/// What `exec` sets in the command's environment, so that a `redlock`
+/// inside it reaches the same lock and servers (`commands/exec.rs`,
+/// `commands/handoff.rs`).
+const EXEC_EXPORTS: [(&str, &str); 8] = [
+    ("REDLOCK_NAME", "The lock's name, without the prefix."),
+    (
+        "REDLOCK_TOKEN",
+        "The lock's token, for redlock status or a nested redlock exec of the same NAME.",
+    ),
+    (
+        "REDLOCK_SERVERS",
+        "The server URLs, when none has a password.",
+    ),
+    (
+        "REDLOCK_SERVERS_FILE",
+        "When a server has a password: the servers file it came from, or a file of mode 0600 \
+         that only this user can read, removed when the command has ended. No password is put \
+         in the environment or the command line; REDLOCK_SERVERS is then unset.",
+    ),
+    (
+        "REDLOCK_PREFIX",
+        "The prefix, set even when empty, so that a config file's prefix does not apply instead.",
+    ),
+    ("REDLOCK_RESTART_GUARD", "The restart guard exec used."),
+    (
+        "REDLOCK_CONFIG_FILE",
+        "The config file given, as an absolute path.",
+    ),
+    (
+        "REDLOCK_TLS_CA_CERT",
+        "The CA file given, as an absolute path.",
     ),
 ];
 
@@ -111,14 +168,17 @@ const EXEC_SIGNALS: [(&str, &str); 6] = [
 /// `(file name, contents)` of `redlock.1` and one page per visible subcommand.
 pub fn man_pages() -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     // `redlock help CMD` is `redlock CMD --help`: no page of its own.
-    let mut command = Cli::command().disable_help_subcommand(true);
+    let mut command = cli::command_with(cli::Detail::Full).disable_help_subcommand(true);
     command.build();
     let mut pages = vec![("redlock.1".to_owned(), render(command.clone(), "")?)];
     for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set()) {
         // clap wants a 'static name; leaking a few short strings in a command
         // that exits right after is harmless.
         let name: &'static str = format!("redlock-{}", sub.get_name()).leak();
-        let page = sub.clone().name(name).display_name(name);
+        let mut page = sub.clone().name(name).display_name(name);
+        if let (Some(about), Some(more)) = (sub.get_about(), description::of(sub.get_name())) {
+            page = page.long_about(format!("{about}.\n\n{more}"));
+        }
         pages.push((format!("{name}.1"), render(page, sub.get_name())?));
     }
     Ok(pages)
@@ -147,10 +207,7 @@ fn render(command: clap::Command, sub: &str) -> anyhow::Result<Vec<u8>> {
         }
     }
     exit_status(&mut ours, sub);
-    section(&mut ours, "ENVIRONMENT");
-    for (name, text) in ENVIRONMENT {
-        ours.push_str(&format!(".TP\n.B {name}\n{}\n", escape(text)));
-    }
+    environment(&mut ours, sub);
     examples(&mut ours, sub);
     page.extend_from_slice(ours.as_bytes());
     man.render_version_section(&mut page)?;
@@ -161,23 +218,50 @@ fn section(page: &mut String, title: &str) {
     page.push_str(&format!(".SH {title}\n"));
 }
 
-/// EXIT STATUS: for `exec`, its own account first; then every fixed status
-/// from the one table, and 128+N.
+/// EXIT STATUS: for `exec`, its own account first; then the fixed statuses
+/// of the command (every one on redlock's own page), from the one table,
+/// and 128+N where the command catches signals.
 fn exit_status(page: &mut String, sub: &str) {
     section(page, "EXIT STATUS");
     if sub == "exec" {
-        let text = cli::exec_exit_status().replace('\n', " ");
-        page.push_str(&format!("{}\n.PP\nAs for every command:\n", escape(&text)));
+        page.push_str(&format!("{}\n", escape(EXEC_STATUS)));
     }
-    for row in TABLE {
+    let of_page = |commands: &[&str]| sub.is_empty() || commands.contains(&sub);
+    for row in TABLE.iter().filter(|row| of_page(row.commands)) {
         page.push_str(&format!(
             ".TP\n.B {}\n{}\n",
             row.exit.code(),
             escape(row.help)
         ));
     }
-    let (status, meaning) = SIGNAL_ROW;
-    page.push_str(&format!(".TP\n.B {status}\n{}\n", escape(meaning)));
+    let (status, meaning, commands) = SIGNAL_ROW;
+    if of_page(commands) {
+        page.push_str(&format!(".TP\n.B {status}\n{}\n", escape(meaning)));
+    }
+}
+
+/// What `exec` exits with besides the rows of the table.
+const EXEC_STATUS: &str = "The command's own status, when it ran and exited; 128+N if it died of \
+    signal N (if exec got that signal itself and passed it on, exec dies of it too, unless it is \
+    SIGQUIT); 126 if the command could not be run, 127 if it was not found. Otherwise one of \
+    these; 75 (or the -E code) means that the command did not run, 79 that the lock was lost \
+    while it ran and the command was stopped:";
+
+/// ENVIRONMENT: the variables the command reads (every one on redlock's own
+/// page); for `exec`, then those it sets for the command.
+fn environment(page: &mut String, sub: &str) {
+    section(page, "ENVIRONMENT");
+    for (name, commands, text) in ENVIRONMENT {
+        if sub.is_empty() || commands.contains(&sub) {
+            page.push_str(&format!(".TP\n.B {name}\n{}\n", escape(text)));
+        }
+    }
+    if sub == "exec" {
+        page.push_str(".PP\nexec sets these for the command:\n");
+        for (name, text) in EXEC_EXPORTS {
+            page.push_str(&format!(".TP\n.B {name}\n{}\n", escape(text)));
+        }
+    }
 }
 
 /// EXAMPLES: each with what it does, then its lines as typed. The page of

@@ -1,0 +1,88 @@
+//! What each man page says under DESCRIPTION, after the one line `--help`
+//! starts with: the account the README gives, short. Paragraphs are
+//! separated by a blank line.
+
+/// The DESCRIPTION of the page of `sub`, if it has more than its one line.
+pub fn of(sub: &str) -> Option<&'static str> {
+    DESCRIPTIONS
+        .iter()
+        .find(|(name, _)| *name == sub)
+        .map(|(_, text)| *text)
+}
+
+const DESCRIPTIONS: &[(&str, &str)] = &[
+    (
+        "acquire",
+        "Takes the lock on a majority of the servers and prints its token on stdout, for \
+         release and extend. Without -n or -w it waits until the lock is free, saying on stderr \
+         whom it waits for (nothing in the first second, then one line rewritten in place on a \
+         terminal, or a line every 10 seconds on a pipe); -q silences that.\n\n\
+         The lock lives for --ttl on the servers unless it is extended or released; a script \
+         that holds it longer runs redlock extend every third of the TTL or so, or uses redlock \
+         exec, which does that itself.\n\n\
+         With -n, or when the -w wait runs out, acquire exits 75, or the -E code; -E 0 skips \
+         quietly and prints no token. SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM \
+         during the wait release whatever was taken, and acquire dies of the signal.",
+    ),
+    (
+        "release",
+        "Deletes the lock on every server where TOKEN still holds it. If TOKEN no longer holds \
+         a majority (the lock expired, or someone else took it since), release exits 79: the \
+         work done under the lock may have overlapped with another holder's.\n\n\
+         With --force, release deletes the lock whoever holds it, and says whose it was: for a \
+         stale lock whose holder is known to be dead, never to hurry a live one. --if-token \
+         breaks it only while the dead holder's token still holds it.",
+    ),
+    (
+        "extend",
+        "Sets the lock's expiry to --ttl from now on every server where TOKEN still holds it. \
+         A lock that already expired, or that someone else took since, is never re-created: \
+         extend exits 79, and the work under the lock should stop.",
+    ),
+    (
+        "status",
+        "Shows whether a majority holds the lock, who holds it (user, host, process, the note \
+         of -m, a CI job), for how long and until when, and what every server holds. The exit \
+         status alone tells held (0) from free (1), for scripts: redlock status -q NAME.",
+    ),
+    (
+        "list",
+        "Lists the locks whose names match PATTERN, as a majority of the servers sees them: \
+         the name, whether it is held, its age, its expiry and its holder, one line each in \
+         the order of the names. Without --prefix, only the locks taken by redlock are listed; \
+         under a prefix, every string key under it. --names prints the names alone, one a \
+         line, for scripts and shell completion; --json the whole listing.",
+    ),
+    (
+        "exec",
+        "Takes the lock (waiting as acquire does), runs the command while it holds the lock, \
+         extends the lock every third of --ttl while the command runs, and releases it when the \
+         command and what it left behind have ended. The command inherits stdin, stdout and \
+         stderr, and gets REDLOCK_NAME and REDLOCK_TOKEN, and the servers without their \
+         passwords (see ENVIRONMENT).\n\n\
+         As with flock NAME cmd, the first word after NAME starts the command, and every word \
+         from there on is the command's; redlock's options go before it. Without NAME, -- comes \
+         before the command, and the lock is named exec:PROGRAM:HASH after the whole command \
+         line, the same on every host (-v prints it).\n\n\
+         The stop schedule. When an extension finds the lock gone, or none succeeds in time, \
+         exec sends --signal (SIGTERM by default, then SIGCONT) to the command's process \
+         group, waits -k (5s by default) or until the group is empty, sends SIGKILL, and exits \
+         79. Independently of any loss being seen, the stop is scheduled against the lock's \
+         validity: the signal goes out -k plus a margin (a twentieth of the TTL, 5ms to 200ms) \
+         before the validity ends, SIGKILL the margin before it, so that the kill always lands \
+         before the lock can lapse. -k is capped at a third of --ttl. A watchdog process \
+         enforces the schedule even if exec itself is frozen (SIGSTOP, a debugger); if the \
+         whole machine was suspended, the command is stopped at once on resume.\n\n\
+         Leftover processes. The command leads a process group of its own; stops reach the \
+         whole group, and exec holds and extends the lock until every process of the group has \
+         ended, also those the command started in the background and left behind. A process \
+         that left the group on purpose (setsid) is out of reach. exec adopts orphans and reaps \
+         those of the group, so that a zombie cannot keep the lock held, also as PID 1 in a \
+         container. A leftover that stops on the terminal after the command has ended gets \
+         SIGHUP and SIGCONT, then --signal and SIGKILL if it stops again.\n\n\
+         Terminals. exec gives the command's process group the terminal, as a shell does for a \
+         job, so that Ctrl-C, Ctrl-\\ and prompts reach the command; Ctrl-Z suspends the \
+         command and exec together, and nothing extends the lock while they are suspended. See \
+         SIGNALS AND TERMINALS.",
+    ),
+];
