@@ -305,6 +305,10 @@ mod tests {
                     total: 3,
                     quorum: 2,
                     failures: Failures::default(),
+                    round: crate::lock::TokenRound {
+                        op: crate::lock::TokenOp::Release,
+                        said: Vec::new(),
+                    },
                 },
                 Exit::Lost,
             ),
@@ -324,6 +328,7 @@ mod tests {
                     total: 3,
                     quorum: 2,
                     failures: Failures::default(),
+                    token: None,
                 },
                 Exit::NoQuorum,
             ),

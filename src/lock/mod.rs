@@ -22,7 +22,7 @@ mod server_url;
 mod servers;
 mod tried;
 
-pub use error::{Failures, LockError};
+pub use error::{Failures, LockError, Said, TokenOp, TokenRound};
 pub use force::{Breaking, Forced};
 #[cfg(test)]
 pub use holder::Recorded;
@@ -39,4 +39,5 @@ pub use quorum::drift;
 pub use retry::{acquire_or_cancel, Wait};
 pub use scripts::{ForceVerdict, MAX_TOKEN};
 pub use server_url::{redact_url, ServerSpec};
+pub use servers::ServerError;
 pub use tried::Tried;

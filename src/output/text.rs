@@ -113,12 +113,20 @@ fn listed(listing: &Listing, stdout: Option<Piece>, json: bool) -> Vec<Option<Pi
         .filter_map(list_server)
         .map(|m| Some(Piece::Stderr(Level::Warning, m)))
         .collect();
-    if listing.count == 0 && !json {
+    let no_quorum = listing.no_quorum();
+    // Without a quorum, finding nothing says nothing: the locks may be on
+    // the servers that did not answer.
+    if listing.count == 0 && !json && no_quorum.is_none() {
         pieces.push(Some(Piece::Stderr(Level::Expected, list_empty(listing))));
     }
     pieces.push(stdout);
-    if let Some(err) = listing.no_quorum() {
-        pieces.push(Some(Piece::Stderr(Level::Warning, words::lock_error(&err))));
+    if let Some(err) = no_quorum {
+        let shown =
+            escape_bytes(&[listing.query.prefix.as_slice(), &listing.query.pattern].concat());
+        pieces.push(Some(Piece::Stderr(
+            Level::Warning,
+            words::unlisted(&shown, &err),
+        )));
     }
     pieces
 }

