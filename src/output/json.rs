@@ -178,6 +178,9 @@ struct FailureJson<'a> {
     expires_in_ms: Option<u64>,
     attempts: u32,
     waited_ms: u64,
+    /// The wait (`-w`) that ran out, when the command gave up because it
+    /// did; `null` without one (`-n`) or when it failed for another reason.
+    gave_up_after_ms: Option<u64>,
     /// Why each server that did not do its part did not, in
     /// configuration order (for extend and release, every server, with
     /// those that held the token).
@@ -263,11 +266,12 @@ impl<'a> FailureJson<'a> {
         FailureJson {
             name: Name::of(error.key().bytes()),
             error: failure_kind(error),
-            message: super::words::lock_error(error),
+            message: super::words::failure(error, tried),
             holder: held_by.map(HolderJson::new),
             expires_in_ms: expires_in.map(millis),
             attempts: tried.attempts,
             waited_ms: millis(tried.waited),
+            gave_up_after_ms: tried.gave_up_after.map(millis),
             causes: CauseJson::of(error),
         }
     }

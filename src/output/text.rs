@@ -49,8 +49,8 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>, json: bool) -> V
         Outcome::Acquired { lease, servers } => {
             vec![said(Verbose, acquired(lease, *servers, true)), stdout]
         }
-        Outcome::BusyAs { error, code, .. } => {
-            let message = (*code != 0).then(|| words::lock_error(error));
+        Outcome::BusyAs { error, code, tried } => {
+            let message = (*code != 0).then(|| words::failure(error, *tried));
             vec![message.and_then(|m| said(Expected, m)), stdout]
         }
         Outcome::Released { key, released } => vec![
@@ -194,7 +194,7 @@ fn held(ran: &Ran, waited: Duration) -> String {
 /// The message of a failed run.
 pub(super) fn failure(failed: &Failed<'_>) -> String {
     match failed {
-        Failed::Lock { error, .. } => words::lock_error(error),
+        Failed::Lock { error, tried } => words::failure(error, *tried),
         Failed::Expired { key, validity } => format!(
             "lock {key} expired while its token was being written (it was valid for {}); \
              the lock was released: the token printed is no lock",

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::duration::{exact, rounded};
 use crate::lock::{
     escape_and_cut, Broken, Failures, HeldBy, Holder, LockError, LockKey, Said, ServerError,
-    Standing, TokenOp, TokenRound,
+    Standing, TokenOp, TokenRound, Tried,
 };
 
 /// How many characters of each recorded field a one-line summary shows.
@@ -205,6 +205,16 @@ pub fn server_failure(err: &ServerError) -> String {
         ServerError::NoAnswerYet => err.to_string(),
         ServerError::Failed(why) => format!("failed ({why})"),
         other => format!("failed ({other})"),
+    }
+}
+
+/// The message of a failed lock operation after `tried`: with "gave up
+/// after 20m: " in front when a wait (`-w`) ran out, so that a log tells a
+/// long wait from one attempt.
+pub fn failure(error: &LockError, tried: Tried) -> String {
+    match tried.gave_up_after {
+        Some(limit) => format!("gave up after {}: {}", exact(limit), lock_error(error)),
+        None => lock_error(error),
     }
 }
 

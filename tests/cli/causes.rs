@@ -167,3 +167,48 @@ fn list_without_a_quorum_claims_no_empty_listing_and_names_the_pattern() {
     assert_eq!(json["complete"], false, "{json}");
     assert_eq!(json["error"], "no_quorum", "{json}");
 }
+
+// ---------------------------------------------------------------------------
+// 3. a wait that runs out says it gave up
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_wait_that_runs_out_says_it_gave_up() {
+    let cluster = Cluster::start(3);
+    acquire(&cluster, "causes-wait", &["--ttl", "60s"]);
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "-w", "300ms", "causes-wait"]));
+    out.assert_code(75, "acquire -w 300ms");
+    assert!(
+        out.stderr
+            .starts_with("redlock: gave up after 300ms: \"causes-wait\" is held by "),
+        "{}",
+        out.stderr
+    );
+    let out = run(cluster.redlock().args(["acquire", "-n", "causes-wait"]));
+    out.assert_code(75, "acquire -n");
+    assert!(!out.stderr.contains("gave up"), "{}", out.stderr);
+
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "--json", "-w", "300ms", "causes-wait"]));
+    out.assert_code(75, "acquire --json -w 300ms");
+    let json = out.json();
+    assert_eq!(json["gave_up_after_ms"], 300, "{json}");
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "--json", "-n", "causes-wait"]));
+    assert!(out.json()["gave_up_after_ms"].is_null(), "{}", out.stdout);
+
+    let out = run(cluster
+        .redlock()
+        .args(["exec", "-w", "300ms", "causes-wait", "--", "true"]));
+    out.assert_code(75, "exec -w 300ms");
+    assert!(
+        out.stderr
+            .starts_with("redlock: gave up after 300ms: \"causes-wait\" is held by "),
+        "{}",
+        out.stderr
+    );
+}
