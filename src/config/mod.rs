@@ -387,7 +387,10 @@ impl LockJob {
 fn release(args: cli::ReleaseArgs, prefix: &[u8]) -> Result<LockJob, Error> {
     let key = named_key(prefix, &args.lock.name)?;
     if !args.force {
-        let token = token(args.lock.token)?;
+        let token = match args.lock.token {
+            None => return Err(Error::Usage(NO_TOKEN_TO_RELEASE.into())),
+            given => token(given)?,
+        };
         return Ok(LockJob::Release { key, token });
     }
     let from_env = std::env::var("REDLOCK_TOKEN").ok();
@@ -538,6 +541,11 @@ fn from_hex(hex: &[u8]) -> Option<Vec<u8>> {
         .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
         .collect()
 }
+
+/// `release NAME` without a token: how to get on, whichever lock it is.
+const NO_TOKEN_TO_RELEASE: &str = "no TOKEN: pass the token `acquire` printed, or set \
+    REDLOCK_TOKEN; to break a lock whose holder is dead, use `release --force NAME` \
+    (with --if-token TOKEN, only while the token `status` shows still holds it)";
 
 fn token(token: Option<String>) -> Result<Token, Error> {
     match token {

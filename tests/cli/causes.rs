@@ -212,3 +212,40 @@ fn a_wait_that_runs_out_says_it_gave_up() {
         out.stderr
     );
 }
+
+// ---------------------------------------------------------------------------
+// 12a. countdowns in at most two units
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_long_countdown_reads_in_two_units() {
+    let cluster = Cluster::start(3);
+    acquire(&cluster, "causes-days", &["--ttl", "48h"]);
+    let out = run(cluster.redlock().args(["status", "causes-days"]));
+    out.assert_code(0, "status");
+    let first = out.stdout.lines().next().unwrap_or_default();
+    assert!(first.ends_with("; expires in 1d 23h"), "{first}");
+    let out = run(cluster.redlock().args(["list"]));
+    out.assert_code(0, "list");
+    assert!(out.stdout.contains("  1d 23h  "), "{}", out.stdout);
+}
+
+// ---------------------------------------------------------------------------
+// 12e. a release without a token says how to get on
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_release_without_a_token_hints_at_force_and_if_token() {
+    let out = run(crate::support::redlock().args(["release", "causes-rel"]));
+    assert_one_line_error(
+        &out,
+        64,
+        &[
+            "no TOKEN",
+            "REDLOCK_TOKEN",
+            "release --force NAME",
+            "--if-token TOKEN",
+        ],
+        "release without a token",
+    );
+}
