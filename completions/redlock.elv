@@ -137,6 +137,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --version 'Print version'
         }
         &'redlock;list'= {
+            cand --older-than 'Only locks held for longer than DUR (30m, 2h), by the age redlock records beside each lock; locks without such a record (taken by other Redlock clients) have no known age and are left out'
             cand -s 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host[:port] means redis:// (port 6379), e.g. -s localhost for one local Redis. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file); there is no default server'
             cand --server 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host[:port] means redis:// (port 6379), e.g. -s localhost for one local Redis. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file); there is no default server'
             cand --servers-file 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist; one that exists but cannot be read is an error'

@@ -412,6 +412,12 @@ pub struct ListArgs {
     /// A glob on the lock names (after the prefix): * ? [abc] and \ as in Redis.
     #[arg(value_name = "PATTERN", default_value = "*")]
     pub pattern: OsString,
+
+    /// Only locks held for longer than DUR (30m, 2h), by the age redlock records
+    /// beside each lock; locks without such a record (taken by other Redlock
+    /// clients) have no known age and are left out.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse, allow_hyphen_values = true)]
+    pub older_than: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Args)]

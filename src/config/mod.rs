@@ -420,6 +420,7 @@ fn list(args: cli::ListArgs, prefix: &[u8]) -> Result<LockJob, Error> {
     Ok(LockJob::List(ListQuery {
         prefix: prefix.to_vec(),
         pattern: args.pattern.as_bytes().to_vec(),
+        older_than: args.older_than,
     }))
 }
 

@@ -485,10 +485,15 @@ fn list_server(part: &ServerPart) -> Option<String> {
 /// `list` found nothing.
 fn list_empty(listing: &Listing) -> String {
     let pattern = escape_bytes(&listing.query.pattern);
+    let older = listing
+        .query
+        .older_than
+        .map(|least| format!(" and were taken more than {} ago", human(least)))
+        .unwrap_or_default();
     match listing.query.prefix.as_slice() {
-        [] => format!("no locks taken by redlock match \"{pattern}\""),
+        [] => format!("no locks taken by redlock match \"{pattern}\"{older}"),
         prefix => format!(
-            "no locks under the prefix \"{}\" match \"{pattern}\"",
+            "no locks under the prefix \"{}\" match \"{pattern}\"{older}",
             escape_bytes(prefix)
         ),
     }

@@ -249,3 +249,42 @@ fn a_release_without_a_token_hints_at_force_and_if_token() {
         "release without a token",
     );
 }
+
+// ---------------------------------------------------------------------------
+// 7b. list --older-than
+// ---------------------------------------------------------------------------
+
+#[test]
+fn list_older_than_shows_only_locks_held_longer() {
+    let cluster = Cluster::start(3);
+    acquire(&cluster, "app:causes-old", &["--ttl", "60s"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    acquire(&cluster, "app:causes-new", &["--ttl", "60s"]);
+    for i in 0..3 {
+        cluster[i].set_px(
+            b"app:causes-bare",
+            b"0123456789abcdef0123456789abcdef",
+            60_000,
+        );
+    }
+    let out = run(cluster.redlock().args(["list", "--prefix", "app:"]));
+    out.assert_code(0, "list");
+    for name in ["causes-old", "causes-new", "causes-bare"] {
+        assert!(out.stdout.contains(name), "{name}: {}", out.stdout);
+    }
+    let out = run(cluster
+        .redlock()
+        .args(["list", "--prefix", "app:", "--older-than", "1s"]));
+    out.assert_code(0, "list --older-than 1s");
+    assert!(out.stdout.contains("causes-old"), "{}", out.stdout);
+    assert!(!out.stdout.contains("causes-new"), "{}", out.stdout);
+    assert!(
+        !out.stdout.contains("causes-bare"),
+        "no age, left out: {}",
+        out.stdout
+    );
+    let out = run(cluster.redlock().args(["list", "--older-than", "1h"]));
+    out.assert_code(0, "list --older-than 1h");
+    assert_eq!(out.stdout, "");
+    assert_stderr_says(&out, &["taken more than 1h ago"], "list --older-than 1h");
+}
