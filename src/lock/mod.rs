@@ -26,9 +26,8 @@ pub use error::{Failures, LockError, Said, TokenOp, TokenRound};
 pub use force::{Breaking, Forced};
 #[cfg(test)]
 pub use holder::Recorded;
-pub use holder::{HeldBy, Holder};
+pub use holder::{started as process_started, HeldBy, Holder};
 pub use inspection::{Broken, Inspection, KeyState, Occupied, Verdict};
-#[cfg(test)]
 pub use keeper::interval as keeper_interval;
 pub use keeper::{keep, Keeping};
 pub use key::{escape_and_cut, escape_bytes, is_hidden, LockKey, Token, SERVER_TEXT_SHOWN};

@@ -299,6 +299,17 @@ struct HolderJson<'a> {
     job: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     held_for_ms: Option<u64>,
+    /// Whether `exec` holds the lock and renews it (so `expires_in_ms`
+    /// moves on at every renewal), and how often, when it said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kept_alive_by_exec: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    renew_every_ms: Option<u64>,
+    /// Whether the holder ran on this host and its process is gone (the
+    /// lock then lasts only until it expires); `false` when that cannot be
+    /// told.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    holder_pid_gone: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     token: Option<Bytes<'a>>,
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
@@ -317,6 +328,9 @@ impl<'a> HolderJson<'a> {
             message: None,
             job: None,
             held_for_ms: None,
+            kept_alive_by_exec: None,
+            renew_every_ms: None,
+            holder_pid_gone: None,
             token: None,
             value_type: None,
         };
@@ -333,6 +347,11 @@ impl<'a> HolderJson<'a> {
                     message: holder.message.as_deref(),
                     job: holder.job.as_deref(),
                     held_for_ms: recorded.held_for.map(millis),
+                    kept_alive_by_exec: Some(
+                        !recorded.pid_gone && super::words::kept_alive(holder).is_some(),
+                    ),
+                    renew_every_ms: holder.renew_every_ms,
+                    holder_pid_gone: Some(recorded.pid_gone),
                     ..none
                 }
             }

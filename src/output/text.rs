@@ -448,7 +448,19 @@ fn list_row(entry: &Listed<'_>) -> [String; 5] {
         _ => "-".to_owned(),
     };
     let expires = match (entry.standing, occupied) {
-        (Standing::Held, Some(o)) => o.expires_in.map_or("never".to_owned(), rounded),
+        (Standing::Held, Some(o)) => {
+            let left = o.expires_in.map_or("never".to_owned(), rounded);
+            match &o.held_by {
+                HeldBy::Redlock(recorded) if recorded.pid_gone => format!("{left} (pid gone)"),
+                HeldBy::Redlock(recorded) => match recorded.holder.renew_every_ms {
+                    Some(every) => {
+                        format!("renewed every {}", rounded(Duration::from_millis(every)))
+                    }
+                    None => left,
+                },
+                _ => left,
+            }
+        }
         _ => "-".to_owned(),
     };
     let holder = match occupied.map(|o| &o.held_by) {

@@ -89,12 +89,36 @@ pub fn held_by(held_by: &HeldBy) -> String {
 }
 
 /// "held by WHO; expires in D": after "KEY is " or "waiting for KEY, ".
+/// A lock `exec` keeps alive has no countdown worth showing: its expiry
+/// moves on at every renewal; one whose holder's process is gone does.
 fn held_clause(who: &HeldBy, expires_in: Option<Duration>) -> String {
     let expiry = match expires_in {
         Some(left) => format!("expires in {}", rounded(left)),
         None => "it never expires (no TTL)".to_owned(),
     };
+    let expiry = match who {
+        HeldBy::Redlock(recorded) if recorded.pid_gone => format!(
+            "holder pid {} is gone; the lock {}",
+            recorded.holder.pid,
+            expiry.replace("it never", "never")
+        ),
+        HeldBy::Redlock(recorded) => kept_alive(&recorded.holder).unwrap_or(expiry),
+        _ => expiry,
+    };
     format!("held by {}; {expiry}", held_by(who))
+}
+
+/// "kept alive by exec (renewed every 10s)" when `exec` holds the lock
+/// (older records say that it does, not how often).
+pub fn kept_alive(holder: &Holder) -> Option<String> {
+    match (holder.renew_every_ms, &holder.command) {
+        (Some(every), _) => Some(format!(
+            "kept alive by exec (renewed every {})",
+            rounded(Duration::from_millis(every))
+        )),
+        (None, Some(_)) => Some("kept alive by exec".to_owned()),
+        (None, None) => None,
+    }
 }
 
 /// "KEY is held by WHO; expires in D": status's first line, and the busy
@@ -480,6 +504,7 @@ mod tests {
         let who = HeldBy::Redlock(Box::new(Recorded {
             holder,
             held_for: Some(Duration::from_millis(252_345)),
+            pid_gone: false,
         }));
         assert_eq!(
             held_by(&who),

@@ -288,3 +288,71 @@ fn list_older_than_shows_only_locks_held_longer() {
     assert_eq!(out.stdout, "");
     assert_stderr_says(&out, &["taken more than 1h ago"], "list --older-than 1h");
 }
+
+// ---------------------------------------------------------------------------
+// 4. a lock exec keeps alive, and a holder whose process is gone
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_lock_exec_renews_says_so_instead_of_a_countdown() {
+    let cluster = Cluster::start(3);
+    let exec = Running::spawn(
+        cluster
+            .redlock()
+            .args(["exec", "--ttl", "3s", "causes-kept", "--", "sleep", "30"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
+    let held = wait_until(Duration::from_secs(10), || {
+        (0..3).all(|i| cluster[i].get(b"causes-kept").is_some())
+    });
+    assert!(held, "exec did not take the lock");
+    let out = run(cluster.redlock().args(["status", "causes-kept"]));
+    out.assert_code(0, "status");
+    let first = out.stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.ends_with("; kept alive by exec (renewed every 1s)"),
+        "{first}"
+    );
+    let out = run(cluster.redlock().args(["status", "--json", "causes-kept"]));
+    let holder = &out.json()["holder"];
+    assert_eq!(holder["kept_alive_by_exec"], true, "{holder}");
+    assert_eq!(holder["renew_every_ms"], 1000, "{holder}");
+    assert_eq!(holder["holder_pid_gone"], false, "{holder}");
+    let out = run(cluster.redlock().args(["list"]));
+    assert!(out.stdout.contains("renewed every 1s"), "{}", out.stdout);
+    let out = run(cluster.redlock().args(["acquire", "-n", "causes-kept"]));
+    out.assert_code(75, "acquire -n");
+    assert_stderr_says(&out, &["kept alive by exec (renewed every 1s)"], "busy");
+    exec.signal(nix::sys::signal::Signal::SIGTERM);
+    exec.finish(Duration::from_secs(20));
+}
+
+/// `acquire` records the process that ran it: once that shell is gone, a
+/// status on the same host says so, with the lock's remaining life.
+#[test]
+fn a_holder_whose_process_is_gone_is_named() {
+    let cluster = Cluster::start(3);
+    let redlock = env!("CARGO_BIN_EXE_redlock");
+    // `; true`: the shell forks acquire rather than exec it, so that the
+    // pid recorded is the shell's, which is gone once this returns.
+    let script = format!("{redlock} acquire -n --ttl 25s causes-gone >/dev/null; true");
+    run(std::process::Command::new("sh")
+        .args(["-c", &script])
+        .env("REDLOCK_SERVERS", cluster.servers_arg())
+        .env("REDLOCK_RESTART_GUARD", "0")
+        .env("XDG_CONFIG_HOME", "/nonexistent/redlock-tests"))
+    .assert_code(0, "sh -c acquire");
+    let status = run(cluster.redlock().args(["status", "--json", "causes-gone"]));
+    status.assert_code(0, "status --json");
+    let holder = status.json()["holder"].clone();
+    assert_eq!(holder["holder_pid_gone"], true, "{holder}");
+    assert_eq!(holder["kept_alive_by_exec"], false, "{holder}");
+    let pid = holder["pid"].as_u64().unwrap();
+    let out = run(cluster.redlock().args(["status", "causes-gone"]));
+    let first = out.stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.contains(&format!("; holder pid {pid} is gone; the lock expires in ")),
+        "{first}"
+    );
+}
