@@ -305,10 +305,10 @@ mod tests {
                     total: 3,
                     quorum: 2,
                     failures: Failures::default(),
-                    round: crate::lock::TokenRound {
+                    round: Box::new(crate::lock::TokenRound {
                         op: crate::lock::TokenOp::Release,
                         said: Vec::new(),
-                    },
+                    }),
                 },
                 Exit::Lost,
             ),

@@ -519,7 +519,7 @@ fn lock_key(prefix: &[u8], name: &OsStr) -> Result<LockKey, Error> {
     if name.is_empty() {
         return Err(Error::Usage("the lock NAME must not be empty".into()));
     }
-    Ok(LockKey::new([prefix, name.as_bytes()].concat()))
+    Ok(LockKey::prefixed(prefix, name.as_bytes()))
 }
 
 /// The key NAME names, given as is or, with `--hex`, as its bytes in hex.

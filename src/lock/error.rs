@@ -112,7 +112,7 @@ pub enum LockError {
         quorum: usize,
         failures: Failures,
         /// In a round on a token (extend, release): what each server said.
-        token: Option<TokenRound>,
+        token: Option<Box<TokenRound>>,
     },
     Refused {
         key: LockKey,
@@ -142,7 +142,7 @@ pub enum LockError {
         quorum: usize,
         failures: Failures,
         /// What each server said.
-        round: TokenRound,
+        round: Box<TokenRound>,
     },
 }
 

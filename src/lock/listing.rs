@@ -305,7 +305,14 @@ impl Redlock {
         for keys in scans.iter().flatten() {
             names.extend(keys.iter().filter_map(|k| query.lock_of(k.clone())));
         }
-        let keys: Vec<LockKey> = names.into_iter().map(LockKey::new).collect();
+        let prefix = query.prefix.as_slice();
+        let keys: Vec<LockKey> = names
+            .into_iter()
+            .map(|key| match key.strip_prefix(prefix) {
+                Some(name) => LockKey::prefixed(prefix, name),
+                None => LockKey::new(key),
+            })
+            .collect();
         let mut parts: Vec<Result<Option<Duration>, ServerError>> =
             scans.into_iter().map(|scan| scan.map(|_| None)).collect();
         let mut listing = Listing {

@@ -583,7 +583,7 @@ impl Redlock {
                 (server.spec().clone(), said)
             })
             .collect();
-        let round = TokenRound { op, said };
+        let round = Box::new(TokenRound { op, said });
         if tally.cannot_hold() {
             return LockError::NotHeld {
                 key: key.clone(),

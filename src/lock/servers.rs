@@ -46,7 +46,7 @@ pub enum ServerError {
     TooManyKeys(usize),
     /// It had not answered when a round that had to end without it ended
     /// (its answer could no longer change the outcome).
-    #[error("it had not answered when the round ended")]
+    #[error("had not answered when the round ended")]
     NoAnswerYet,
 }
 

@@ -302,7 +302,7 @@ pub fn unlisted(shown: &str, error: &LockError) -> String {
         ),
         other => lock_error(other),
     };
-    format!("cannot tell which locks match \"{shown}\": {why}")
+    format!("no quorum to list the locks matching \"{shown}\": {why}")
 }
 
 /// The lock is taken, or others are first in line for it.
@@ -600,7 +600,7 @@ mod tests {
             total: 3,
             quorum: 2,
             failures: Failures::default(),
-            round,
+            round: Box::new(round),
         };
         let causes = "redis://127.0.0.1:7001 no longer holds the token (its key is gone: \
                       restarted, flushed or expired?); redis://127.0.0.1:7002 holds another \

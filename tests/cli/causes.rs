@@ -158,7 +158,7 @@ fn list_without_a_quorum_claims_no_empty_listing_and_names_the_pattern() {
     assert!(!out.stderr.contains("lock \"*\""), "{}", out.stderr);
     assert_stderr_says(
         &out,
-        &["cannot tell which locks match \"*\": 2 of 3 servers failed"],
+        &["no quorum to list the locks matching \"*\": 2 of 3 servers failed"],
         "list",
     );
     let out = run(cluster.redlock().args(["list", "--json"]));
@@ -354,5 +354,40 @@ fn a_holder_whose_process_is_gone_is_named() {
     assert!(
         first.contains(&format!("; holder pid {pid} is gone; the lock expires in ")),
         "{first}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 12d. status and list name a lock the same way under a prefix
+// ---------------------------------------------------------------------------
+
+#[test]
+fn status_and_list_show_the_same_name_under_a_prefix() {
+    let cluster = Cluster::start(3);
+    acquire(
+        &cluster,
+        "causes-named",
+        &["--prefix", "app:", "--ttl", "20s"],
+    );
+    let out = run(cluster
+        .redlock()
+        .args(["--prefix", "app:", "status", "causes-named"]));
+    out.assert_code(0, "status");
+    assert!(
+        out.stdout.starts_with("\"causes-named\" is held by"),
+        "{}",
+        out.stdout
+    );
+    let out = run(cluster.redlock().args(["--prefix", "app:", "list"]));
+    out.assert_code(0, "list");
+    assert!(out.stdout.contains("\n\"causes-named\" "), "{}", out.stdout);
+    assert!(!out.stdout.contains("app:"), "{}", out.stdout);
+    let out = run(cluster
+        .redlock()
+        .args(["--prefix", "app:", "status", "--json", "causes-named"]));
+    assert_eq!(
+        out.json()["name"],
+        "app:causes-named",
+        "the JSON keeps its fields"
     );
 }
