@@ -145,6 +145,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;list' {
+            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Only locks held for longer than DUR (30m, 2h), by the age redlock records beside each lock; locks without such a record (taken by other Redlock clients) have no known age and are left out')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'A Redis master, e.g. redis://host:6379; repeat it for N masters')
             [CompletionResult]::new('--server', '--server', [CompletionResultType]::ParameterName, 'A Redis master, e.g. redis://host:6379; repeat it for N masters')
             [CompletionResult]::new('--servers-file', '--servers-file', [CompletionResultType]::ParameterName, 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS')

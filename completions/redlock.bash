@@ -445,12 +445,16 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__list)
-            opts="-s -q -v -h -V --names --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --names --older-than --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --older-than)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --server)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -609,7 +613,7 @@ fi
 # A word that is only `=` or `:` (bash splits `--ttl=5s` and URLs there) is
 # glued to its neighbours.
 _redlock_scan() {
-    local takes_value=" --command --config-file --conflict-exit-code --if-token --kill-after --message --prefix --restart-guard --server --server-timeout --servers-file --signal --timeout --tls-ca-cert --ttl --wait -E -c -k -m -s -w "
+    local takes_value=" --command --config-file --conflict-exit-code --if-token --kill-after --message --older-than --prefix --restart-guard --server --server-timeout --servers-file --signal --timeout --tls-ca-cert --ttl --wait -E -c -k -m -s -w "
     local i=1 word
     _redlock_sub="" _redlock_positionals=0 _redlock_skip="" _redlock_dashdash=""
     _redlock_start="" _redlock_globals=()

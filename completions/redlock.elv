@@ -137,6 +137,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --version 'Print version'
         }
         &'redlock;list'= {
+            cand --older-than 'Only locks held for longer than DUR (30m, 2h), by the age redlock records beside each lock; locks without such a record (taken by other Redlock clients) have no known age and are left out'
             cand -s 'A Redis master, e.g. redis://host:6379; repeat it for N masters'
             cand --server 'A Redis master, e.g. redis://host:6379; repeat it for N masters'
             cand --servers-file 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS'

@@ -104,6 +104,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand status" -s q -l quiet -d
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand list" -l older-than -d 'Only locks held for longer than DUR (30m, 2h), by the age redlock records beside each lock; locks without such a record (taken by other Redlock clients) have no known age and are left out' -r
 complete -c redlock -n "__fish_redlock_using_subcommand list" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix' -r -F
@@ -180,7 +181,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_see
 # the index of the first word of exec's command (0: none), and then the
 # options that choose the servers, to pass on to `redlock list`.
 function __fish_redlock_scan
-    set -l takes_value --command --config-file --conflict-exit-code --if-token --kill-after --message --prefix --restart-guard --server --server-timeout --servers-file --signal --timeout --tls-ca-cert --ttl --wait -E -c -k -m -s -w
+    set -l takes_value --command --config-file --conflict-exit-code --if-token --kill-after --message --older-than --prefix --restart-guard --server --server-timeout --servers-file --signal --timeout --tls-ca-cert --ttl --wait -E -c -k -m -s -w
     set -l global_value -s --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix
     set -l words (commandline -opc)
     set -l sub ''

@@ -423,6 +423,12 @@ pub struct ListArgs {
     /// completion.
     #[arg(long, conflicts_with = "json")]
     pub names: bool,
+
+    /// Only locks held for longer than DUR (30m, 2h), by the age redlock records
+    /// beside each lock; locks without such a record (taken by other Redlock
+    /// clients) have no known age and are left out.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse, allow_hyphen_values = true)]
+    pub older_than: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Args)]

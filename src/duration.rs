@@ -34,14 +34,28 @@ pub fn exact(duration: Duration) -> String {
     shown(Duration::from_millis(millis(duration)))
 }
 
-/// `4m 12s`: whole seconds, or whole milliseconds under a second. For
-/// ages and countdowns, which are stale by the time they are read.
+/// `4m 12s`, `1d 23h`: the two largest units, cut (never rounded up), or
+/// whole milliseconds under a second. For ages and countdowns, which are
+/// stale by the time they are read.
 pub fn rounded(duration: Duration) -> String {
     if duration < Duration::from_secs(1) {
-        exact(duration)
-    } else {
-        shown(Duration::from_secs(duration.as_secs()))
+        return exact(duration);
     }
+    let secs = duration.as_secs();
+    let units = [
+        (secs / 86_400, "d"),
+        (secs / 3600 % 24, "h"),
+        (secs / 60 % 60, "m"),
+        (secs % 60, "s"),
+    ];
+    let first = units.iter().position(|&(n, _)| n > 0).unwrap_or(3);
+    units[first..]
+        .iter()
+        .take(2)
+        .filter(|&&(n, _)| n > 0)
+        .map(|(n, unit)| format!("{n}{unit}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Whole milliseconds, saturating.
@@ -62,6 +76,12 @@ mod tests {
         assert_eq!(exact(Duration::from_micros(29_734_567)), "29s 734ms");
         assert_eq!(rounded(Duration::from_micros(29_734_567)), "29s");
         assert_eq!(rounded(Duration::from_micros(734_567)), "734ms");
+        assert_eq!(rounded(Duration::from_secs(252)), "4m 12s");
+        assert_eq!(rounded(Duration::from_secs(172_799)), "1d 23h");
+        assert_eq!(rounded(Duration::from_secs(3605)), "1h");
+        assert_eq!(rounded(Duration::from_secs(3 * 3600 + 59)), "3h");
+        assert_eq!(rounded(Duration::from_secs(400 * 86_400)), "400d");
+        assert_eq!(rounded(Duration::from_secs(86_400 + 60)), "1d");
         assert_eq!(millis(Duration::MAX), u64::MAX);
     }
 

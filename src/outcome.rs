@@ -315,6 +315,10 @@ mod tests {
                     total: 3,
                     quorum: 2,
                     failures: Failures::default(),
+                    round: Box::new(crate::lock::TokenRound {
+                        op: crate::lock::TokenOp::Release,
+                        said: Vec::new(),
+                    }),
                 },
                 Exit::Lost,
             ),
@@ -334,6 +338,7 @@ mod tests {
                     total: 3,
                     quorum: 2,
                     failures: Failures::default(),
+                    token: None,
                 },
                 Exit::NoQuorum,
             ),

@@ -38,10 +38,8 @@ pub async fn run(redlock: &Redlock, job: AcquireJob, events: Events) -> Result<O
         on_retry,
     )
     .await;
-    let tried = Tried {
-        attempts: attempts.get(),
-        waited: started.elapsed(),
-    };
+    let tried =
+        |error: &LockError| Tried::ended(attempts.get(), started.elapsed(), job.wait, error);
     match acquired {
         Ok(Ok(lease)) => Ok(Outcome::Acquired {
             lease,
@@ -49,13 +47,17 @@ pub async fn run(redlock: &Redlock, job: AcquireJob, events: Events) -> Result<O
         }),
         // `-E CODE`: the caller asked for CODE instead of 75.
         Ok(Err(error @ LockError::Busy { .. })) if job.conflict_exit != Exit::Busy.code() => {
+            let tried = tried(&error);
             Ok(Outcome::BusyAs {
                 error,
                 tried,
                 code: job.conflict_exit,
             })
         }
-        Ok(Err(error)) => Err(Error::lock(error, tried)),
+        Ok(Err(error)) => {
+            let tried = tried(&error);
+            Err(Error::lock(error, tried))
+        }
         Err(signal) => Ok(Outcome::Interrupted {
             key: job.key,
             signal,

@@ -111,19 +111,21 @@ async fn take(
     let acquired =
         acquire_showing_progress(redlock, &spec.key, wanted, signals.recv(), events, on_retry)
             .await;
+    let tried =
+        |error: &LockError| Tried::ended(attempts.get(), started.elapsed(), spec.wait, error);
     match acquired {
         Ok(Ok(lease)) => Ok(lease),
         // `-E CODE` (75 unless given); `-E 0` is the cron idiom "skip
         // quietly": no message either.
         Ok(Err(error @ LockError::Busy { .. })) => {
-            let tried = Tried {
-                attempts: attempts.get(),
-                waited: started.elapsed(),
-            };
+            let tried = tried(&error);
             let code = spec.conflict_exit;
             Err(Ok(Outcome::BusyAs { error, tried, code }))
         }
-        Ok(Err(error)) => Err(Err(error.into())),
+        Ok(Err(error)) => {
+            let tried = tried(&error);
+            Err(Err(Error::lock(error, tried)))
+        }
         Err(signal) => Err(Ok(Outcome::Interrupted {
             key: spec.key.clone(),
             signal,

@@ -3,7 +3,9 @@
 
 use std::ffi::OsString;
 
-use crate::lock::Holder;
+use std::time::Duration;
+
+use crate::lock::{process_started, Holder};
 use crate::redact;
 
 /// What the record says of `exec`'s command.
@@ -20,7 +22,13 @@ pub struct Command<'a> {
 /// (which exits once it printed the token) the process that ran it. The
 /// record is readable by anyone who can read the servers: by default it
 /// holds no argument of the command, and the job URL holds no credentials.
-pub fn this_process(message: Option<String>, command: Option<Command<'_>>) -> Holder {
+/// `exec` says how often it renews the lock (`renew_every`), so that
+/// whoever finds it busy knows that its countdown restarts.
+pub fn this_process(
+    message: Option<String>,
+    command: Option<Command<'_>>,
+    renew_every: Option<Duration>,
+) -> Holder {
     let pid = match command {
         Some(_) => std::process::id(),
         None => nix::unistd::getppid().as_raw().unsigned_abs(),
@@ -29,6 +37,9 @@ pub fn this_process(message: Option<String>, command: Option<Command<'_>>) -> Ho
         token: String::new(),
         host: host_name(),
         pid,
+        pid_started: process_started(pid),
+        renew_every_ms: renew_every
+            .map(|every| u64::try_from(every.as_millis()).unwrap_or(u64::MAX)),
         user: user_name(),
         command: command.map(|c| match c.whole_line {
             true => redact::command_line(c.argv),

@@ -79,14 +79,18 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
     .with_wakeups(servers.wakeups);
     let redlock = match &job {
         LockJob::Acquire(job) => {
-            redlock.with_holder(holder::this_process(job.message.clone(), None))
+            redlock.with_holder(holder::this_process(job.message.clone(), None, None))
         }
         LockJob::Exec(spec) => {
             let command = holder::Command {
                 argv: &spec.argv,
                 whole_line: spec.record_command,
             };
-            redlock.with_holder(holder::this_process(spec.message.clone(), Some(command)))
+            redlock.with_holder(holder::this_process(
+                spec.message.clone(),
+                Some(command),
+                Some(crate::lock::keeper_interval(spec.ttl)),
+            ))
         }
         _ => redlock,
     };

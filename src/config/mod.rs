@@ -393,7 +393,10 @@ impl LockJob {
 fn release(args: cli::ReleaseArgs, prefix: &[u8]) -> Result<LockJob, Error> {
     let key = named_key(prefix, &args.lock.name)?;
     if !args.force {
-        let token = token(args.lock.token)?;
+        let token = match args.lock.token {
+            None => return Err(Error::Usage(NO_TOKEN_TO_RELEASE.into())),
+            given => token(given)?,
+        };
         return Ok(LockJob::Release { key, token });
     }
     let from_env = std::env::var("REDLOCK_TOKEN").ok();
@@ -423,6 +426,7 @@ fn list(args: cli::ListArgs, prefix: &[u8]) -> Result<LockJob, Error> {
     let query = ListQuery {
         prefix: prefix.to_vec(),
         pattern: args.pattern.as_bytes().to_vec(),
+        older_than: args.older_than,
     };
     Ok(LockJob::List {
         query,
@@ -531,7 +535,7 @@ fn lock_key(prefix: &[u8], name: &OsStr) -> Result<LockKey, Error> {
     if name.is_empty() {
         return Err(Error::Usage("the lock NAME must not be empty".into()));
     }
-    Ok(LockKey::new([prefix, name.as_bytes()].concat()))
+    Ok(LockKey::prefixed(prefix, name.as_bytes()))
 }
 
 /// The key NAME names, given as is or, with `--hex`, as its bytes in hex.
@@ -554,6 +558,11 @@ fn from_hex(hex: &[u8]) -> Option<Vec<u8>> {
         .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
         .collect()
 }
+
+/// `release NAME` without a token: how to get on, whichever lock it is.
+const NO_TOKEN_TO_RELEASE: &str = "no TOKEN: pass the token `acquire` printed, or set \
+    REDLOCK_TOKEN; to break a lock whose holder is dead, use `release --force NAME` \
+    (with --if-token TOKEN, only while the token `status` shows still holds it)";
 
 fn token(token: Option<String>) -> Result<Token, Error> {
     match token {

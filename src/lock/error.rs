@@ -31,6 +31,7 @@ impl Failures {
                 total,
                 quorum,
                 failures: self,
+                token: None,
             }
         }
     }
@@ -41,6 +42,42 @@ impl Failures {
             refused @ LockError::Refused { .. } => Some(refused),
             _ => None,
         }
+    }
+}
+
+/// A round on a token this process holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenOp {
+    Extend,
+    Release,
+}
+
+/// What one server said in a round on a token, or why it said nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Said {
+    /// The key held the token, and the round's change was made.
+    Holds,
+    /// The key is gone: it expired, or the server restarted (empty) or was
+    /// flushed.
+    Gone,
+    /// Another value (or a key of another type) holds it: another holder.
+    Taken,
+    /// It failed or did not answer.
+    Failed(ServerError),
+}
+
+/// What every server said in a round on a token (extend, release), in
+/// configuration order: why the token lost its majority, server by server.
+#[derive(Debug, Clone)]
+pub struct TokenRound {
+    pub op: TokenOp,
+    pub said: Vec<(ServerSpec, Said)>,
+}
+
+impl TokenRound {
+    /// How many servers held the token.
+    pub fn confirmed(&self) -> usize {
+        self.said.iter().filter(|(_, s)| *s == Said::Holds).count()
     }
 }
 
@@ -74,6 +111,8 @@ pub enum LockError {
         total: usize,
         quorum: usize,
         failures: Failures,
+        /// In a round on a token (extend, release): what each server said.
+        token: Option<Box<TokenRound>>,
     },
     Refused {
         key: LockKey,
@@ -102,6 +141,8 @@ pub enum LockError {
         total: usize,
         quorum: usize,
         failures: Failures,
+        /// What each server said.
+        round: Box<TokenRound>,
     },
 }
 
@@ -120,7 +161,7 @@ impl LockError {
 
     /// Whether another attempt may succeed: the lock may be freed, the
     /// servers may come back.
-    pub(super) fn is_transient(&self) -> bool {
+    pub fn is_transient(&self) -> bool {
         matches!(
             self,
             LockError::Busy { .. }

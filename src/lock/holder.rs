@@ -6,6 +6,8 @@
 //! Everything in a record is informational. What a server returns is
 //! untrusted: it is read within bounds, and escaped by whoever shows it.
 
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -39,6 +41,14 @@ pub struct Holder {
     /// The CI job's URL, when the environment names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<String>,
+    /// `exec` renews the lock this often while its command runs (records
+    /// from before redlock wrote it have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renew_every_ms: Option<u64>,
+    /// When `pid` started, in clock ticks after boot (`/proc/PID/stat`), so
+    /// that a reused pid is not taken for the holder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_started: Option<u64>,
 }
 
 /// How much of each field is kept, in bytes: a record stays well under a
@@ -62,6 +72,8 @@ impl Holder {
             command_pid: self.command_pid,
             message: self.message.as_deref().map(|m| cut(m, MESSAGE_LIMIT)),
             job: self.job.as_deref().map(|j| cut(j, JOB_LIMIT)),
+            renew_every_ms: self.renew_every_ms,
+            pid_started: self.pid_started,
         };
         // Serializing plain strings and numbers cannot fail.
         serde_json::to_vec(&bounded).unwrap_or_default()
@@ -83,6 +95,11 @@ pub struct Recorded {
     /// How long the lock has been held, by the server's own clock (`None`
     /// when the server would not tell its time).
     pub held_for: Option<Duration>,
+    /// The holder ran on this host and its process is gone: no process has
+    /// its pid (or, when the record has its start time, the process with
+    /// its pid started at another time). `false` when that cannot be told:
+    /// another host, or a process with its pid that may be it.
+    pub pid_gone: bool,
 }
 
 impl Recorded {
@@ -96,10 +113,49 @@ impl Recorded {
         let since: u64 = std::str::from_utf8(&raw[..space]).ok()?.parse().ok()?;
         let holder: Holder = serde_json::from_slice(&raw[space + 1..]).ok()?;
         (holder.token.as_bytes() == value).then(|| Recorded {
-            holder,
+            pid_gone: gone_here(&holder),
             held_for: now_ms.map(|now| Duration::from_millis(now.saturating_sub(since))),
+            holder,
         })
     }
+}
+
+/// This host's name, as `Holder::host` records it.
+pub fn host_name() -> String {
+    nix::unistd::gethostname()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "unknown host".to_owned())
+}
+
+/// When process `pid` started, in clock ticks after boot: field 22 of
+/// `/proc/PID/stat` (after the command name, which may hold anything but
+/// ends at the last `)`). `None` when there is no such process.
+pub fn started(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// A pid and the start time recorded with it.
+type Asked = (u32, Option<u64>);
+
+/// Whether `holder` ran on this host and its process is gone (see
+/// [`Recorded::pid_gone`]). Asked once per pid and start time: a listing
+/// of many locks held by one process reads /proc once.
+fn gone_here(holder: &Holder) -> bool {
+    static HOST: LazyLock<String> = LazyLock::new(host_name);
+    static SEEN: LazyLock<Mutex<HashMap<Asked, bool>>> = LazyLock::new(Mutex::default);
+    if holder.host != *HOST || holder.pid == 0 {
+        return false;
+    }
+    let asked = (holder.pid, holder.pid_started);
+    let mut seen = SEEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    *seen
+        .entry(asked)
+        .or_insert_with(|| match started(holder.pid) {
+            None => std::path::Path::new("/proc/self/stat").exists(),
+            Some(now) => holder.pid_started.is_some_and(|then| then != now),
+        })
 }
 
 /// Who occupies a lock's key, as far as one server's answer (or a

@@ -5,25 +5,38 @@ use std::fmt;
 use std::sync::Arc;
 
 /// A lock's key as it travels on the wire: arbitrary bytes, escaped only when
-/// shown to a person.
+/// shown to a person; shown by its name, without the `--prefix` it is kept
+/// under, as the user gives it to every command.
 #[derive(Clone, PartialEq, Eq)]
-pub struct LockKey(Arc<[u8]>);
+pub struct LockKey(Arc<(Vec<u8>, usize)>);
 
 impl LockKey {
     pub fn new(bytes: Vec<u8>) -> Self {
-        LockKey(bytes.into())
+        LockKey(Arc::new((bytes, 0)))
     }
 
+    /// The key of the lock `name` under `prefix`.
+    pub fn prefixed(prefix: &[u8], name: &[u8]) -> Self {
+        LockKey(Arc::new(([prefix, name].concat(), prefix.len())))
+    }
+
+    /// The key: the prefix and the name.
     pub fn bytes(&self) -> &[u8] {
-        &self.0
+        &self.0 .0
+    }
+
+    /// The name, without the prefix.
+    pub fn name(&self) -> &[u8] {
+        &self.0 .0[self.0 .1..]
     }
 }
 
 impl fmt::Display for LockKey {
-    /// Quoted, with control characters, quotes and invalid UTF-8 escaped, so
-    /// that a name can neither break a log line nor spoof a terminal.
+    /// The name, quoted, with control characters, quotes and invalid UTF-8
+    /// escaped, so that a name can neither break a log line nor spoof a
+    /// terminal.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "\"{}\"", escape_bytes(&self.0))
+        write!(f, "\"{}\"", escape_bytes(self.name()))
     }
 }
 

@@ -59,6 +59,10 @@ pub struct ListQuery {
     pub prefix: Vec<u8>,
     /// A Redis glob on the name (what follows the prefix).
     pub pattern: Vec<u8>,
+    /// Only locks held for longer than this, by their holder record's age
+    /// (`--older-than`); a lock without a record has no known age and is
+    /// left out.
+    pub older_than: Option<Duration>,
 }
 
 impl ListQuery {
@@ -262,6 +266,19 @@ impl Listing {
     }
 }
 
+/// Whether `lock` has been held for longer than `least`, by the holder
+/// record of whoever holds it (or, for a minority, most servers show).
+fn held_longer(lock: &Inspection, least: Duration) -> bool {
+    let held_for = lock
+        .occupied()
+        .or_else(|| lock.seen())
+        .and_then(|occupied| match occupied.held_by {
+            HeldBy::Redlock(recorded) => recorded.held_for,
+            _ => None,
+        });
+    held_for.is_some_and(|age| age > least)
+}
+
 impl ListQuery {
     /// The prefix and pattern as the user wrote them, for messages.
     fn scan_pattern_shown(&self) -> Vec<u8> {
@@ -288,7 +305,14 @@ impl Redlock {
         for keys in scans.iter().flatten() {
             names.extend(keys.iter().filter_map(|k| query.lock_of(k.clone())));
         }
-        let keys: Vec<LockKey> = names.into_iter().map(LockKey::new).collect();
+        let prefix = query.prefix.as_slice();
+        let keys: Vec<LockKey> = names
+            .into_iter()
+            .map(|key| match key.strip_prefix(prefix) {
+                Some(name) => LockKey::prefixed(prefix, name),
+                None => LockKey::new(key),
+            })
+            .collect();
         let mut parts: Vec<Result<Option<Duration>, ServerError>> =
             scans.into_iter().map(|scan| scan.map(|_| None)).collect();
         let mut listing = Listing {
@@ -314,6 +338,9 @@ impl Redlock {
             }
             let columns = columns(reads, &mut parts);
             listing.locks = self.inspections(batch, columns, listing.restart_guard);
+            if let Some(least) = listing.query.older_than {
+                listing.locks.retain(|lock| held_longer(lock, least));
+            }
             listing.count += listing.locks.len();
             if !listing.locks.is_empty() {
                 each(&listing);
@@ -558,6 +585,7 @@ mod tests {
         ListQuery {
             prefix: prefix.to_vec(),
             pattern: pattern.to_vec(),
+            older_than: None,
         }
     }
 

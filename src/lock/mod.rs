@@ -22,13 +22,12 @@ mod server_url;
 mod servers;
 mod tried;
 
-pub use error::{Failures, LockError};
+pub use error::{Failures, LockError, Said, TokenOp, TokenRound};
 pub use force::{Breaking, Forced};
 #[cfg(test)]
 pub use holder::Recorded;
-pub use holder::{HeldBy, Holder};
+pub use holder::{started as process_started, HeldBy, Holder};
 pub use inspection::{Broken, Inspection, KeyState, Occupied, Verdict};
-#[cfg(test)]
 pub use keeper::interval as keeper_interval;
 pub use keeper::{keep, Keeping};
 pub use key::{escape_and_cut, escape_bytes, is_hidden, LockKey, Token, SERVER_TEXT_SHOWN};
@@ -39,4 +38,5 @@ pub use quorum::drift;
 pub use retry::{acquire_or_cancel, Wait};
 pub use scripts::{ForceVerdict, MAX_TOKEN};
 pub use server_url::{redact_url, ServerSpec};
+pub use servers::ServerError;
 pub use tried::Tried;

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::error::{Failures, LockError};
+use super::error::{Failures, LockError, Said, TokenOp, TokenRound};
 use super::holder::Holder;
 use super::inspection::{Inspection, KeyState, Occupied, ServerState};
 use super::key::{guard_marker, LockKey, Token};
@@ -15,7 +15,7 @@ use super::queue::{self, Ticket};
 use super::quorum::{drift, no_quorum, quorum, ttl_millis, validity, KeptOut, Tally};
 use super::round::{round, Progress, Replies, Vote};
 use super::scripts::{
-    Acquire, AcquireReply, Extend, Inspect, Invocation, Leave, LockKeys, Release,
+    Acquire, AcquireReply, Extend, Inspect, Invocation, Leave, LockKeys, Release, TokenReply,
 };
 use super::server_url::{ServerSpec, SpecError};
 use super::servers::{tls_config, Connection, Server, ServerError};
@@ -95,6 +95,12 @@ impl From<AcquireReply> for SetReply {
                 clock: restarting.clock,
             },
         }
+    }
+}
+
+impl Vote for TokenReply {
+    fn is_yes(&self) -> bool {
+        *self == TokenReply::Held
     }
 }
 
@@ -385,7 +391,8 @@ impl Redlock {
             .await;
         self.lease(key, token, ttl, started, &replies)
             .map_err(|too_slow| {
-                too_slow.unwrap_or_else(|| self.not_held_or_no_quorum(key, &replies))
+                too_slow
+                    .unwrap_or_else(|| self.not_held_or_no_quorum(key, &replies, TokenOp::Extend))
             })
     }
 
@@ -402,7 +409,7 @@ impl Redlock {
                 total: self.len(),
             });
         }
-        Err(self.not_held_or_no_quorum(key, &replies))
+        Err(self.not_held_or_no_quorum(key, &replies, TokenOp::Release))
     }
 
     /// Reads what every server holds under `key`, waiting for every server or
@@ -464,7 +471,12 @@ impl Redlock {
 
     /// Compare-and-delete on every server; `announce` publishes each delete
     /// to the waiters (notify.rs).
-    async fn release_round(&self, key: &LockKey, token: &Token, announce: bool) -> Replies<bool> {
+    async fn release_round(
+        &self,
+        key: &LockKey,
+        token: &Token,
+        announce: bool,
+    ) -> Replies<TokenReply> {
         let call = Release {
             keys: self.keys_of(key),
             token: token.as_str().to_owned(),
@@ -502,6 +514,11 @@ impl Redlock {
                 (false, _) => Progress::Undecided,
                 (true, true) => Progress::Settled,
                 (true, false) if inconclusive => Progress::Undecided,
+                // Failed for servers that failed: the others get the grace
+                // a settled round gives them, so that the error counts every
+                // server that is down, not just the first that made a
+                // majority impossible.
+                (true, false) if tally.failed > 0 && replies.pending() > 0 => Progress::Settled,
                 (true, false) => Progress::Failed,
             }
         })
@@ -541,24 +558,65 @@ impl Redlock {
         })
     }
 
-    fn not_held_or_no_quorum(&self, key: &LockKey, replies: &Replies<bool>) -> LockError {
+    /// Why a round on a token (extend, release) did not reach a majority:
+    /// not held when the token can no longer hold one, else no quorum;
+    /// either way with what each server said.
+    fn not_held_or_no_quorum(
+        &self,
+        key: &LockKey,
+        replies: &Replies<TokenReply>,
+        op: TokenOp,
+    ) -> LockError {
         let tally: Tally = replies.tally(self.quorum);
+        let said = replies
+            .answers
+            .iter()
+            .zip(&self.servers)
+            .map(|(answer, server)| {
+                let said = match answer {
+                    Some(Ok(TokenReply::Held)) => Said::Holds,
+                    Some(Ok(TokenReply::Gone)) => Said::Gone,
+                    Some(Ok(TokenReply::Taken)) => Said::Taken,
+                    Some(Err(err)) => Said::Failed(err.clone()),
+                    None => Said::Failed(ServerError::NoAnswerYet),
+                };
+                (server.spec().clone(), said)
+            })
+            .collect();
+        let round = Box::new(TokenRound { op, said });
         if tally.cannot_hold() {
-            LockError::NotHeld {
+            return LockError::NotHeld {
                 key: key.clone(),
                 held: tally.yes,
                 total: self.len(),
                 quorum: self.quorum,
-                failures: Failures(replies.failures(&self.servers)),
-            }
-        } else {
-            self.no_quorum(key, replies)
+                failures: Failures(replies.unanswered(&self.servers)),
+                round,
+            };
+        }
+        match self.no_quorum(key, replies) {
+            LockError::NoQuorum {
+                key,
+                failed,
+                total,
+                quorum,
+                failures,
+                token: _,
+            } => LockError::NoQuorum {
+                key,
+                failed,
+                total,
+                quorum,
+                failures,
+                token: Some(round),
+            },
+            other => other,
         }
     }
 
     /// No quorum for a round in which too few servers answered at all.
     fn no_quorum<T>(&self, key: &LockKey, replies: &Replies<T>) -> LockError {
-        let failures = Failures(replies.failures(&self.servers));
+        let failures = Failures(replies.unanswered(&self.servers));
         no_quorum(key, (self.len(), self.quorum), None, failures)
     }
 }

@@ -45,6 +45,21 @@ impl<T> Replies<T> {
             .collect()
     }
 
+    /// [`Self::failures`], and the servers that had not answered when the
+    /// round ended: every server that did not answer, for a round that
+    /// failed for lack of answers.
+    pub fn unanswered(&self, servers: &[Arc<Server>]) -> Vec<(ServerSpec, ServerError)> {
+        self.answers
+            .iter()
+            .zip(servers)
+            .filter_map(|(answer, server)| match answer {
+                Some(Err(err)) => Some((server.spec().clone(), err.clone())),
+                None => Some((server.spec().clone(), ServerError::NoAnswerYet)),
+                Some(Ok(_)) => None,
+            })
+            .collect()
+    }
+
     pub fn pending(&self) -> usize {
         self.answers.iter().filter(|a| a.is_none()).count()
     }

@@ -25,9 +25,13 @@ use super::server_url::{ServerSpec, SpecError};
 pub enum ServerError {
     #[error("no answer within {}", humantime::format_duration(*.0))]
     Timeout(Duration),
-    /// Unreachable, disconnected or a passing error: another attempt may work.
+    /// A passing error: another attempt may work.
     #[error("{0}")]
     Failed(String),
+    /// Could not be reached, or the connection broke: another attempt may
+    /// work.
+    #[error("{0}")]
+    Unreachable(String),
     /// The server cannot be used as configured, and no retry will fix it:
     /// authentication, ACL permissions, a read-only replica, a rejected URL
     /// option, a certificate that does not verify.
@@ -40,6 +44,10 @@ pub enum ServerError {
     /// `list` found more than this many keys on this server.
     #[error("its SCAN returned more than {0} keys: narrow the PATTERN or --prefix")]
     TooManyKeys(usize),
+    /// It had not answered when a round that had to end without it ended
+    /// (its answer could no longer change the outcome).
+    #[error("had not answered when the round ended")]
+    NoAnswerYet,
 }
 
 impl ServerError {
@@ -383,10 +391,13 @@ impl Server {
         // away does it too, so it stays a passing failure, with a hint.
         let plain_tcp = matches!(self.spec.connection_info().addr(), ConnectionAddr::Tcp(..));
         let reset = plain_tcp && io_error_kind(err) == Some(io::ErrorKind::ConnectionReset);
+        let unreachable =
+            err.is_io_error() || err.is_connection_refusal() || err.is_connection_dropped();
         match refusal {
             Some("") => ServerError::Refused(message),
             Some(why) => ServerError::Refused(format!("{why}: {message}")),
-            None if reset => ServerError::Failed(format!("{message}; {PLAINTEXT_TO_TLS}")),
+            None if reset => ServerError::Unreachable(format!("{message}; {PLAINTEXT_TO_TLS}")),
+            None if unreachable => ServerError::Unreachable(message),
             None => ServerError::Failed(message),
         }
     }

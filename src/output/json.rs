@@ -9,7 +9,7 @@ use super::format::Format;
 pub use crate::duration::millis;
 use crate::lock::{
     escape_bytes, is_hidden, ForceVerdict, Forced, HeldBy, Inspection, KeyState, Lease, Listed,
-    Listing, LockError, LockKey, Released, Tried, Verdict,
+    Listing, LockError, LockKey, Released, Said, ServerError, Tried, Verdict,
 };
 use crate::outcome::{Failed, Outcome};
 
@@ -178,6 +178,79 @@ struct FailureJson<'a> {
     expires_in_ms: Option<u64>,
     attempts: u32,
     waited_ms: u64,
+    /// The wait (`-w`) that ran out, when the command gave up because it
+    /// did; `null` without one (`-n`) or when it failed for another reason.
+    gave_up_after_ms: Option<u64>,
+    /// Why each server that did not do its part did not, in
+    /// configuration order (for extend and release, every server, with
+    /// those that held the token).
+    causes: Vec<CauseJson>,
+}
+
+/// One server's part in a failure: `cause` is "holds_token", "token_gone"
+/// (its key is gone: restarted, flushed or expired), "another_holder",
+/// "unreachable", "refused", "timeout", "no_answer" (it had not answered
+/// when the round ended) or "failed"; `error` is what the server or the
+/// connection said.
+#[derive(Debug, Serialize)]
+struct CauseJson {
+    server: String,
+    cause: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+impl CauseJson {
+    fn new(server: &impl ToString, said: &Said) -> Self {
+        let (cause, error) = match said {
+            Said::Holds => ("holds_token", None),
+            Said::Gone => ("token_gone", None),
+            Said::Taken => ("another_holder", None),
+            Said::Failed(err) => (failure_cause(err), Some(err.to_string())),
+        };
+        CauseJson {
+            server: server.to_string(),
+            cause,
+            error,
+        }
+    }
+
+    /// What each server said, or failed to, in `error`.
+    fn of(error: &LockError) -> Vec<CauseJson> {
+        let failures = match error {
+            LockError::NotHeld { round, .. }
+            | LockError::NoQuorum {
+                token: Some(round), ..
+            } => {
+                return round
+                    .said
+                    .iter()
+                    .map(|(server, said)| CauseJson::new(server, said))
+                    .collect()
+            }
+            LockError::NoQuorum { failures, .. }
+            | LockError::Busy { failures, .. }
+            | LockError::Refused { failures, .. }
+            | LockError::Restarting { failures, .. } => failures,
+            LockError::TooSlow { .. } => return Vec::new(),
+        };
+        failures
+            .0
+            .iter()
+            .map(|(server, err)| CauseJson::new(server, &Said::Failed(err.clone())))
+            .collect()
+    }
+}
+
+/// The `cause` of a server that failed.
+fn failure_cause(err: &ServerError) -> &'static str {
+    match err {
+        ServerError::Unreachable(_) => "unreachable",
+        ServerError::Refused(_) => "refused",
+        ServerError::Timeout(_) => "timeout",
+        ServerError::NoAnswerYet => "no_answer",
+        _ => "failed",
+    }
 }
 
 impl<'a> FailureJson<'a> {
@@ -193,11 +266,13 @@ impl<'a> FailureJson<'a> {
         FailureJson {
             name: Name::of(error.key().bytes()),
             error: failure_kind(error),
-            message: super::words::lock_error(error),
+            message: super::words::failure(error, tried),
             holder: held_by.map(HolderJson::new),
             expires_in_ms: expires_in.map(millis),
             attempts: tried.attempts,
             waited_ms: millis(tried.waited),
+            gave_up_after_ms: tried.gave_up_after.map(millis),
+            causes: CauseJson::of(error),
         }
     }
 }
@@ -224,6 +299,17 @@ struct HolderJson<'a> {
     job: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     held_for_ms: Option<u64>,
+    /// Whether `exec` holds the lock and renews it (so `expires_in_ms`
+    /// moves on at every renewal), and how often, when it said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kept_alive_by_exec: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    renew_every_ms: Option<u64>,
+    /// Whether the holder ran on this host and its process is gone (the
+    /// lock then lasts only until it expires); `false` when that cannot be
+    /// told.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    holder_pid_gone: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     token: Option<Bytes<'a>>,
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
@@ -242,6 +328,9 @@ impl<'a> HolderJson<'a> {
             message: None,
             job: None,
             held_for_ms: None,
+            kept_alive_by_exec: None,
+            renew_every_ms: None,
+            holder_pid_gone: None,
             token: None,
             value_type: None,
         };
@@ -258,6 +347,11 @@ impl<'a> HolderJson<'a> {
                     message: holder.message.as_deref(),
                     job: holder.job.as_deref(),
                     held_for_ms: recorded.held_for.map(millis),
+                    kept_alive_by_exec: Some(
+                        !recorded.pid_gone && super::words::kept_alive(holder).is_some(),
+                    ),
+                    renew_every_ms: holder.renew_every_ms,
+                    holder_pid_gone: Some(recorded.pid_gone),
                     ..none
                 }
             }
@@ -418,6 +512,14 @@ struct ListClosing {
     /// The servers whose locks are not known (or do not count), in
     /// configuration order.
     failed: Vec<FailedJson>,
+    /// Whether a majority of the servers answered (and count), so that
+    /// the locks listed are every lock that matches; when not, an empty
+    /// `locks` says nothing.
+    complete: bool,
+    /// Why not, as a failure's `error` ("no_quorum", "restarting",
+    /// "refused"); `null` when complete.
+    error: Option<&'static str>,
+    message: Option<String>,
 }
 
 /// One lock of `list --json`, with `status --json`'s fields.
@@ -498,10 +600,15 @@ pub fn list_closing(listing: &Listing) -> io::Result<String> {
             })
         })
         .collect();
+    let no_quorum = listing.no_quorum();
+    let shown = escape_bytes(&[listing.query.prefix.as_slice(), &listing.query.pattern].concat());
     let closing = to_line(&ListClosing {
         servers: listing.servers.len(),
         quorum: listing.quorum,
         failed,
+        complete: no_quorum.is_none(),
+        error: no_quorum.as_ref().map(failure_kind),
+        message: no_quorum.map(|err| super::words::unlisted(&shown, &err)),
     })?;
     Ok(format!("],{}", closing.trim_start_matches('{')))
 }

@@ -315,6 +315,7 @@ mod tests {
             total: 5,
             quorum: 3,
             failures: Failures::default(),
+            token: None,
         });
         assert_eq!(
             progress.due_text(Duration::from_millis(3400)).as_deref(),

@@ -49,8 +49,8 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>, json: bool) -> V
         Outcome::Acquired { lease, servers } => {
             vec![said(Verbose, acquired(lease, *servers, true)), stdout]
         }
-        Outcome::BusyAs { error, code, .. } => {
-            let message = (*code != 0).then(|| words::lock_error(error));
+        Outcome::BusyAs { error, code, tried } => {
+            let message = (*code != 0).then(|| words::failure(error, *tried));
             vec![message.and_then(|m| said(Expected, m)), stdout]
         }
         Outcome::Released { key, released } => vec![
@@ -113,12 +113,20 @@ fn listed(listing: &Listing, stdout: Option<Piece>, json: bool) -> Vec<Option<Pi
         .filter_map(list_server)
         .map(|m| Some(Piece::Stderr(Level::Warning, m)))
         .collect();
-    if listing.count == 0 && !json {
+    let no_quorum = listing.no_quorum();
+    // Without a quorum, finding nothing says nothing: the locks may be on
+    // the servers that did not answer.
+    if listing.count == 0 && !json && no_quorum.is_none() {
         pieces.push(Some(Piece::Stderr(Level::Expected, list_empty(listing))));
     }
     pieces.push(stdout);
-    if let Some(err) = listing.no_quorum() {
-        pieces.push(Some(Piece::Stderr(Level::Warning, words::lock_error(&err))));
+    if let Some(err) = no_quorum {
+        let shown =
+            escape_bytes(&[listing.query.prefix.as_slice(), &listing.query.pattern].concat());
+        pieces.push(Some(Piece::Stderr(
+            Level::Warning,
+            words::unlisted(&shown, &err),
+        )));
     }
     pieces
 }
@@ -195,7 +203,7 @@ fn held(ran: &Ran, waited: Duration) -> String {
 /// The message of a failed run.
 pub(super) fn failure(failed: &Failed<'_>) -> String {
     match failed {
-        Failed::Lock { error, .. } => words::lock_error(error),
+        Failed::Lock { error, tried } => words::failure(error, *tried),
         Failed::Expired { key, validity } => format!(
             "lock {key} expired while its token was being written (it was valid for {}); \
              the lock was released: the token printed is no lock",
@@ -533,7 +541,19 @@ fn list_row(entry: &Listed<'_>) -> [String; 5] {
         _ => "-".to_owned(),
     };
     let expires = match (entry.standing, occupied) {
-        (Standing::Held, Some(o)) => o.expires_in.map_or("never".to_owned(), rounded),
+        (Standing::Held, Some(o)) => {
+            let left = o.expires_in.map_or("never".to_owned(), rounded);
+            match &o.held_by {
+                HeldBy::Redlock(recorded) if recorded.pid_gone => format!("{left} (pid gone)"),
+                HeldBy::Redlock(recorded) => match recorded.holder.renew_every_ms {
+                    Some(every) => {
+                        format!("renewed every {}", rounded(Duration::from_millis(every)))
+                    }
+                    None => left,
+                },
+                _ => left,
+            }
+        }
         _ => "-".to_owned(),
     };
     let holder = match occupied.map(|o| &o.held_by) {
@@ -570,10 +590,15 @@ fn list_server(part: &ServerPart) -> Option<String> {
 /// `list` found nothing.
 fn list_empty(listing: &Listing) -> String {
     let pattern = escape_bytes(&listing.query.pattern);
+    let older = listing
+        .query
+        .older_than
+        .map(|least| format!(" and were taken more than {} ago", human(least)))
+        .unwrap_or_default();
     match listing.query.prefix.as_slice() {
-        [] => format!("no locks taken by redlock match \"{pattern}\""),
+        [] => format!("no locks taken by redlock match \"{pattern}\"{older}"),
         prefix => format!(
-            "no locks under the prefix \"{}\" match \"{pattern}\"",
+            "no locks under the prefix \"{}\" match \"{pattern}\"{older}",
             escape_bytes(prefix)
         ),
     }

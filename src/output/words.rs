@@ -7,7 +7,10 @@
 use std::time::Duration;
 
 use crate::duration::{exact, rounded};
-use crate::lock::{escape_and_cut, Broken, Failures, HeldBy, Holder, LockError, LockKey, Standing};
+use crate::lock::{
+    escape_and_cut, Broken, Failures, HeldBy, Holder, LockError, LockKey, Said, ServerError,
+    Standing, TokenOp, TokenRound, Tried,
+};
 
 /// How many characters of each recorded field a one-line summary shows.
 const SHOWN: usize = 120;
@@ -86,12 +89,36 @@ pub fn held_by(held_by: &HeldBy) -> String {
 }
 
 /// "held by WHO; expires in D": after "KEY is " or "waiting for KEY, ".
+/// A lock `exec` keeps alive has no countdown worth showing: its expiry
+/// moves on at every renewal; one whose holder's process is gone does.
 fn held_clause(who: &HeldBy, expires_in: Option<Duration>) -> String {
     let expiry = match expires_in {
         Some(left) => format!("expires in {}", rounded(left)),
         None => "it never expires (no TTL)".to_owned(),
     };
+    let expiry = match who {
+        HeldBy::Redlock(recorded) if recorded.pid_gone => format!(
+            "holder pid {} is gone; the lock {}",
+            recorded.holder.pid,
+            expiry.replace("it never", "never")
+        ),
+        HeldBy::Redlock(recorded) => kept_alive(&recorded.holder).unwrap_or(expiry),
+        _ => expiry,
+    };
     format!("held by {}; {expiry}", held_by(who))
+}
+
+/// "kept alive by exec (renewed every 10s)" when `exec` holds the lock
+/// (older records say that it does, not how often).
+pub fn kept_alive(holder: &Holder) -> Option<String> {
+    match (holder.renew_every_ms, &holder.command) {
+        (Some(every), _) => Some(format!(
+            "kept alive by exec (renewed every {})",
+            rounded(Duration::from_millis(every))
+        )),
+        (None, Some(_)) => Some("kept alive by exec".to_owned()),
+        (None, None) => None,
+    }
 }
 
 /// "KEY is held by WHO; expires in D": status's first line, and the busy
@@ -109,26 +136,27 @@ pub fn lock_error(error: &LockError) -> String {
         }
         LockError::NoQuorum {
             key,
+            total,
+            quorum,
+            token: Some(round),
+            ..
+        } => format!(
+            "no quorum for lock {key}: {}",
+            token_round(round, *total, *quorum)
+        ),
+        LockError::NoQuorum {
+            key,
             failed,
             total,
             quorum,
             failures,
+            token: None,
         } => format!(
             "no quorum for lock {key}: {}{}",
             no_quorum(*failed, *total, *quorum, Form::Failure),
             list(failures)
         ),
-        LockError::Refused {
-            key,
-            refused,
-            total,
-            failures,
-        } => format!(
-            "lock {key}: {refused} of {} cannot be used as configured, so no majority is \
-             possible{}",
-            servers(*total),
-            list(failures)
-        ),
+        LockError::Refused { key, .. } => format!("lock {key}: {}", refused(error)),
         LockError::TooSlow { .. } => format!(
             "{}; use a longer --ttl or faster servers",
             too_slow(error, Form::Failure)
@@ -140,16 +168,77 @@ pub fn lock_error(error: &LockError) -> String {
         ),
         LockError::NotHeld {
             key,
-            held,
             total,
             quorum,
-            failures,
+            round,
+            ..
         } => format!(
-            "lock {key} is not held by this token: {held} of {} confirmed it, {quorum} \
-             needed{}",
-            servers(*total),
-            list(failures)
+            "lock {key} is not held by this token: {}",
+            token_round(round, *total, *quorum)
         ),
+    }
+}
+
+/// "extended on 1 of 3 servers, and a majority is 2: SERVER no longer
+/// holds the token (…); SERVER unreachable (…)": how a round on a token
+/// counted, and why each server that did not confirm it did not.
+fn token_round(round: &TokenRound, total: usize, quorum: usize) -> String {
+    let done = match round.op {
+        TokenOp::Extend => "extended",
+        TokenOp::Release => "released",
+    };
+    format!(
+        "{done} on {} of {}, and a majority is {quorum}{}",
+        round.confirmed(),
+        servers(total),
+        token_causes(round)
+    )
+}
+
+/// ": SERVER no longer holds the token (…); SERVER unreachable (…)" for
+/// the servers of a round on a token that did not confirm it.
+fn token_causes(round: &TokenRound) -> String {
+    let causes: Vec<String> = round
+        .said
+        .iter()
+        .filter_map(|(server, said)| {
+            let cause = match said {
+                Said::Holds => return None,
+                Said::Gone => "no longer holds the token (its key is gone: restarted, flushed \
+                     or expired?)"
+                    .to_owned(),
+                Said::Taken => "holds another token (another holder)".to_owned(),
+                Said::Failed(err) => server_failure(err),
+            };
+            Some(format!("{server} {cause}"))
+        })
+        .collect();
+    match causes.is_empty() {
+        true => String::new(),
+        false => format!(": {}", causes.join("; ")),
+    }
+}
+
+/// Why one server gave no answer, after its name: "unreachable (…)",
+/// "refused us (…)", "did not answer (…)".
+pub fn server_failure(err: &ServerError) -> String {
+    match err {
+        ServerError::Unreachable(why) => format!("unreachable ({why})"),
+        ServerError::Refused(why) => format!("refused us ({why})"),
+        ServerError::Timeout(_) => format!("did not answer ({err})"),
+        ServerError::NoAnswerYet => err.to_string(),
+        ServerError::Failed(why) => format!("failed ({why})"),
+        other => format!("failed ({other})"),
+    }
+}
+
+/// The message of a failed lock operation after `tried`: with "gave up
+/// after 20m: " in front when a wait (`-w`) ran out, so that a log tells a
+/// long wait from one attempt.
+pub fn failure(error: &LockError, tried: Tried) -> String {
+    match tried.gave_up_after {
+        Some(limit) => format!("gave up after {}: {}", exact(limit), lock_error(error)),
+        None => lock_error(error),
     }
 }
 
@@ -169,6 +258,51 @@ pub fn waiting(error: &LockError) -> String {
         LockError::TooSlow { .. } => too_slow(error, Form::Waiting),
         other => format!(": {}", lock_error(other)),
     }
+}
+
+/// "N of M servers cannot be used as configured, …": why no majority is
+/// possible.
+fn refused(error: &LockError) -> String {
+    let LockError::Refused {
+        refused,
+        total,
+        failures,
+        ..
+    } = error
+    else {
+        return String::new();
+    };
+    format!(
+        "{refused} of {} cannot be used as configured, so no majority is possible{}",
+        servers(*total),
+        list(failures)
+    )
+}
+
+/// Why `list` cannot tell which locks match its pattern (`shown`, the
+/// prefix and the pattern as given): too few servers answered or count.
+pub fn unlisted(shown: &str, error: &LockError) -> String {
+    let why = match error {
+        LockError::NoQuorum {
+            failed,
+            total,
+            quorum,
+            failures,
+            ..
+        } => format!(
+            "{}{}",
+            no_quorum(*failed, *total, *quorum, Form::Failure),
+            list(failures)
+        ),
+        LockError::Refused { .. } => refused(error),
+        LockError::Restarting { failures, .. } => format!(
+            "{}{}; --restart-guard 0 turns the guard off",
+            restarting_why(error),
+            list(failures)
+        ),
+        other => lock_error(other),
+    };
+    format!("no quorum to list the locks matching \"{shown}\": {why}")
 }
 
 /// The lock is taken, or others are first in line for it.
@@ -237,7 +371,6 @@ fn restarting(error: &LockError, form: Form) -> String {
         key,
         restarting,
         total,
-        guard,
         again_in,
         ..
     } = error
@@ -245,19 +378,34 @@ fn restarting(error: &LockError, form: Form) -> String {
         return String::new();
     };
     match form {
-        Form::Failure => format!(
-            "lock {key}: {restarting} of {} may have lost locks less than {} ago (a restart, \
-             a flush or an eviction; restart guard, counted again in {})",
-            servers(*total),
-            exact(*guard),
-            exact(*again_in)
-        ),
+        Form::Failure => format!("lock {key}: {}", restarting_why(error)),
         Form::Waiting => format!(
             ": {restarting} of {} may have lost locks recently (restart guard), counted again in {}",
             servers(*total),
             rounded(*again_in)
         ),
     }
+}
+
+/// "N of M servers may have lost locks less than G ago (…)".
+fn restarting_why(error: &LockError) -> String {
+    let LockError::Restarting {
+        restarting,
+        total,
+        guard,
+        again_in,
+        ..
+    } = error
+    else {
+        return String::new();
+    };
+    format!(
+        "{restarting} of {} may have lost locks less than {} ago (a restart, a flush or an \
+         eviction; restart guard, counted again in {})",
+        servers(*total),
+        exact(*guard),
+        exact(*again_in)
+    )
 }
 
 /// "broken by root@ops1 with release --force 12s ago".
@@ -301,21 +449,22 @@ fn too_slow(error: &LockError, form: Form) -> String {
 pub fn loss(error: &LockError) -> String {
     match error {
         LockError::NotHeld {
-            held,
             total,
             quorum,
-            failures,
+            round,
             ..
         } => format!(
-            "{held} of {} still hold its token, {quorum} needed{}",
+            "{} of {} still hold its token, {quorum} needed{}",
+            round.confirmed(),
             servers(*total),
-            list(failures)
+            token_causes(round)
         ),
         other => lock_error(other),
     }
 }
 
-/// " (server: why; server: why)", or nothing when no server failed.
+/// " (SERVER unreachable (why); SERVER refused us (why))", or nothing when
+/// no server failed.
 pub fn list(failures: &Failures) -> String {
     if failures.0.is_empty() {
         return String::new();
@@ -323,7 +472,7 @@ pub fn list(failures: &Failures) -> String {
     let each: Vec<String> = failures
         .0
         .iter()
-        .map(|(server, err)| format!("{server}: {err}"))
+        .map(|(server, err)| format!("{server} {}", server_failure(err)))
         .collect();
     format!(" ({})", each.join("; "))
 }
@@ -340,7 +489,7 @@ pub fn standing(standing: Standing) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lock::Recorded;
+    use crate::lock::{Recorded, ServerSpec};
 
     #[test]
     fn a_holder_reads_on_one_line() {
@@ -355,6 +504,7 @@ mod tests {
         let who = HeldBy::Redlock(Box::new(Recorded {
             holder,
             held_for: Some(Duration::from_millis(252_345)),
+            pid_gone: false,
         }));
         assert_eq!(
             held_by(&who),
@@ -405,6 +555,7 @@ mod tests {
             total: 1,
             quorum: 1,
             failures: Failures::default(),
+            token: None,
         };
         assert_eq!(
             lock_error(&one),
@@ -434,17 +585,36 @@ mod tests {
              flush or an eviction; restart guard, counted again in 1s 500ms); --restart-guard 0 \
              turns the guard off"
         );
+        let server = |port: u16| ServerSpec::parse(&format!("127.0.0.1:{port}")).unwrap();
+        let round = TokenRound {
+            op: TokenOp::Extend,
+            said: vec![
+                (server(7000), Said::Holds),
+                (server(7001), Said::Gone),
+                (server(7002), Said::Taken),
+            ],
+        };
         let lost = LockError::NotHeld {
             key,
             held: 1,
             total: 3,
             quorum: 2,
             failures: Failures::default(),
+            round: Box::new(round),
         };
+        let causes = "redis://127.0.0.1:7001 no longer holds the token (its key is gone: \
+                      restarted, flushed or expired?); redis://127.0.0.1:7002 holds another \
+                      token (another holder)";
         assert_eq!(
             lock_error(&lost),
-            "lock \"k\" is not held by this token: 1 of 3 servers confirmed it, 2 needed"
+            format!(
+                "lock \"k\" is not held by this token: extended on 1 of 3 servers, and a \
+                 majority is 2: {causes}"
+            )
         );
-        assert_eq!(loss(&lost), "1 of 3 servers still hold its token, 2 needed");
+        assert_eq!(
+            loss(&lost),
+            format!("1 of 3 servers still hold its token, 2 needed: {causes}")
+        );
     }
 }

@@ -441,14 +441,18 @@ fn release_deletes_only_with_the_right_token() {
     let k = keys("rel");
     server.set_px(&k[0], b"tok", 5000);
     server.set_px(&k[1], b"1 rec", 5000);
-    assert_eq!(run(&server, "release", &k, &["other", ""]), Value::Int(0));
+    // 2: another value holds it; 0: the key is gone.
+    assert_eq!(run(&server, "release", &k, &["other", ""]), Value::Int(2));
     assert_eq!(server.get(&k[0]).as_deref(), Some(&b"tok"[..]));
     assert_eq!(run(&server, "release", &k, &["tok", "chan"]), Value::Int(1));
     assert_eq!((server.get(&k[0]), server.get(&k[1])), (None, None));
     assert_eq!(run(&server, "release", &k, &["tok", ""]), Value::Int(0));
-    // A key of another type is simply not ours.
+    // A key of another type is simply not ours; nor an empty string.
     let _: i64 = cmd(&server, &[b"RPUSH", &k[0], b"x"]);
-    assert_eq!(run(&server, "release", &k, &["tok", ""]), Value::Int(0));
+    assert_eq!(run(&server, "release", &k, &["tok", ""]), Value::Int(2));
+    let _: i64 = cmd(&server, &[b"DEL", &k[0]]);
+    server.set_px(&k[0], b"", 5000);
+    assert_eq!(run(&server, "release", &k, &["tok", ""]), Value::Int(2));
 }
 
 /// A release names the waiter whose turn it is, so that only it tries at
@@ -493,7 +497,7 @@ fn extend_pushes_the_expiry_out_only_with_the_right_token() {
     server.set_px(&k[1], b"77 old", 2000);
     assert_eq!(
         run(&server, "extend", &k, &["other", "60000", ""]),
-        Value::Int(0)
+        Value::Int(2)
     );
     assert!(server.pttl(&k[0]) <= 2000);
     assert_eq!(

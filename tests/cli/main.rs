@@ -5,6 +5,7 @@
 mod support;
 
 mod acquire;
+mod causes;
 mod completions;
 mod config_file;
 mod errors;

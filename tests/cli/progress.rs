@@ -198,7 +198,9 @@ fn a_terminal_line_is_rewritten_in_place_and_cleared() {
     // No new line while it waits, and a clean one for what follows.
     let first = screen.find("redlock: waiting").unwrap();
     let busy = screen
-        .find(&format!("{clear}redlock: \"tty\" is held by"))
+        .find(&format!(
+            "{clear}redlock: gave up after 2s 500ms: \"tty\" is held by"
+        ))
         .unwrap_or_else(|| panic!("the line is cleared before the busy message: {screen:?}"));
     assert!(!screen[first..busy].contains('\n'), "{screen:?}");
     assert!(

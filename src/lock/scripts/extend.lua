@@ -5,15 +5,16 @@
 -- A missing key is never re-created: once it expired, it may already belong
 -- to someone else on the other servers. The holder record follows the lock's
 -- expiry; a non-empty ARGV[3] replaces it (exec adds the command's pid).
--- Returns 1 if the token holds the key, else 0 (lock/scripts/token.rs
--- parses it). (holds_token comes from token.lua, the holder functions from
+-- Returns 1 if the token holds the key, 0 if the key is gone, 2 if another
+-- value holds it (lock/scripts/token.rs parses it). (token_state and
+-- not_held_reply come from token.lua, the holder functions from
 -- holder.lua.)
-local held = holds_token()
-if type(held) == "table" then
-  return held
+local state = token_state()
+if type(state) == "table" then
+  return state
 end
-if not held then
-  return 0
+if state ~= "held" then
+  return not_held_reply(state)
 end
 local wanted = tonumber(ARGV[2])
 local left = redis.call("PTTL", KEYS[1])

@@ -26,4 +26,4 @@ pub use leave::Leave;
 pub use list::List;
 pub use protocol::{Invocation, LockKeys, Occupant, Restarting};
 pub use source::LuaScript;
-pub use token::{Extend, Release};
+pub use token::{Extend, Release, TokenReply};

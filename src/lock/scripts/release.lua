@@ -1,19 +1,20 @@
 -- requires: token holder queue
 -- Compare-and-delete: remove the lock, and its holder record, only while it
--- still holds our token. (holds_token comes from token.lua, record_writable
+-- still holds our token. (token_state comes from token.lua, record_writable
 -- from holder.lua.) A delete is announced on the channel ARGV[2], when one
 -- is given (lock/notify.rs), so that waiters try again at once. pcall: the
 -- announcement is an optimisation, and an ACL without PUBLISH (or without
 -- the channel) must not fail the release. The message is the ticket of
 -- the waiter first in line (first_in_line, queue.lua), or empty when nobody
 -- stands in line: only that waiter can take the lock, so only it tries at
--- once, and the others wait for their turn. Returns 1 deleted, 0 not ours
+-- once, and the others wait for their turn. Returns 1 deleted, else as
+-- not_held_reply says: 0 the key is gone, 2 another value holds it
 -- (lock/scripts/token.rs parses it).
-local held = holds_token()
-if type(held) == "table" then
-  return held
+local state = token_state()
+if type(state) == "table" then
+  return state
 end
-if held then
+if state == "held" then
   if record_writable() then
     redis.pcall("DEL", KEYS[2])
   end
@@ -23,4 +24,4 @@ if held then
   end
   return deleted
 end
-return 0
+return not_held_reply(state)

@@ -6,6 +6,17 @@ use redis::Value;
 use super::protocol::{shape, Invocation, LockKeys, ProtocolError, Reader};
 use super::source::{LuaScript, EXTEND, RELEASE};
 
+/// What a server said to a release or an extension: whether the token
+/// held the lock (and it was deleted or extended), and if not, why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenReply {
+    Held,
+    /// The key is gone: it expired, or the server restarted or was flushed.
+    Gone,
+    /// Another value (or a key of another type) holds it: another holder.
+    Taken,
+}
+
 /// Deletes the lock (and its record) if it holds `token`.
 #[derive(Debug, Clone)]
 pub struct Release {
@@ -26,8 +37,8 @@ pub struct Extend {
 }
 
 impl Invocation for Release {
-    /// Whether the token held the lock (and it was deleted).
-    type Reply = bool;
+    /// Whether the token held the lock (and it was deleted), and why not.
+    type Reply = TokenReply;
 
     fn script(&self) -> &'static LuaScript {
         &RELEASE
@@ -41,14 +52,14 @@ impl Invocation for Release {
         vec![self.token.clone().into_bytes(), self.channel.clone()]
     }
 
-    fn parse(&self, reply: Value) -> Result<bool, ProtocolError> {
-        yes_or_no(Reader("release"), reply)
+    fn parse(&self, reply: Value) -> Result<TokenReply, ProtocolError> {
+        token_reply(Reader("release"), reply)
     }
 }
 
 impl Invocation for Extend {
-    /// Whether the token held the lock (and it was extended).
-    type Reply = bool;
+    /// Whether the token held the lock (and it was extended), and why not.
+    type Reply = TokenReply;
 
     fn script(&self) -> &'static LuaScript {
         &EXTEND
@@ -66,17 +77,18 @@ impl Invocation for Extend {
         ]
     }
 
-    fn parse(&self, reply: Value) -> Result<bool, ProtocolError> {
-        yes_or_no(Reader("extend"), reply)
+    fn parse(&self, reply: Value) -> Result<TokenReply, ProtocolError> {
+        token_reply(Reader("extend"), reply)
     }
 }
 
-/// 1 or 0, nothing else.
-fn yes_or_no(read: Reader, reply: Value) -> Result<bool, ProtocolError> {
+/// 1 (held), 0 (gone) or 2 (taken), nothing else.
+fn token_reply(read: Reader, reply: Value) -> Result<TokenReply, ProtocolError> {
     match reply {
-        Value::Int(1) => Ok(true),
-        Value::Int(0) => Ok(false),
-        other => Err(read.error(format!("{} instead of 1 or 0", shape(&other)))),
+        Value::Int(1) => Ok(TokenReply::Held),
+        Value::Int(0) => Ok(TokenReply::Gone),
+        Value::Int(2) => Ok(TokenReply::Taken),
+        other => Err(read.error(format!("{} instead of 1, 0 or 2", shape(&other)))),
     }
 }
 
@@ -86,12 +98,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_1_and_0_are_answers() {
+    fn only_1_0_and_2_are_answers() {
         let read = Reader("release");
-        assert!(yes_or_no(read, Value::Int(1)).unwrap());
-        assert!(!yes_or_no(read, Value::Int(0)).unwrap());
+        assert_eq!(token_reply(read, Value::Int(1)).unwrap(), TokenReply::Held);
+        assert_eq!(token_reply(read, Value::Int(0)).unwrap(), TokenReply::Gone);
+        assert_eq!(token_reply(read, Value::Int(2)).unwrap(), TokenReply::Taken);
         for wrong in [
-            Value::Int(2),
+            Value::Int(3),
             Value::Int(-1),
             Value::Nil,
             bulk("1"),
@@ -99,7 +112,7 @@ mod tests {
             Value::Boolean(true),
             Value::Array(vec![Value::Int(1)]),
         ] {
-            assert!(yes_or_no(read, wrong.clone()).is_err(), "{wrong:?}");
+            assert!(token_reply(read, wrong.clone()).is_err(), "{wrong:?}");
         }
     }
 
