@@ -111,7 +111,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-n -w -E -m -s -q -v -h -V --hex --ttl --nonblock --wait --conflict-exit-code --message --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-n -w -E -m -s -q -v -h -V --hex --ttl --nonblock --wait --conflict-exit-code --message --while --while-signal --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -142,6 +142,14 @@ _redlock() {
                     return 0
                     ;;
                 -m)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --while)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --while-signal)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

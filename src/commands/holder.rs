@@ -35,6 +35,7 @@ pub fn this_process(message: Option<String>, command: Option<Command<'_>>) -> Ho
             false => redact::command_summary(c.argv),
         }),
         command_pid: None,
+        keeper_pid: None,
         message,
         job: job_url(|name| std::env::var(name).ok()),
     }

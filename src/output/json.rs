@@ -218,6 +218,9 @@ struct HolderJson<'a> {
     command: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     command_pid: Option<u32>,
+    /// `acquire --while`: the keeper process extending the lock for `pid`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keeper_pid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     message: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -239,6 +242,7 @@ impl<'a> HolderJson<'a> {
             user: None,
             command: None,
             command_pid: None,
+            keeper_pid: None,
             message: None,
             job: None,
             held_for_ms: None,
@@ -255,6 +259,7 @@ impl<'a> HolderJson<'a> {
                     user: Some(&holder.user),
                     command: holder.command.as_deref(),
                     command_pid: holder.command_pid,
+                    keeper_pid: holder.keeper_pid,
                     message: holder.message.as_deref(),
                     job: holder.job.as_deref(),
                     held_for_ms: recorded.held_for.map(millis),

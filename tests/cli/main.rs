@@ -19,6 +19,7 @@ mod holder;
 mod hostile;
 mod hostile_status;
 mod inputs;
+mod keeper;
 mod list;
 mod list_scale;
 mod lua;
