@@ -63,6 +63,10 @@ struct Setup {
     pid: i32,
     pidfd: i32,
     signal: Option<i32>,
+    /// Tests only: the keeper fails instead of taking over
+    /// (`REDLOCK_TEST_KEEPER_FAILS`, read by debug builds).
+    #[serde(default)]
+    fails: bool,
 }
 
 /// The lease, once `acquire` holds it.
@@ -113,6 +117,7 @@ impl Keeper {
             pid: keep.pid,
             pidfd: watched.fd().as_raw_fd(),
             signal: keep.signal.map(|signal| signal as i32),
+            fails: crate::supervise::child::test_pause_ms("REDLOCK_TEST_KEEPER_FAILS").is_some(),
         };
         let mut child = keeper_command(watched.fd())
             .spawn()
@@ -336,6 +341,9 @@ fn take_over() -> Result<(), String> {
     // SAFETY: `acquire` left exactly this descriptor open for us.
     let pidfd = unsafe { OwnedFd::from_raw_fd(setup.pidfd) };
     let watched = Watched::adopt(setup.pid, pidfd).map_err(|err| err.to_string())?;
+    if setup.fails {
+        return Err("it was told to fail (REDLOCK_TEST_KEEPER_FAILS)".into());
+    }
     let redlock = redlock_of(&setup)?;
     // End of file instead of a lease: `acquire` did not get the lock.
     let Ok(Some(line)) = stdin.next(None) else {

@@ -9,9 +9,11 @@
 //! only the token's holder can compute. Both ends check that the other runs
 //! as the same user (SO_PEERCRED); anyone else is ignored.
 //!
-//! `release` connects, writes `release`, and waits (at most
+//! `release` connects, writes `release TOKEN`, and waits (at most
 //! [`ACK_WITHIN`]) for `ok`: by then the keeper has stopped extending and
-//! exits. Only then does `release` delete the key. A release that cannot
+//! exits. Only then does `release` delete the key. The name is visible in
+//! /proc/net/unix, the token is not: only a process that holds the token
+//! can make the keeper stand down. A release that cannot
 //! reach the keeper (another host, another network namespace, another user)
 //! looks like any other loss to the keeper: it signals the script.
 
@@ -30,8 +32,12 @@ use crate::lock::{LockKey, Token};
 /// the request once a peer connected.
 const ACK_WITHIN: Duration = Duration::from_secs(2);
 
-const REQUEST: &[u8; 8] = b"release\n";
 const ACK: &[u8; 3] = b"ok\n";
+
+/// What `release` writes: `release TOKEN` and a newline.
+fn request(token: &Token) -> Vec<u8> {
+    format!("release {}\n", token.as_str()).into_bytes()
+}
 
 /// The socket's address for the lock `key` held by `token`.
 fn address(key: &LockKey, token: &Token) -> io::Result<SocketAddr> {
@@ -72,21 +78,28 @@ fn same_user(socket: &impl AsRawFd) -> bool {
 }
 
 /// The keeper's end.
-pub struct Rendezvous(tokio::net::UnixListener);
+pub struct Rendezvous {
+    listener: tokio::net::UnixListener,
+    /// The one request it answers.
+    request: Vec<u8>,
+}
 
 impl Rendezvous {
     /// Listens for releases of `key` by `token`. Call it within a runtime.
     pub fn listen(key: &LockKey, token: &Token) -> io::Result<Rendezvous> {
         let listener = UnixListener::bind_addr(&address(key, token)?)?;
         listener.set_nonblocking(true)?;
-        Ok(Rendezvous(tokio::net::UnixListener::from_std(listener)?))
+        Ok(Rendezvous {
+            listener: tokio::net::UnixListener::from_std(listener)?,
+            request: request(token),
+        })
     }
 
     /// Resolves when a process of this user asks for the release; answer
     /// it with [`acknowledge`] once nothing extends the lock any more.
     pub async fn release_asked(&self) -> tokio::net::UnixStream {
         loop {
-            let Ok((mut stream, _)) = self.0.accept().await else {
+            let Ok((mut stream, _)) = self.listener.accept().await else {
                 // Out of descriptors, say: try again a little later.
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
@@ -94,9 +107,9 @@ impl Rendezvous {
             if !same_user(&stream) {
                 continue;
             }
-            let mut request = [0u8; REQUEST.len()];
+            let mut request = vec![0u8; self.request.len()];
             let read = tokio::time::timeout(ACK_WITHIN, stream.read_exact(&mut request)).await;
-            if matches!(read, Ok(Ok(_))) && &request == REQUEST {
+            if matches!(read, Ok(Ok(_))) && request == self.request {
                 return stream;
             }
         }
@@ -124,7 +137,7 @@ pub fn stop_keeper(key: &LockKey, token: &Token) {
     }
     let _ = stream.set_read_timeout(Some(ACK_WITHIN));
     let _ = stream.set_write_timeout(Some(ACK_WITHIN));
-    if stream.write_all(REQUEST).is_ok() {
+    if stream.write_all(&request(token)).is_ok() {
         let mut ack = [0u8; ACK.len()];
         let _ = stream.read_exact(&mut ack);
     }

@@ -470,3 +470,91 @@ fn the_recipe_keeps_the_lock_for_the_whole_script_and_stops_it_on_a_loss() {
     assert!(!pid_alive(job), "the job ran on after the loss");
     let _ = &mut cluster;
 }
+
+#[test]
+fn unreachable_servers_signal_the_script_before_the_validity_runs_out() {
+    let mut cluster = Cluster::start(3);
+    let ttl = Duration::from_secs(2);
+    let mut paused = None;
+    let pause = |cluster: &mut Cluster| {
+        cluster[0].pause();
+        cluster[1].pause();
+        paused = Some(Instant::now());
+    };
+    let (out, scene, _) = lose_the_lock("bash", &mut cluster, "--ttl 2s", pause);
+    let signalled_after = paused.unwrap().elapsed();
+    out.assert_code(3, "the script's TERM trap");
+    assert_eq!(scene.read("trapped").trim(), "TERM");
+    // The last extension came before the pause: the validity ran out at
+    // most a TTL after it, and the signal must come first.
+    assert!(
+        signalled_after < ttl,
+        "signalled {signalled_after:?} after the servers stopped answering"
+    );
+    cluster[0].resume();
+    cluster[1].resume();
+}
+
+#[test]
+fn a_keeper_told_to_stop_releases_the_lock_and_signals_the_script() {
+    let cluster = Cluster::start(3);
+    let scene = Scene::new(&cluster.servers_arg());
+    let (script, _) = scene.token(scene.start("zsh", "--ttl 3s", WAITS_ON_A_CHILD));
+    let (keeper, _) = keeper_of(&scene);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(keeper), Signal::SIGTERM).unwrap();
+    script
+        .finish(LIMIT)
+        .assert_code(3, "the script's TERM trap");
+    assert!(freed_within(&scene, Duration::from_secs(1)).is_some());
+}
+
+#[test]
+fn no_token_is_printed_when_the_keeper_cannot_take_over() {
+    let cluster = Cluster::start(3);
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    let out = run(cluster
+        .redlock()
+        .env("REDLOCK_TEST_KEEPER_FAILS", "1")
+        .args(["acquire", "--while", &pid, "job"]));
+    out.assert_code(70, "acquire whose keeper failed");
+    assert_eq!(out.stdout, "", "a token without a keeper");
+    assert_eq!(
+        out.stderr,
+        "redlock: the keeper process (--while) could not take over the lock, so it was \
+         released: it was told to fail (REDLOCK_TEST_KEEPER_FAILS)\n"
+    );
+    let scene = Scene::new(&cluster.servers_arg());
+    assert!(!scene.is_held(), "the lock was left taken");
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+}
+
+#[test]
+fn while_refuses_another_users_process() {
+    let cluster = Cluster::start(1);
+    let redlock = cluster.redlock();
+    // Process 1 is root's: as root, the test runs redlock as uid 65534.
+    let mut cmd = match nix::unistd::geteuid().is_root() {
+        true => {
+            let mut cmd = Command::new("setpriv");
+            cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(redlock.get_program());
+            for (name, value) in redlock.get_envs() {
+                match value {
+                    Some(value) => cmd.env(name, value),
+                    None => cmd.env_remove(name),
+                };
+            }
+            cmd
+        }
+        false => redlock,
+    };
+    let out = run(cmd.args(["acquire", "--while", "1", "job"]));
+    out.assert_code(64, "--while on another user's process");
+    assert_eq!(
+        out.stderr,
+        "redlock: --while 1: the process belongs to another user\n"
+    );
+    run(cluster.redlock().args(["status", "-q", "job"])).assert_code(1, "no lock taken");
+}
