@@ -79,14 +79,15 @@ impl Scene {
 
     /// The token, once `$(...)` returned: panics with what the script said
     /// if it does not within [`LIMIT`].
-    fn token(&self, script: Running) -> (Running, String) {
+    fn token(&self, mut script: Running) -> (Running, String) {
         let path = self.path("token");
-        if wait_until(LIMIT, || path.exists()) {
+        let ended = |script: &mut Running| script.try_wait().is_ok_and(|status| status.is_some());
+        if wait_until(LIMIT, || path.exists() || ended(&mut script)) && path.exists() {
             let token = fs::read_to_string(&path).unwrap().trim().to_owned();
             return (script, token);
         }
         let out = script.finish(Duration::from_secs(1));
-        panic!("$(redlock acquire --while ...) did not return: {out:?}");
+        panic!("no token from $(redlock acquire --while ...) within {LIMIT:?}: {out:?}");
     }
 
     fn exists(&self, name: &str) -> bool {
