@@ -111,7 +111,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-n -w -E -m -s -q -v -h -V --hex --ttl --nonblock --wait --conflict-exit-code --message --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-n -w -E -m -s -q -v -h -V --hex --ttl --nonblock --wait --conflict-exit-code --message --while --while-signal --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -142,6 +142,14 @@ _redlock() {
                     return 0
                     ;;
                 -m)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --while)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --while-signal)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -613,7 +621,7 @@ fi
 # A word that is only `=` or `:` (bash splits `--ttl=5s` and URLs there) is
 # glued to its neighbours.
 _redlock_scan() {
-    local takes_value=" --command --config-file --conflict-exit-code --if-token --kill-after --message --older-than --prefix --restart-guard --server --server-timeout --servers-file --signal --timeout --tls-ca-cert --ttl --wait -E -c -k -m -s -w "
+    local takes_value=" --command --config-file --conflict-exit-code --if-token --kill-after --message --older-than --prefix --restart-guard --server --server-timeout --servers-file --signal --timeout --tls-ca-cert --ttl --wait --while --while-signal -E -c -k -m -s -w "
     local i=1 word
     _redlock_sub="" _redlock_positionals=0 _redlock_skip="" _redlock_dashdash=""
     _redlock_start="" _redlock_globals=()

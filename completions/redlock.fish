@@ -47,6 +47,8 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How 
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'Retry for at most DUR, then exit with the last attempt\'s status: 75 busy, 69 no quorum (-w 0 is -n)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s E -l conflict-exit-code -d 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out); -E 0 skips quietly, the cron idiom (acquire then prints no token)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s m -l message -d 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l while -d 'Keep the lock while process PID lives: `tok=$(redlock acquire --while $$ NAME)` in a script. A keeper process extends the lock every third of --ttl, releases it as soon as PID exits, and stops quietly when `redlock release NAME "$tok"` runs on this host; if the lock is lost, PID gets --while-signal' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l while-signal -d 'With --while: the signal sent to PID, and to its process group if it leads one, when the lock is lost, e.g. TERM, INT or USR1; none sends nothing' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix' -r -F
@@ -181,7 +183,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_see
 # the index of the first word of exec's command (0: none), and then the
 # options that choose the servers, to pass on to `redlock list`.
 function __fish_redlock_scan
-    set -l takes_value --command --config-file --conflict-exit-code --if-token --kill-after --message --older-than --prefix --restart-guard --server --server-timeout --servers-file --signal --timeout --tls-ca-cert --ttl --wait -E -c -k -m -s -w
+    set -l takes_value --command --config-file --conflict-exit-code --if-token --kill-after --message --older-than --prefix --restart-guard --server --server-timeout --servers-file --signal --timeout --tls-ca-cert --ttl --wait --while --while-signal -E -c -k -m -s -w
     set -l global_value -s --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix
     set -l words (commandline -opc)
     set -l sub ''

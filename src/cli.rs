@@ -25,6 +25,13 @@ pub struct Example {
 const EXAMPLES: &[(&str, &[Example])] = &[
     ("acquire", &[
             Example {
+                what: "Hold the lock while this script runs: a keeper extends it until the script ends",
+                lines: &[
+                    "tok=$(redlock acquire --while $$ big-import) || exit",
+                    "trap 'redlock release big-import \"$tok\" || exit $?' EXIT",
+                ],
+            },
+            Example {
                 what: "Take the lock for a script, waiting at most 30s; release it when the script exits",
                 lines: &[
                     "tok=$(redlock acquire -w 30s nightly-report) || exit",
@@ -310,6 +317,11 @@ pub enum Command {
     /// generated files).
     #[command(hide = true)]
     Generate(GenerateArgs),
+
+    /// The process `acquire --while` leaves behind to keep the lock; it reads its
+    /// settings from stdin and is not for direct use.
+    #[command(hide = true)]
+    Keeper,
 }
 
 #[derive(Debug, Args)]
@@ -345,6 +357,37 @@ pub struct AcquireArgs {
 
     #[command(flatten)]
     pub holder: HolderArgs,
+
+    /// Keep the lock while process PID lives: `tok=$(redlock acquire --while $$ NAME)` in a
+    /// script. A keeper process extends the lock every third of --ttl, releases it as soon
+    /// as PID exits, and stops quietly when `redlock release NAME "$tok"` runs on this host;
+    /// if the lock is lost, PID gets --while-signal.
+    #[arg(long = "while", value_name = "PID", value_parser = clap::value_parser!(i32).range(1..))]
+    pub keep_while: Option<i32>,
+
+    /// With --while: the signal sent to PID, and to its process group if it leads one, when
+    /// the lock is lost, e.g. TERM, INT or USR1; none sends nothing.
+    #[arg(
+        long = "while-signal",
+        value_name = "SIG",
+        default_value = "TERM",
+        requires = "keep_while",
+        value_parser = parse_while_signal,
+        allow_hyphen_values = true
+    )]
+    pub while_signal: WhileSignal,
+}
+
+/// The signal `acquire --while` sends on a loss, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WhileSignal(pub Option<Signal>);
+
+/// `none`, or a signal that can stop a script (see [`parse_stop_signal`]).
+fn parse_while_signal(text: &str) -> Result<WhileSignal, String> {
+    match text.trim().eq_ignore_ascii_case("none") {
+        true => Ok(WhileSignal(None)),
+        false => parse_stop_signal(text).map(|signal| WhileSignal(Some(signal))),
+    }
 }
 
 /// What the holder records beside the lock, besides who and where it is.

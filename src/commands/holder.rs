@@ -46,6 +46,7 @@ pub fn this_process(
             false => redact::command_summary(c.argv),
         }),
         command_pid: None,
+        keeper_pid: None,
         message,
         job: job_url(|name| std::env::var(name).ok()),
     }

@@ -8,15 +8,17 @@ mod exec;
 mod extend;
 pub mod generate;
 mod handoff;
+mod hold;
 mod holder;
 mod list;
 mod release;
+mod rendezvous;
 mod status;
 mod waiting;
 
 use nix::sys::signal::Signal;
 
-use crate::config::{LockJob, Servers, Task};
+use crate::config::{AcquireJob, LockJob, Servers, Task};
 use crate::error::Error;
 use crate::exit_code::Exit;
 use crate::lock::{Lease, Redlock};
@@ -56,6 +58,10 @@ pub fn finish(output: &Output, result: &Result<Outcome, Error>) -> Ending {
 pub fn dispatch(task: Task, output: &Output) -> Ending {
     match task {
         Task::Generate { what, dir } => finish(output, &generate::write(what, &dir)),
+        Task::Keeper => Ending {
+            exit: hold::serve(),
+            signal: None,
+        },
         Task::Lock { servers, job } => match lock_job(*servers, job, output) {
             Ok(ending) => ending,
             Err(err) => finish(output, &Err(err)),
@@ -68,6 +74,15 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
     // an error only means one is installed already.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let handoff = handoff::Handoff::new(&servers);
+    // `--while PID`: the pid is checked and the keeper started first, so
+    // that the record beside the lock names it.
+    let keeper = match &job {
+        LockJob::Acquire(AcquireJob {
+            keep_while: Some(keep),
+            ..
+        }) => Some(hold::Keeper::spawn(&servers, *keep)?),
+        _ => None,
+    };
     let redlock = Redlock::new(
         servers.specs,
         servers.timeout,
@@ -77,23 +92,7 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
     .map_err(|err| Error::Config(err.to_string()))?
     .with_prefix(&handoff.prefix)
     .with_wakeups(servers.wakeups);
-    let redlock = match &job {
-        LockJob::Acquire(job) => {
-            redlock.with_holder(holder::this_process(job.message.clone(), None, None))
-        }
-        LockJob::Exec(spec) => {
-            let command = holder::Command {
-                argv: &spec.argv,
-                whole_line: spec.record_command,
-            };
-            redlock.with_holder(holder::this_process(
-                spec.message.clone(),
-                Some(command),
-                Some(crate::lock::keeper_interval(spec.ttl)),
-            ))
-        }
-        _ => redlock,
-    };
+    let redlock = with_record(redlock, &job, keeper.as_ref());
     crate::signals::reset_inherited();
     // The watchdog is forked now, while this process has one thread; see
     // `Watchdog::fork`. It is a copy of this process, so it costs no second
@@ -129,36 +128,86 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
         };
         match &result {
             Ok(acquired @ Outcome::Acquired { lease, .. }) => {
-                hand_over(&redlock, acquired, lease, output).await
+                hand_over(&redlock, acquired, lease, output, keeper).await
             }
             _ => finish(output, &result),
         }
     }))
 }
 
+/// What `job` records beside the lock it takes: this process, with
+/// `exec`'s command, or for `acquire --while` the process the keeper
+/// keeps the lock for.
+fn with_record(redlock: Redlock, job: &LockJob, keeper: Option<&hold::Keeper>) -> Redlock {
+    match job {
+        LockJob::Acquire(job) => {
+            // A keeper renews the lock as exec does; plain acquire does not.
+            let renew_every = keeper.map(|_| crate::lock::keeper_interval(job.ttl));
+            let holder = holder::this_process(job.message.clone(), None, renew_every);
+            redlock.with_holder(match keeper {
+                Some(keeper) => keeper.describe(holder),
+                None => holder,
+            })
+        }
+        LockJob::Exec(spec) => {
+            let command = holder::Command {
+                argv: &spec.argv,
+                whole_line: spec.record_command,
+            };
+            redlock.with_holder(holder::this_process(
+                spec.message.clone(),
+                Some(command),
+                Some(crate::lock::keeper_interval(spec.ttl)),
+            ))
+        }
+        _ => redlock,
+    }
+}
+
 /// `acquire`'s token goes to stdout. Nobody could ever release a lock whose
 /// token was lost, and a token printed after the validity ran out (a full
 /// pipe, Ctrl-S) is no lock: either way the lock is released, and the run
-/// fails with that second message.
+/// fails with that second message. With `--while`, the token is printed
+/// only once the keeper is ready, and the keeper keeps the lock only once
+/// the token was printed in time.
 async fn hand_over(
     redlock: &Redlock,
     acquired: &Outcome,
     lease: &Lease,
     output: &Output,
+    keeper: Option<hold::Keeper>,
 ) -> Ending {
-    let failure = match output.render(Ok(acquired), acquired.exit()) {
-        Err(err) => Error::internal("could not print the token, so the lock was released", err),
-        Ok(()) if lease.deadline <= crate::clock::BootInstant::now() => Error::Expired {
-            key: lease.key.clone(),
-            validity: lease.validity(),
-        },
+    let failure = match print_token(acquired, lease, output, keeper) {
         Ok(()) => {
             return Ending {
                 exit: acquired.exit(),
                 signal: None,
             }
         }
+        Err(failure) => failure,
     };
     let _ = redlock.release(&lease.key, &lease.token).await;
     finish(output, &Err(failure))
+}
+
+fn print_token(
+    acquired: &Outcome,
+    lease: &Lease,
+    output: &Output,
+    mut keeper: Option<hold::Keeper>,
+) -> Result<(), Error> {
+    if let Some(keeper) = &mut keeper {
+        keeper.start(lease)?;
+    }
+    match output.render(Ok(acquired), acquired.exit()) {
+        Err(err) => Err(Error::internal(
+            "could not print the token, so the lock was released",
+            err,
+        )),
+        Ok(()) if lease.deadline <= crate::clock::BootInstant::now() => Err(Error::Expired {
+            key: lease.key.clone(),
+            validity: lease.validity(),
+        }),
+        Ok(()) => keeper.map_or(Ok(()), hold::Keeper::commit),
+    }
 }

@@ -6,6 +6,9 @@ use crate::lock::{Breaking, LockKey, Redlock, Token};
 use crate::outcome::Outcome;
 
 pub async fn run(redlock: &Redlock, key: &LockKey, token: &Token) -> Result<Outcome, Error> {
+    // A keeper left by `acquire --while` on this host stands down first, so
+    // that it does not take the release for a loss.
+    super::rendezvous::stop_keeper(key, token);
     let released = redlock.release(key, token).await?;
     Ok(Outcome::Released {
         key: key.clone(),

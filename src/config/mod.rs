@@ -55,6 +55,9 @@ pub enum Task {
         what: cli::Generated,
         dir: PathBuf,
     },
+    /// Be the keeper `acquire --while` leaves behind (its settings come on
+    /// stdin).
+    Keeper,
 }
 
 /// Where the lock lives.
@@ -115,6 +118,16 @@ pub struct AcquireJob {
     pub message: Option<String>,
     /// The status when the lock is busy (`-E`).
     pub conflict_exit: u8,
+    /// `--while PID`: a keeper keeps the lock while PID lives.
+    pub keep_while: Option<KeepWhile>,
+}
+
+/// `acquire --while PID [--while-signal SIG]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeepWhile {
+    pub pid: i32,
+    /// What PID gets when the lock is lost (`None`: nothing).
+    pub signal: Option<Signal>,
 }
 
 /// A validated `redlock exec` invocation.
@@ -159,7 +172,7 @@ impl Config {
             verbose,
         };
         let fleet = match cli.command {
-            Command::Generate(_) => fleet::Fleet::default(),
+            Command::Generate(_) | Command::Keeper => fleet::Fleet::default(),
             _ => fleet::load(config_file.as_deref(), &fleet::default_files())?,
         };
         let prefix = match (prefix, &fleet.prefix) {
@@ -174,13 +187,8 @@ impl Config {
                 let task = Task::Generate { what, dir };
                 return Ok(Config::new(task, output));
             }
-            Command::Acquire(args) => LockJob::Acquire(AcquireJob {
-                ttl: ttl(args.ttl.ttl, MIN_TTL)?,
-                key: key(&args.name)?,
-                wait: wait(&args.wait),
-                message: message(args.holder),
-                conflict_exit: args.wait.conflict_exit_code,
-            }),
+            Command::Keeper => return Ok(Config::new(Task::Keeper, output)),
+            Command::Acquire(args) => LockJob::Acquire(acquire_job(args, &prefix)?),
             Command::Release(args) => release(args, &prefix)?,
             Command::Extend(args) => LockJob::Extend {
                 ttl: ttl(args.ttl.ttl, MIN_TTL)?,
@@ -224,6 +232,20 @@ impl Config {
             notices: Vec::new(),
         }
     }
+}
+
+fn acquire_job(args: cli::AcquireArgs, prefix: &[u8]) -> Result<AcquireJob, Error> {
+    Ok(AcquireJob {
+        ttl: ttl(args.ttl.ttl, MIN_TTL)?,
+        key: named_key(prefix, &args.name)?,
+        wait: wait(&args.wait),
+        message: message(args.holder),
+        conflict_exit: args.wait.conflict_exit_code,
+        keep_while: args.keep_while.map(|pid| KeepWhile {
+            pid,
+            signal: args.while_signal.0,
+        }),
+    })
 }
 
 /// The servers for a lock job, in this order, so that a broken server list
@@ -802,6 +824,7 @@ mod tests {
                 wait: Wait::No,
                 message: None,
                 conflict_exit: 75,
+                keep_while: None,
             })
         };
         let guard = |value| Given {

@@ -35,6 +35,10 @@ pub struct Holder {
     /// The command's pid, once it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_pid: Option<u32>,
+    /// `acquire --while`: the keeper process that extends the lock while
+    /// `pid` (the watched process, a script's shell) lives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keeper_pid: Option<u32>,
     /// The user's note (`-m`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
@@ -70,6 +74,7 @@ impl Holder {
             user: cut(&self.user, USER_LIMIT),
             command: self.command.as_deref().map(|c| cut(c, COMMAND_LIMIT)),
             command_pid: self.command_pid,
+            keeper_pid: self.keeper_pid,
             message: self.message.as_deref().map(|m| cut(m, MESSAGE_LIMIT)),
             job: self.job.as_deref().map(|j| cut(j, JOB_LIMIT)),
             renew_every_ms: self.renew_every_ms,

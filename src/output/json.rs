@@ -293,6 +293,9 @@ struct HolderJson<'a> {
     command: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     command_pid: Option<u32>,
+    /// `acquire --while`: the keeper process extending the lock for `pid`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keeper_pid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     message: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -303,6 +306,9 @@ struct HolderJson<'a> {
     /// moves on at every renewal), and how often, when it said.
     #[serde(skip_serializing_if = "Option::is_none")]
     kept_alive_by_exec: Option<bool>,
+    /// Whether an `acquire --while` keeper renews it while `pid` lives.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kept_alive_by_keeper: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     renew_every_ms: Option<u64>,
     /// Whether the holder ran on this host and its process is gone (the
@@ -325,10 +331,12 @@ impl<'a> HolderJson<'a> {
             user: None,
             command: None,
             command_pid: None,
+            keeper_pid: None,
             message: None,
             job: None,
             held_for_ms: None,
             kept_alive_by_exec: None,
+            kept_alive_by_keeper: None,
             renew_every_ms: None,
             holder_pid_gone: None,
             token: None,
@@ -344,12 +352,16 @@ impl<'a> HolderJson<'a> {
                     user: Some(&holder.user),
                     command: holder.command.as_deref(),
                     command_pid: holder.command_pid,
+                    keeper_pid: holder.keeper_pid,
                     message: holder.message.as_deref(),
                     job: holder.job.as_deref(),
                     held_for_ms: recorded.held_for.map(millis),
                     kept_alive_by_exec: Some(
-                        !recorded.pid_gone && super::words::kept_alive(holder).is_some(),
+                        !recorded.pid_gone
+                            && holder.keeper_pid.is_none()
+                            && super::words::kept_alive(holder).is_some(),
                     ),
+                    kept_alive_by_keeper: Some(!recorded.pid_gone && holder.keeper_pid.is_some()),
                     renew_every_ms: holder.renew_every_ms,
                     holder_pid_gone: Some(recorded.pid_gone),
                     ..none

@@ -109,14 +109,19 @@ fn held_clause(who: &HeldBy, expires_in: Option<Duration>) -> String {
 }
 
 /// "kept alive by exec (renewed every 10s)" when `exec` holds the lock
-/// (older records say that it does, not how often).
+/// (older records say that it does, not how often), "kept alive while pid
+/// N lives (renewed every 10s)" when an `acquire --while` keeper does.
 pub fn kept_alive(holder: &Holder) -> Option<String> {
+    let by = match holder.keeper_pid {
+        Some(_) => format!("kept alive while pid {} lives", holder.pid),
+        None => "kept alive by exec".to_owned(),
+    };
     match (holder.renew_every_ms, &holder.command) {
         (Some(every), _) => Some(format!(
-            "kept alive by exec (renewed every {})",
+            "{by} (renewed every {})",
             rounded(Duration::from_millis(every))
         )),
-        (None, Some(_)) => Some("kept alive by exec".to_owned()),
+        (None, Some(_)) => Some(by),
         (None, None) => None,
     }
 }

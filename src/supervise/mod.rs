@@ -18,6 +18,7 @@ mod proc;
 pub mod schedule;
 mod state;
 pub mod watchdog;
+mod watched;
 
 use std::future::Future;
 use std::os::unix::process::ExitStatusExt as _;
@@ -36,6 +37,7 @@ use state::{Effect, State};
 pub use child::Command;
 pub use state::{Event, Outcome, StopReason};
 pub use watchdog::Watchdog;
+pub use watched::{WatchError, Watched};
 
 /// Signals sent to `redlock exec` that are passed on to the command.
 pub const FORWARDED: [Signal; 6] = [

@@ -21,6 +21,7 @@ mod holder;
 mod hostile;
 mod hostile_status;
 mod inputs;
+mod keeper;
 mod list;
 mod list_scale;
 mod lua;

@@ -21,7 +21,7 @@ use crate::support::{
 /// A document of the project and a heading line in it.
 type Section = (&'static str, &'static str);
 
-const SHELL_SCRIPT: Section = ("README.md", "### Take a lock in a shell script");
+const SHELL_SCRIPT: Section = ("docs/guide.md", "## Take a lock for a known time");
 const LONG_JOB: Section = ("docs/guide.md", "## Keep a long job's lock alive");
 /// The line of the long job's script that sets its TTL and extend interval.
 const LONG_JOB_TIMES: &str = "ttl=30 every=10 ";

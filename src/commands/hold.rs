@@ -1,0 +1,507 @@
+//! `redlock acquire --while PID`: the lock lives while process PID does, as
+//! flock's lives while its descriptor's shell does. `acquire` starts a
+//! keeper, a second `redlock` (`redlock keeper`, hidden) that outlives it,
+//! extends the lock every TTL/3 ([`keep`]) and:
+//!
+//! - releases it as soon as PID exits, whatever killed it (a pidfd, opened
+//!   by `acquire` while PID was known to be alive, turns readable);
+//! - stops quietly when `redlock release NAME TOKEN` asks it to first (see
+//!   [`super::rendezvous`]);
+//! - sends the `--while-signal` to PID (and to its process group if it
+//!   leads one) when the lock is lost: a majority says the token is gone,
+//!   or the validity is about to run out with no extension confirmed.
+//!
+//! The keeper is spawned from `/proc/self/exe` with an empty environment
+//! and `redlock keeper` as its whole command line; the servers (passwords
+//! included) come over a pipe on its stdin. It gets a session of its own
+//! and keeps no descriptor of the caller's: once it has taken over, its
+//! stdio is /dev/null, so `$(redlock acquire --while $$ NAME)` returns at
+//! once. It runs in `/` and cannot be dumped or read by ptrace (main()).
+//!
+//! The conversation over its stdin and stdout, one JSON or word a line:
+//! `acquire` writes the [`Setup`] at once, then the [`Handed`] lease once
+//! it holds the lock; the keeper answers `ready` (or `error WHY`). Then
+//! `acquire` prints the token and, only if that worked within the validity,
+//! writes `commit`; the keeper answers `keeping` and detaches. Without
+//! `commit` (end of file, the validity gone) the keeper releases the lock
+//! and exits: no token is left running that nobody was given.
+
+use std::io::{self, Write as _};
+use std::os::fd::{AsFd, AsRawFd as _, BorrowedFd, FromRawFd as _, OwnedFd};
+use std::os::unix::process::CommandExt as _;
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::libc;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::Signal;
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+use super::rendezvous::{self, Rendezvous};
+use crate::clock::BootInstant;
+use crate::config::{KeepWhile, Servers};
+use crate::error::Error;
+use crate::exit_code::Exit;
+use crate::lock::{keep, Holder, Lease, LockKey, Redlock, ServerSpec, Token};
+use crate::signals::Listener;
+use crate::supervise::schedule::StopPlan;
+use crate::supervise::{WatchError, Watched};
+
+/// What the keeper needs besides the lease: the servers and what to watch.
+#[derive(Debug, Serialize, Deserialize)]
+struct Setup {
+    /// The URLs as given, secrets included.
+    servers: Vec<String>,
+    timeout_ms: u64,
+    restart_guard_ms: u64,
+    tls_root_cert: Option<Vec<u8>>,
+    prefix: Vec<u8>,
+    /// The process to watch, and the number of the pidfd on it that the
+    /// keeper inherits.
+    pid: i32,
+    pidfd: i32,
+    signal: Option<i32>,
+    /// Tests only: the keeper fails instead of taking over
+    /// (`REDLOCK_TEST_KEEPER_FAILS`, read by debug builds).
+    #[serde(default)]
+    fails: bool,
+}
+
+/// The lease, once `acquire` holds it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Handed {
+    key: Vec<u8>,
+    token: String,
+    ttl_ms: u64,
+    /// The validity's end on CLOCK_BOOTTIME, which is system-wide.
+    deadline_ns: u64,
+}
+
+/// Longer lines are not ours (a PEM bundle is a few hundred kilobytes at most).
+const MAX_LINE: usize = 4 << 20;
+
+/// How long `acquire` waits for the keeper's `keeping`.
+const ANSWER_WITHIN: Duration = Duration::from_secs(5);
+
+/// `acquire`'s handle on the keeper it started.
+pub struct Keeper {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Lines<ChildStdout>,
+    watched: i32,
+    committed: bool,
+}
+
+impl Keeper {
+    /// Opens a pidfd on `keep.pid` (it must be alive and ours: a usage
+    /// error otherwise) and starts the keeper with it and the servers.
+    pub fn spawn(servers: &Servers, keep: KeepWhile) -> Result<Keeper, Error> {
+        let watched = Watched::open(keep.pid).map_err(|err| match err {
+            WatchError::Failed { error, .. } => {
+                Error::internal("cannot watch the --while process", error)
+            }
+            err => Error::Usage(format!("--while {}: {err}", keep.pid)),
+        })?;
+        let setup = Setup {
+            servers: servers
+                .specs
+                .iter()
+                .map(|spec| spec.secret_url().to_owned())
+                .collect(),
+            timeout_ms: millis(servers.timeout),
+            restart_guard_ms: millis(servers.restart_guard),
+            tls_root_cert: servers.tls_root_cert.clone(),
+            prefix: servers.prefix.clone(),
+            pid: keep.pid,
+            pidfd: watched.fd().as_raw_fd(),
+            signal: keep.signal.map(|signal| signal as i32),
+            fails: crate::supervise::child::test_pause_ms("REDLOCK_TEST_KEEPER_FAILS").is_some(),
+        };
+        let mut child = keeper_command(watched.fd())
+            .spawn()
+            .map_err(|err| Error::internal("cannot start the keeper process (--while)", err))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(Error::Internal(anyhow::anyhow!("the keeper has no pipes")));
+        };
+        let mut keeper = Keeper {
+            child,
+            stdin: Some(stdin),
+            stdout: Lines::new(stdout),
+            watched: keep.pid,
+            committed: false,
+        };
+        keeper
+            .send(&json_line(&setup))
+            .map_err(|err| Error::internal("cannot start the keeper process (--while)", err))?;
+        Ok(keeper)
+    }
+
+    /// The record beside the lock names the watched process as the holder
+    /// (with its start time, so that a reused pid reads as gone), kept by
+    /// this keeper.
+    pub fn describe(&self, holder: Holder) -> Holder {
+        let pid = self.watched.unsigned_abs();
+        Holder {
+            pid,
+            pid_started: crate::lock::process_started(pid),
+            keeper_pid: Some(self.child.id()),
+            ..holder
+        }
+    }
+
+    /// Hands `lease` over and waits, within its validity, until the keeper
+    /// is ready to keep it.
+    pub fn start(&mut self, lease: &Lease) -> Result<(), Error> {
+        let handed = Handed {
+            key: lease.key.bytes().to_vec(),
+            token: lease.token.as_str().to_owned(),
+            ttl_ms: millis(lease.ttl),
+            deadline_ns: lease.deadline.as_nanos(),
+        };
+        // A keeper that already failed has said why: read it either way.
+        let _ = self.send(&json_line(&handed));
+        self.expect(b"ready", lease.deadline)
+    }
+
+    /// The token was printed: the keeper keeps the lock from now on, and
+    /// outlives this process.
+    pub fn commit(mut self) -> Result<(), Error> {
+        let sent = self.send(b"commit\n");
+        self.stdin = None;
+        sent.map_err(|err| Error::internal(NOT_KEPT, err))?;
+        self.expect(b"keeping", BootInstant::now() + ANSWER_WITHIN)?;
+        self.committed = true;
+        Ok(())
+    }
+
+    fn send(&mut self, line: &[u8]) -> io::Result<()> {
+        match &mut self.stdin {
+            Some(stdin) => stdin.write_all(line),
+            None => Err(io::ErrorKind::BrokenPipe.into()),
+        }
+    }
+
+    /// Reads the keeper's answer: `word`, or `error WHY`.
+    fn expect(&mut self, word: &[u8], until: BootInstant) -> Result<(), Error> {
+        let answer = self
+            .stdout
+            .next(Some(until))
+            .map_err(|err| Error::internal(NOT_KEPT, err))?;
+        match answer {
+            Some(line) if line == word => Ok(()),
+            Some(line) => {
+                let why = String::from_utf8_lossy(line.strip_prefix(b"error ").unwrap_or(&line));
+                Err(Error::internal(
+                    NOT_KEPT,
+                    io::Error::other(why.into_owned()),
+                ))
+            }
+            None => Err(Error::internal(
+                NOT_KEPT,
+                io::Error::other("it did not answer in time"),
+            )),
+        }
+    }
+}
+
+const NOT_KEPT: &str =
+    "the keeper process (--while) could not take over the lock, so it was released";
+
+impl Drop for Keeper {
+    /// Without `commit`, end of file tells the keeper to let go: it releases
+    /// what it was handed and exits, and is reaped here.
+    fn drop(&mut self) {
+        if !self.committed {
+            self.stdin = None;
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// `redlock keeper` from this very binary (also after an upgrade replaced
+/// its file), with nothing of the caller's but the pidfd.
+fn keeper_command(pidfd: BorrowedFd<'_>) -> std::process::Command {
+    let mut command = std::process::Command::new("/proc/self/exe");
+    command
+        .arg0("redlock")
+        .arg("keeper")
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let pidfd = pidfd.as_raw_fd();
+    // SAFETY: setsid and fcntl are async-signal-safe and allocate nothing.
+    unsafe {
+        command.pre_exec(move || {
+            // Out of the caller's session: no terminal, no job-control
+            // signals, no SIGHUP when the terminal goes.
+            nix::unistd::setsid()?;
+            // The pidfd, and only it, stays open across exec.
+            match libc::fcntl(pidfd, libc::F_SETFD, 0) {
+                -1 => Err(io::Error::last_os_error()),
+                _ => Ok(()),
+            }
+        });
+    }
+    command
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn json_line(value: &impl Serialize) -> Vec<u8> {
+    // Plain strings, numbers and byte arrays always serialize.
+    let mut line = serde_json::to_vec(value).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+/// Lines read from a pipe, each waited for until a deadline.
+struct Lines<F> {
+    fd: F,
+    unread: Vec<u8>,
+}
+
+impl<F: AsFd> Lines<F> {
+    fn new(fd: F) -> Self {
+        Lines {
+            fd,
+            unread: Vec::new(),
+        }
+    }
+
+    /// The next line without its newline; `None` at end of file, or once
+    /// `until` has passed.
+    fn next(&mut self, until: Option<BootInstant>) -> io::Result<Option<Vec<u8>>> {
+        loop {
+            if let Some(end) = self.unread.iter().position(|&b| b == b'\n') {
+                let mut line: Vec<u8> = self.unread.drain(..=end).collect();
+                line.pop();
+                return Ok(Some(line));
+            }
+            if self.unread.len() > MAX_LINE {
+                return Err(io::Error::other("a line too long"));
+            }
+            if let Some(until) = until {
+                if BootInstant::now() >= until {
+                    return Ok(None);
+                }
+                // Every 20ms at most, against the boot clock, which counts
+                // a suspend where poll's timeout does not.
+                let wait = until.remaining().min(Duration::from_millis(20));
+                let mut fds = [PollFd::new(self.fd.as_fd(), PollFlags::POLLIN)];
+                match poll(
+                    &mut fds,
+                    PollTimeout::try_from(wait).unwrap_or(PollTimeout::ZERO),
+                ) {
+                    Ok(0) | Err(Errno::EINTR) => continue,
+                    Ok(_) => {}
+                    Err(err) => return Err(err.into()),
+                }
+            }
+            let mut buffer = [0u8; 8192];
+            match nix::unistd::read(self.fd.as_fd(), &mut buffer) {
+                Ok(0) => return Ok(None),
+                Ok(read) => self.unread.extend_from_slice(&buffer[..read]),
+                Err(Errno::EINTR | Errno::EAGAIN) => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The keeper process
+// ---------------------------------------------------------------------------
+
+/// `redlock keeper`: the process `acquire --while` started. Its exit status
+/// is seen by no one; what matters is what it does to the lock and to PID.
+pub fn serve() -> Exit {
+    let _ = nix::sys::prctl::set_name(c"redlock-keeper");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::signals::reset_inherited();
+    match take_over() {
+        Ok(()) => Exit::Success,
+        Err(why) => {
+            let _ = io::stdout().write_all(format!("error {why}\n").as_bytes());
+            Exit::Internal
+        }
+    }
+}
+
+/// Reads the setup and the lease, then keeps the lock until it ends.
+fn take_over() -> Result<(), String> {
+    let mut stdin = Lines::new(io::stdin());
+    let setup: Setup = match stdin.next(None) {
+        Ok(Some(line)) => serde_json::from_slice(&line).map_err(|err| err.to_string())?,
+        _ => return Err("no settings on stdin (this command is for acquire --while)".into()),
+    };
+    close_other_descriptors(setup.pidfd);
+    // SAFETY: `acquire` left exactly this descriptor open for us.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(setup.pidfd) };
+    let watched = Watched::adopt(setup.pid, pidfd).map_err(|err| err.to_string())?;
+    if setup.fails {
+        return Err("it was told to fail (REDLOCK_TEST_KEEPER_FAILS)".into());
+    }
+    let redlock = redlock_of(&setup)?;
+    // End of file instead of a lease: `acquire` did not get the lock.
+    let Ok(Some(line)) = stdin.next(None) else {
+        return Ok(());
+    };
+    let handed: Handed = serde_json::from_slice(&line).map_err(|err| err.to_string())?;
+    let lease = Lease {
+        key: LockKey::new(handed.key),
+        token: Token::from_user(&handed.token),
+        ttl: Duration::from_millis(handed.ttl_ms),
+        deadline: BootInstant::from_nanos(handed.deadline_ns),
+        held_on: Vec::new(),
+        attempts: 1,
+    };
+    let signal = setup.signal.and_then(|n| Signal::try_from(n).ok());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| err.to_string())?;
+    runtime.block_on(hold(&redlock, &lease, (&watched, signal), stdin))
+}
+
+fn redlock_of(setup: &Setup) -> Result<Redlock, String> {
+    let specs = setup
+        .servers
+        .iter()
+        .map(|url| ServerSpec::parse(url))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| err.to_string())?;
+    let redlock = Redlock::new(
+        specs,
+        Duration::from_millis(setup.timeout_ms),
+        setup.tls_root_cert.as_deref(),
+        Duration::from_millis(setup.restart_guard_ms),
+    )
+    .map_err(|err| err.to_string())?;
+    Ok(redlock.with_prefix(&setup.prefix))
+}
+
+/// Nothing of the caller's stays open (a descriptor a script opened would
+/// stay in use as long as the keeper runs), but stdio and the pidfd.
+fn close_other_descriptors(keep: i32) {
+    let close_range = |first: i32, last: u32| {
+        // SAFETY: close_range closes descriptors by number; none below is
+        // owned by anything in this process yet.
+        unsafe { libc::syscall(libc::SYS_close_range, first, last, 0) };
+    };
+    if keep > 3 {
+        close_range(3, keep.unsigned_abs() - 1);
+    }
+    close_range(keep + 1, u32::MAX);
+}
+
+/// How the keeping ended.
+enum End {
+    /// The watched process exited.
+    Exited,
+    /// `redlock release` asked for the lock: it deletes it itself.
+    Released(tokio::net::UnixStream),
+    /// A majority said the token is gone, or the validity ran out.
+    Lost,
+    /// The keeper itself was told to stop.
+    Stopped,
+}
+
+/// Says `ready`, waits for `commit`, detaches, and keeps the lock.
+async fn hold(
+    redlock: &Redlock,
+    lease: &Lease,
+    (watched, signal): (&Watched, Option<Signal>),
+    mut stdin: Lines<io::Stdin>,
+) -> Result<(), String> {
+    let rendezvous = Rendezvous::listen(&lease.key, &lease.token)
+        .map_err(|err| format!("cannot listen for the release: {err}"))?;
+    let mut signals = Listener::new(&[Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP])
+        .map_err(|err| err.to_string())?;
+    if !watched.is_alive() {
+        return Err(format!("process {} has exited", watched.pid()));
+    }
+    answer(b"ready\n")?;
+    if !matches!(stdin.next(Some(lease.deadline)), Ok(Some(line)) if line == b"commit") {
+        // The token was not handed out: nobody else can release it.
+        let _ = redlock.release(&lease.key, &lease.token).await;
+        return Ok(());
+    }
+    answer(b"keeping\n")?;
+    detach().map_err(|err| err.to_string())?;
+    let end = keep_until_end(redlock, lease, watched, &rendezvous, &mut signals).await;
+    match end {
+        End::Released(stream) => rendezvous::acknowledge(stream).await,
+        End::Exited => {
+            let _ = redlock.release(&lease.key, &lease.token).await;
+        }
+        End::Lost | End::Stopped => {
+            if let Some(signal) = signal {
+                watched.signal(signal);
+            }
+            let _ = redlock.release(&lease.key, &lease.token).await;
+        }
+    }
+    Ok(())
+}
+
+fn answer(line: &[u8]) -> Result<(), String> {
+    let mut stdout = io::stdout().lock();
+    stdout
+        .write_all(line)
+        .and_then(|()| stdout.flush())
+        .map_err(|err| err.to_string())
+}
+
+/// stdin and stdout to /dev/null (stderr is already): nothing of the
+/// caller's pipes stays open.
+fn detach() -> io::Result<()> {
+    let null = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?;
+    nix::unistd::dup2_stdin(&null)?;
+    nix::unistd::dup2_stdout(&null)?;
+    Ok(())
+}
+
+/// Extends the lock every TTL/3 until one of the ways it ends.
+async fn keep_until_end(
+    redlock: &Redlock,
+    lease: &Lease,
+    watched: &Watched,
+    rendezvous: &Rendezvous,
+    signals: &mut Listener,
+) -> End {
+    let (deadlines, deadline) = watch::channel(lease.deadline);
+    let (_holder, no_new_holder) = watch::channel(None);
+    // The script is signalled a little before the validity can run out
+    // with no extension confirmed, as exec stops its command.
+    let margin = StopPlan::new(lease.ttl, Duration::ZERO).margin;
+    tokio::select! {
+        _ = keep(redlock, lease, deadlines, no_new_holder, |_| {}) => End::Lost,
+        () = runs_out(deadline, margin) => End::Lost,
+        () = watched.exited() => End::Exited,
+        stream = rendezvous.release_asked() => End::Released(stream),
+        _ = signals.recv() => End::Stopped,
+    }
+}
+
+/// Resolves `margin` before the latest deadline, on the boot clock.
+async fn runs_out(mut deadline: watch::Receiver<BootInstant>, margin: Duration) {
+    loop {
+        let stop_at = *deadline.borrow_and_update() - margin;
+        if BootInstant::now() >= stop_at {
+            return;
+        }
+        let nap = stop_at.remaining().min(Duration::from_secs(1));
+        if let Ok(Err(_)) = tokio::time::timeout(nap, deadline.changed()).await {
+            tokio::time::sleep(nap).await;
+        }
+    }
+}

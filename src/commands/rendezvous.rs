@@ -1,0 +1,144 @@
+//! How `redlock release NAME TOKEN` tells the keeper that `acquire --while`
+//! left behind to stand down before the lock goes, so that the keeper does
+//! not take the release for a loss and signal the script.
+//!
+//! The keeper listens on a Unix socket in the abstract namespace named
+//! `redlock-keeper/UID/SHA1(KEY NUL TOKEN)`: no file to leave behind when
+//! the keeper is killed, no directory that must be the same for `acquire`
+//! and `release` (the keeper runs with an empty environment), and a name
+//! only the token's holder can compute. Both ends check that the other runs
+//! as the same user (SO_PEERCRED); anyone else is ignored.
+//!
+//! `release` connects, writes `release TOKEN`, and waits (at most
+//! [`ACK_WITHIN`]) for `ok`: by then the keeper has stopped extending and
+//! exits. Only then does `release` delete the key. The name is visible in
+//! /proc/net/unix, the token is not: only a process that holds the token
+//! can make the keeper stand down. A release that cannot
+//! reach the keeper (another host, another network namespace, another user)
+//! looks like any other loss to the keeper: it signals the script.
+
+use std::io::{self, Read as _, Write as _};
+use std::os::fd::AsRawFd;
+use std::os::linux::net::SocketAddrExt as _;
+use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::time::Duration;
+
+use nix::libc;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+use crate::lock::{LockKey, Token};
+
+/// How long `release` waits for the keeper's answer, and the keeper for
+/// the request once a peer connected.
+const ACK_WITHIN: Duration = Duration::from_secs(2);
+
+const ACK: &[u8; 3] = b"ok\n";
+
+/// What `release` writes: `release TOKEN` and a newline.
+fn request(token: &Token) -> Vec<u8> {
+    format!("release {}\n", token.as_str()).into_bytes()
+}
+
+/// The socket's address for the lock `key` held by `token`.
+fn address(key: &LockKey, token: &Token) -> io::Result<SocketAddr> {
+    let mut hashed = key.bytes().to_vec();
+    hashed.push(0);
+    hashed.extend_from_slice(token.as_str().as_bytes());
+    let name = format!(
+        "redlock-keeper/{}/{}",
+        nix::unistd::geteuid(),
+        sha1_smol::Sha1::from(hashed).digest()
+    );
+    SocketAddr::from_abstract_name(name.as_bytes())
+}
+
+/// The user id of the process at the other end of `socket`.
+fn peer_uid(socket: &impl AsRawFd) -> Option<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: SO_PEERCRED writes at most `len` bytes into `cred`.
+    let read = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            std::ptr::from_mut(&mut cred).cast(),
+            &mut len,
+        )
+    };
+    (read == 0).then_some(cred.uid)
+}
+
+fn same_user(socket: &impl AsRawFd) -> bool {
+    peer_uid(socket) == Some(nix::unistd::geteuid().as_raw())
+}
+
+/// The keeper's end.
+pub struct Rendezvous {
+    listener: tokio::net::UnixListener,
+    /// The one request it answers.
+    request: Vec<u8>,
+}
+
+impl Rendezvous {
+    /// Listens for releases of `key` by `token`. Call it within a runtime.
+    pub fn listen(key: &LockKey, token: &Token) -> io::Result<Rendezvous> {
+        let listener = UnixListener::bind_addr(&address(key, token)?)?;
+        listener.set_nonblocking(true)?;
+        Ok(Rendezvous {
+            listener: tokio::net::UnixListener::from_std(listener)?,
+            request: request(token),
+        })
+    }
+
+    /// Resolves when a process of this user asks for the release; answer
+    /// it with [`acknowledge`] once nothing extends the lock any more.
+    pub async fn release_asked(&self) -> tokio::net::UnixStream {
+        loop {
+            let Ok((mut stream, _)) = self.listener.accept().await else {
+                // Out of descriptors, say: try again a little later.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            };
+            if !same_user(&stream) {
+                continue;
+            }
+            let mut request = vec![0u8; self.request.len()];
+            let read = tokio::time::timeout(ACK_WITHIN, stream.read_exact(&mut request)).await;
+            if matches!(read, Ok(Ok(_))) && request == self.request {
+                return stream;
+            }
+        }
+    }
+}
+
+/// Tells `release` that the keeper has stopped.
+pub async fn acknowledge(mut stream: tokio::net::UnixStream) {
+    let _ = tokio::time::timeout(ACK_WITHIN, stream.write_all(ACK)).await;
+}
+
+/// `release`'s end: asks the keeper of `key` and `token` on this host, if
+/// there is one, to stand down, and waits for its answer. Whether there was
+/// one changes nothing for the release itself.
+pub fn stop_keeper(key: &LockKey, token: &Token) {
+    let Ok(address) = address(key, token) else {
+        return;
+    };
+    // No keeper listens: ECONNREFUSED.
+    let Ok(mut stream) = UnixStream::connect_addr(&address) else {
+        return;
+    };
+    if !same_user(&stream) {
+        return;
+    }
+    let _ = stream.set_read_timeout(Some(ACK_WITHIN));
+    let _ = stream.set_write_timeout(Some(ACK_WITHIN));
+    if stream.write_all(&request(token)).is_ok() {
+        let mut ack = [0u8; ACK.len()];
+        let _ = stream.read_exact(&mut ack);
+    }
+}

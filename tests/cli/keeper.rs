@@ -1,0 +1,582 @@
+//! `redlock acquire --while PID`: a lock for a whole script, kept by a
+//! keeper process while the script's shell lives. Each scenario runs as a
+//! bash, dash and zsh script that takes the lock with
+//! `tok=$(redlock acquire --while $$ NAME)`, started in a process group of
+//! its own as a shell's job or cron's job would be.
+
+use std::fs;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use crate::support::{
+    drop_redlock_variables, pid_alive, run, temp_dir, wait_until, with_default_signals, Cluster,
+    Output, Running,
+};
+
+const SHELLS: [&str; 3] = ["bash", "dash", "zsh"];
+const PASSWORD: &str = "keeper-pw-7";
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// Servers that need a password, so that a leak would show.
+fn cluster_with_password() -> (Cluster, String) {
+    let cluster = Cluster::start(3);
+    let servers = cluster.acl_user("keeper", PASSWORD, &["~*", "&*", "+@all"]);
+    (cluster, servers)
+}
+
+/// A directory for one script: the script, its markers, and `go`.
+struct Scene {
+    dir: tempfile::TempDir,
+    servers: String,
+}
+
+impl Scene {
+    fn new(servers: &str) -> Scene {
+        Scene {
+            dir: temp_dir("redlock-test-keeper-"),
+            servers: servers.to_owned(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Starts `shell` on a script that traps SIGTERM and SIGUSR1 (writing
+    /// the marker `trapped`), holds an extra descriptor, takes the lock
+    /// with `acquire --while $$ ARGS` and writes the token to `token`, then
+    /// runs `body`.
+    fn start(&self, shell: &str, acquire_args: &str, body: &str) -> Running {
+        let script = format!(
+            "trap 'echo TERM > \"$D/trapped\"; exit 3' TERM\n\
+             trap 'echo USR1 > \"$D/trapped\"; exit 4' USR1\n\
+             exec 9>\"$D/fd9\"\n\
+             tok=$(redlock acquire {acquire_args} --while $$ job) || exit\n\
+             echo \"$tok\" > \"$D/token.tmp\" && mv \"$D/token.tmp\" \"$D/token\"\n\
+             {body}\n"
+        );
+        let path = self.path("script");
+        fs::write(&path, script).unwrap();
+        let mut cmd = Command::new(shell);
+        cmd.arg(&path)
+            .env("D", self.dir.path())
+            .env("PATH", path_with_redlock())
+            .env("REDLOCK_SERVERS", &self.servers)
+            .env("REDLOCK_RESTART_GUARD", "0")
+            .env("XDG_CONFIG_HOME", "/nonexistent/redlock-tests")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        drop_redlock_variables(&mut cmd, std::env::vars_os().map(|(name, _)| name));
+        with_default_signals(&mut cmd);
+        Running::spawn(&mut cmd)
+    }
+
+    /// The token, once `$(...)` returned: panics with what the script said
+    /// if it does not within [`LIMIT`].
+    fn token(&self, mut script: Running) -> (Running, String) {
+        let path = self.path("token");
+        let ended = |script: &mut Running| script.try_wait().is_ok_and(|status| status.is_some());
+        if wait_until(LIMIT, || path.exists() || ended(&mut script)) && path.exists() {
+            let token = fs::read_to_string(&path).unwrap().trim().to_owned();
+            return (script, token);
+        }
+        let out = script.finish(Duration::from_secs(1));
+        panic!("no token from $(redlock acquire --while ...) within {LIMIT:?}: {out:?}");
+    }
+
+    fn exists(&self, name: &str) -> bool {
+        self.path(name).exists()
+    }
+
+    fn read(&self, name: &str) -> String {
+        fs::read_to_string(self.path(name)).unwrap_or_default()
+    }
+
+    fn redlock(&self) -> Command {
+        let mut cmd = crate::support::redlock();
+        cmd.env("REDLOCK_SERVERS", &self.servers);
+        cmd
+    }
+
+    /// `status --json job`.
+    fn status(&self) -> serde_json::Value {
+        run(self.redlock().args(["status", "--json", "job"])).json()
+    }
+
+    fn is_held(&self) -> bool {
+        self.status()["state"] == "held"
+    }
+}
+
+fn path_with_redlock() -> String {
+    let bin = Path::new(env!("CARGO_BIN_EXE_redlock")).parent().unwrap();
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// The keeper's pid and the watched pid, from the record beside the lock.
+fn keeper_of(scene: &Scene) -> (i32, i32) {
+    let status = scene.status();
+    let holder = &status["holder"];
+    let keeper = holder["keeper_pid"].as_i64();
+    let pid = holder["pid"].as_i64();
+    match (keeper, pid) {
+        (Some(keeper), Some(pid)) => (keeper as i32, pid as i32),
+        _ => panic!("no keeper in the record: {status}"),
+    }
+}
+
+/// What the keeper has open, as /proc shows its descriptors' targets.
+fn descriptors(pid: i32) -> Vec<String> {
+    fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|dir| {
+            dir.filter_map(|entry| fs::read_link(entry.ok()?.path()).ok())
+                .map(|target| target.display().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The keeper runs as `redlock keeper` in a session of its own, with no
+/// password in its argv or environment and nothing of the script's open.
+fn assert_keeper_is_private(keeper: i32, scene: &Scene) {
+    let cmdline = fs::read(format!("/proc/{keeper}/cmdline")).unwrap();
+    assert_eq!(cmdline, b"redlock\0keeper\0", "the keeper's argv");
+    // Unreadable (not dumpable, another user) is as good as empty.
+    let environ = fs::read(format!("/proc/{keeper}/environ")).unwrap_or_default();
+    assert!(
+        !String::from_utf8_lossy(&environ).contains(PASSWORD) && environ.is_empty(),
+        "the keeper's environment: {environ:?}"
+    );
+    let comm = fs::read_to_string(format!("/proc/{keeper}/comm")).unwrap();
+    assert_eq!(comm.trim(), "redlock-keeper");
+    let stat = fs::read_to_string(format!("/proc/{keeper}/stat")).unwrap();
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    assert_eq!(fields[3], keeper.to_string(), "its own session: {stat}");
+    let open = descriptors(keeper);
+    let fd9 = scene.path("fd9").display().to_string();
+    assert!(
+        !open.iter().any(|t| t.starts_with("pipe:") || *t == fd9),
+        "the keeper holds the script's pipe or descriptor: {open:?}"
+    );
+}
+
+/// The whole life of a script's lock: `$(...)` returns, the lock outlives
+/// several TTLs while the script sleeps, and `release` ends the keeper
+/// without the script being signalled.
+fn a_script_keeps_the_lock_until_it_releases_it(shell: &str) {
+    let (_cluster, servers) = cluster_with_password();
+    let scene = Scene::new(&servers);
+    let body = "while [ ! -e \"$D/go\" ]; do sleep 0.05; done\n\
+                redlock release job \"$tok\"; echo $? > \"$D/released\"\n\
+                sleep 2\n\
+                echo done > \"$D/done\"";
+    let (script, _token) = scene.token(scene.start(shell, "--ttl 1s", body));
+    let (keeper, watched) = keeper_of(&scene);
+    assert_eq!(watched as u32, script.id(), "the record names the script");
+    assert_keeper_is_private(keeper, &scene);
+    // Three and a half TTLs while the script sleeps.
+    std::thread::sleep(Duration::from_millis(3500));
+    assert!(scene.is_held(), "{shell}: the lock lapsed while kept");
+    assert!(pid_alive(keeper));
+    fs::write(scene.path("go"), "").unwrap();
+    let ended = || scene.exists("done") || scene.exists("trapped");
+    assert!(
+        wait_until(LIMIT, ended),
+        "{shell}: the script did not go on"
+    );
+    let out = script.finish(LIMIT);
+    assert!(
+        !scene.exists("trapped"),
+        "{shell}: the keeper signalled the script after a release: {}",
+        scene.read("trapped")
+    );
+    out.assert_code(0, &format!("{shell}: the script"));
+    assert_eq!(scene.read("released").trim(), "0", "{shell}: release");
+    assert!(
+        !pid_alive(keeper),
+        "{shell}: the keeper outlived the release"
+    );
+    assert!(!scene.is_held());
+}
+
+#[test]
+fn bash_keeps_the_lock_until_it_releases_it() {
+    a_script_keeps_the_lock_until_it_releases_it("bash");
+}
+
+#[test]
+fn dash_keeps_the_lock_until_it_releases_it() {
+    a_script_keeps_the_lock_until_it_releases_it("dash");
+}
+
+#[test]
+fn zsh_keeps_the_lock_until_it_releases_it() {
+    a_script_keeps_the_lock_until_it_releases_it("zsh");
+}
+
+/// How long after `since` the lock took to become free, at most `limit`.
+fn freed_within(scene: &Scene, limit: Duration) -> Option<Duration> {
+    let since = Instant::now();
+    wait_until(limit, || !scene.is_held()).then(|| since.elapsed())
+}
+
+#[test]
+fn a_script_that_ends_releases_its_lock_at_once() {
+    let cluster = Cluster::start(3);
+    for shell in SHELLS {
+        let scene = Scene::new(&cluster.servers_arg());
+        let body = "while [ ! -e \"$D/go\" ]; do sleep 0.05; done";
+        let (script, _) = scene.token(scene.start(shell, "--ttl 3s", body));
+        let (keeper, _) = keeper_of(&scene);
+        fs::write(scene.path("go"), "").unwrap();
+        script.finish(LIMIT).assert_code(0, shell);
+        // One extension period is TTL/3: 1s.
+        let freed = freed_within(&scene, Duration::from_secs(1));
+        assert!(freed.is_some(), "{shell}: still held 1s after the end");
+        assert!(wait_until(Duration::from_secs(1), || !pid_alive(keeper)));
+        assert!(!scene.exists("trapped"), "{shell}");
+    }
+}
+
+#[test]
+fn a_script_killed_with_sigkill_releases_its_lock_within_one_extension_period() {
+    let cluster = Cluster::start(3);
+    for shell in SHELLS {
+        let scene = Scene::new(&cluster.servers_arg());
+        let body = "while :; do sleep 1; done";
+        let (script, _) = scene.token(scene.start(shell, "--ttl 3s", body));
+        let (keeper, _) = keeper_of(&scene);
+        script.signal(Signal::SIGKILL);
+        let out = script.finish(LIMIT);
+        out.assert_signal(Signal::SIGKILL, shell);
+        let freed = freed_within(&scene, Duration::from_secs(1));
+        assert!(freed.is_some(), "{shell}: still held 1s after SIGKILL");
+        assert!(wait_until(Duration::from_secs(1), || !pid_alive(keeper)));
+    }
+}
+
+/// A script that waits on a child of its own, in its group: both get the
+/// signal when the lock is lost.
+const WAITS_ON_A_CHILD: &str = "sleep 60 & echo $! > \"$D/child\"\n\
+                                wait $!\n\
+                                echo not-signalled > \"$D/done\"";
+
+/// Runs `shell` until `lose` made the keeper lose the lock; the script's
+/// output and the child's pid.
+fn lose_the_lock(
+    shell: &str,
+    cluster: &mut Cluster,
+    args: &str,
+    lose: impl FnOnce(&mut Cluster),
+) -> (Output, Scene, i32) {
+    let scene = Scene::new(&cluster.servers_arg());
+    let (script, _) = scene.token(scene.start(shell, args, WAITS_ON_A_CHILD));
+    assert!(wait_until(LIMIT, || scene.read("child").ends_with('\n')));
+    let child: i32 = scene.read("child").trim().parse().unwrap();
+    lose(cluster);
+    (script.finish(LIMIT), scene, child)
+}
+
+fn delete_on_a_majority(cluster: &mut Cluster) {
+    for i in 0..2 {
+        let _: () = redis::cmd("DEL")
+            .arg("job")
+            .query(&mut cluster[i].client())
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_lost_lock_signals_the_scripts_process_group() {
+    let mut cluster = Cluster::start(3);
+    for shell in SHELLS {
+        let (out, scene, child) =
+            lose_the_lock(shell, &mut cluster, "--ttl 1s", delete_on_a_majority);
+        out.assert_code(3, &format!("{shell}: the script's TERM trap"));
+        assert_eq!(scene.read("trapped").trim(), "TERM", "{shell}");
+        assert!(
+            wait_until(Duration::from_secs(2), || !pid_alive(child)),
+            "{shell}: the script's child did not get the signal"
+        );
+    }
+}
+
+#[test]
+fn servers_that_restart_empty_are_a_loss_too() {
+    let mut cluster = Cluster::start(3);
+    let restart = |cluster: &mut Cluster| {
+        for i in 0..3 {
+            cluster[i].restart();
+        }
+    };
+    let (out, scene, _) = lose_the_lock("bash", &mut cluster, "--ttl 1s", restart);
+    out.assert_code(3, "the script's TERM trap");
+    assert_eq!(scene.read("trapped").trim(), "TERM");
+}
+
+#[test]
+fn while_signal_chooses_the_signal_or_none() {
+    let mut cluster = Cluster::start(3);
+    let args = "--ttl 1s --while-signal USR1";
+    let (out, scene, _) = lose_the_lock("dash", &mut cluster, args, delete_on_a_majority);
+    out.assert_code(4, "the script's USR1 trap");
+    assert_eq!(scene.read("trapped").trim(), "USR1");
+
+    let scene = Scene::new(&cluster.servers_arg());
+    let body = "sleep 3; echo not-signalled > \"$D/done\"";
+    let (script, _) = scene.token(scene.start("bash", "--ttl 1s --while-signal none", body));
+    let (keeper, _) = keeper_of(&scene);
+    delete_on_a_majority(&mut cluster);
+    // The keeper gives up at its next extension, and says nothing.
+    assert!(wait_until(Duration::from_secs(2), || !pid_alive(keeper)));
+    script
+        .finish(LIMIT)
+        .assert_code(0, "the script under --while-signal none");
+    assert!(!scene.exists("trapped") && scene.exists("done"));
+}
+
+#[test]
+fn while_refuses_a_process_that_is_not_there() {
+    let cluster = Cluster::start(1);
+    let mut gone = Command::new("true").spawn().unwrap();
+    let pid = gone.id().to_string();
+    gone.wait().unwrap();
+    let out = run(cluster.redlock().args(["acquire", "--while", &pid, "job"]));
+    out.assert_code(64, "--while on a pid that is gone");
+    assert_eq!(
+        out.stderr,
+        format!("redlock: --while {pid}: there is no such process\n")
+    );
+    assert!(out.stdout.is_empty());
+    let status = run(cluster.redlock().args(["status", "-q", "job"]));
+    status.assert_code(1, "no lock left taken");
+
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "--while-signal", "USR1", "job"]));
+    out.assert_code(64, "--while-signal without --while");
+    let out =
+        run(cluster
+            .redlock()
+            .args(["acquire", "--while", "1", "--while-signal", "STOP", "job"]));
+    out.assert_code(64, "--while-signal STOP");
+    assert!(out.stderr.contains("STOP cannot stop"), "{}", out.stderr);
+}
+
+#[test]
+fn json_prints_the_token_as_usual_and_the_keeper_follows_any_process() {
+    let cluster = Cluster::start(3);
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "--json", "--ttl", "3s", "--while", &pid, "job"]));
+    out.assert_code(0, "acquire --json --while");
+    let token = out.json()["token"].as_str().unwrap().to_owned();
+    let scene = Scene::new(&cluster.servers_arg());
+    let status = scene.status();
+    assert_eq!(status["token"], token.as_str());
+    // Whoever looks sees who keeps it alive, not a countdown.
+    assert_eq!(status["holder"]["pid"], sleeper.id());
+    assert_eq!(status["holder"]["kept_alive_by_keeper"], true, "{status}");
+    assert_eq!(status["holder"]["kept_alive_by_exec"], false, "{status}");
+    assert_eq!(status["holder"]["renew_every_ms"], 1000, "{status}");
+    let text = run(scene.redlock().args(["status", "job"]));
+    let said = format!("kept alive while pid {pid} lives (renewed every 1s)");
+    assert!(text.stdout.contains(&said), "{}", text.stdout);
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    assert!(
+        freed_within(&scene, Duration::from_secs(1)).is_some(),
+        "the lock outlived the process it was kept for"
+    );
+}
+
+/// The README's recipe for a lock that lives as long as the script: the
+/// first code block under its heading.
+fn recipe() -> String {
+    let readme = include_str!("../../README.md");
+    let section = readme
+        .split_once("\n### Take a lock in a shell script\n")
+        .expect("the README has the shell-script recipe")
+        .1;
+    let code = section
+        .split_once("```sh\n")
+        .expect("the recipe has a code block")
+        .1;
+    code.split_once("```")
+        .expect("the code block ends")
+        .0
+        .to_owned()
+}
+
+#[test]
+fn the_recipe_keeps_the_lock_for_the_whole_script_and_stops_it_on_a_loss() {
+    let mut cluster = Cluster::start(3);
+    let dir = temp_dir("redlock-test-keeper-recipe-");
+    let import = dir.path().join("import.sh");
+    // The job runs until the test says `go`. The recipe's TTL (30s by
+    // default) is cut to 1s, so that a few seconds see several extensions.
+    fs::write(
+        &import,
+        "#!/bin/sh\necho $$ > \"$D/job\"\nwhile [ ! -e \"$D/go\" ]; do sleep 0.05; done\n",
+    )
+    .unwrap();
+    let recipe = recipe();
+    assert_eq!(recipe.matches("acquire --while").count(), 1, "{recipe}");
+    let recipe = recipe.replace("acquire --while", "acquire --ttl 1s --while");
+    let script = dir.path().join("recipe");
+    fs::write(&script, recipe).unwrap();
+    let start = |dir: &Path| {
+        let mut cmd = Command::new("bash");
+        cmd.arg(&script)
+            .current_dir(dir)
+            .env("D", dir)
+            .env("PATH", path_with_redlock())
+            .env("REDLOCK_SERVERS", cluster.servers_arg())
+            .env("REDLOCK_RESTART_GUARD", "0")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        drop_redlock_variables(&mut cmd, std::env::vars_os().map(|(name, _)| name));
+        with_default_signals(&mut cmd);
+        Running::spawn(&mut cmd)
+    };
+    std::process::Command::new("chmod")
+        .arg("755")
+        .arg(&import)
+        .status()
+        .unwrap();
+    let scene = Scene::new(&cluster.servers_arg());
+    let held =
+        |scene: &Scene| run(scene.redlock().args(["status", "-q", "big-import"])).code() == 0;
+
+    // The job ends: the lock is released with it, status 0.
+    let running = start(dir.path());
+    assert!(wait_until(LIMIT, || dir.path().join("job").exists()));
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(held(&scene), "the lock lapsed under the recipe");
+    fs::write(dir.path().join("go"), "").unwrap();
+    running.finish(LIMIT).assert_code(0, "the recipe");
+    assert!(!held(&scene));
+
+    // The lock is lost: the script and its job are stopped.
+    fs::remove_file(dir.path().join("go")).unwrap();
+    fs::remove_file(dir.path().join("job")).unwrap();
+    let running = start(dir.path());
+    assert!(wait_until(LIMIT, || dir.path().join("job").exists()));
+    let job: i32 = fs::read_to_string(dir.path().join("job"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    for i in 0..2 {
+        let _: () = redis::cmd("DEL")
+            .arg("big-import")
+            .query(&mut cluster[i].client())
+            .unwrap();
+    }
+    let out = running.finish(LIMIT);
+    assert_ne!(out.ended, crate::support::Ended::Code(0), "{out:?}");
+    assert!(!pid_alive(job), "the job ran on after the loss");
+    let _ = &mut cluster;
+}
+
+#[test]
+fn unreachable_servers_signal_the_script_before_the_validity_runs_out() {
+    let mut cluster = Cluster::start(3);
+    let ttl = Duration::from_secs(2);
+    let mut paused = None;
+    let pause = |cluster: &mut Cluster| {
+        cluster[0].pause();
+        cluster[1].pause();
+        paused = Some(Instant::now());
+    };
+    let (out, scene, _) = lose_the_lock("bash", &mut cluster, "--ttl 2s", pause);
+    let signalled_after = paused.unwrap().elapsed();
+    out.assert_code(3, "the script's TERM trap");
+    assert_eq!(scene.read("trapped").trim(), "TERM");
+    // The last extension came before the pause: the validity ran out at
+    // most a TTL after it, and the signal must come first.
+    assert!(
+        signalled_after < ttl,
+        "signalled {signalled_after:?} after the servers stopped answering"
+    );
+    cluster[0].resume();
+    cluster[1].resume();
+}
+
+#[test]
+fn a_keeper_told_to_stop_releases_the_lock_and_signals_the_script() {
+    let cluster = Cluster::start(3);
+    let scene = Scene::new(&cluster.servers_arg());
+    let (script, _) = scene.token(scene.start("zsh", "--ttl 3s", WAITS_ON_A_CHILD));
+    let (keeper, _) = keeper_of(&scene);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(keeper), Signal::SIGTERM).unwrap();
+    script
+        .finish(LIMIT)
+        .assert_code(3, "the script's TERM trap");
+    assert!(freed_within(&scene, Duration::from_secs(1)).is_some());
+}
+
+#[test]
+fn no_token_is_printed_when_the_keeper_cannot_take_over() {
+    let cluster = Cluster::start(3);
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    let out = run(cluster
+        .redlock()
+        .env("REDLOCK_TEST_KEEPER_FAILS", "1")
+        .args(["acquire", "--while", &pid, "job"]));
+    out.assert_code(70, "acquire whose keeper failed");
+    assert_eq!(out.stdout, "", "a token without a keeper");
+    assert_eq!(
+        out.stderr,
+        "redlock: the keeper process (--while) could not take over the lock, so it was \
+         released: it was told to fail (REDLOCK_TEST_KEEPER_FAILS)\n"
+    );
+    let scene = Scene::new(&cluster.servers_arg());
+    assert!(!scene.is_held(), "the lock was left taken");
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+}
+
+#[test]
+fn while_refuses_another_users_process() {
+    let cluster = Cluster::start(1);
+    let redlock = cluster.redlock();
+    // Process 1 is root's: as root, the test runs redlock as uid 65534.
+    let mut cmd = match nix::unistd::geteuid().is_root() {
+        true => {
+            let mut cmd = Command::new("setpriv");
+            cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(redlock.get_program());
+            for (name, value) in redlock.get_envs() {
+                match value {
+                    Some(value) => cmd.env(name, value),
+                    None => cmd.env_remove(name),
+                };
+            }
+            cmd
+        }
+        false => redlock,
+    };
+    let out = run(cmd.args(["acquire", "--while", "1", "job"]));
+    out.assert_code(64, "--while on another user's process");
+    assert_eq!(
+        out.stderr,
+        "redlock: --while 1: the process belongs to another user\n"
+    );
+    run(cluster.redlock().args(["status", "-q", "job"])).assert_code(1, "no lock taken");
+}
