@@ -53,6 +53,12 @@ pub enum Outcome {
         key: LockKey,
         signal: Signal,
     },
+    /// `acquire --while PID`: PID exited while the lock was still busy, so
+    /// the wait ended; whatever was taken was released.
+    Abandoned {
+        key: LockKey,
+        pid: i32,
+    },
     /// `generate`: the files were written.
     Generated,
 }
@@ -164,6 +170,8 @@ impl Outcome {
             },
             Outcome::Ran(ran) => ran.end.exit(),
             Outcome::Interrupted { signal, .. } => Exit::Signal(*signal as i32),
+            // Nobody is left to hold it for: as a wait that ran out.
+            Outcome::Abandoned { .. } => Exit::Busy,
         }
     }
 

@@ -13,6 +13,7 @@ use crate::lock::{LockError, Redlock, Tried};
 use crate::outcome::Outcome;
 use crate::output::{Event, Events};
 use crate::signals::Listener;
+use crate::supervise::Watched;
 
 /// Signals that interrupt a waiting `acquire`: what was taken is released,
 /// and the process then dies of the signal. Every signal that would kill
@@ -20,8 +21,34 @@ use crate::signals::Listener;
 /// ticket in line and whatever its attempt had taken.
 const INTERRUPTS: [Signal; 6] = crate::signals::QUIET_DEATHS;
 
-pub async fn run(redlock: &Redlock, job: AcquireJob, events: Events) -> Result<Outcome, Error> {
+/// Why a wait ended before the lock was taken.
+enum Ended {
+    Interrupted(Signal),
+    /// The `--while` process exited: nobody is left to hold the lock for.
+    WatchedExited(i32),
+}
+
+/// Takes the lock; with `--while`, `watched` is the process it is for, and
+/// its exit ends the wait.
+pub async fn run(
+    redlock: &Redlock,
+    job: AcquireJob,
+    watched: Option<&Watched>,
+    events: Events,
+) -> Result<Outcome, Error> {
     let mut interrupts = Listener::new(&INTERRUPTS)?;
+    let ended = async {
+        let exited = async {
+            match watched {
+                Some(watched) => watched.exited().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            signal = interrupts.recv() => Ended::Interrupted(signal),
+            () = exited => Ended::WatchedExited(watched.map_or(0, Watched::pid)),
+        }
+    };
     let started = BootInstant::now();
     let attempts = Cell::new(1);
     let on_retry = |attempt, error: &_| {
@@ -29,15 +56,8 @@ pub async fn run(redlock: &Redlock, job: AcquireJob, events: Events) -> Result<O
         events.say(Event::Retrying { attempt, error });
     };
     let wanted = (job.ttl, job.wait);
-    let acquired = acquire_showing_progress(
-        redlock,
-        &job.key,
-        wanted,
-        interrupts.recv(),
-        events,
-        on_retry,
-    )
-    .await;
+    let acquired =
+        acquire_showing_progress(redlock, &job.key, wanted, ended, events, on_retry).await;
     let tried =
         |error: &LockError| Tried::ended(attempts.get(), started.elapsed(), job.wait, error);
     match acquired {
@@ -58,9 +78,10 @@ pub async fn run(redlock: &Redlock, job: AcquireJob, events: Events) -> Result<O
             let tried = tried(&error);
             Err(Error::lock(error, tried))
         }
-        Err(signal) => Ok(Outcome::Interrupted {
+        Err(Ended::Interrupted(signal)) => Ok(Outcome::Interrupted {
             key: job.key,
             signal,
         }),
+        Err(Ended::WatchedExited(pid)) => Ok(Outcome::Abandoned { key: job.key, pid }),
     }
 }

@@ -90,7 +90,9 @@ pub struct Keeper {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: Lines<ChildStdout>,
-    watched: i32,
+    /// The process the lock is for: if it exits while `acquire` still
+    /// waits, nothing is taken for it.
+    watched: Watched,
     committed: bool,
 }
 
@@ -129,7 +131,7 @@ impl Keeper {
             child,
             stdin: Some(stdin),
             stdout: Lines::new(stdout),
-            watched: keep.pid,
+            watched,
             committed: false,
         };
         keeper
@@ -142,13 +144,18 @@ impl Keeper {
     /// (with its start time, so that a reused pid reads as gone), kept by
     /// this keeper.
     pub fn describe(&self, holder: Holder) -> Holder {
-        let pid = self.watched.unsigned_abs();
+        let pid = self.watched.pid().unsigned_abs();
         Holder {
             pid,
             pid_started: crate::lock::process_started(pid),
             keeper_pid: Some(self.child.id()),
             ..holder
         }
+    }
+
+    /// The process the lock is kept for.
+    pub fn watched(&self) -> &Watched {
+        &self.watched
     }
 
     /// Hands `lease` over and waits, within its validity, until the keeper

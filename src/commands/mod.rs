@@ -113,7 +113,10 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
     let events = output.events();
     Ok(runtime.block_on(async {
         let result = match job {
-            LockJob::Acquire(job) => acquire::run(&redlock, job, events).await,
+            LockJob::Acquire(job) => {
+                let watched = keeper.as_ref().map(hold::Keeper::watched);
+                acquire::run(&redlock, job, watched, events).await
+            }
             LockJob::Release { key, token } => release::run(&redlock, &key, &token).await,
             LockJob::ForceRelease { key, breaking } => {
                 release::force(&redlock, &key, breaking).await

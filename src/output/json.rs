@@ -40,6 +40,7 @@ impl Format for Json {
             // `list` writes its object as it reads (see `Output::listed`).
             Outcome::Ran(_)
             | Outcome::Interrupted { .. }
+            | Outcome::Abandoned { .. }
             | Outcome::Generated
             | Outcome::Listed(_) => return Ok(None),
         };

@@ -99,6 +99,10 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>, json: bool) -> V
             Verbose,
             format!("interrupted by {signal} while waiting for {key}; it is not held"),
         )],
+        Outcome::Abandoned { key, pid } => vec![said(
+            Expected,
+            format!("gave up waiting for {key}: process {pid} (--while) exited; nothing was taken"),
+        )],
         Outcome::Generated => Vec::new(),
     };
     pieces.into_iter().flatten().collect()

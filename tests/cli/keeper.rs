@@ -580,3 +580,41 @@ fn while_refuses_another_users_process() {
     );
     run(cluster.redlock().args(["status", "-q", "job"])).assert_code(1, "no lock taken");
 }
+
+#[test]
+fn a_wait_ends_when_the_process_it_was_for_exits() {
+    let cluster = Cluster::start(3);
+    // Someone else holds the lock for a while.
+    let held = run(cluster.redlock().args(["acquire", "--ttl", "20s", "job"]));
+    held.assert_code(0, "the first holder");
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    let waiting = Running::spawn(
+        cluster
+            .redlock()
+            .args(["acquire", "--ttl", "3s", "--while", &pid, "job"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    assert!(
+        wait_until(LIMIT, || cluster.in_line_everywhere("job", 1)),
+        "the waiter never stood in line"
+    );
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    let killed = Instant::now();
+    let out = waiting.finish(LIMIT);
+    let took = killed.elapsed();
+    // Nobody is left to hold it for: the wait ends as one that ran out,
+    // without a token, and the line is left.
+    out.assert_code(75, "a wait whose --while process exited");
+    assert_eq!(out.stdout, "", "no token for a process that is gone");
+    let said = format!("gave up waiting for \"job\": process {pid} (--while) exited");
+    assert!(out.stderr.contains(&said), "{}", out.stderr);
+    assert!(took < Duration::from_secs(2), "it waited on for {took:?}");
+    assert!(
+        wait_until(Duration::from_secs(2), || cluster
+            .in_line_everywhere("job", 0)),
+        "the ticket stayed in line"
+    );
+}
