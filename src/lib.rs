@@ -191,7 +191,15 @@ fn one_line(message: &str) -> String {
         .next()
         .unwrap_or(message);
     let message = message.trim().trim_start_matches("error:").trim();
-    message.split_whitespace().collect::<Vec<_>>().join(" ")
+    // clap's tips stand on lines of their own: keep them apart from the
+    // error once the lines are joined.
+    let lines = message.lines().map(|line| match line.trim_start() {
+        tip if tip.starts_with("tip:") => format!("; {tip}"),
+        line => line.to_owned(),
+    });
+    let joined = lines.collect::<Vec<_>>().join(" ");
+    let words = joined.split_whitespace().collect::<Vec<_>>().join(" ");
+    words.replace(" ; tip:", "; tip:")
 }
 
 #[cfg(test)]
@@ -213,6 +221,12 @@ mod tests {
         assert_eq!(
             one_line(clap),
             "the following required arguments were not provided: <NAME>"
+        );
+        let tip = "error: unexpected argument '--bogus' found\n\n  tip: to pass '--bogus' as a \
+                   value, use '-- --bogus'\n\nUsage: redlock exec\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            one_line(tip),
+            "unexpected argument '--bogus' found; tip: to pass '--bogus' as a value, use '-- --bogus'"
         );
         let no_usage = "error: invalid value 'abc' for '--ttl <DUR>': bad\n\nFor more information, try '--help'.\n";
         assert_eq!(
