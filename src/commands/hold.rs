@@ -85,6 +85,10 @@ const MAX_LINE: usize = 4 << 20;
 /// How long `acquire` waits for the keeper's `keeping`.
 const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 
+/// `exec`'s default `-k`: how long before SIGKILL its command gets the stop
+/// signal, and so how long before the lock's end a keeper signals.
+const EXEC_KILL_AFTER: Duration = Duration::from_secs(5);
+
 /// `acquire`'s handle on the keeper it started.
 pub struct Keeper {
     child: Child,
@@ -487,9 +491,14 @@ async fn keep_until_end(
 ) -> End {
     let (deadlines, deadline) = watch::channel(lease.deadline);
     let (_holder, no_new_holder) = watch::channel(None);
-    // The script is signalled a little before the validity can run out
-    // with no extension confirmed, as exec stops its command.
-    let margin = StopPlan::new(lease.ttl, Duration::ZERO).margin;
+    // The script is signalled when exec would send its command the stop
+    // signal: exec's default -k (at most TTL/3) and a margin before the
+    // validity can run out with no extension confirmed, so that a script
+    // that handles the signal has that long to stop before anyone else can
+    // take the lock. No SIGKILL follows: the process is the caller's shell
+    // (--while-signal KILL asks for a hard stop).
+    let plan = StopPlan::new(lease.ttl, EXEC_KILL_AFTER);
+    let margin = plan.margin + plan.grace;
     tokio::select! {
         _ = keep(redlock, lease, deadlines, no_new_holder, |_| {}) => End::Lost,
         () = runs_out(deadline, margin) => End::Lost,

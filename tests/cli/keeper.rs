@@ -499,6 +499,18 @@ fn unreachable_servers_signal_the_script_before_the_validity_runs_out() {
     let ttl = Duration::from_secs(2);
     let mut paused = None;
     let pause = |cluster: &mut Cluster| {
+        // Right after an extension (the key's TTL jumps back up), so that
+        // the validity ends a whole TTL after the pause.
+        let mut last = cluster[0].pttl(b"job");
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let now = cluster[0].pttl(b"job");
+            if now > last || Instant::now() > deadline {
+                break;
+            }
+            last = now;
+            std::thread::sleep(Duration::from_millis(2));
+        }
         cluster[0].pause();
         cluster[1].pause();
         paused = Some(Instant::now());
@@ -507,11 +519,14 @@ fn unreachable_servers_signal_the_script_before_the_validity_runs_out() {
     let signalled_after = paused.unwrap().elapsed();
     out.assert_code(3, "the script's TERM trap");
     assert_eq!(scene.read("trapped").trim(), "TERM");
-    // The last extension came before the pause: the validity ran out at
-    // most a TTL after it, and the signal must come first.
+    // As exec's stop signal: -k (here TTL/3) and a margin before the
+    // validity ends, so that the script has time to stop while it still
+    // holds the lock, not a moment before the lock lapses.
+    let latest = ttl - ttl / 3;
     assert!(
-        signalled_after < ttl,
-        "signalled {signalled_after:?} after the servers stopped answering"
+        signalled_after < latest,
+        "signalled {signalled_after:?} after the servers stopped answering, \
+         later than {latest:?}"
     );
     cluster[0].resume();
     cluster[1].resume();
