@@ -1,11 +1,13 @@
 //! The critical section of the torture harness (`tests/torture.rs`, issue 9).
 //!
 //! Each client of the harness runs it as
-//! `redlock exec LOCK -- torture-section HISTORY BOOKKEEPING_URL WITNESS_SOCKET CLIENT SEQ SECTION_MS [slow-stop]`
+//! `redlock exec LOCK -- torture-section HISTORY BOOKKEEPING_URL WITNESS_SOCKET CLIENT SEQ SECTION_MS [slow-stop|graceful-stop]`
 //! (the checker's self-test runs it without a lock). With `slow-stop` it
 //! ignores SIGTERM, exec's stop signal, and ends only at the SIGKILL that
 //! follows it: a command that takes the whole grace period the stop plan
-//! gives it, the latest a section may end. It leaves evidence of
+//! gives it, the latest a section may end. With `graceful-stop` it goes on
+//! for [`GRACEFUL_STOP`] after SIGTERM, as a job that cleans up would, then
+//! exits 143. It leaves evidence of
 //! mutual exclusion, or of its absence, in three places:
 //!
 //! - the shared HISTORY file: `enter CLIENT SEQ NANOS` as its very first act
@@ -25,14 +27,36 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::sleep;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::{signal, SigHandler, Signal};
 use nix::time::{clock_gettime, ClockId};
 
-const USAGE: &str =
-    "usage: torture-section HISTORY BOOKKEEPING_URL WITNESS_SOCKET CLIENT SEQ SECTION_MS [slow-stop]";
+const USAGE: &str = "usage: torture-section HISTORY BOOKKEEPING_URL WITNESS_SOCKET CLIENT SEQ \
+                     SECTION_MS [slow-stop|graceful-stop]";
+
+/// How long a `graceful-stop` section goes on after SIGTERM.
+const GRACEFUL_STOP: Duration = Duration::from_millis(300);
+
+/// Set by the SIGTERM handler of a `graceful-stop` section.
+static TERMINATED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_term(_: nix::libc::c_int) {
+    TERMINATED.store(true, Ordering::SeqCst);
+}
+
+/// How the section takes SIGTERM.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// Dies of it at once.
+    AtOnce,
+    /// Ignores it: only SIGKILL ends it.
+    Slow,
+    /// Goes on for [`GRACEFUL_STOP`], then exits 143.
+    Graceful,
+}
 
 /// Long enough that two sections inside at once almost surely read the same
 /// value; short next to any section.
@@ -57,14 +81,15 @@ struct Args {
     client: u32,
     seq: u32,
     section: Duration,
-    slow_stop: bool,
+    stop: Stop,
 }
 
 impl Args {
     fn parse(args: &[String]) -> Option<Args> {
-        let (args, slow_stop) = match args {
-            [args @ .., last] if last == "slow-stop" => (args, true),
-            args => (args, false),
+        let (args, stop) = match args {
+            [args @ .., last] if last == "slow-stop" => (args, Stop::Slow),
+            [args @ .., last] if last == "graceful-stop" => (args, Stop::Graceful),
+            args => (args, Stop::AtOnce),
         };
         let [history, bookkeeping, witness, client, seq, section_ms] = args else {
             return None;
@@ -76,7 +101,7 @@ impl Args {
             client: client.parse().ok()?,
             seq: seq.parse().ok()?,
             section: Duration::from_millis(section_ms.parse().ok()?),
-            slow_stop,
+            stop,
         })
     }
 }
@@ -90,10 +115,16 @@ fn main() -> ExitCode {
         eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
-    if args.slow_stop {
-        // SAFETY: no handler, only SIG_IGN; nothing else runs yet.
-        if let Err(e) = unsafe { signal(Signal::SIGTERM, SigHandler::SigIgn) } {
-            eprintln!("torture-section: cannot ignore SIGTERM: {e}");
+    let handler = match args.stop {
+        Stop::AtOnce => None,
+        Stop::Slow => Some(SigHandler::SigIgn),
+        Stop::Graceful => Some(SigHandler::Handler(on_term)),
+    };
+    if let Some(handler) = handler {
+        // SAFETY: SIG_IGN, or a handler that only stores to an atomic;
+        // nothing else runs yet.
+        if let Err(e) = unsafe { signal(Signal::SIGTERM, handler) } {
+            eprintln!("torture-section: cannot handle SIGTERM: {e}");
             return ExitCode::from(3);
         }
     }
@@ -123,7 +154,7 @@ fn run_section(args: &Args) -> Result<(), String> {
         .map_err(|e| format!("cannot connect to the bookkeeping server: {e}"))?;
     let member = format!("{}:{}", args.client, args.seq);
     bookkeep(&mut con, &member).map_err(|e| format!("bookkeeping on the way in failed: {e}"))?;
-    sleep(args.section);
+    work(args.section);
     redis::cmd("SREM")
         .arg("occupants")
         .arg(&member)
@@ -134,6 +165,20 @@ fn run_section(args: &Args) -> Result<(), String> {
         &args.history,
         &format!("exit {} {} {exited}\n", args.client, args.seq),
     )
+}
+
+/// Spends `section` inside; after a SIGTERM to a `graceful-stop` section,
+/// only [`GRACEFUL_STOP`] more, and then the process exits 143 (its end is
+/// stamped by the witness, as for a section that was killed).
+fn work(section: Duration) {
+    let end = Instant::now() + section;
+    while Instant::now() < end {
+        if TERMINATED.load(Ordering::SeqCst) {
+            sleep(GRACEFUL_STOP);
+            std::process::exit(128 + 15);
+        }
+        sleep(Duration::from_millis(5).min(end.saturating_duration_since(Instant::now())));
+    }
 }
 
 /// Occupancy in, then the read-modify-write of `counter`. The write and its

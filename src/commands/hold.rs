@@ -26,9 +26,11 @@
 //! `commit` (end of file, the validity gone) the keeper releases the lock
 //! and exits: no token is left running that nobody was given.
 
+use std::future::Future;
 use std::io::{self, Write as _};
 use std::os::fd::{AsFd, AsRawFd as _, BorrowedFd, FromRawFd as _, OwnedFd};
 use std::os::unix::process::CommandExt as _;
+use std::pin::Pin;
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::time::Duration;
 
@@ -415,8 +417,9 @@ fn close_other_descriptors(keep: i32) {
 enum End {
     /// The watched process exited.
     Exited,
-    /// `redlock release` asked for the lock: it deletes it itself.
-    Released(tokio::net::UnixStream),
+    /// `redlock release` (this process) asked for the lock: it deletes it
+    /// itself.
+    Released(tokio::net::UnixStream, i32),
     /// A majority said the token is gone, or the validity ran out.
     Lost,
     /// The keeper itself was told to stop.
@@ -445,21 +448,121 @@ async fn hold(
     }
     answer(b"keeping\n")?;
     detach().map_err(|err| err.to_string())?;
-    let end = keep_until_end(redlock, lease, watched, &rendezvous, &mut signals).await;
-    match end {
-        End::Released(stream) => rendezvous::acknowledge(stream).await,
-        End::Exited => {
-            let _ = redlock.release(&lease.key, &lease.token).await;
-        }
-        End::Lost | End::Stopped => {
-            if let Some(signal) = signal {
-                watched.signal(signal);
-            }
-            let _ = redlock.release(&lease.key, &lease.token).await;
-        }
+    let (deadlines, deadline) = watch::channel(lease.deadline);
+    let (_holder, no_new_holder) = watch::channel(None);
+    let keeping = keep(redlock, lease, deadlines, no_new_holder, |_| {});
+    tokio::pin!(keeping);
+    let mut keeper = Keeping {
+        watched,
+        rendezvous: &rendezvous,
+        deadline,
+        lead: stop_lead(lease.ttl),
+        signal,
+        lost: false,
+        asked: Vec::new(),
+        excepted: Vec::new(),
+    };
+    let end = keeper.until_end(&mut keeping, &mut signals).await;
+    keeper.drain(end, &mut keeping).await;
+    let Keeping { asked, lost, .. } = keeper;
+    // The one who asked deletes the key once answered; else the keeper.
+    let deleted_by_asker = !lost && !asked.is_empty();
+    for stream in asked {
+        rendezvous::acknowledge(stream).await;
+    }
+    if !deleted_by_asker {
+        let _ = redlock.release(&lease.key, &lease.token).await;
     }
     Ok(())
 }
+
+/// How long before the validity ends a keeper that could not extend the
+/// lock signals the script: when exec would send its command the stop
+/// signal, exec's default -k (at most TTL/3) and a margin before, so that
+/// a script that handles the signal has that long to stop before anyone
+/// else can take the lock. No SIGKILL follows: the process is the caller's
+/// shell (--while-signal KILL asks for a hard stop).
+fn stop_lead(ttl: Duration) -> Duration {
+    let plan = StopPlan::new(ttl, EXEC_KILL_AFTER);
+    plan.margin + plan.grace
+}
+
+/// The keeper's state once it keeps the lock.
+struct Keeping<'a> {
+    watched: &'a Watched,
+    rendezvous: &'a Rendezvous,
+    deadline: watch::Receiver<BootInstant>,
+    lead: Duration,
+    signal: Option<Signal>,
+    /// The lock is lost (or the keeper was told to stop): the script was
+    /// signalled, and nothing extends the lock any more.
+    lost: bool,
+    /// Releases asked for, answered once the script's group is done.
+    asked: Vec<tokio::net::UnixStream>,
+    /// Those who asked and their shells: they wait for the answer, so the
+    /// group is done without them.
+    excepted: Vec<i32>,
+}
+
+impl Keeping<'_> {
+    /// Extends the lock every TTL/3 until one of the ways it ends.
+    async fn until_end<F: Future>(
+        &mut self,
+        keeping: &mut Pin<&mut F>,
+        signals: &mut Listener,
+    ) -> End {
+        tokio::select! {
+            _ = keeping.as_mut() => End::Lost,
+            () = runs_out(self.deadline.clone(), self.lead) => End::Lost,
+            () = self.watched.exited() => End::Exited,
+            (stream, pid) = self.rendezvous.release_asked() => End::Released(stream, pid),
+            _ = signals.recv() => End::Stopped,
+        }
+    }
+
+    /// After `end`, the lock stays the script's while processes it left in
+    /// its process group run, as `exec` holds its lock until its command's
+    /// group is gone: extended while it can be; once lost, until they are
+    /// gone or the validity ends.
+    async fn drain<F: Future>(&mut self, end: End, keeping: &mut Pin<&mut F>) {
+        match end {
+            End::Released(stream, pid) => self.asked_by(stream, pid),
+            End::Lost | End::Stopped => self.lose(),
+            End::Exited => {}
+        }
+        loop {
+            let done = self.watched.others_in_group(&self.excepted).is_empty();
+            let lapsed = self.lost && *self.deadline.borrow() <= BootInstant::now();
+            if done || lapsed {
+                return;
+            }
+            tokio::select! {
+                _ = keeping.as_mut(), if !self.lost => self.lose(),
+                () = runs_out(self.deadline.clone(), self.lead), if !self.lost => self.lose(),
+                (stream, pid) = self.rendezvous.release_asked() => self.asked_by(stream, pid),
+                () = tokio::time::sleep(GROUP_POLL) => {}
+            }
+        }
+    }
+
+    fn asked_by(&mut self, stream: tokio::net::UnixStream, pid: i32) {
+        self.asked.push(stream);
+        self.excepted.extend(crate::supervise::with_ancestors(pid));
+    }
+
+    /// Signals the script, once, and stops extending.
+    fn lose(&mut self) {
+        if !self.lost {
+            self.lost = true;
+            if let Some(signal) = self.signal {
+                self.watched.signal(signal);
+            }
+        }
+    }
+}
+
+/// How often the keeper looks whether the script's group is done.
+const GROUP_POLL: Duration = Duration::from_millis(20);
 
 fn answer(line: &[u8]) -> Result<(), String> {
     let mut stdout = io::stdout().lock();
@@ -479,33 +582,6 @@ fn detach() -> io::Result<()> {
     nix::unistd::dup2_stdin(&null)?;
     nix::unistd::dup2_stdout(&null)?;
     Ok(())
-}
-
-/// Extends the lock every TTL/3 until one of the ways it ends.
-async fn keep_until_end(
-    redlock: &Redlock,
-    lease: &Lease,
-    watched: &Watched,
-    rendezvous: &Rendezvous,
-    signals: &mut Listener,
-) -> End {
-    let (deadlines, deadline) = watch::channel(lease.deadline);
-    let (_holder, no_new_holder) = watch::channel(None);
-    // The script is signalled when exec would send its command the stop
-    // signal: exec's default -k (at most TTL/3) and a margin before the
-    // validity can run out with no extension confirmed, so that a script
-    // that handles the signal has that long to stop before anyone else can
-    // take the lock. No SIGKILL follows: the process is the caller's shell
-    // (--while-signal KILL asks for a hard stop).
-    let plan = StopPlan::new(lease.ttl, EXEC_KILL_AFTER);
-    let margin = plan.margin + plan.grace;
-    tokio::select! {
-        _ = keep(redlock, lease, deadlines, no_new_holder, |_| {}) => End::Lost,
-        () = runs_out(deadline, margin) => End::Lost,
-        () = watched.exited() => End::Exited,
-        stream = rendezvous.release_asked() => End::Released(stream),
-        _ = signals.recv() => End::Stopped,
-    }
 }
 
 /// Resolves `margin` before the latest deadline, on the boot clock.

@@ -9,9 +9,12 @@
 //! only the token's holder can compute. Both ends check that the other runs
 //! as the same user (SO_PEERCRED); anyone else is ignored.
 //!
-//! `release` connects, writes `release TOKEN`, and waits (at most
-//! [`ACK_WITHIN`]) for `ok`: by then the keeper has stopped extending and
-//! exits. Only then does `release` delete the key. The name is visible in
+//! `release` connects, writes `release TOKEN`, and waits for `ok`: by then
+//! the keeper has stopped extending and exits. The keeper answers once the
+//! processes the script left in its process group (other than the one that
+//! asks and its shells) have ended, as `exec` holds its lock until its
+//! command's group has; a keeper that dies ends the wait too. Only then
+//! does `release` delete the key. The name is visible in
 //! /proc/net/unix, the token is not: only a process that holds the token
 //! can make the keeper stand down. A release that cannot
 //! reach the keeper (another host, another network namespace, another user)
@@ -54,6 +57,11 @@ fn address(key: &LockKey, token: &Token) -> io::Result<SocketAddr> {
 
 /// The user id of the process at the other end of `socket`.
 fn peer_uid(socket: &impl AsRawFd) -> Option<u32> {
+    peer(socket).map(|cred| cred.uid)
+}
+
+/// Who is at the other end of `socket`, as the kernel says (SO_PEERCRED).
+fn peer(socket: &impl AsRawFd) -> Option<libc::ucred> {
     let mut cred = libc::ucred {
         pid: 0,
         uid: 0,
@@ -70,7 +78,7 @@ fn peer_uid(socket: &impl AsRawFd) -> Option<u32> {
             &mut len,
         )
     };
-    (read == 0).then_some(cred.uid)
+    (read == 0).then_some(cred)
 }
 
 fn same_user(socket: &impl AsRawFd) -> bool {
@@ -95,9 +103,10 @@ impl Rendezvous {
         })
     }
 
-    /// Resolves when a process of this user asks for the release; answer
-    /// it with [`acknowledge`] once nothing extends the lock any more.
-    pub async fn release_asked(&self) -> tokio::net::UnixStream {
+    /// Resolves when a process of this user asks for the release, with its
+    /// pid; answer it with [`acknowledge`] once nothing extends the lock any
+    /// more.
+    pub async fn release_asked(&self) -> (tokio::net::UnixStream, i32) {
         loop {
             let Ok((mut stream, _)) = self.listener.accept().await else {
                 // Out of descriptors, say: try again a little later.
@@ -110,7 +119,8 @@ impl Rendezvous {
             let mut request = vec![0u8; self.request.len()];
             let read = tokio::time::timeout(ACK_WITHIN, stream.read_exact(&mut request)).await;
             if matches!(read, Ok(Ok(_))) && request == self.request {
-                return stream;
+                let pid = peer(&stream).map_or(0, |cred| cred.pid);
+                return (stream, pid);
             }
         }
     }
@@ -135,7 +145,9 @@ pub fn stop_keeper(key: &LockKey, token: &Token) {
     if !same_user(&stream) {
         return;
     }
-    let _ = stream.set_read_timeout(Some(ACK_WITHIN));
+    // No read timeout: the keeper answers once the processes the script
+    // left in its group have ended (the lock is theirs until then), or it
+    // has exited; either ends the wait.
     let _ = stream.set_write_timeout(Some(ACK_WITHIN));
     if stream.write_all(&request(token)).is_ok() {
         let mut ack = [0u8; ACK.len()];

@@ -26,6 +26,24 @@ pub enum WatchError {
     Failed { pid: i32, error: io::Error },
 }
 
+/// `pid` and its ancestors, from /proc: the process that asked for a
+/// release and the shell (or subshells) it runs under, which wait for it.
+pub fn with_ancestors(pid: i32) -> Vec<i32> {
+    let mut chain = vec![pid];
+    let mut at = pid;
+    // A bound, not a walk to init: a chain deeper than this is no shell's.
+    while chain.len() < 64 {
+        match super::proc::stat(at) {
+            Some(stat) if stat.parent > 1 => {
+                at = stat.parent;
+                chain.push(at);
+            }
+            _ => break,
+        }
+    }
+    chain
+}
+
 /// A live process of ours, held by a pidfd.
 #[derive(Debug)]
 pub struct Watched {
@@ -139,6 +157,22 @@ impl Watched {
                 let _ = killpg(Pid::from_raw(self.pid), signal);
             }
         }
+    }
+
+    /// The live processes of its process group, when it leads one, other
+    /// than itself and `except`: what it started and left running. The lock
+    /// is theirs too, as `exec`'s is its command's whole group's. Zombies do
+    /// not count: they run nothing, and an orphan's may never be reaped.
+    pub fn others_in_group(&self, except: &[i32]) -> Vec<i32> {
+        if !self.leads_group {
+            return Vec::new();
+        }
+        super::proc::all()
+            .into_iter()
+            .filter(|stat| stat.group == self.pid && stat.pid != self.pid)
+            .filter(|stat| stat.state != 'Z' && !except.contains(&stat.pid))
+            .map(|stat| stat.pid)
+            .collect()
     }
 
     /// pidfd_send_signal: never reaches a process that reused the pid.

@@ -253,7 +253,8 @@ fn a_script_killed_with_sigkill_releases_its_lock_within_one_extension_period() 
     let cluster = Cluster::start(3);
     for shell in SHELLS {
         let scene = Scene::new(&cluster.servers_arg());
-        let body = "while :; do sleep 1; done";
+        // Its foreground `sleep`, left in the group, ends soon after.
+        let body = "while :; do sleep 0.2; done";
         let (script, _) = scene.token(scene.start(shell, "--ttl 3s", body));
         let (keeper, _) = keeper_of(&scene);
         script.signal(Signal::SIGKILL);
@@ -263,6 +264,79 @@ fn a_script_killed_with_sigkill_releases_its_lock_within_one_extension_period() 
         assert!(freed.is_some(), "{shell}: still held 1s after SIGKILL");
         assert!(wait_until(Duration::from_secs(1), || !pid_alive(keeper)));
     }
+}
+
+#[test]
+fn a_script_killed_with_sigkill_keeps_the_lock_for_what_it_left_running() {
+    let cluster = Cluster::start(3);
+    let scene = Scene::new(&cluster.servers_arg());
+    // A job in the script's group that outlives the script by a second.
+    let body = "sleep 1.5 & echo $! > \"$D/child\"\nwhile :; do sleep 0.05; done";
+    let (script, _) = scene.token(scene.start("bash", "--ttl 3s", body));
+    assert!(wait_until(LIMIT, || scene.read("child").ends_with('\n')));
+    let child: i32 = scene.read("child").trim().parse().unwrap();
+    script.signal(Signal::SIGKILL);
+    // As exec's lock is its command's whole group's: the job still runs
+    // in the script's group, so the lock is still its.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(pid_alive(child), "the job ended too soon for this test");
+    assert!(scene.is_held(), "released while the script's job still ran");
+    // (The job holds the script's stdout: the script is done once it is.)
+    script
+        .finish(LIMIT)
+        .assert_signal(Signal::SIGKILL, "the script");
+    assert!(wait_until(LIMIT, || !pid_alive(child)));
+    let freed = freed_within(&scene, Duration::from_secs(1));
+    assert!(freed.is_some(), "still held 1s after the job ended");
+}
+
+#[test]
+fn a_release_waits_until_the_scripts_job_has_stopped() {
+    let cluster = Cluster::start(3);
+    let scene = Scene::new(&cluster.servers_arg());
+    // The README's recipe, whose job takes a second to clean up after
+    // SIGTERM; the script itself dies of it (no TERM trap), and its EXIT
+    // trap releases the lock while the job still cleans up.
+    let script = "tok=$(redlock acquire --ttl 3s --while $$ job) || exit\n\
+                  trap 'redlock release job \"$tok\"' EXIT\n\
+                  echo \"$tok\" > \"$D/token\"\n\
+                  sh -c 'trap \"sleep 1; echo done > \\\"$D/job-done\\\"; exit 0\" TERM\n\
+                  echo $$ > \"$D/job\"; while :; do sleep 0.05; done'\n";
+    fs::write(scene.path("script"), script).unwrap();
+    let mut cmd = Command::new("bash");
+    cmd.arg(scene.path("script"))
+        .env("D", scene.dir.path())
+        .env("PATH", path_with_redlock())
+        .env("REDLOCK_SERVERS", &scene.servers)
+        .env("REDLOCK_RESTART_GUARD", "0")
+        .env("XDG_CONFIG_HOME", "/nonexistent/redlock-tests")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    drop_redlock_variables(&mut cmd, std::env::vars_os().map(|(name, _)| name));
+    with_default_signals(&mut cmd);
+    let running = Running::spawn(&mut cmd);
+    assert!(wait_until(LIMIT, || scene.read("job").ends_with('\n')));
+    // A CI runner cancelling the step: SIGTERM to the whole group.
+    let group = nix::unistd::Pid::from_raw(-(running.id() as i32));
+    nix::sys::signal::kill(group, Signal::SIGTERM).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(
+        !scene.exists("job-done"),
+        "the job stopped too soon for this test"
+    );
+    assert!(
+        scene.is_held(),
+        "the lock was released while the script's job still cleaned up"
+    );
+    let out = running.finish(LIMIT);
+    assert!(scene.exists("job-done"), "the job never finished: {out:?}");
+    let freed = freed_within(&scene, Duration::from_secs(1));
+    assert!(
+        freed.is_some(),
+        "still held after the job and the script ended"
+    );
 }
 
 /// A script that waits on a child of its own, in its group: both get the

@@ -47,6 +47,15 @@ impl Run {
         self.returned.map(|(_, status)| status)
     }
 
+    /// The status of a run that lost its lock: `exec`'s 79, or for a
+    /// script kept by `acquire --while`, death by the keeper's SIGTERM.
+    pub fn lost_status(&self) -> i32 {
+        match self.mode {
+            Some(Mode::Kept) => 128 + 15,
+            _ => 79,
+        }
+    }
+
     /// When it stopped waiting for the lock: its section entered, or it
     /// returned without one.
     fn waited_until(&self, window_end: u64) -> u64 {
@@ -173,7 +182,7 @@ impl Parsed {
     pub fn longest_free_while_waiting(&self, window: (u64, u64)) -> u64 {
         let mut steps = Vec::new();
         for run in self.runs.values() {
-            if let (Some(Mode::Locked), Some(start)) = (run.mode, run.start) {
+            if let (Some(Mode::Locked | Mode::Kept), Some(start)) = (run.mode, run.start) {
                 steps.push(Step::waiter(start, 1));
                 steps.push(Step::waiter(run.waited_until(window.1).max(start), -1));
             }
@@ -277,7 +286,8 @@ impl Analysis {
             let Some(status) = run.status() else { continue };
             *exits.entry(status).or_insert(0) += 1;
             let killed_here = killed.contains(id) && status == 128 + 9;
-            if !EXPECTED_STATUSES.contains(&status) && !killed_here {
+            let lost = status == run.lost_status();
+            if !EXPECTED_STATUSES.contains(&status) && !killed_here && !lost {
                 unexpected.insert(status);
             }
         }

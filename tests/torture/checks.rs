@@ -253,10 +253,11 @@ pub fn lost_problems(parsed: &Parsed) -> Vec<String> {
         .must_lose()
         .into_iter()
         .filter_map(|id| {
-            let status = parsed.runs.get(&id).and_then(|run| run.status());
-            (status != Some(79)).then(|| {
+            let run = parsed.runs.get(&id)?;
+            let (status, lost) = (run.status(), run.lost_status());
+            (status != Some(lost)).then(|| {
                 format!(
-                    "exec {}/{} was cut off past its lock's validity but exited {status:?}, not 79",
+                    "exec {}/{} was cut off past its lock's validity but exited {status:?}, not {lost}",
                     id.0, id.1
                 )
             })

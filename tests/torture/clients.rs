@@ -47,6 +47,12 @@ pub struct Launch {
     pub clock_shift: Option<&'static str>,
 }
 
+/// The script of a client that holds the lock with `acquire --while $$`:
+/// the README's recipe, with the section as the job. `$R` is redlock.
+const KEPT_SCRIPT: &str = r#"tok=$("$R" acquire --ttl "$TTL" -w "$WAIT" --while $$ "$LOCK") || exit $?
+trap '"$R" release "$LOCK" "$tok" || exit $?' EXIT
+"$@""#;
+
 /// The `exec` a client runs now, for the faults that freeze it.
 #[derive(Clone, Copy)]
 pub struct Active {
@@ -211,9 +217,15 @@ fn command(ctx: &Ctx, launch: &Launch) -> Command {
     ];
     if launch.slow_stop {
         section_args.push("slow-stop".into());
+    } else if launch.mode == Mode::Kept {
+        // A script's job cleans up before it ends: the keeper's signal must
+        // come early enough for that.
+        section_args.push("graceful-stop".into());
     }
     let mut command = if launch.mode == Mode::Unlocked {
         Command::new(&ctx.section)
+    } else if launch.mode == Mode::Kept {
+        kept_script(ctx, launch)
     } else {
         let mut exec = support::redlock_at(&ctx.redlock);
         // Every client names its servers: a build may refuse to run
@@ -245,6 +257,20 @@ fn command(ctx: &Ctx, launch: &Launch) -> Command {
         .stdout(log)
         .stderr(log_too);
     command
+}
+
+/// `bash` running [`KEPT_SCRIPT`] for `launch`; the section and its
+/// arguments follow.
+fn kept_script(ctx: &Ctx, launch: &Launch) -> Command {
+    let mut bash = support::redlock_at(std::path::Path::new("bash"));
+    bash.env("REDLOCK_SERVERS", &ctx.servers)
+        .env("R", &ctx.redlock)
+        .env("TTL", duration_value(launch.ttl))
+        .env("WAIT", format!("{}ms", launch.wait.as_millis()))
+        .env("LOCK", LOCK);
+    with_guard(&mut bash, ctx);
+    bash.args(["-c", KEPT_SCRIPT, "bash"]).arg(&ctx.section);
+    bash
 }
 
 /// Runs `command` (and what it starts) with the wall clock shifted by

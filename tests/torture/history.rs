@@ -33,6 +33,9 @@ pub enum Mode {
     Locked,
     /// The bare section, without any lock: the checker's self-test.
     Unlocked,
+    /// Under a bash script that holds the lock with `acquire --while $$`:
+    /// a loss ends it with the keeper's SIGTERM (143), not 79.
+    Kept,
 }
 
 impl Mode {
@@ -40,11 +43,12 @@ impl Mode {
         match self {
             Mode::Locked => "locked",
             Mode::Unlocked => "unlocked",
+            Mode::Kept => "kept",
         }
     }
 
     pub fn from_word(word: &str) -> Option<Mode> {
-        [Mode::Locked, Mode::Unlocked]
+        [Mode::Locked, Mode::Unlocked, Mode::Kept]
             .into_iter()
             .find(|mode| mode.word() == word)
     }

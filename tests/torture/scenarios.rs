@@ -54,6 +54,9 @@ enum Setup {
     /// Every `exec` waits [`SPAWN_WINDOW`] between taking the lock and
     /// spawning, so that the harness can find one there.
     SpawnWindow,
+    /// Bash scripts hold the lock with `acquire --while $$` and run the
+    /// section as their job ([`Mode::Kept`]).
+    KeptByScripts,
     /// Bare sections without a lock: the checker must see them overlap.
     Unlocked,
 }
@@ -77,7 +80,7 @@ struct Scenario {
     also: Also,
 }
 
-const SCENARIOS: [Scenario; 15] = [
+const SCENARIOS: [Scenario; 16] = [
     Scenario {
         name: "no-faults",
         seconds: (8, 30),
@@ -243,6 +246,27 @@ const SCENARIOS: [Scenario; 15] = [
         setup: Setup::Plain,
         also: Also::Nothing,
     },
+    // The README's script recipe (`acquire --while $$`, the section as its
+    // job, which takes 300ms to stop after SIGTERM) under the faults a
+    // keeper must survive: a majority restarted at once under the holder
+    // (the keeper must signal the script early enough for its job to stop
+    // before the guard lets anyone in; the script dies of that SIGTERM), a
+    // majority paused, and scripts killed while they wait (their wait ends).
+    Scenario {
+        name: "kept-by-scripts",
+        seconds: (20, 45),
+        faults: &[
+            Fault::RestartNow(2, 3),
+            Fault::PauseMajority,
+            Fault::KillHeadWaiter,
+        ],
+        lengths: Lengths::Spanning,
+        ttl: RESTART_TTL,
+        guard: Guard::Env(RESTART_TTL),
+        slow_stop: false,
+        setup: Setup::KeptByScripts,
+        also: Also::Nothing,
+    },
     Scenario {
         name: "checker-self-test",
         seconds: (6, 30),
@@ -367,6 +391,7 @@ fn plans(scenario: &Scenario, rng: &mut Rng) -> Vec<Plan> {
                 lengths: scenario.lengths,
                 mode: match setup {
                     Setup::Unlocked => Mode::Unlocked,
+                    Setup::KeptByScripts => Mode::Kept,
                     _ => Mode::Locked,
                 },
                 ttl: match setup {
