@@ -359,9 +359,9 @@ pub struct AcquireArgs {
     pub holder: HolderArgs,
 
     /// Keep the lock while process PID lives: `tok=$(redlock acquire --while $$ NAME)` in a
-    /// script. A keeper process extends the lock every third of --ttl, releases it as soon
-    /// as PID exits, and stops quietly when `redlock release NAME "$tok"` runs on this host;
-    /// if the lock is lost, PID gets --while-signal.
+    /// script. A keeper process extends the lock every third of --ttl, releases it once PID
+    /// and what it left in its process group have exited, and stops quietly when `redlock
+    /// release NAME "$tok"` runs on this host; if the lock is lost, PID gets --while-signal.
     #[arg(long = "while", value_name = "PID", value_parser = clap::value_parser!(i32).range(1..))]
     pub keep_while: Option<i32>,
 

@@ -4,12 +4,14 @@
 //! extends the lock every TTL/3 ([`keep`]) and:
 //!
 //! - releases it as soon as PID exits, whatever killed it (a pidfd, opened
-//!   by `acquire` while PID was known to be alive, turns readable);
+//!   by `acquire` while PID was known to be alive, turns readable), once
+//!   what PID left in its process group (when it leads one) has ended too;
 //! - stops quietly when `redlock release NAME TOKEN` asks it to first (see
-//!   [`super::rendezvous`]);
+//!   [`super::rendezvous`]), once the rest of that group has ended;
 //! - sends the `--while-signal` to PID (and to its process group if it
 //!   leads one) when the lock is lost: a majority says the token is gone,
-//!   or the validity is about to run out with no extension confirmed.
+//!   or the validity is about to run out with no extension confirmed; the
+//!   lock is then released once the group is gone or the validity over.
 //!
 //! The keeper is spawned from `/proc/self/exe` with an empty environment
 //! and `redlock keeper` as its whole command line; the servers (passwords

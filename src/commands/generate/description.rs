@@ -18,8 +18,17 @@ const DESCRIPTIONS: &[(&str, &str)] = &[
          whom it waits for (nothing in the first second, then one line rewritten in place on a \
          terminal, or a line every 10 seconds on a pipe); -q silences that.\n\n\
          The lock lives for --ttl on the servers unless it is extended or released; a script \
-         that holds it longer runs redlock extend every third of the TTL or so, or uses redlock \
-         exec, which does that itself.\n\n\
+         that holds it longer takes it with --while $$, or runs redlock extend every third of \
+         the TTL or so, or uses redlock exec.\n\n\
+         --while PID starts a keeper process that extends the lock every third of --ttl while \
+         PID lives, in a session of its own and with no descriptor of the caller's, so that \
+         tok=$(redlock acquire --while $$ NAME) returns at once. When PID has exited, and what \
+         it left in its process group (when it leads one) has ended too, the keeper releases \
+         the lock; redlock release NAME TOKEN on this host tells it to stand down first, and \
+         waits for the same. If the lock is lost, PID and its group get --while-signal \
+         (TERM by default; none sends nothing) when exec would send its stop signal, -k (5s, \
+         at most a third of --ttl) before the validity ends. No SIGKILL follows. If PID exits \
+         while acquire still waits, the wait ends with 75.\n\n\
          With -n, or when the -w wait runs out, acquire exits 75, or the -E code; -E 0 skips \
          quietly and prints no token. SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM \
          during the wait release whatever was taken, and acquire dies of the signal.",
