@@ -682,3 +682,30 @@ fn a_loss_never_signals_every_process_when_pid_1_is_watched() {
         "a process outside PID 1's group got the signal (kill(-1))"
     );
 }
+
+/// `redlock acquire --while $$ NAME >&-`: nobody gets the token, so no
+/// keeper may keep the lock for as long as the script lives.
+#[test]
+fn a_closed_stdout_leaves_no_lock_kept() {
+    let cluster = Cluster::start(3);
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    let mut cmd = cluster.redlock();
+    cmd.args(["acquire", "--ttl", "3s", "--while", &pid, "job"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: close() is async-signal-safe and allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::close(1)?;
+            Ok(())
+        });
+    }
+    let out = Running::spawn(&mut cmd).finish(LIMIT);
+    out.assert_code(70, "acquire --while >&-");
+    assert!(out.stderr.contains("stdout is closed"), "{}", out.stderr);
+    let scene = Scene::new(&cluster.servers_arg());
+    assert!(!scene.is_held(), "a lock kept for a token nobody got");
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+}
