@@ -709,3 +709,37 @@ fn a_closed_stdout_leaves_no_lock_kept() {
     sleeper.kill().unwrap();
     sleeper.wait().unwrap();
 }
+
+/// A keeper killed with SIGKILL (by hand, by the OOM killer) renews the
+/// lock no more: status and list say so, with the countdown to its expiry,
+/// instead of "kept alive while pid N lives".
+#[test]
+fn a_keeper_that_is_gone_is_named_with_the_countdown() {
+    let cluster = Cluster::start(3);
+    let scene = Scene::new(&cluster.servers_arg());
+    let body = "while [ ! -e \"$D/go\" ]; do sleep 0.05; done\n\
+                redlock release job \"$tok\"";
+    let (script, _) = scene.token(scene.start("bash", "--ttl 20s", body));
+    let (keeper, watched) = keeper_of(&scene);
+    let said = format!("kept alive while pid {watched} lives");
+    let first_line = || {
+        let out = run(scene.redlock().args(["status", "job"]));
+        out.stdout.lines().next().unwrap_or_default().to_owned()
+    };
+    assert!(first_line().contains(&said), "{}", first_line());
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(keeper), Signal::SIGKILL).unwrap();
+    assert!(wait_until(LIMIT, || !pid_alive(keeper)));
+    let first = first_line();
+    assert!(
+        first.contains(&format!(
+            "; its keeper (pid {keeper}) is gone; the lock expires in "
+        )),
+        "{first}"
+    );
+    let holder = scene.status()["holder"].clone();
+    assert_eq!(holder["kept_alive_by_keeper"], false, "{holder}");
+    let list = run(scene.redlock().args(["list"]));
+    assert!(list.stdout.contains("(keeper gone)"), "{}", list.stdout);
+    fs::write(scene.path("go"), "").unwrap();
+    script.finish(LIMIT).assert_code(0, "the script's release");
+}
