@@ -202,7 +202,11 @@ fn print_token(
     if let Some(keeper) = &mut keeper {
         keeper.start(lease)?;
     }
-    match output.render(Ok(acquired), acquired.exit()) {
+    let rendered = match crate::output::stdout_was_closed() {
+        true => Err(std::io::Error::other("stdout is closed")),
+        false => output.render(Ok(acquired), acquired.exit()),
+    };
+    match rendered {
         Err(err) => Err(Error::internal(
             "could not print the token, so the lock was released",
             err,

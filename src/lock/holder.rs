@@ -105,6 +105,10 @@ pub struct Recorded {
     /// its pid started at another time). `false` when that cannot be told:
     /// another host, or a process with its pid that may be it.
     pub pid_gone: bool,
+    /// The record names an `acquire --while` keeper that ran on this host
+    /// and is gone (SIGKILL, the OOM killer): nothing renews the lock, which
+    /// lasts only until it expires. `false` when that cannot be told.
+    pub keeper_gone: bool,
 }
 
 impl Recorded {
@@ -119,6 +123,7 @@ impl Recorded {
         let holder: Holder = serde_json::from_slice(&raw[space + 1..]).ok()?;
         (holder.token.as_bytes() == value).then(|| Recorded {
             pid_gone: gone_here(&holder),
+            keeper_gone: keeper_gone_here(&holder),
             held_for: now_ms.map(|now| Duration::from_millis(now.saturating_sub(since))),
             holder,
         })
@@ -161,6 +166,26 @@ fn gone_here(holder: &Holder) -> bool {
             None => std::path::Path::new("/proc/self/stat").exists(),
             Some(now) => holder.pid_started.is_some_and(|then| then != now),
         })
+}
+
+/// Whether `holder` names a keeper that ran on this host and no live
+/// process by its name (`redlock-keeper`) has its pid any more (see
+/// [`Recorded::keeper_gone`]).
+fn keeper_gone_here(holder: &Holder) -> bool {
+    let Some(keeper) = holder.keeper_pid else {
+        return false;
+    };
+    if holder.host != host_name() || !std::path::Path::new("/proc/self/comm").exists() {
+        return false;
+    }
+    // "PID (NAME) STATE ...": a zombie's name is still there.
+    let stat = std::fs::read_to_string(format!("/proc/{keeper}/stat")).unwrap_or_default();
+    let running = stat.rfind(')').is_some_and(|end| {
+        let name = stat[..end].split_once('(').map(|(_, name)| name);
+        let state = stat[end + 1..].trim_start().chars().next();
+        name == Some("redlock-keeper") && !matches!(state, Some('Z' | 'X'))
+    });
+    !running
 }
 
 /// Who occupies a lock's key, as far as one server's answer (or a

@@ -362,7 +362,9 @@ impl<'a> HolderJson<'a> {
                             && holder.keeper_pid.is_none()
                             && super::words::kept_alive(holder).is_some(),
                     ),
-                    kept_alive_by_keeper: Some(!recorded.pid_gone && holder.keeper_pid.is_some()),
+                    kept_alive_by_keeper: Some(
+                        !recorded.pid_gone && !recorded.keeper_gone && holder.keeper_pid.is_some(),
+                    ),
                     renew_every_ms: holder.renew_every_ms,
                     holder_pid_gone: Some(recorded.pid_gone),
                     ..none

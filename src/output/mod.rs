@@ -5,6 +5,7 @@
 //! Nothing here panics on a closed pipe: a failed write to stdout is
 //! returned to the caller, who decides what it costs.
 
+mod closed;
 mod event;
 mod format;
 mod json;
@@ -20,6 +21,7 @@ use crate::lock::{self, LockKey, Wait};
 use crate::outcome::{Failed, Outcome};
 use format::{Format, Level, Piece};
 
+pub use closed::stdout_was_closed;
 pub use event::Event;
 pub use progress::Progress;
 

@@ -549,6 +549,9 @@ fn list_row(entry: &Listed<'_>) -> [String; 5] {
             let left = o.expires_in.map_or("never".to_owned(), rounded);
             match &o.held_by {
                 HeldBy::Redlock(recorded) if recorded.pid_gone => format!("{left} (pid gone)"),
+                HeldBy::Redlock(recorded) if recorded.keeper_gone => {
+                    format!("{left} (keeper gone)")
+                }
                 HeldBy::Redlock(recorded) => match recorded.holder.renew_every_ms {
                     Some(every) => {
                         format!("renewed every {}", rounded(Duration::from_millis(every)))

@@ -90,7 +90,8 @@ pub fn held_by(held_by: &HeldBy) -> String {
 
 /// "held by WHO; expires in D": after "KEY is " or "waiting for KEY, ".
 /// A lock `exec` keeps alive has no countdown worth showing: its expiry
-/// moves on at every renewal; one whose holder's process is gone does.
+/// moves on at every renewal; one whose holder's process or keeper is gone
+/// does.
 fn held_clause(who: &HeldBy, expires_in: Option<Duration>) -> String {
     let expiry = match expires_in {
         Some(left) => format!("expires in {}", rounded(left)),
@@ -100,6 +101,11 @@ fn held_clause(who: &HeldBy, expires_in: Option<Duration>) -> String {
         HeldBy::Redlock(recorded) if recorded.pid_gone => format!(
             "holder pid {} is gone; the lock {}",
             recorded.holder.pid,
+            expiry.replace("it never", "never")
+        ),
+        HeldBy::Redlock(recorded) if recorded.keeper_gone => format!(
+            "its keeper (pid {}) is gone; the lock {}",
+            recorded.holder.keeper_pid.unwrap_or_default(),
             expiry.replace("it never", "never")
         ),
         HeldBy::Redlock(recorded) => kept_alive(&recorded.holder).unwrap_or(expiry),
@@ -510,6 +516,7 @@ mod tests {
             holder,
             held_for: Some(Duration::from_millis(252_345)),
             pid_gone: false,
+            keeper_gone: false,
         }));
         assert_eq!(
             held_by(&who),

@@ -154,7 +154,7 @@ impl Watched {
             if self.leads_group {
                 // The leader is alive (just signalled through its pidfd),
                 // so the group is still its group.
-                let _ = killpg(Pid::from_raw(self.pid), signal);
+                signal_group(self.pid, signal);
             }
         }
     }
@@ -189,6 +189,22 @@ impl Watched {
             )
         };
         sent == 0
+    }
+}
+
+/// Sends `signal` to the members of process group `group`. Group 1 is
+/// signalled member by member: killpg(1) is kill(-1), which reaches every
+/// process this one may signal. Its leader, PID 1 (a container's script
+/// run as `--while $$`), was signalled through its pidfd already.
+fn signal_group(group: i32, signal: Signal) {
+    if group != 1 {
+        let _ = killpg(Pid::from_raw(group), signal);
+        return;
+    }
+    for member in super::proc::all() {
+        if member.group == 1 && member.pid != 1 && member.pid != std::process::id() as i32 {
+            let _ = kill(Pid::from_raw(member.pid), signal);
+        }
     }
 }
 

@@ -500,6 +500,33 @@ fn a_closed_stdout_after_the_operation_keeps_its_status() {
     support::assertions::assert_gone_everywhere(&cluster, b"closed");
 }
 
+/// `redlock acquire NAME >&-`: a stdout closed from the start, which
+/// Rust's runtime quietly replaces with /dev/null. The token would reach
+/// nobody, so the lock is released and acquire fails (70), as for a closed
+/// pipe.
+#[test]
+fn acquire_with_stdout_closed_from_the_start_releases_the_lock() {
+    let cluster = Cluster::start(3);
+    let mut cmd = cluster.redlock();
+    cmd.args(["acquire", "-n", "--ttl", "10s", "closed"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: close() is async-signal-safe and allocates nothing.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            nix::unistd::close(1)?;
+            Ok(())
+        });
+    }
+    let out = Running::spawn(&mut cmd).finish(Duration::from_secs(10));
+    out.assert_code(70, "acquire >&-");
+    assert_eq!(
+        out.stderr,
+        "redlock: could not print the token, so the lock was released: stdout is closed\n"
+    );
+    support::assertions::assert_gone_everywhere(&cluster, b"closed");
+}
+
 /// A waiting acquire that keeps failing says, under -v, what each attempt
 /// met; without -v only the last reason is said.
 #[test]

@@ -707,3 +707,128 @@ fn a_wait_ends_when_the_process_it_was_for_exits() {
         "the ticket stayed in line"
     );
 }
+
+/// `--while 1`: a script run as PID 1 of a PID namespace (a container's
+/// entrypoint, `tok=$(redlock acquire --while $$ NAME)`), leading process
+/// group 1. On a loss its group gets the signal; killpg(1) would be
+/// kill(-1), which reaches every process of the namespace: here a daemon in
+/// a session of its own, that must be spared. Needs `unshare` (root).
+#[test]
+fn a_loss_never_signals_every_process_when_pid_1_is_watched() {
+    let namespaces = Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "true"])
+        .stderr(Stdio::null())
+        .status();
+    if !namespaces.is_ok_and(|status| status.success()) {
+        eprintln!("skipped: `unshare --pid --fork --mount-proc` needs root");
+        return;
+    }
+    let mut cluster = Cluster::start(3);
+    let scene = Scene::new(&cluster.servers_arg());
+    let waits_for_marker = |marker: &str| {
+        format!(
+            "sh -c 'trap \"echo TERM > \\\"$D/{marker}\\\"; exit 0\" TERM; \
+             echo > \"$D/{marker}-ready\"; while :; do sleep 0.1; done'"
+        )
+    };
+    let script = format!(
+        "trap 'echo TERM > \"$D/trapped\"' TERM\n\
+         setsid {} &\n\
+         {} &\n\
+         while [ ! -e \"$D/bystander-ready\" ] || [ ! -e \"$D/member-ready\" ]; do sleep 0.05; done\n\
+         tok=$(redlock acquire --ttl 1s --while $$ job) || exit\n\
+         echo \"$tok\" > \"$D/token.tmp\" && mv \"$D/token.tmp\" \"$D/token\"\n\
+         while [ ! -e \"$D/trapped\" ]; do sleep 0.05; done\n\
+         sleep 1\n",
+        waits_for_marker("bystander"),
+        waits_for_marker("member"),
+    );
+    fs::write(scene.path("script"), script).unwrap();
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--pid", "--fork", "--mount-proc", "setsid", "bash"])
+        .arg(scene.path("script"))
+        .env("D", scene.dir.path())
+        .env("PATH", path_with_redlock())
+        .env("REDLOCK_SERVERS", &scene.servers)
+        .env("REDLOCK_RESTART_GUARD", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    drop_redlock_variables(&mut cmd, std::env::vars_os().map(|(name, _)| name));
+    with_default_signals(&mut cmd);
+    let (script, _) = scene.token(Running::spawn(&mut cmd));
+    delete_on_a_majority(&mut cluster);
+    let out = script.finish(LIMIT);
+    assert_eq!(scene.read("trapped").trim(), "TERM", "PID 1: {out:?}");
+    assert_eq!(
+        scene.read("member").trim(),
+        "TERM",
+        "a process of PID 1's group"
+    );
+    assert!(
+        !scene.exists("bystander"),
+        "a process outside PID 1's group got the signal (kill(-1))"
+    );
+}
+
+/// `redlock acquire --while $$ NAME >&-`: nobody gets the token, so no
+/// keeper may keep the lock for as long as the script lives.
+#[test]
+fn a_closed_stdout_leaves_no_lock_kept() {
+    let cluster = Cluster::start(3);
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    let mut cmd = cluster.redlock();
+    cmd.args(["acquire", "--ttl", "3s", "--while", &pid, "job"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: close() is async-signal-safe and allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::close(1)?;
+            Ok(())
+        });
+    }
+    let out = Running::spawn(&mut cmd).finish(LIMIT);
+    out.assert_code(70, "acquire --while >&-");
+    assert!(out.stderr.contains("stdout is closed"), "{}", out.stderr);
+    let scene = Scene::new(&cluster.servers_arg());
+    assert!(!scene.is_held(), "a lock kept for a token nobody got");
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+}
+
+/// A keeper killed with SIGKILL (by hand, by the OOM killer) renews the
+/// lock no more: status and list say so, with the countdown to its expiry,
+/// instead of "kept alive while pid N lives".
+#[test]
+fn a_keeper_that_is_gone_is_named_with_the_countdown() {
+    let cluster = Cluster::start(3);
+    let scene = Scene::new(&cluster.servers_arg());
+    let body = "while [ ! -e \"$D/go\" ]; do sleep 0.05; done\n\
+                redlock release job \"$tok\"";
+    let (script, _) = scene.token(scene.start("bash", "--ttl 20s", body));
+    let (keeper, watched) = keeper_of(&scene);
+    let said = format!("kept alive while pid {watched} lives");
+    let first_line = || {
+        let out = run(scene.redlock().args(["status", "job"]));
+        out.stdout.lines().next().unwrap_or_default().to_owned()
+    };
+    assert!(first_line().contains(&said), "{}", first_line());
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(keeper), Signal::SIGKILL).unwrap();
+    assert!(wait_until(LIMIT, || !pid_alive(keeper)));
+    let first = first_line();
+    assert!(
+        first.contains(&format!(
+            "; its keeper (pid {keeper}) is gone; the lock expires in "
+        )),
+        "{first}"
+    );
+    let holder = scene.status()["holder"].clone();
+    assert_eq!(holder["kept_alive_by_keeper"], false, "{holder}");
+    let list = run(scene.redlock().args(["list"]));
+    assert!(list.stdout.contains("(keeper gone)"), "{}", list.stdout);
+    fs::write(scene.path("go"), "").unwrap();
+    script.finish(LIMIT).assert_code(0, "the script's release");
+}
