@@ -189,7 +189,7 @@ struct FailureJson<'a> {
 }
 
 /// One server's part in a failure: `cause` is "holds_token", "token_gone"
-/// (its key is gone: restarted, flushed or expired), "another_holder",
+/// (its key is gone: expired, released, restarted or flushed), "another_holder",
 /// "unreachable", "refused", "timeout", "no_answer" (it had not answered
 /// when the round ended) or "failed"; `error` is what the server or the
 /// connection said.

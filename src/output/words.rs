@@ -215,8 +215,8 @@ fn token_causes(round: &TokenRound) -> String {
         .filter_map(|(server, said)| {
             let cause = match said {
                 Said::Holds => return None,
-                Said::Gone => "no longer holds the token (its key is gone: restarted, flushed \
-                     or expired?)"
+                Said::Gone => "no longer holds the token (its key is gone: expired, released, \
+                     or the server restarted or was flushed?)"
                     .to_owned(),
                 Said::Taken => "holds another token (another holder)".to_owned(),
                 Said::Failed(err) => server_failure(err),
@@ -615,7 +615,8 @@ mod tests {
             round: Box::new(round),
         };
         let causes = "redis://127.0.0.1:7001 no longer holds the token (its key is gone: \
-                      restarted, flushed or expired?); redis://127.0.0.1:7002 holds another \
+                      expired, released, or the server restarted or was flushed?); \
+                      redis://127.0.0.1:7002 holds another \
                       token (another holder)";
         assert_eq!(
             lock_error(&lost),

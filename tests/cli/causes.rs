@@ -30,7 +30,7 @@ fn an_extension_names_each_servers_cause() {
         &out,
         &[
             "no quorum for lock \"causes-ext\": extended on 1 of 3 servers, and a majority is 2: ",
-            &format!("{restarted} no longer holds the token (its key is gone: restarted, flushed"),
+            &format!("{restarted} no longer holds the token (its key is gone: expired, released, or the server restarted"),
             &format!("{killed} unreachable (Connection refused"),
         ],
         "extend",
