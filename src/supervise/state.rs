@@ -152,8 +152,11 @@ impl State {
     }
 
     /// No stop for the lock has begun: a loss of the lock is still news.
+    /// A stop for `--timeout` is not one: a loss during it wins (79), since
+    /// the work was not protected to its end, and may bring the kill closer.
     pub fn is_watching(&self) -> bool {
-        self.reason.is_none() && !self.found_ended
+        let for_the_lock = !matches!(self.reason, None | Some(StopReason::TimedOut { .. }));
+        !for_the_lock && !self.found_ended
     }
 
     pub fn is_stopping(&self) -> bool {
@@ -460,6 +463,27 @@ mod tests {
         assert_eq!(
             state.on_clock(at + plan.grace, deadline, || true).0,
             [Effect::Kill]
+        );
+    }
+
+    #[test]
+    fn a_loss_during_a_timeout_stop_wins() {
+        let (state, deadline, plan) = setup();
+        let started = deadline - MS(5_000);
+        let mut state = state.with_timeout(started, Some(MS(2_000)));
+        let at = started + MS(2_000);
+        assert_eq!(state.on_clock(at, deadline, || true).0, [Effect::Stop]);
+        assert!(
+            state.is_watching(),
+            "a loss during the timeout's stop is news"
+        );
+        state.on_loss(at + MS(10), deadline);
+        assert_eq!(state.reason, Some(StopReason::Lost));
+        assert!(!state.is_watching());
+        assert_eq!(
+            state.on_clock(at + plan.grace, deadline, || true).0,
+            [Effect::Kill],
+            "still SIGKILL after the grace period"
         );
     }
 

@@ -1491,6 +1491,44 @@ fn on_a_terminal_ctrl_z_says_when_the_lock_lapses() {
 }
 
 #[test]
+fn a_loss_during_a_timeout_stop_exits_79_not_124() {
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    // The command ignores the timeout's SIGTERM, so it runs on until the
+    // SIGKILL a second later; the lock is lost meanwhile, and the next
+    // extension (at a third of the TTL) sees it.
+    let ready = dir.path().join("ready");
+    let script = format!("trap '' TERM; touch {}; sleep 5", ready.display());
+    let child = spawn_exec(
+        &cluster,
+        &[
+            "--ttl",
+            "3s",
+            "-k",
+            "1s",
+            "--timeout",
+            "300ms",
+            "both",
+            "-c",
+            &script,
+        ],
+    );
+    assert!(wait_until(Duration::from_secs(10), || ready.exists()));
+    std::thread::sleep(Duration::from_millis(500));
+    for i in 0..3 {
+        let _: () = redis::cmd("DEL")
+            .arg("both")
+            .query(&mut cluster[i].client())
+            .unwrap();
+    }
+    let Output { ended, stderr, .. } = child.finish(Duration::from_secs(10));
+    // The work was not protected to its end: that is the news, not the
+    // time limit it also ran past.
+    assert_eq!(ended, Ended::Code(79), "{stderr}");
+    assert!(stderr.contains("lock \"both\" was lost"), "{stderr}");
+}
+
+#[test]
 fn timeout_stops_a_hung_command_releases_and_exits_124() {
     let cluster = Cluster::start(3);
     let dir = temp();
