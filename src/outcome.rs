@@ -59,6 +59,13 @@ pub enum Outcome {
         key: LockKey,
         pid: i32,
     },
+    /// `acquire --while PID`: an earlier `acquire --while` (its keeper
+    /// `keeper`) keeps the lock for PID already; waiting would never end.
+    KeptAlready {
+        key: LockKey,
+        pid: i32,
+        keeper: u32,
+    },
     /// `generate`: the files were written.
     Generated,
 }
@@ -171,7 +178,7 @@ impl Outcome {
             Outcome::Ran(ran) => ran.end.exit(),
             Outcome::Interrupted { signal, .. } => Exit::Signal(*signal as i32),
             // Nobody is left to hold it for: as a wait that ran out.
-            Outcome::Abandoned { .. } => Exit::Busy,
+            Outcome::Abandoned { .. } | Outcome::KeptAlready { .. } => Exit::Busy,
         }
     }
 

@@ -3,13 +3,14 @@
 use std::cell::Cell;
 
 use nix::sys::signal::Signal;
+use tokio::sync::watch;
 
 use super::waiting::acquire_showing_progress;
 use crate::clock::BootInstant;
 use crate::config::AcquireJob;
 use crate::error::Error;
 use crate::exit_code::Exit;
-use crate::lock::{LockError, Redlock, Tried};
+use crate::lock::{host_name, HeldBy, LockError, Redlock, Tried};
 use crate::outcome::Outcome;
 use crate::output::{Event, Events};
 use crate::signals::Listener;
@@ -26,6 +27,29 @@ enum Ended {
     Interrupted(Signal),
     /// The `--while` process exited: nobody is left to hold the lock for.
     WatchedExited(i32),
+    /// An earlier `acquire --while` keeps the lock for the same process
+    /// (this keeper's pid): the wait would never end.
+    KeptAlready(u32),
+}
+
+/// The keeper's pid, when `error` says that the lock is busy because a
+/// keeper on this host keeps it for `watched` itself: a script that takes
+/// its own lock twice.
+fn kept_for(error: &LockError, watched: &Watched) -> Option<u32> {
+    let LockError::Busy {
+        held_by: Some(held),
+        ..
+    } = error
+    else {
+        return None;
+    };
+    let HeldBy::Redlock(recorded) = held.as_ref() else {
+        return None;
+    };
+    let holder = &recorded.holder;
+    let ours = holder.pid == watched.pid().unsigned_abs() && holder.host == host_name();
+    ours.then_some(holder.keeper_pid?)
+        .filter(|_| !recorded.pid_gone && !recorded.keeper_gone)
 }
 
 /// Takes the lock; with `--while`, `watched` is the process it is for, and
@@ -37,6 +61,7 @@ pub async fn run(
     events: Events,
 ) -> Result<Outcome, Error> {
     let mut interrupts = Listener::new(&INTERRUPTS)?;
+    let (kept_already, mut kept) = watch::channel(None);
     let ended = async {
         let exited = async {
             match watched {
@@ -47,12 +72,16 @@ pub async fn run(
         tokio::select! {
             signal = interrupts.recv() => Ended::Interrupted(signal),
             () = exited => Ended::WatchedExited(watched.map_or(0, Watched::pid)),
+            Ok(keeper) = kept.wait_for(Option::is_some) => Ended::KeptAlready(keeper.unwrap_or(0)),
         }
     };
     let started = BootInstant::now();
     let attempts = Cell::new(1);
     let on_retry = |attempt, error: &_| {
         attempts.set(attempt + 1);
+        if let Some(keeper) = watched.and_then(|watched| kept_for(error, watched)) {
+            kept_already.send_replace(Some(keeper));
+        }
         events.say(Event::Retrying { attempt, error });
     };
     let wanted = (job.ttl, job.wait);
@@ -83,5 +112,10 @@ pub async fn run(
             signal,
         }),
         Err(Ended::WatchedExited(pid)) => Ok(Outcome::Abandoned { key: job.key, pid }),
+        Err(Ended::KeptAlready(keeper)) => Ok(Outcome::KeptAlready {
+            key: job.key,
+            pid: watched.map_or(0, Watched::pid),
+            keeper,
+        }),
     }
 }

@@ -26,7 +26,7 @@ pub use error::{Failures, LockError, Said, TokenOp, TokenRound};
 pub use force::{Breaking, Forced};
 #[cfg(test)]
 pub use holder::Recorded;
-pub use holder::{started as process_started, HeldBy, Holder};
+pub use holder::{host_name, started as process_started, HeldBy, Holder};
 pub use inspection::{Broken, Inspection, KeyState, Occupied, Verdict};
 pub use keeper::interval as keeper_interval;
 pub use keeper::{keep, Keeping};

@@ -41,6 +41,7 @@ impl Format for Json {
             Outcome::Ran(_)
             | Outcome::Interrupted { .. }
             | Outcome::Abandoned { .. }
+            | Outcome::KeptAlready { .. }
             | Outcome::Generated
             | Outcome::Listed(_) => return Ok(None),
         };

@@ -103,6 +103,14 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>, json: bool) -> V
             Expected,
             format!("gave up waiting for {key}: process {pid} (--while) exited; nothing was taken"),
         )],
+        Outcome::KeptAlready { key, pid, keeper } => vec![said(
+            Warning,
+            format!(
+                "{key} is already kept for process {pid} by an earlier `acquire --while` \
+                 (keeper pid {keeper}): waiting for it would never end; release it first, or \
+                 use that token"
+            ),
+        )],
         Outcome::Generated => Vec::new(),
     };
     pieces.into_iter().flatten().collect()

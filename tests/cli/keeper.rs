@@ -832,3 +832,34 @@ fn a_keeper_that_is_gone_is_named_with_the_countdown() {
     fs::write(scene.path("go"), "").unwrap();
     script.finish(LIMIT).assert_code(0, "the script's release");
 }
+
+#[test]
+fn a_script_that_takes_its_own_lock_twice_is_told_at_once() {
+    let cluster = Cluster::start(3);
+    let scene = Scene::new(&cluster.servers_arg());
+    // The second `acquire --while $$` would wait for the first one's keeper,
+    // which keeps the lock for this very script: for ever.
+    let body = "redlock acquire --ttl 3s --while $$ job > /dev/null 2> \"$D/second.err\"\n\
+                echo $? > \"$D/second\"";
+    let started = Instant::now();
+    let (script, _) = scene.token(scene.start("bash", "--ttl 3s", body));
+    let out = script.finish(LIMIT);
+    out.assert_code(0, "the script");
+    assert_eq!(
+        scene.read("second").trim(),
+        "75",
+        "{}",
+        scene.read("second.err")
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "told after {:?}",
+        started.elapsed()
+    );
+    let said = scene.read("second.err");
+    assert!(
+        said.contains("\"job\" is already kept for process")
+            && said.contains("by an earlier `acquire --while`"),
+        "{said}"
+    );
+}
