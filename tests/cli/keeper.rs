@@ -59,6 +59,13 @@ impl Scene {
              echo \"$tok\" > \"$D/token.tmp\" && mv \"$D/token.tmp\" \"$D/token\"\n\
              {body}\n"
         );
+        self.spawn(shell, &script)
+    }
+
+    /// Starts `shell` on `script` in a process group of its own, as a shell
+    /// job or a cron job runs, with `redlock` on its PATH and `$D` naming
+    /// this directory.
+    fn spawn(&self, shell: &str, script: &str) -> Running {
         let path = self.path("script");
         fs::write(&path, script).unwrap();
         let mut cmd = Command::new(shell);
@@ -302,21 +309,7 @@ fn a_release_waits_until_the_scripts_job_has_stopped() {
                   echo \"$tok\" > \"$D/token\"\n\
                   sh -c 'trap \"sleep 1; echo done > \\\"$D/job-done\\\"; exit 0\" TERM\n\
                   echo $$ > \"$D/job\"; while :; do sleep 0.05; done'\n";
-    fs::write(scene.path("script"), script).unwrap();
-    let mut cmd = Command::new("bash");
-    cmd.arg(scene.path("script"))
-        .env("D", scene.dir.path())
-        .env("PATH", path_with_redlock())
-        .env("REDLOCK_SERVERS", &scene.servers)
-        .env("REDLOCK_RESTART_GUARD", "0")
-        .env("XDG_CONFIG_HOME", "/nonexistent/redlock-tests")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    drop_redlock_variables(&mut cmd, std::env::vars_os().map(|(name, _)| name));
-    with_default_signals(&mut cmd);
-    let running = Running::spawn(&mut cmd);
+    let running = scene.spawn("bash", script);
     assert!(wait_until(LIMIT, || scene.read("job").ends_with('\n')));
     // A CI runner cancelling the step: SIGTERM to the whole group.
     let group = nix::unistd::Pid::from_raw(-(running.id() as i32));

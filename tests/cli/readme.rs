@@ -111,22 +111,28 @@ impl Workdir {
     /// Starts `bash SCRIPT` in this directory, with `redlock` on its PATH and
     /// `REDLOCK_SERVERS` naming `cluster`, stdin from /dev/null.
     fn spawn(&self, cluster: &Cluster, script: &str) -> Running {
+        let mut bash = self.bash(script);
+        bash.env("REDLOCK_SERVERS", cluster.servers_arg())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        Running::spawn(&mut bash)
+    }
+
+    /// `bash SCRIPT` in this directory, with `redlock` first on its PATH:
+    /// run as the binary is run (no inherited REDLOCK_* variables, default
+    /// signal actions, a session of its own).
+    fn bash(&self, script: &str) -> Command {
         fs::write(self.path().join("script"), script).unwrap();
         let bin = Path::new(env!("CARGO_BIN_EXE_redlock")).parent().unwrap();
         let path = std::env::var_os("PATH").unwrap_or_default();
         let mut dirs = vec![bin.to_path_buf()];
         dirs.extend(std::env::split_paths(&path));
-        // Run as the binary is run: no inherited REDLOCK_* variables, default
-        // signal actions, a session of its own.
         let mut bash = redlock_at(Path::new("bash"));
         bash.arg("script")
             .current_dir(self.path())
-            .env("PATH", std::env::join_paths(dirs).unwrap())
-            .env("REDLOCK_SERVERS", cluster.servers_arg())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        Running::spawn(&mut bash)
+            .env("PATH", std::env::join_paths(dirs).unwrap());
+        bash
     }
 
     fn run(&self, cluster: &Cluster, script: &str) -> Output {
@@ -384,16 +390,8 @@ fn the_first_lock_runs_as_printed_with_servers_it_starts() {
         script = script.replace(readme, &port.0.to_string());
     }
     let dir = Workdir::new();
-    fs::write(dir.path().join("script"), format!("set -e\n{script}")).unwrap();
-    let bin = Path::new(env!("CARGO_BIN_EXE_redlock")).parent().unwrap();
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut dirs = vec![bin.to_path_buf()];
-    dirs.extend(std::env::split_paths(&path));
-    let mut bash = redlock_at(Path::new("bash"));
-    bash.arg("script")
-        .current_dir(dir.path())
-        .env("PATH", std::env::join_paths(dirs).unwrap())
-        .stdin(Stdio::null())
+    let mut bash = dir.bash(&format!("set -e\n{script}"));
+    bash.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // As a newcomer runs it: no guard set from outside (redlock_at sets 0).
