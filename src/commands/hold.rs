@@ -454,7 +454,7 @@ async fn hold(
     let (_holder, no_new_holder) = watch::channel(None);
     let keeping = keep(redlock, lease, deadlines, no_new_holder, |_| {});
     tokio::pin!(keeping);
-    let mut keeper = Keeping {
+    let mut holding = Holding {
         watched,
         rendezvous: &rendezvous,
         deadline,
@@ -464,9 +464,9 @@ async fn hold(
         asked: Vec::new(),
         excepted: Vec::new(),
     };
-    let end = keeper.until_end(&mut keeping, &mut signals).await;
-    keeper.drain(end, &mut keeping).await;
-    let Keeping { asked, lost, .. } = keeper;
+    let end = holding.until_end(&mut keeping, &mut signals).await;
+    holding.drain(end, &mut keeping).await;
+    let Holding { asked, lost, .. } = holding;
     // The one who asked deletes the key once answered; else the keeper.
     let deleted_by_asker = !lost && !asked.is_empty();
     for stream in asked {
@@ -490,7 +490,7 @@ fn stop_lead(ttl: Duration) -> Duration {
 }
 
 /// The keeper's state once it keeps the lock.
-struct Keeping<'a> {
+struct Holding<'a> {
     watched: &'a Watched,
     rendezvous: &'a Rendezvous,
     deadline: watch::Receiver<BootInstant>,
@@ -506,7 +506,7 @@ struct Keeping<'a> {
     excepted: Vec<i32>,
 }
 
-impl Keeping<'_> {
+impl Holding<'_> {
     /// Extends the lock every TTL/3 until one of the ways it ends.
     async fn until_end<F: Future>(
         &mut self,
