@@ -25,9 +25,16 @@ impl Failures {
                 failures: self,
             }
         } else {
+            // A server that had not answered when the round ended did not
+            // fail: it is listed, as such, but not counted.
+            let failed = self
+                .0
+                .iter()
+                .filter(|(_, err)| !matches!(err, ServerError::NoAnswerYet))
+                .count();
             LockError::NoQuorum {
                 key: key.clone(),
-                failed: self.0.len(),
+                failed,
                 total,
                 quorum,
                 failures: self,

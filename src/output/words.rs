@@ -476,15 +476,19 @@ pub fn loss(error: &LockError) -> String {
 
 /// " (SERVER unreachable (why); SERVER refused us (why))", or nothing when
 /// no server failed.
+/// The servers that failed, each with why, in parentheses. One that had
+/// not answered when the round was decided did not fail, and had no part in
+/// the outcome: it is left out (JSON's `causes` keeps it, as `no_answer`).
 pub fn list(failures: &Failures) -> String {
-    if failures.0.is_empty() {
-        return String::new();
-    }
     let each: Vec<String> = failures
         .0
         .iter()
+        .filter(|(_, err)| !matches!(err, ServerError::NoAnswerYet))
         .map(|(server, err)| format!("{server} {}", server_failure(err)))
         .collect();
+    if each.is_empty() {
+        return String::new();
+    }
     format!(" ({})", each.join("; "))
 }
 

@@ -148,6 +148,26 @@ fn with_every_server_down_every_server_is_counted() {
 }
 
 #[test]
+fn a_server_that_had_not_answered_is_listed_but_not_counted_as_failed() {
+    let mut cluster = Cluster::start(3);
+    cluster[0].kill();
+    cluster[1].kill();
+    // Alive, but it cannot answer before the round is decided.
+    cluster[2].pause();
+    let out = run(cluster.redlock().args(["acquire", "-n", "causes-pending"]));
+    cluster[2].resume();
+    out.assert_code(69, "acquire with a majority down");
+    // It did not fail, and the outcome did not wait for it: neither counted
+    // nor listed, whether or not it answered before the round ended.
+    assert_stderr_says(
+        &out,
+        &["2 of 3 servers failed, and a majority is 2"],
+        "acquire",
+    );
+    assert!(!out.stderr.contains(&cluster[2].url()), "{}", out.stderr);
+}
+
+#[test]
 fn list_without_a_quorum_claims_no_empty_listing_and_names_the_pattern() {
     let mut cluster = Cluster::start(3);
     cluster[0].kill();
