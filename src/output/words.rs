@@ -207,14 +207,15 @@ fn token_round(round: &TokenRound, total: usize, quorum: usize) -> String {
 }
 
 /// ": SERVER no longer holds the token (…); SERVER unreachable (…)" for
-/// the servers of a round on a token that did not confirm it.
+/// the servers of a round on a token that did not confirm it (not those
+/// that had not answered when it was decided: they had no part in it).
 fn token_causes(round: &TokenRound) -> String {
     let causes: Vec<String> = round
         .said
         .iter()
         .filter_map(|(server, said)| {
             let cause = match said {
-                Said::Holds => return None,
+                Said::Holds | Said::Failed(ServerError::NoAnswerYet) => return None,
                 Said::Gone => "no longer holds the token (its key is gone: expired, released, \
                      or the server restarted or was flushed?)"
                     .to_owned(),

@@ -168,6 +168,25 @@ fn a_server_that_had_not_answered_is_listed_but_not_counted_as_failed() {
 }
 
 #[test]
+fn a_release_names_only_the_servers_that_decided_it() {
+    let mut cluster = Cluster::start(3);
+    let held = run(cluster.redlock().args(["acquire", "causes-decided"]));
+    held.assert_code(0, "the holder");
+    cluster[2].pause();
+    let wrong = "0123456789abcdef0123456789abcdef";
+    let out = run(cluster.redlock().args(["release", "causes-decided", wrong]));
+    cluster[2].resume();
+    out.assert_code(79, "a release with another token");
+    assert_stderr_says(
+        &out,
+        &["released on 0 of 3 servers, and a majority is 2"],
+        "release",
+    );
+    // The paused server had no part in the outcome: not named.
+    assert!(!out.stderr.contains(&cluster[2].url()), "{}", out.stderr);
+}
+
+#[test]
 fn list_without_a_quorum_claims_no_empty_listing_and_names_the_pattern() {
     let mut cluster = Cluster::start(3);
     cluster[0].kill();
