@@ -47,11 +47,16 @@ impl Group {
     /// A process whose main thread exited shows as a zombie while its other
     /// threads run, so a zombie with threads left counts as live.
     pub fn has_live_members(self) -> bool {
-        super::proc::all().iter().any(|p| self.is_live_member(p))
+        !self.is_gone() && super::proc::all().iter().any(|p| self.is_live_member(p))
     }
 
     /// The pids of the group's live members (see [`Self::has_live_members`]).
+    /// An empty group costs one system call, not a walk through /proc: the
+    /// common end of a command that left nothing behind.
     pub fn live_members(self) -> Vec<i32> {
+        if self.is_gone() {
+            return Vec::new();
+        }
         super::proc::all()
             .iter()
             .filter(|p| self.is_live_member(p))
