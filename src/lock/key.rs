@@ -177,6 +177,15 @@ pub(super) const FREE_SUFFIX: &[u8] = b"\0free";
 /// TTL, so that its holder and `status` can tell.
 pub(super) const BROKEN_SUFFIX: &[u8] = b"\0broken";
 
+/// Appended to a lock's key to name its fencing counter: the highest
+/// fencing token handed out for the name, kept without expiry, and only for
+/// names ever taken with `--fence`.
+pub(super) const FENCE_SUFFIX: &[u8] = b"\0fence";
+
+/// Appended to a lock's key to name its shared holders (`--shared`): a
+/// sorted set of tokens scored by when each lapses, in this server's clock.
+pub(super) const READERS_SUFFIX: &[u8] = b"\0readers";
+
 /// Appended to the prefix to name the restart guard's marker (guard.lua):
 /// no lock name is empty or holds NUL, so no lock is called so.
 const GUARD_SUFFIX: &[u8] = b"\0guard";
@@ -212,6 +221,8 @@ pub fn is_line_key(key: &[u8]) -> bool {
         FREE_SUFFIX,
         GUARD_SUFFIX,
         BROKEN_SUFFIX,
+        FENCE_SUFFIX,
+        READERS_SUFFIX,
     ]
     .iter()
     .any(|suffix| key.ends_with(suffix))

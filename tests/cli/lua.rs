@@ -54,7 +54,7 @@ fn run(server: &RedisServer, name: &str, keys: &[Vec<u8>], args: &[&str]) -> Val
     eval(server, name, keys, args).unwrap_or_else(|e| panic!("{name}.lua failed: {e}"))
 }
 
-/// The six keys every script on the lock `name` gets, in order (as
+/// The nine keys every script on the lock `name` gets, in order (as
 /// `LockKeys` builds them), with the restart guard's marker `name:marker`.
 fn keys(name: &str) -> Vec<Vec<u8>> {
     let beside = |suffix: &[u8]| [name.as_bytes(), suffix].concat();
@@ -65,9 +65,9 @@ fn keys(name: &str) -> Vec<Vec<u8>> {
         beside(b"\0lapse"),
         beside(b"\0free"),
         beside(b":marker"),
-        // Only force.lua and inspect.lua get it (LockKeys::with_broken);
-        // the other scripts ignore a seventh key.
         beside(b"\0broken"),
+        beside(b"\0fence"),
+        beside(b"\0readers"),
     ]
 }
 

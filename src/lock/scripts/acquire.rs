@@ -183,6 +183,6 @@ mod tests {
             ..call
         };
         assert_eq!(without.args()[4..6], [b"".to_vec(), b"0".to_vec()]);
-        assert_eq!(without.keys().len(), 6);
+        assert_eq!(without.keys().len(), 9);
     }
 }

@@ -33,7 +33,7 @@ impl Invocation for Inspect {
     }
 
     fn keys(&self) -> Vec<Vec<u8>> {
-        self.keys.with_broken()
+        self.keys.to_vec()
     }
 
     fn args(&self) -> Vec<Vec<u8>> {

@@ -9,7 +9,8 @@ use std::time::Duration;
 use redis::Value;
 
 use super::super::key::{
-    marker_for, record_key, LockKey, BROKEN_SUFFIX, FREE_SUFFIX, LAPSE_SUFFIX, LINE_SUFFIX,
+    marker_for, record_key, LockKey, BROKEN_SUFFIX, FENCE_SUFFIX, FREE_SUFFIX, LAPSE_SUFFIX,
+    LINE_SUFFIX, READERS_SUFFIX,
 };
 use super::source::LuaScript;
 
@@ -59,9 +60,11 @@ pub trait Invocation: Clone + Send + Sync + 'static {
 /// the scripts name them: KEYS[1] the lock, [2] its holder record, [3] its
 /// line, [4] the tickets' lapse times, [5] since when the line has kept the
 /// free lock, [6] the restart guard's marker: the given one, or, for a name
-/// with a Redis Cluster hash tag, one in the tag's slot.
+/// with a Redis Cluster hash tag, one in the tag's slot; [7] who broke the
+/// lock (force.lua writes it, inspect.lua reads it), [8] its fencing
+/// counter, [9] its shared holders.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LockKeys(Arc<[Vec<u8>; 6]>);
+pub struct LockKeys(Arc<[Vec<u8>; 9]>);
 
 impl LockKeys {
     pub fn new(key: &LockKey, marker: &[u8]) -> Self {
@@ -73,19 +76,14 @@ impl LockKeys {
             beside(LAPSE_SUFFIX),
             beside(FREE_SUFFIX),
             marker_for(key.bytes(), marker),
+            beside(BROKEN_SUFFIX),
+            beside(FENCE_SUFFIX),
+            beside(READERS_SUFFIX),
         ]))
     }
 
     pub fn to_vec(&self) -> Vec<Vec<u8>> {
         self.0.to_vec()
-    }
-
-    /// [`Self::to_vec`], and as KEYS[7] who broke the lock (force.lua
-    /// writes it, inspect.lua reads it).
-    pub fn with_broken(&self) -> Vec<Vec<u8>> {
-        let mut keys = self.to_vec();
-        keys.push([self.0[0].as_slice(), BROKEN_SUFFIX].concat());
-        keys
     }
 }
 
@@ -420,13 +418,16 @@ pub(super) mod tests {
     #[test]
     fn lock_keys_come_in_the_order_the_scripts_name_them() {
         let keys = LockKeys::new(&LockKey::new(b"deploy".to_vec()), b"app:\0guard").to_vec();
-        let expected: [&[u8]; 6] = [
+        let expected: [&[u8]; 9] = [
             b"deploy",
             b"deploy\0holder",
             b"deploy\0line",
             b"deploy\0lapse",
             b"deploy\0free",
             b"app:\0guard",
+            b"deploy\0broken",
+            b"deploy\0fence",
+            b"deploy\0readers",
         ];
         assert_eq!(keys, expected.map(<[u8]>::to_vec));
         let tagged = LockKeys::new(&LockKey::new(b"{d}x".to_vec()), b"app:\0guard").to_vec();
