@@ -43,6 +43,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Push the lock''s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the locks on the servers (under --prefix) with their holders, as a majority sees them')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check the servers against what Redlock''s safety rests on: masters, distinct, enough of them, no eviction, persistence or the restart guard, clocks, round trips, cluster mode and ACLs. Exits 0 when nothing is unsafe, 1 when something is (with --strict, a warning too), 69 when too few servers answer')
             [CompletionResult]::new('exec', 'exec', [CompletionResultType]::ParameterValue, 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -168,6 +169,29 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'redlock;doctor' {
+            [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'The TTL the locks on these servers use: the servers'' clocks must agree within 1% of it')
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'A Redis master, e.g. redis://host:6379; repeat it for N masters')
+            [CompletionResult]::new('--server', '--server', [CompletionResultType]::ParameterName, 'A Redis master, e.g. redis://host:6379; repeat it for N masters')
+            [CompletionResult]::new('--servers-file', '--servers-file', [CompletionResultType]::ParameterName, 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS')
+            [CompletionResult]::new('--config-file', '--config-file', [CompletionResultType]::ParameterName, 'A file of settings: restart-guard, server-timeout, prefix')
+            [CompletionResult]::new('--server-timeout', '--server-timeout', [CompletionResultType]::ParameterName, 'Bound on each connect and reply [default: 250ms]')
+            [CompletionResult]::new('--restart-guard', '--restart-guard', [CompletionResultType]::ParameterName, 'Skip servers restarted less than DUR ago [default: 30s]')
+            [CompletionResult]::new('--tls-ca-cert', '--tls-ca-cert', [CompletionResultType]::ParameterName, 'The CA certificate (PEM) of rediss:// servers')
+            [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Prepended to the lock names to form the Redis keys')
+            [CompletionResult]::new('--single', '--single', [CompletionResultType]::ParameterName, 'Accept single-instance semantics: one server, which is no failure-tolerant Redlock, is then no finding')
+            [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Count warnings too: exit 1 when there is any')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the result as one JSON object')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No table, only errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No table, only errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Describe each step on stderr: servers, timings, validity')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Describe each step on stderr: servers, timings, validity')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'redlock;exec' {
             [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds); at most the restart guard (--restart-guard)')
             [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Retry for at most DUR, then exit with the last attempt''s status: 75 busy, 69 no quorum (-w 0 is -n)')
@@ -209,6 +233,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Push the lock''s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the locks on the servers (under --prefix) with their holders, as a majority sees them')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check the servers against what Redlock''s safety rests on: masters, distinct, enough of them, no eviction, persistence or the restart guard, clocks, round trips, cluster mode and ACLs. Exits 0 when nothing is unsafe, 1 when something is (with --strict, a warning too), 69 when too few servers answer')
             [CompletionResult]::new('exec', 'exec', [CompletionResultType]::ParameterValue, 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -226,6 +251,9 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;help;list' {
+            break
+        }
+        'redlock;help;doctor' {
             break
         }
         'redlock;help;exec' {

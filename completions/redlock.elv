@@ -40,6 +40,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand extend 'Push the lock''s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
             cand status 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free'
             cand list 'List the locks on the servers (under --prefix) with their holders, as a majority sees them'
+            cand doctor 'Check the servers against what Redlock''s safety rests on: masters, distinct, enough of them, no eviction, persistence or the restart guard, clocks, round trips, cluster mode and ACLs. Exits 0 when nothing is unsafe, 1 when something is (with --strict, a warning too), 69 when too few servers answer'
             cand exec 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -159,6 +160,28 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'redlock;doctor'= {
+            cand --ttl 'The TTL the locks on these servers use: the servers'' clocks must agree within 1% of it'
+            cand -s 'A Redis master, e.g. redis://host:6379; repeat it for N masters'
+            cand --server 'A Redis master, e.g. redis://host:6379; repeat it for N masters'
+            cand --servers-file 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS'
+            cand --config-file 'A file of settings: restart-guard, server-timeout, prefix'
+            cand --server-timeout 'Bound on each connect and reply [default: 250ms]'
+            cand --restart-guard 'Skip servers restarted less than DUR ago [default: 30s]'
+            cand --tls-ca-cert 'The CA certificate (PEM) of rediss:// servers'
+            cand --prefix 'Prepended to the lock names to form the Redis keys'
+            cand --single 'Accept single-instance semantics: one server, which is no failure-tolerant Redlock, is then no finding'
+            cand --strict 'Count warnings too: exit 1 when there is any'
+            cand --json 'Print the result as one JSON object'
+            cand -q 'No table, only errors'
+            cand --quiet 'No table, only errors'
+            cand -v 'Describe each step on stderr: servers, timings, validity'
+            cand --verbose 'Describe each step on stderr: servers, timings, validity'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'redlock;exec'= {
             cand --ttl 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds); at most the restart guard (--restart-guard)'
             cand -w 'Retry for at most DUR, then exit with the last attempt''s status: 75 busy, 69 no quorum (-w 0 is -n)'
@@ -199,6 +222,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand extend 'Push the lock''s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
             cand status 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free'
             cand list 'List the locks on the servers (under --prefix) with their holders, as a majority sees them'
+            cand doctor 'Check the servers against what Redlock''s safety rests on: masters, distinct, enough of them, no eviction, persistence or the restart guard, clocks, round trips, cluster mode and ACLs. Exits 0 when nothing is unsafe, 1 when something is (with --strict, a warning too), 69 when too few servers answer'
             cand exec 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -211,6 +235,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;help;status'= {
         }
         &'redlock;help;list'= {
+        }
+        &'redlock;help;doctor'= {
         }
         &'redlock;help;exec'= {
         }

@@ -41,6 +41,7 @@ complete -c redlock -n "__fish_redlock_needs_command" -f -a "release" -d 'Releas
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "extend" -d 'Push the lock\'s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "status" -d 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "list" -d 'List the locks on the servers (under --prefix) with their holders, as a majority sees them'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "doctor" -d 'Check the servers against what Redlock\'s safety rests on: masters, distinct, enough of them, no eviction, persistence or the restart guard, clocks, round trips, cluster mode and ACLs. Exits 0 when nothing is unsafe, 1 when something is (with --strict, a warning too), 69 when too few servers answer'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "exec" -d 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds); at most the restart guard (--restart-guard)' -r
@@ -120,6 +121,21 @@ complete -c redlock -n "__fish_redlock_using_subcommand list" -s q -l quiet -d '
 complete -c redlock -n "__fish_redlock_using_subcommand list" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand list" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand list" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l ttl -d 'The TTL the locks on these servers use: the servers\' clocks must agree within 1% of it' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l server-timeout -d 'Bound on each connect and reply [default: 250ms]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l restart-guard -d 'Skip servers restarted less than DUR ago [default: 30s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l prefix -d 'Prepended to the lock names to form the Redis keys' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l single -d 'Accept single-instance semantics: one server, which is no failure-tolerant Redlock, is then no finding'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l strict -d 'Count warnings too: exit 1 when there is any'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l json -d 'Print the result as one JSON object'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s q -l quiet -d 'No table, only errors'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s h -l help -d 'Print help'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds); at most the restart guard (--restart-guard)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s w -l wait -d 'Retry for at most DUR, then exit with the last attempt\'s status: 75 busy, 69 no quorum (-w 0 is -n)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s m -l message -d 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"' -r
@@ -163,13 +179,14 @@ complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_red
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status list exec help" -f -a "acquire" -d 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status list exec help" -f -a "release" -d 'Release the lock, if TOKEN still holds it; with --force, whoever holds it'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status list exec help" -f -a "extend" -d 'Push the lock\'s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status list exec help" -f -a "status" -d 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status list exec help" -f -a "list" -d 'List the locks on the servers (under --prefix) with their holders, as a majority sees them'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status list exec help" -f -a "exec" -d 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status list exec help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status list doctor exec help" -f -a "acquire" -d 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status list doctor exec help" -f -a "release" -d 'Release the lock, if TOKEN still holds it; with --force, whoever holds it'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status list doctor exec help" -f -a "extend" -d 'Push the lock\'s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status list doctor exec help" -f -a "status" -d 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status list doctor exec help" -f -a "list" -d 'List the locks on the servers (under --prefix) with their holders, as a majority sees them'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status list doctor exec help" -f -a "doctor" -d 'Check the servers against what Redlock\'s safety rests on: masters, distinct, enough of them, no eviction, persistence or the restart guard, clocks, round trips, cluster mode and ACLs. Exits 0 when nothing is unsafe, 1 when something is (with --strict, a warning too), 69 when too few servers answer'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status list doctor exec help" -f -a "exec" -d 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release extend status list doctor exec help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 
 # Added by redlock to clap's completion: the command that `redlock exec` runs
 # is completed as a command line of its own, both after `--` and after NAME

@@ -92,6 +92,16 @@ const EXAMPLES: &[(&str, &[Example])] = &[
                 lines: &["redlock status --json deploy | jq .holder"],
             },
     ]),
+    ("doctor", &[
+            Example {
+                what: "Check the servers: a verdict per server and overall, each problem with its fix",
+                lines: &["redlock doctor"],
+            },
+            Example {
+                what: "A monitoring check: 0 healthy, 1 unsafe (or, with --strict, a warning), 69 unreachable",
+                lines: &["redlock doctor --strict --json > doctor.json || alert \"redlock: exit $?\""],
+            },
+    ]),
     ("exec", &[
             Example {
                 what: "Cron: run the backup on one host only, skip quietly if it is running",
@@ -313,6 +323,13 @@ pub enum Command {
     )]
     Exec(ExecArgs),
 
+    /// Check the servers against what Redlock's safety rests on: masters, distinct,
+    /// enough of them, no eviction, persistence or the restart guard, clocks, round
+    /// trips, cluster mode and ACLs. Exits 0 when nothing is unsafe, 1 when something
+    /// is (with --strict, a warning too), 69 when too few servers answer.
+    #[command(after_help = examples_help("doctor"))]
+    Doctor(DoctorArgs),
+
     /// Write shell completions or man pages (for packagers and the project's own
     /// generated files).
     #[command(hide = true)]
@@ -472,6 +489,23 @@ pub struct ListArgs {
     /// clients) have no known age and are left out.
     #[arg(long, value_name = "DUR", value_parser = duration::parse, allow_hyphen_values = true)]
     pub older_than: Option<std::time::Duration>,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The TTL the locks on these servers use: the servers' clocks must agree within
+    /// 1% of it.
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration::parse, allow_hyphen_values = true)]
+    pub ttl: Duration,
+
+    /// Accept single-instance semantics: one server, which is no failure-tolerant
+    /// Redlock, is then no finding.
+    #[arg(long)]
+    pub single: bool,
+
+    /// Count warnings too: exit 1 when there is any.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Debug, Args)]

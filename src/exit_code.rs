@@ -15,7 +15,9 @@ use std::process::ExitCode;
 pub enum Exit {
     /// 0: the command did what was asked (for `status`: the lock is held).
     Success,
-    /// 1: `status` only: the lock is free (no token holds a majority).
+    /// 1: `status`: the lock is free (no token holds a majority);
+    /// `doctor`: something Redlock's safety rests on is broken (with
+    /// `--strict`, a warning too).
     Free,
     /// 64 (EX_USAGE): a bad flag, duration, name or missing token.
     Usage,
@@ -60,7 +62,9 @@ pub struct Row {
 }
 
 /// Every visible command; a test checks that it is the clap definition's list.
-pub const EVERY: &[&str] = &["acquire", "release", "extend", "status", "list", "exec"];
+pub const EVERY: &[&str] = &[
+    "acquire", "release", "extend", "status", "list", "exec", "doctor",
+];
 
 /// Every fixed exit status, in ascending order. `128+N` and the command's own
 /// status under `exec` are described where they apply.
@@ -68,14 +72,14 @@ pub const TABLE: [Row; 9] = [
     Row {
         exit: Exit::Success,
         name: "success",
-        help: "success (status: the lock is held)",
-        commands: &["acquire", "release", "extend", "status", "list"],
+        help: "success (status: the lock is held; doctor: nothing unsafe)",
+        commands: &["acquire", "release", "extend", "status", "list", "doctor"],
     },
     Row {
         exit: Exit::Free,
         name: "free",
-        help: "status: the lock is free",
-        commands: &["status"],
+        help: "status: the lock is free; doctor: something is unsafe (--strict: or a warning)",
+        commands: &["status", "doctor"],
     },
     Row {
         exit: Exit::Usage,
@@ -253,7 +257,10 @@ mod tests {
         let lines: Vec<&str> = help.lines().collect();
         assert_eq!(lines[0], "Exit codes:");
         assert_eq!(lines.len(), TABLE.len() + 1);
-        assert_eq!(lines[1], "  0   success (status: the lock is held)");
+        assert_eq!(
+            lines[1],
+            "  0   success (status: the lock is held; doctor: nothing unsafe)"
+        );
         assert_eq!(
             lines[3],
             "  64  usage error: bad flag, duration, name or missing token"

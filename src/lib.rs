@@ -210,7 +210,7 @@ mod tests {
     fn the_missing_subcommand_message_names_every_visible_one() {
         assert_eq!(
             subcommands(),
-            "acquire, release, extend, status, list or exec"
+            "acquire, release, extend, status, list, doctor or exec"
         );
     }
 

@@ -18,6 +18,10 @@ use crate::lock::{
 };
 use crate::signals::QUIET_DEATHS;
 
+pub mod report;
+
+pub use report::Report;
+
 /// What a command did. Data only: the words are `output`'s.
 #[derive(Debug)]
 pub enum Outcome {
@@ -68,6 +72,8 @@ pub enum Outcome {
     },
     /// `generate`: the files were written.
     Generated,
+    /// `doctor`: what the servers' settings come to.
+    Doctor(Report),
 }
 
 /// How `exec` held its lock and how its command ended.
@@ -176,6 +182,7 @@ impl Outcome {
                 None => Exit::Success,
             },
             Outcome::Ran(ran) => ran.end.exit(),
+            Outcome::Doctor(report) => report.exit(),
             Outcome::Interrupted { signal, .. } => Exit::Signal(*signal as i32),
             // Nobody is left to hold it for: as a wait that ran out.
             Outcome::Abandoned { .. } | Outcome::KeptAlready { .. } => Exit::Busy,

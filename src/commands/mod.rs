@@ -4,6 +4,7 @@
 //! picks the command for a task and [`finish`] renders how it ended, once.
 
 mod acquire;
+mod doctor;
 mod exec;
 mod extend;
 pub mod generate;
@@ -124,6 +125,7 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
             LockJob::List { query, names } => list::run(&redlock, query, names, output).await,
             LockJob::Extend { key, token, ttl } => extend::run(&redlock, &key, &token, ttl).await,
             LockJob::Status { key } => status::run(&redlock, &key).await,
+            LockJob::Doctor(job) => doctor::run(&redlock, job, &handoff.prefix).await,
             LockJob::Exec(spec) => {
                 let watchdog = watchdog.expect("forked for exec");
                 exec::run(&redlock, spec, &handoff, watchdog, events).await

@@ -107,6 +107,18 @@ pub enum LockJob {
         names: bool,
     },
     Exec(ExecSpec),
+    Doctor(DoctorJob),
+}
+
+/// A validated `redlock doctor` invocation.
+#[derive(Debug, Clone, Copy)]
+pub struct DoctorJob {
+    /// The TTL the locks use, which the clocks are weighed against.
+    pub ttl: Duration,
+    /// `--single`: one server is accepted.
+    pub single: bool,
+    /// `--strict`: warnings count.
+    pub strict: bool,
 }
 
 /// A validated `redlock acquire` invocation.
@@ -198,6 +210,11 @@ impl Config {
             Command::Status(name) => LockJob::Status { key: key(&name)? },
             Command::List(args) => list(args, &prefix)?,
             Command::Exec(args) => LockJob::Exec(exec_spec(args, &prefix, json)?),
+            Command::Doctor(args) => LockJob::Doctor(DoctorJob {
+                ttl: ttl(args.ttl, MIN_TTL)?,
+                single: args.single,
+                strict: args.strict,
+            }),
         };
         let (servers, notices) = servers_for(
             &job,
@@ -404,7 +421,8 @@ impl LockJob {
             LockJob::Release { .. }
             | LockJob::ForceRelease { .. }
             | LockJob::Status { .. }
-            | LockJob::List { .. } => None,
+            | LockJob::List { .. }
+            | LockJob::Doctor(_) => None,
         }
     }
 }

@@ -205,6 +205,65 @@ impl Redlock {
         self.servers.len()
     }
 
+    /// The servers that can lose a lock they hold (a replica, an eviction
+    /// policy that evicts keys with an expiry), as they answered behind the
+    /// first attempt. For the servers in `held_on` the answer is waited for
+    /// (it was pipelined behind the attempt's own and is all but there);
+    /// for the others, only what arrived counts.
+    pub async fn concerns(&self, held_on: &[ServerSpec]) -> Vec<super::Concern> {
+        let mut concerns = Vec::new();
+        for server in &self.servers {
+            let counted = held_on
+                .iter()
+                .any(|spec| spec.secret_url() == server.spec().secret_url());
+            let wait = counted.then(|| server.timeout());
+            if let Some(info) = server.behind.known(wait).await {
+                concerns.extend(super::server_info::Concern::of(
+                    server.spec(),
+                    counted,
+                    &info,
+                ));
+            }
+        }
+        concerns
+    }
+
+    /// Asks every server, at once, everything `doctor` checks; the locks
+    /// live under `prefix`.
+    pub async fn probe(&self, prefix: &[u8]) -> Vec<super::Probe> {
+        let asked: Vec<_> = self
+            .servers
+            .iter()
+            .map(|server| {
+                let (server, prefix) = (Arc::clone(server), prefix.to_vec());
+                tokio::spawn(async move { server.probe(&prefix).await })
+            })
+            .collect();
+        let mut probes = Vec::with_capacity(asked.len());
+        for (handle, server) in asked.into_iter().zip(&self.servers) {
+            probes.push(handle.await.unwrap_or_else(|err| super::Probe {
+                spec: server.spec().clone(),
+                answer: Err(ServerError::Failed(err.to_string())),
+            }));
+        }
+        probes
+    }
+
+    /// How long each server gets to connect and for each reply.
+    pub fn server_timeout(&self) -> Duration {
+        self.servers.first().map_or(Duration::ZERO, |s| s.timeout())
+    }
+
+    /// The quorum: N/2+1.
+    pub fn quorum(&self) -> usize {
+        self.quorum
+    }
+
+    /// The restart guard (zero: off).
+    pub fn restart_guard(&self) -> Duration {
+        self.restart_guard
+    }
+
     /// One Redlock round: `SET key token NX PX ttl` on every server at once,
     /// deciding as soon as a majority agreed or no longer can. On failure the
     /// key is released everywhere, including servers that did not answer.
@@ -233,7 +292,7 @@ impl Redlock {
         };
         let replies = self
             .decided_round(move |mut connection: Connection| async move {
-                connection.invoke(&call).await.map(SetReply::from)
+                connection.invoke_asking(&call).await.map(SetReply::from)
             })
             .await;
         let clock = median(replies.answered().filter_map(SetReply::clock).collect());

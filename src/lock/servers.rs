@@ -18,6 +18,7 @@ use tokio::sync::Mutex;
 use super::capped::{Capped, MOST_PER_REPLY};
 use super::key::{escape_and_cut, SERVER_TEXT_SHOWN};
 use super::scripts::{Invocation, LuaScript};
+use super::server_info::Behind;
 use super::server_url::{ServerSpec, SpecError};
 
 /// Why one server did not give a usable answer.
@@ -66,6 +67,9 @@ pub struct Server {
     timeout: Duration,
     connection: Mutex<Option<Connection>>,
     timeouts_in_a_row: AtomicU32,
+    /// What the server said of its role and eviction policy, asked behind
+    /// the first acquire (see [`Connection::invoke_asking`]).
+    pub(super) behind: Arc<Behind>,
 }
 
 /// A connection to one server, and the scripts it has sent on it.
@@ -73,6 +77,7 @@ pub struct Server {
 pub struct Connection {
     inner: MultiplexedConnection,
     sent_scripts: Arc<StdMutex<HashSet<&'static str>>>,
+    behind: Arc<Behind>,
 }
 
 impl Connection {
@@ -84,6 +89,38 @@ impl Connection {
         let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let reply: redis::Value = self.run_script(call.script(), &keys, &args).await?;
         Ok(call.parse(reply)?)
+    }
+
+    /// [`Self::invoke`], with the server's role and eviction policy asked
+    /// right behind the script's request the first time (INFO on the same
+    /// connection): pipelined, so it costs no round trip, and its answer
+    /// arrives just after the script's. `Redlock::concerns` reads it.
+    pub async fn invoke_asking<I: Invocation>(&mut self, call: &I) -> redis::RedisResult<I::Reply> {
+        let mut ask = Some((self.inner.clone(), Arc::clone(&self.behind)));
+        let mut invoked = std::pin::pin!(self.invoke(call));
+        std::future::poll_fn(|cx| {
+            // The first poll queues the script's request on the connection;
+            // the question goes behind it, never before it.
+            let polled = invoked.as_mut().poll(cx);
+            if let Some((inner, behind)) = ask.take() {
+                behind.ask(inner);
+            }
+            polled
+        })
+        .await
+    }
+
+    /// One command, its reply as `T`.
+    pub async fn query<T: FromRedisValue>(&mut self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+        cmd.query_async(&mut self.inner).await
+    }
+
+    /// Several commands in one request, each reply as a value.
+    pub async fn query_all(
+        &mut self,
+        pipe: &redis::Pipeline,
+    ) -> redis::RedisResult<Vec<redis::Value>> {
+        pipe.query_async(&mut self.inner).await
     }
 
     /// Runs `script` with EVALSHA once this connection has sent it with EVAL
@@ -182,11 +219,17 @@ impl Server {
             timeout,
             connection: Mutex::new(None),
             timeouts_in_a_row: AtomicU32::new(0),
+            behind: Arc::default(),
         }))
     }
 
     pub fn spec(&self) -> &ServerSpec {
         &self.spec
+    }
+
+    /// The bound for connecting and for each reply.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// Runs one request on this server, connecting first if needed, with each
@@ -329,6 +372,7 @@ impl Server {
         let connection = Connection {
             inner,
             sent_scripts: Arc::default(),
+            behind: Arc::clone(&self.behind),
         };
         *cached = Some(connection.clone());
         Ok((connection, false))

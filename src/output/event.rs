@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::config::Notice;
-use crate::lock::{Lease, LockError, LockKey};
+use crate::lock::{Concern, Lease, LockError, LockKey};
 
 /// What a command says while it runs. Data: the words are in `text`.
 #[derive(Debug)]
@@ -12,6 +12,9 @@ pub enum Event<'a> {
     /// Something about how the command was given (a secret where others
     /// can read it).
     Notice(&'a Notice),
+    /// A server that can lose a lock it holds (a replica, an eviction
+    /// policy), seen when the lock was taken.
+    Concern(&'a Concern),
     /// `exec` without NAME: the name it derived.
     DerivedName(&'a LockKey),
     /// An attempt to take the lock failed; another follows.

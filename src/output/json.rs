@@ -36,6 +36,7 @@ impl Format for Json {
                 let occupied = forced.before.occupied().or_else(|| forced.before.seen());
                 to_line(&ForcedJson::new(forced, &verdict, occupied.as_ref()))?
             }
+            Outcome::Doctor(report) => super::doctor::json(report)?,
             // `exec --json` is refused; an interrupted wait prints nothing;
             // `list` writes its object as it reads (see `Output::listed`).
             Outcome::Ran(_)

@@ -6,6 +6,7 @@
 //! returned to the caller, who decides what it costs.
 
 mod closed;
+mod doctor;
 mod event;
 mod format;
 mod json;

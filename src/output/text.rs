@@ -30,6 +30,7 @@ impl Format for Text {
                 inspection,
                 verdict,
             } if !self.quiet => Some(status(inspection, verdict)),
+            Outcome::Doctor(report) if !self.quiet => Some(super::doctor::text(report)),
             _ => None,
         })
     }
@@ -112,6 +113,7 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>, json: bool) -> V
             ),
         )],
         Outcome::Generated => Vec::new(),
+        Outcome::Doctor(_) => vec![stdout],
     };
     pieces.into_iter().flatten().collect()
 }
@@ -307,6 +309,7 @@ pub(super) fn event(event: &Event<'_>) -> (Level, String) {
     use Level::{Expected, Verbose, Warning};
     match event {
         Event::Notice(notice) => (Expected, self::notice(notice)),
+        Event::Concern(concern) => super::doctor::concern(concern),
         Event::DerivedName(key) => (
             Verbose,
             format!(

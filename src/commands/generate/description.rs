@@ -12,6 +12,27 @@ pub fn of(sub: &str) -> Option<&'static str> {
 
 const DESCRIPTIONS: &[(&str, &str)] = &[
     (
+        "doctor",
+        "Asks every server what Redlock's safety rests on and prints, per server and for the \
+         list as a whole, one line per check: ok, unknown, warning or unsafe, what was found, \
+         and the fix. A server must be reachable, a master (a replica's locks are overwritten \
+         by replication), and distinct (its run_id: two URLs of one server would count it \
+         twice); its maxmemory-policy must not evict keys with an expiry (noeviction); it needs \
+         AOF with appendfsync always, or else the restart guard (a warning while the guard is \
+         on, unsafe when it is off); a server that started less than the guard ago does not \
+         count yet. Its clock (TIME) must agree with the others' within 1% of --ttl, its round \
+         trip must stay well under --server-timeout, it should not be in cluster mode, and its \
+         ACL must allow every command redlock sends (ACL DRYRUN, Redis 7 and later): each one \
+         missing is named with what stops working without it. What a managed Redis will not \
+         say (CONFIG, ACL) is unknown, not an error. The list needs an odd number of servers, \
+         at least 3, or --single for one.\n\n\
+         doctor exits 0 when nothing is unsafe (warnings are printed), 1 when something is (with \
+         --strict, a warning too), 69 when fewer than a quorum of the servers answer. With \
+         --json it prints one object, a verdict and one object per server, for a monitoring \
+         check. The restart guard and the server timeout are read as the other commands read \
+         them.",
+    ),
+    (
         "acquire",
         "Takes the lock on a majority of the servers and prints its token on stdout, for \
          release and extend. Without -n or -w it waits until the lock is free, saying on stderr \

@@ -1,0 +1,240 @@
+//! `redlock doctor`: asks every server what Redlock's safety rests on, and
+//! turns the answers into findings (`outcome::report`).
+
+use std::time::Duration;
+
+use crate::config::DoctorJob;
+use crate::error::Error;
+use crate::lock::{Facts, Info, Probe, Redlock, ServerSpec, Unknown};
+use crate::outcome::report::{Finding, Report, ServerReport};
+use crate::outcome::Outcome;
+
+/// The settings the checks weigh the answers against.
+struct Against {
+    guard: Duration,
+    timeout: Duration,
+    clock_bound: Duration,
+}
+
+pub async fn run(redlock: &Redlock, job: DoctorJob, prefix: &[u8]) -> Result<Outcome, Error> {
+    let probes = redlock.probe(prefix).await;
+    let against = Against {
+        guard: redlock.restart_guard(),
+        timeout: redlock.server_timeout(),
+        // The drift Redlock allows for (1% of the TTL, and 2 ms), which a
+        // clock read over the network cannot tell apart from less than
+        // a few ms.
+        clock_bound: (job.ttl / 100).max(Duration::from_millis(5)),
+    };
+    let median = median_offset(&probes);
+    let mut servers: Vec<ServerReport> = Vec::with_capacity(probes.len());
+    for (i, probe) in probes.iter().enumerate() {
+        let duplicate = earlier_with_run_id(&probes[..i], probe);
+        servers.push(server_report(probe, duplicate, median, &against));
+    }
+    let answered = probes.iter().filter(|p| p.answer.is_ok()).count();
+    let masters = servers
+        .iter()
+        .zip(&probes)
+        .filter(|(report, probe)| {
+            probe.answer.is_ok()
+                && !report.findings.iter().any(|f| {
+                    matches!(
+                        f,
+                        Finding::Replica { .. } | Finding::Duplicate { .. } | Finding::Refused(_)
+                    )
+                })
+        })
+        .count();
+    let overall = vec![
+        Finding::Count {
+            servers: probes.len(),
+            single: job.single,
+        },
+        Finding::Quorum {
+            masters,
+            answered,
+            quorum: redlock.quorum(),
+        },
+    ];
+    Ok(Outcome::Doctor(Report {
+        servers,
+        overall,
+        total: probes.len(),
+        quorum: redlock.quorum(),
+        answered,
+        strict: job.strict,
+    }))
+}
+
+/// The findings of one server.
+fn server_report(
+    probe: &Probe,
+    duplicate: Option<ServerSpec>,
+    median: Option<i64>,
+    against: &Against,
+) -> ServerReport {
+    let facts = match &probe.answer {
+        Ok(facts) => facts,
+        Err(err) => {
+            let finding = match err {
+                crate::lock::ServerError::Refused(why) => Finding::Refused(why.clone()),
+                err => Finding::Unreachable(err.clone()),
+            };
+            return ServerReport {
+                spec: probe.spec.clone(),
+                version: None,
+                rtt: None,
+                findings: vec![finding],
+            };
+        }
+    };
+    let info = facts.info.as_ref().map_err(Clone::clone);
+    let mut findings = vec![role(&info)];
+    findings.extend(duplicate.map(|of| Finding::Duplicate { of }));
+    findings.push(eviction(&info));
+    findings.push(persistence(&info, facts, against.guard));
+    if let Ok(Some(uptime)) = info.as_ref().map(|i| i.uptime) {
+        findings.push(Finding::Uptime {
+            uptime,
+            guard: against.guard,
+        });
+    }
+    findings.push(clock(facts, median, against.clock_bound));
+    findings.push(Finding::RoundTrip {
+        rtt: facts.rtt,
+        timeout: against.timeout,
+    });
+    if let Ok(Some(cluster)) = info.as_ref().map(|i| i.cluster_enabled) {
+        findings.push(Finding::Cluster(cluster));
+    }
+    findings.push(acl(facts, !against.guard.is_zero()));
+    ServerReport {
+        spec: probe.spec.clone(),
+        version: info.as_ref().ok().and_then(|i| i.version.clone()),
+        rtt: Some(facts.rtt),
+        findings,
+    }
+}
+
+fn role(info: &Result<&Info, Unknown>) -> Finding {
+    match info {
+        Ok(info) if info.is_replica() => Finding::Replica {
+            master: info.master.clone(),
+            read_only: info.read_only,
+        },
+        Ok(info) if info.role.is_some() => Finding::Master,
+        Ok(_) => Finding::RoleUnknown(Unknown("INFO has no role".into())),
+        Err(why) => Finding::RoleUnknown(why.clone()),
+    }
+}
+
+fn eviction(info: &Result<&Info, Unknown>) -> Finding {
+    match info.as_ref().map(|i| i.maxmemory_policy.clone()) {
+        Ok(Some(policy)) => Finding::Eviction {
+            evicts: crate::lock::evicts_locks(&policy),
+            policy,
+        },
+        Ok(None) => Finding::EvictionUnknown(Unknown("INFO has no maxmemory_policy".into())),
+        Err(why) => Finding::EvictionUnknown(why.clone()),
+    }
+}
+
+fn persistence(info: &Result<&Info, Unknown>, facts: &Facts, guard: Duration) -> Finding {
+    match info.as_ref().map(|i| i.aof_enabled) {
+        Ok(Some(aof)) => Finding::Persistence {
+            aof,
+            fsync: facts.appendfsync.clone(),
+            guard,
+        },
+        Ok(None) => Finding::PersistenceUnknown(Unknown("INFO has no aof_enabled".into())),
+        Err(why) => Finding::PersistenceUnknown(why.clone()),
+    }
+}
+
+fn clock(facts: &Facts, median: Option<i64>, bound: Duration) -> Finding {
+    match (&facts.clock_offset_ms, median) {
+        (Ok(offset), Some(median)) => {
+            let diff = offset - median;
+            // What the network could add to the reading: half a round trip.
+            let blur = i64::try_from(facts.rtt.as_millis() / 2).unwrap_or(i64::MAX);
+            let off = diff.unsigned_abs().saturating_sub(blur.unsigned_abs());
+            Finding::Clock {
+                off: Duration::from_millis(off),
+                ahead: diff > 0,
+                bound,
+            }
+        }
+        (Err(why), _) => Finding::ClockUnknown(why.clone()),
+        (Ok(_), None) => Finding::ClockUnknown(Unknown("no clock to compare with".into())),
+    }
+}
+
+/// The ACL check: what `ACL DRYRUN` said, and INFO refused outright (a user
+/// without +info, whose ACL may not allow DRYRUN either).
+fn acl(facts: &Facts, guard_on: bool) -> Finding {
+    let refused = |answer: Result<(), &Unknown>, command| {
+        matches!(answer, Err(why) if why.is_not_permitted()).then_some(crate::lock::Missing {
+            command,
+            feature: crate::lock::Feature::RestartGuard,
+        })
+    };
+    let refused: Vec<_> = [
+        refused(facts.info.as_ref().map(|_| ()), "INFO"),
+        refused(facts.clock_offset_ms.as_ref().map(|_| ()), "TIME"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    match &facts.missing {
+        Ok(missing) => {
+            let mut missing = missing.clone();
+            for command in refused.into_iter().rev() {
+                if !missing.iter().any(|m| m.command == command.command) {
+                    missing.insert(0, command);
+                }
+            }
+            Finding::Acl {
+                missing,
+                guard_on,
+                complete: true,
+            }
+        }
+        Err(_) if !refused.is_empty() => Finding::Acl {
+            missing: refused,
+            guard_on,
+            complete: false,
+        },
+        Err(why) => Finding::AclUnknown(why.clone()),
+    }
+}
+
+/// An earlier server of the list that is the same process (its run_id).
+fn earlier_with_run_id(earlier: &[Probe], probe: &Probe) -> Option<ServerSpec> {
+    let run_id = |p: &Probe| -> Option<String> {
+        p.answer.as_ref().ok()?.info.as_ref().ok()?.run_id.clone()
+    };
+    let ours = run_id(probe)?;
+    earlier
+        .iter()
+        .find(|p| run_id(p).as_ref() == Some(&ours))
+        .map(|p| p.spec.clone())
+}
+
+/// The median of the servers' clock offsets from ours.
+fn median_offset(probes: &[Probe]) -> Option<i64> {
+    let mut offsets: Vec<i64> = probes
+        .iter()
+        .filter_map(|p| {
+            p.answer
+                .as_ref()
+                .ok()?
+                .clock_offset_ms
+                .as_ref()
+                .ok()
+                .copied()
+        })
+        .collect();
+    offsets.sort_unstable();
+    offsets.get(offsets.len() / 2).copied()
+}

@@ -1,0 +1,213 @@
+//! What a server says about itself (INFO), and what `acquire` and `exec`
+//! make of it: its role and eviction policy, asked pipelined behind their
+//! first request ([`Behind`]), so that it costs them no round trip.
+
+use std::collections::HashMap;
+use std::sync::Mutex as StdMutex;
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+
+use super::key::{escape_and_cut, SERVER_TEXT_SHOWN};
+use super::server_url::ServerSpec;
+
+/// What the fields of `INFO` say, those the checks read. Every text is the
+/// server's, escaped and cut.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Info {
+    pub version: Option<String>,
+    pub run_id: Option<String>,
+    pub uptime: Option<Duration>,
+    /// `master` or `slave`.
+    pub role: Option<String>,
+    /// A replica's master, `host:port`.
+    pub master: Option<String>,
+    /// A replica's `slave_read_only`.
+    pub read_only: Option<bool>,
+    pub maxmemory_policy: Option<String>,
+    pub maxmemory: Option<u64>,
+    pub aof_enabled: Option<bool>,
+    pub cluster_enabled: Option<bool>,
+}
+
+impl Info {
+    /// The fields of an `INFO` reply (`name:value` lines of any sections).
+    pub fn parse(text: &str) -> Info {
+        let fields: HashMap<&str, &str> = text
+            .lines()
+            .filter_map(|line| line.trim_end_matches('\r').split_once(':'))
+            .collect();
+        let text = |name: &str| {
+            fields
+                .get(name)
+                .map(|v| escape_and_cut(v.as_bytes(), SERVER_TEXT_SHOWN))
+        };
+        let number = |name: &str| fields.get(name).and_then(|v| v.trim().parse::<u64>().ok());
+        let flag = |name: &str| number(name).map(|n| n != 0);
+        Info {
+            version: text("redis_version"),
+            run_id: text("run_id"),
+            uptime: number("uptime_in_seconds").map(Duration::from_secs),
+            role: text("role"),
+            master: text("master_host").map(|host| match text("master_port") {
+                Some(port) => format!("{host}:{port}"),
+                None => host,
+            }),
+            read_only: flag("slave_read_only"),
+            maxmemory_policy: text("maxmemory_policy"),
+            maxmemory: number("maxmemory"),
+            aof_enabled: flag("aof_enabled"),
+            cluster_enabled: flag("cluster_enabled"),
+        }
+    }
+
+    pub fn is_replica(&self) -> bool {
+        matches!(self.role.as_deref(), Some("slave" | "replica"))
+    }
+}
+
+/// Whether `policy` (maxmemory-policy) may evict a key with an expiry, as
+/// every lock has: `volatile-*` and `allkeys-*` can.
+pub fn evicts_locks(policy: &str) -> bool {
+    policy.starts_with("volatile-") || policy.starts_with("allkeys-")
+}
+
+/// A server `acquire` or `exec` counts (or asked) that can lose a lock it
+/// holds.
+#[derive(Debug, Clone)]
+pub struct Concern {
+    pub server: ServerSpec,
+    /// Whether it is among the servers that hold the lock just taken.
+    pub counted: bool,
+    pub kind: ConcernKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConcernKind {
+    /// A replica: what it holds, replication from its master overwrites.
+    Replica { master: Option<String> },
+    /// Its maxmemory-policy can evict keys with an expiry: a held lock.
+    Evicts { policy: String },
+}
+
+impl Concern {
+    /// What `info` (of `server`) is a concern for, if anything.
+    pub fn of(server: &ServerSpec, counted: bool, info: &Info) -> Vec<Concern> {
+        let mut kinds = Vec::new();
+        if info.is_replica() {
+            kinds.push(ConcernKind::Replica {
+                master: info.master.clone(),
+            });
+        }
+        if let Some(policy) = info.maxmemory_policy.as_ref().filter(|p| evicts_locks(p)) {
+            kinds.push(ConcernKind::Evicts {
+                policy: policy.clone(),
+            });
+        }
+        kinds
+            .into_iter()
+            .map(|kind| Concern {
+                server: server.clone(),
+                counted,
+                kind,
+            })
+            .collect()
+    }
+}
+
+/// A server's role and eviction policy, asked once behind the first
+/// acquire on it: not asked yet, asked (the answer on its way), or known
+/// (`None`: it did not say, e.g. an ACL without +info).
+#[derive(Debug, Default)]
+pub struct Behind(StdMutex<Asked>);
+
+#[derive(Debug, Default)]
+enum Asked {
+    #[default]
+    No,
+    Sent(tokio::task::JoinHandle<Option<Info>>),
+    Known(Option<Info>),
+}
+
+impl Behind {
+    /// Sends `INFO replication` and `INFO memory` on `connection`, once:
+    /// queued behind whatever the caller queued on it first.
+    pub fn ask(&self, mut connection: MultiplexedConnection) {
+        let mut asked = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if !matches!(*asked, Asked::No) {
+            return;
+        }
+        let mut pipe = redis::pipe();
+        pipe.cmd("INFO").arg("replication");
+        pipe.cmd("INFO").arg("memory");
+        *asked = Asked::Sent(tokio::spawn(async move {
+            let replies: Vec<String> = pipe.query_async(&mut connection).await.ok()?;
+            Some(Info::parse(&replies.join("\n")))
+        }));
+    }
+
+    /// What the server said: waiting up to `wait` for an answer on its way,
+    /// or, without `wait`, only what has arrived.
+    pub async fn known(&self, wait: Option<Duration>) -> Option<Info> {
+        let handle = {
+            let mut asked = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            match std::mem::take(&mut *asked) {
+                Asked::Sent(handle) if wait.is_some() || handle.is_finished() => handle,
+                other => {
+                    let known = match &other {
+                        Asked::Known(info) => info.clone(),
+                        _ => None,
+                    };
+                    *asked = other;
+                    return known;
+                }
+            }
+        };
+        let info = tokio::time::timeout(wait.unwrap_or_default(), handle)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .flatten();
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Asked::Known(info.clone());
+        info
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_fields_are_read_from_any_section() {
+        let text = "# Server\r\nredis_version:7.0.15\r\nrun_id:abc\r\nuptime_in_seconds:12\r\n\
+                    # Replication\r\nrole:slave\r\nmaster_host:10.0.0.1\r\nmaster_port:6379\r\n\
+                    slave_read_only:0\r\n# Memory\r\nmaxmemory:0\r\nmaxmemory_policy:allkeys-lru\r\n";
+        let info = Info::parse(text);
+        assert_eq!(info.run_id.as_deref(), Some("abc"));
+        assert_eq!(info.uptime, Some(Duration::from_secs(12)));
+        assert!(info.is_replica());
+        assert_eq!(info.master.as_deref(), Some("10.0.0.1:6379"));
+        assert_eq!(info.read_only, Some(false));
+        assert_eq!(info.maxmemory_policy.as_deref(), Some("allkeys-lru"));
+        assert_eq!(info.cluster_enabled, None);
+    }
+
+    #[test]
+    fn a_server_text_is_escaped() {
+        let info = Info::parse("role:\x1b[2Jmaster\r\n");
+        assert!(!info.role.unwrap().contains('\x1b'));
+    }
+
+    #[test]
+    fn only_noeviction_keeps_locks() {
+        assert!(!evicts_locks("noeviction"));
+        for policy in [
+            "volatile-lru",
+            "volatile-ttl",
+            "allkeys-lru",
+            "allkeys-random",
+        ] {
+            assert!(evicts_locks(policy), "{policy}");
+        }
+    }
+}

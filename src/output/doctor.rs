@@ -1,0 +1,514 @@
+//! `redlock doctor`'s words: each finding as a check's name, a one-line
+//! explanation and the fix; the report as text and as JSON; and the
+//! warning `acquire` and `exec` give about a server that can lose a lock.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::format::Level as Loudness;
+use super::words::server_failure;
+use crate::duration::rounded;
+use crate::lock::{Concern, ConcernKind, Feature, Missing};
+use crate::outcome::report::{Finding, Level, Report, ServerReport};
+
+/// A finding in words: the check, what it found, and the fix (none when
+/// nothing needs fixing).
+struct Said {
+    check: &'static str,
+    says: String,
+    fix: Option<String>,
+}
+
+fn said(check: &'static str, says: String, fix: Option<&str>) -> Said {
+    Said {
+        check,
+        says,
+        fix: fix.map(str::to_owned),
+    }
+}
+
+fn words(finding: &Finding) -> Said {
+    let bad = finding.level() > Level::Ok;
+    match finding {
+        Finding::Unreachable(err) => said(
+            "reachable",
+            format!("{}: it cannot count toward a quorum", server_failure(err)),
+            Some("start it, or check the URL, the network and --server-timeout"),
+        ),
+        Finding::Refused(why) => said(
+            "reachable",
+            format!("it answers but refuses us: {why}"),
+            Some("fix the credentials in the URL, or the server's ACL"),
+        ),
+        Finding::Master => said("role", "a master".into(), None),
+        Finding::Replica { master, read_only } => replica(master.as_deref(), *read_only),
+        Finding::RoleUnknown(why) => said(
+            "role",
+            format!("unknown ({})", why.0),
+            Some("grant +info, or check by hand (INFO replication) that it is a master"),
+        ),
+        Finding::Duplicate { of } => said(
+            "distinct",
+            format!("the same server (run_id) as {of}: one server would count twice"),
+            Some("list each server once"),
+        ),
+        Finding::Eviction { policy, .. } if bad => said(
+            "eviction",
+            format!("maxmemory-policy {policy} can evict a held lock (every lock has an expiry)"),
+            Some("CONFIG SET maxmemory-policy noeviction, and set it in redis.conf"),
+        ),
+        Finding::Eviction { policy, .. } => said(
+            "eviction",
+            format!("maxmemory-policy {policy}: no lock is evicted"),
+            None,
+        ),
+        Finding::EvictionUnknown(why) => said(
+            "eviction",
+            format!("maxmemory-policy unknown ({})", why.0),
+            Some("make sure it is noeviction"),
+        ),
+        Finding::Persistence { aof, fsync, guard } => persistence(finding, *aof, fsync, *guard),
+        Finding::PersistenceUnknown(why) => said(
+            "persistence",
+            format!("unknown ({})", why.0),
+            Some("make sure it has appendonly yes and appendfsync always, or keep the restart guard on"),
+        ),
+        _ => more_words(finding, bad),
+    }
+}
+
+/// [`words`], continued.
+fn more_words(finding: &Finding, bad: bool) -> Said {
+    match finding {
+        Finding::Uptime { uptime, guard } => uptime_words(*uptime, *guard, bad),
+        Finding::Clock { off, ahead, bound } => clock(*off, *ahead, *bound, bad),
+        Finding::ClockUnknown(why) => said("clock", format!("unknown ({})", why.0), None),
+        Finding::RoundTrip { rtt, timeout } if bad => said(
+            "round trip",
+            format!(
+                "{}: half of --server-timeout {} or more, so it often answers too late to count",
+                ms(*rtt),
+                rounded(*timeout)
+            ),
+            Some("raise --server-timeout (server-timeout in the config file), or use a nearer server"),
+        ),
+        Finding::RoundTrip { rtt, timeout } => said(
+            "round trip",
+            format!("{}, well within --server-timeout {}", ms(*rtt), rounded(*timeout)),
+            None,
+        ),
+        Finding::Cluster(true) => said(
+            "cluster",
+            "cluster mode: only names with a {hash tag} work, and a failover to a replica can \
+             lose a lock"
+                .into(),
+            Some("use standalone masters (cluster-enabled no)"),
+        ),
+        Finding::Cluster(false) => said("cluster", "standalone, not cluster mode".into(), None),
+        Finding::Acl {
+            missing,
+            guard_on,
+            complete,
+        } => acl(missing, *guard_on, *complete),
+        Finding::AclUnknown(why) => said(
+            "acl",
+            format!("unknown ({})", why.0),
+            Some(
+                "check by hand that the user may run EVAL, EVALSHA, SET, GET, DEL, PEXPIRE, PTTL, \
+                 TYPE, STRLEN, INFO, TIME, ZADD, ZRANGE, ZRANGEBYSCORE, ZREM, ZSCORE, ZCOUNT, \
+                 PUBLISH, SUBSCRIBE and SCAN (Redis 7's ACL DRYRUN tells)",
+            ),
+        ),
+        Finding::Count { servers, single } => count(*servers, *single, finding.level()),
+        Finding::Quorum {
+            masters,
+            answered,
+            quorum,
+        } => quorum_words(*masters, *answered, *quorum, bad),
+        // Worded by `words`.
+        _ => said("", String::new(), None),
+    }
+}
+
+fn replica(master: Option<&str>, read_only: Option<bool>) -> Said {
+    let of = master.map(|m| format!(" of {m}")).unwrap_or_default();
+    let what = match read_only {
+        Some(false) => "writable: it takes locks that replication from its master overwrites",
+        _ => "read-only: it refuses every lock",
+    };
+    said(
+        "role",
+        format!("a replica{of}, {what}; Redlock needs independent masters"),
+        Some("list only independent masters (REPLICAOF NO ONE on it, or replace it in the list)"),
+    )
+}
+
+fn persistence(
+    finding: &Finding,
+    aof: bool,
+    fsync: &Result<String, crate::lock::Unknown>,
+    guard: Duration,
+) -> Said {
+    let kept = match (aof, fsync.as_deref()) {
+        (true, Ok("always")) => {
+            return said(
+                "persistence",
+                "AOF with appendfsync always: a restart keeps its locks".into(),
+                None,
+            )
+        }
+        (true, Ok(other)) => {
+            format!("AOF with appendfsync {other}: a restart can lose the last locks")
+        }
+        (true, Err(why)) => format!(
+            "AOF, appendfsync unknown ({}): a restart may lose locks",
+            why.0
+        ),
+        (false, _) => "no AOF: a restart loses its locks".to_owned(),
+    };
+    let fix = "appendonly yes and appendfsync always";
+    match finding.level() {
+        Level::Unsafe | Level::Unknown => said(
+            "persistence",
+            format!(
+                "{kept}, and the restart guard is off: after a restart it counts at once, and a \
+                 lock it lost can be taken twice"
+            ),
+            Some(&format!(
+                "turn the restart guard on (restart-guard = 30s in the config file, at least the \
+                 longest --ttl), or {fix}"
+            )),
+        ),
+        _ => said(
+            "persistence",
+            format!(
+                "{kept}; the restart guard ({}) keeps it out of quorums that long after one",
+                rounded(guard)
+            ),
+            Some(&format!("{fix}, or keep the restart guard on")),
+        ),
+    }
+}
+
+fn uptime_words(uptime: Duration, guard: Duration, bad: bool) -> Said {
+    if bad {
+        return said(
+            "uptime",
+            format!(
+                "started {} ago: the restart guard ({}) keeps it out of quorums for another {}",
+                rounded(uptime),
+                rounded(guard),
+                rounded(guard.saturating_sub(uptime))
+            ),
+            Some("wait for the guard to pass; if it restarts often, find out why"),
+        );
+    }
+    let guard = match guard.is_zero() {
+        true => " (the restart guard is off)".to_owned(),
+        false => format!(", longer than the restart guard ({})", rounded(guard)),
+    };
+    said("uptime", format!("up for {}{guard}", rounded(uptime)), None)
+}
+
+fn clock(off: Duration, ahead: bool, bound: Duration, bad: bool) -> Said {
+    if bad {
+        let side = if ahead { "ahead of" } else { "behind" };
+        return said(
+            "clock",
+            format!(
+                "its clock (TIME) is {} {side} the others', more than {} (1% of --ttl)",
+                rounded(off),
+                rounded(bound)
+            ),
+            Some("run NTP (chrony) on every server's host"),
+        );
+    }
+    said(
+        "clock",
+        format!("agrees with the others' within {}", rounded(bound)),
+        None,
+    )
+}
+
+/// What a feature's commands are for, and what stops without them.
+fn feature(feature: Feature) -> &'static str {
+    match feature {
+        Feature::Lock => "the lock itself: this server refuses every lock",
+        Feature::RestartGuard => "the restart guard: this server refuses every lock while it is on",
+        Feature::Record => "the holder record: nobody sees who holds a lock",
+        Feature::Line => "the line of waiters: no fair order",
+        Feature::Wakeups => "wake-ups on release: waiters only poll",
+        Feature::List => "redlock list",
+    }
+}
+
+fn acl(missing: &[Missing], guard_on: bool, complete: bool) -> Said {
+    if missing.is_empty() {
+        return said(
+            "acl",
+            "the user may run every command redlock uses".into(),
+            None,
+        );
+    }
+    let mut features: Vec<Feature> = missing.iter().map(|m| m.feature).collect();
+    features.sort();
+    features.dedup();
+    let parts: Vec<String> = features
+        .iter()
+        .map(|f| {
+            let commands: Vec<String> = missing
+                .iter()
+                .filter(|m| m.feature == *f)
+                .map(|m| format!("+{}", m.command.to_ascii_lowercase()))
+                .collect();
+            let what = match (f, guard_on) {
+                (Feature::RestartGuard, false) => "the restart guard, which is off",
+                _ => feature(*f),
+            };
+            format!("{} ({what})", commands.join(" "))
+        })
+        .collect();
+    let mut grant: Vec<String> = missing
+        .iter()
+        .map(|m| format!("+{}", m.command.to_ascii_lowercase()))
+        .collect();
+    grant.dedup();
+    let rest = match complete {
+        true => "",
+        false => " (the others could not be checked: the user may not run ACL DRYRUN)",
+    };
+    said(
+        "acl",
+        format!("the user lacks {}{rest}", parts.join("; ")),
+        Some(&format!("ACL SETUSER <user> {}", grant.join(" "))),
+    )
+}
+
+fn count(servers: usize, single: bool, level: Level) -> Said {
+    let quorum = servers / 2 + 1;
+    match level {
+        Level::Ok if single => said(
+            "count",
+            "1 server, accepted with --single: its crash or restart loses the locks".into(),
+            None,
+        ),
+        Level::Ok => said(
+            "count",
+            format!(
+                "{servers} servers, quorum {quorum}: {} may fail",
+                servers - quorum
+            ),
+            None,
+        ),
+        Level::Warning => said(
+            "count",
+            format!(
+                "{servers} servers, quorum {quorum}: an even count tolerates no more failures \
+                 than {} servers",
+                servers - 1
+            ),
+            Some("use an odd number of servers: add or drop one"),
+        ),
+        _ => said(
+            "count",
+            format!(
+                "{servers} server{}, quorum {quorum}: no failure is tolerated",
+                if servers == 1 { "" } else { "s" }
+            ),
+            Some("use 3 or 5 independent masters, or --single to accept one server's semantics"),
+        ),
+    }
+}
+
+fn quorum_words(masters: usize, answered: usize, quorum: usize, bad: bool) -> Said {
+    match (answered < quorum, bad) {
+        (true, _) => said(
+            "quorum",
+            format!("only {answered} servers answered, quorum {quorum}: no lock can be taken"),
+            Some("bring the servers back, or check the URLs and the network"),
+        ),
+        (false, true) => said(
+            "quorum",
+            format!("only {masters} distinct masters can count, quorum {quorum}: no lock is safe"),
+            Some("list at least a quorum of distinct, independent masters"),
+        ),
+        (false, false) => said(
+            "quorum",
+            format!("{masters} distinct masters can count, quorum {quorum}"),
+            None,
+        ),
+    }
+}
+
+/// A duration of a round trip: sub-millisecond ones too.
+fn ms(duration: Duration) -> String {
+    format!("{:.1}ms", duration.as_secs_f64() * 1000.0)
+}
+
+fn level_word(level: Level) -> &'static str {
+    match level {
+        Level::Ok => "ok",
+        Level::Unknown => "unknown",
+        Level::Warning => "warning",
+        Level::Unsafe => "unsafe",
+    }
+}
+
+/// The verdict of the whole report.
+fn verdict(report: &Report) -> &'static str {
+    match report.too_few() {
+        true => "unreachable",
+        false => level_word(report.level()),
+    }
+}
+
+/// The report for people: a block per server, one for the list, the
+/// verdict.
+pub fn text(report: &Report) -> String {
+    let mut out = String::new();
+    for server in &report.servers {
+        let mut about: Vec<String> = server
+            .version
+            .iter()
+            .map(|v| format!("redis {v}"))
+            .collect();
+        about.extend(server.rtt.map(|rtt| format!("round trip {}", ms(rtt))));
+        let about = match about.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", about.join(", ")),
+        };
+        out.push_str(&format!(
+            "{}: {}{about}\n",
+            server.spec,
+            level_word(server.level())
+        ));
+        lines(&mut out, &server.findings);
+    }
+    out.push_str(&format!("the {} servers:\n", report.total));
+    lines(&mut out, &report.overall);
+    let counted = |level| report.count(level);
+    out.push_str(&format!(
+        "verdict: {} ({} unsafe, {} warnings, {} unknown{})",
+        verdict(report),
+        counted(Level::Unsafe),
+        counted(Level::Warning),
+        counted(Level::Unknown),
+        if report.strict { "; --strict" } else { "" }
+    ));
+    out
+}
+
+fn lines(out: &mut String, findings: &[Finding]) {
+    for finding in findings {
+        let said = words(finding);
+        let level = match finding.level() {
+            Level::Unsafe => "UNSAFE",
+            level => level_word(level),
+        };
+        let fix = said.fix.map(|f| format!("; fix: {f}")).unwrap_or_default();
+        out.push_str(&format!(
+            "  {level:<8} {:<12} {}{fix}\n",
+            said.check, said.says
+        ));
+    }
+}
+
+#[derive(Serialize)]
+struct ReportJson {
+    verdict: &'static str,
+    exit: u8,
+    strict: bool,
+    total: usize,
+    quorum: usize,
+    answered: usize,
+    servers: Vec<ServerJson>,
+    checks: Vec<CheckJson>,
+}
+
+#[derive(Serialize)]
+struct ServerJson {
+    server: String,
+    verdict: &'static str,
+    version: Option<String>,
+    rtt_ms: Option<f64>,
+    checks: Vec<CheckJson>,
+}
+
+#[derive(Serialize)]
+struct CheckJson {
+    check: &'static str,
+    level: &'static str,
+    says: String,
+    fix: Option<String>,
+}
+
+fn checks(findings: &[Finding]) -> Vec<CheckJson> {
+    findings
+        .iter()
+        .map(|finding| {
+            let said = words(finding);
+            CheckJson {
+                check: said.check,
+                level: level_word(finding.level()),
+                says: said.says,
+                fix: said.fix,
+            }
+        })
+        .collect()
+}
+
+fn server_json(server: &ServerReport) -> ServerJson {
+    ServerJson {
+        server: server.spec.to_string(),
+        verdict: level_word(server.level()),
+        version: server.version.clone(),
+        rtt_ms: server
+            .rtt
+            .map(|rtt| (rtt.as_secs_f64() * 1e6).round() / 1e3),
+        checks: checks(&server.findings),
+    }
+}
+
+/// The report as one JSON object.
+pub fn json(report: &Report) -> serde_json::Result<String> {
+    serde_json::to_string(&ReportJson {
+        verdict: verdict(report),
+        exit: report.exit().code(),
+        strict: report.strict,
+        total: report.total,
+        quorum: report.quorum,
+        answered: report.answered,
+        servers: report.servers.iter().map(server_json).collect(),
+        checks: checks(&report.overall),
+    })
+}
+
+/// What `acquire` and `exec` say of a server that can lose a lock: always
+/// when it counts toward the lock just taken, under `-v` otherwise.
+pub fn concern(concern: &Concern) -> (Loudness, String) {
+    let server = &concern.server;
+    let counted = match concern.counted {
+        true => "it holds this lock and counts toward the quorum, but ",
+        false => "",
+    };
+    let text = match &concern.kind {
+        ConcernKind::Replica { master } => format!(
+            "{server} is a replica{}: {counted}replication from its master overwrites what it \
+             holds; list only independent masters (see redlock doctor)",
+            master
+                .as_ref()
+                .map(|m| format!(" of {m}"))
+                .unwrap_or_default()
+        ),
+        ConcernKind::Evicts { policy } => format!(
+            "{server} has maxmemory-policy {policy}: {counted}it can evict a lock before it \
+             expires; set noeviction (see redlock doctor)"
+        ),
+    };
+    let loudness = match concern.counted {
+        true => Loudness::Warning,
+        false => Loudness::Verbose,
+    };
+    (loudness, text)
+}
