@@ -7,7 +7,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::lock::{acquire_or_cancel, Lease, LockError, LockKey, Redlock, Wait};
-use crate::output::{Events, Progress};
+use crate::output::{Event, Events, Progress};
 
 /// How often the progress is looked at; it decides itself what is due.
 const TICK: Duration = Duration::from_millis(250);
@@ -31,6 +31,12 @@ pub async fn acquire_showing_progress<C: Future>(
     let acquiring = acquire_or_cancel(redlock, key, ttl, wait, cancel, on_retry);
     let outcome = showing(&progress, acquiring).await;
     progress.borrow_mut().finish();
+    if let Ok(Ok(lease)) = &outcome {
+        // Once per run: a lock is taken once.
+        for concern in redlock.concerns(&lease.held_on).await {
+            events.say(Event::Concern(&concern));
+        }
+    }
     outcome
 }
 

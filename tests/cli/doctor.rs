@@ -293,3 +293,54 @@ fn json_has_one_object_per_server_and_a_verdict() {
         .collect();
     assert_eq!(overall, ["count", "quorum"]);
 }
+
+/// Today a replica listed as a master and made writable is counted "3 of
+/// 3"; acquire and exec now say so every time, and under -v of a read-only
+/// one they did not count.
+#[test]
+fn acquire_and_exec_warn_of_a_replica_they_count() {
+    let cluster = Cluster::start(3);
+    replica_of(&cluster[2], &cluster[0]);
+    config_set(&cluster[2], "replica-read-only", "no");
+    let said = format!(
+        "{} is a replica of 127.0.0.1:{}: it holds this lock and counts toward the quorum",
+        cluster[2].url(),
+        cluster[0].port()
+    );
+    let out = run(cluster.redlock().args(["acquire", "-n", "a"]));
+    out.assert_code(0, "acquire with a writable replica");
+    assert_eq!(out.stderr.matches(&said).count(), 1, "{}", out.stderr);
+    let out = run(cluster.redlock().args(["exec", "-n", "b", "true"]));
+    out.assert_code(0, "exec with a writable replica");
+    assert_eq!(out.stderr.matches(&said).count(), 1, "{}", out.stderr);
+    // Read-only, it refuses the lock and does not count: said under -v only.
+    config_set(&cluster[2], "replica-read-only", "yes");
+    let out = run(cluster.redlock().args(["acquire", "-n", "c"]));
+    out.assert_code(0, "acquire with a read-only replica");
+    assert!(!out.stderr.contains("is a replica"), "{}", out.stderr);
+    let out = run(cluster.redlock().args(["-v", "acquire", "-n", "d"]));
+    let replica = format!("{} is a replica of", cluster[2].url());
+    assert!(out.stderr.contains(&replica), "{}", out.stderr);
+    assert!(!out.stderr.contains(&said), "{}", out.stderr);
+}
+
+#[test]
+fn acquire_warns_of_a_server_that_evicts_keys_with_an_expiry() {
+    let cluster = Cluster::start(3);
+    config_set(&cluster[0], "maxmemory-policy", "volatile-lru");
+    let out = run(cluster.redlock().args(["acquire", "-n", "e"]));
+    out.assert_code(0, "acquire, volatile-lru");
+    let said = format!(
+        "{} has maxmemory-policy volatile-lru: it holds this lock and counts toward the quorum, \
+         but it can evict a lock before it expires",
+        cluster[0].url()
+    );
+    assert!(out.stderr.contains(&said), "{}", out.stderr);
+    let out = run(cluster.redlock().args(["acquire", "-n", "f"]));
+    assert_eq!(
+        out.stderr.matches("maxmemory-policy").count(),
+        1,
+        "{}",
+        out.stderr
+    );
+}
