@@ -30,6 +30,9 @@ fn said(check: &'static str, says: String, fix: Option<&str>) -> Said {
 
 fn words(finding: &Finding) -> Said {
     let bad = finding.level() > Level::Ok;
+    let unknown = |check, why: &crate::lock::Unknown, fix: Option<&str>| {
+        said(check, format!("unknown ({})", why.0), fix)
+    };
     match finding {
         Finding::Unreachable(err) => said(
             "reachable",
@@ -43,9 +46,9 @@ fn words(finding: &Finding) -> Said {
         ),
         Finding::Master => said("role", "a master".into(), None),
         Finding::Replica { master, read_only } => replica(master.as_deref(), *read_only),
-        Finding::RoleUnknown(why) => said(
+        Finding::RoleUnknown(why) => unknown(
             "role",
-            format!("unknown ({})", why.0),
+            why,
             Some("grant +info, or check by hand (INFO replication) that it is a master"),
         ),
         Finding::Duplicate { of } => said(
@@ -53,81 +56,83 @@ fn words(finding: &Finding) -> Said {
             format!("the same server (run_id) as {of}: one server would count twice"),
             Some("list each server once"),
         ),
-        Finding::Eviction { policy, .. } if bad => said(
-            "eviction",
-            format!("maxmemory-policy {policy} can evict a held lock (every lock has an expiry)"),
-            Some("CONFIG SET maxmemory-policy noeviction, and set it in redis.conf"),
-        ),
-        Finding::Eviction { policy, .. } => said(
-            "eviction",
-            format!("maxmemory-policy {policy}: no lock is evicted"),
-            None,
-        ),
-        Finding::EvictionUnknown(why) => said(
-            "eviction",
-            format!("maxmemory-policy unknown ({})", why.0),
-            Some("make sure it is noeviction"),
-        ),
+        Finding::Eviction { policy, .. } => eviction(policy, bad),
+        Finding::EvictionUnknown(why) => unknown("eviction", why, Some("make sure it is noeviction")),
         Finding::Persistence { aof, fsync, guard } => persistence(finding, *aof, fsync, *guard),
-        Finding::PersistenceUnknown(why) => said(
+        Finding::PersistenceUnknown(why) => unknown(
             "persistence",
-            format!("unknown ({})", why.0),
+            why,
             Some("make sure it has appendonly yes and appendfsync always, or keep the restart guard on"),
         ),
-        _ => more_words(finding, bad),
-    }
-}
-
-/// [`words`], continued.
-fn more_words(finding: &Finding, bad: bool) -> Said {
-    match finding {
         Finding::Uptime { uptime, guard } => uptime_words(*uptime, *guard, bad),
         Finding::Clock { off, ahead, bound } => clock(*off, *ahead, *bound, bad),
-        Finding::ClockUnknown(why) => said("clock", format!("unknown ({})", why.0), None),
-        Finding::RoundTrip { rtt, timeout } if bad => said(
-            "round trip",
-            format!(
-                "{}: half of --server-timeout {} or more, so it often answers too late to count",
-                ms(*rtt),
-                rounded(*timeout)
-            ),
-            Some("raise --server-timeout (server-timeout in the config file), or use a nearer server"),
-        ),
-        Finding::RoundTrip { rtt, timeout } => said(
-            "round trip",
-            format!("{}, well within --server-timeout {}", ms(*rtt), rounded(*timeout)),
-            None,
-        ),
-        Finding::Cluster(true) => said(
-            "cluster",
-            "cluster mode: only names with a {hash tag} work, and a failover to a replica can \
-             lose a lock"
-                .into(),
-            Some("use standalone masters (cluster-enabled no)"),
-        ),
-        Finding::Cluster(false) => said("cluster", "standalone, not cluster mode".into(), None),
+        Finding::ClockUnknown(why) => unknown("clock", why, None),
+        Finding::RoundTrip { rtt, timeout } => round_trip(*rtt, *timeout, bad),
+        Finding::Cluster(on) => cluster(*on),
         Finding::Acl {
             missing,
             guard_on,
             complete,
         } => acl(missing, *guard_on, *complete),
-        Finding::AclUnknown(why) => said(
-            "acl",
-            format!("unknown ({})", why.0),
-            Some(
-                "check by hand that the user may run EVAL, EVALSHA, SET, GET, DEL, PEXPIRE, PTTL, \
-                 TYPE, STRLEN, INFO, TIME, ZADD, ZRANGE, ZRANGEBYSCORE, ZREM, ZSCORE, ZCOUNT, \
-                 PUBLISH, SUBSCRIBE and SCAN (Redis 7's ACL DRYRUN tells)",
-            ),
-        ),
+        Finding::AclUnknown(why) => unknown("acl", why, Some(ACL_BY_HAND)),
         Finding::Count { servers, single } => count(*servers, *single, finding.level()),
         Finding::Quorum {
             masters,
             answered,
             quorum,
         } => quorum_words(*masters, *answered, *quorum, bad),
-        // Worded by `words`.
-        _ => said("", String::new(), None),
+    }
+}
+
+/// How to check the ACL where `ACL DRYRUN` cannot.
+const ACL_BY_HAND: &str = "check by hand that the user may run EVAL, EVALSHA, SET, GET, DEL, \
+    PEXPIRE, PTTL, TYPE, STRLEN, INFO, TIME, ZADD, ZRANGE, ZRANGEBYSCORE, ZREM, ZSCORE, ZCOUNT, \
+    PUBLISH, SUBSCRIBE and SCAN (Redis 7's ACL DRYRUN tells)";
+
+fn eviction(policy: &str, bad: bool) -> Said {
+    match bad {
+        true => said(
+            "eviction",
+            format!("maxmemory-policy {policy} can evict a held lock (every lock has an expiry)"),
+            Some("CONFIG SET maxmemory-policy noeviction, and set it in redis.conf"),
+        ),
+        false => said(
+            "eviction",
+            format!("maxmemory-policy {policy}: no lock is evicted"),
+            None,
+        ),
+    }
+}
+
+fn round_trip(rtt: Duration, timeout: Duration, bad: bool) -> Said {
+    match bad {
+        true => said(
+            "round trip",
+            format!(
+                "{}: half of --server-timeout {} or more, so it often answers too late to count",
+                ms(rtt),
+                rounded(timeout)
+            ),
+            Some("raise --server-timeout (server-timeout in the config file), or use a nearer server"),
+        ),
+        false => said(
+            "round trip",
+            format!("{}, well within --server-timeout {}", ms(rtt), rounded(timeout)),
+            None,
+        ),
+    }
+}
+
+fn cluster(on: bool) -> Said {
+    match on {
+        true => said(
+            "cluster",
+            "cluster mode: only names with a {hash tag} work, and a failover to a replica can \
+             lose a lock"
+                .into(),
+            Some("use standalone masters (cluster-enabled no)"),
+        ),
+        false => said("cluster", "standalone, not cluster mode".into(), None),
     }
 }
 
@@ -325,7 +330,9 @@ fn quorum_words(masters: usize, answered: usize, quorum: usize, bad: bool) -> Sa
     match (answered < quorum, bad) {
         (true, _) => said(
             "quorum",
-            format!("only {answered} servers answered, quorum {quorum}: no lock can be taken"),
+            format!(
+                "only {answered} of the servers answered, quorum {quorum}: no lock can be taken"
+            ),
             Some("bring the servers back, or check the URLs and the network"),
         ),
         (false, true) => said(
@@ -335,9 +342,17 @@ fn quorum_words(masters: usize, answered: usize, quorum: usize, bad: bool) -> Sa
         ),
         (false, false) => said(
             "quorum",
-            format!("{masters} distinct masters can count, quorum {quorum}"),
+            format!("{} can count, quorum {quorum}", distinct(masters)),
             None,
         ),
+    }
+}
+
+/// "1 distinct master", "3 distinct masters".
+fn distinct(masters: usize) -> String {
+    match masters {
+        1 => "1 distinct master".into(),
+        n => format!("{n} distinct masters"),
     }
 }
 
@@ -385,7 +400,10 @@ pub fn text(report: &Report) -> String {
         ));
         lines(&mut out, &server.findings);
     }
-    out.push_str(&format!("the {} servers:\n", report.total));
+    out.push_str(&match report.total {
+        1 => "the 1 server:\n".to_owned(),
+        n => format!("the {n} servers:\n"),
+    });
     lines(&mut out, &report.overall);
     let counted = |level| report.count(level);
     out.push_str(&format!(

@@ -143,7 +143,7 @@ fn one_server_needs_single() {
     };
     let out = doctor(&mut one(), &[]);
     out.assert_code(1, "one server");
-    assert!(line_of(&out, "the 1 servers", "count").contains("--single"));
+    assert!(line_of(&out, "the 1 server:", "count").contains("--single"));
     let out = doctor(&mut one(), &["--single"]);
     out.assert_code(0, "one server, --single");
 }
@@ -234,7 +234,7 @@ fn a_paused_server_is_a_warning_and_too_few_answering_is_69() {
         "{}",
         out.stdout
     );
-    assert!(line_of(&out, "the 3 servers", "quorum").contains("only 1 servers answered"));
+    assert!(line_of(&out, "the 3 servers", "quorum").contains("only 1 of the servers answered"));
 }
 
 #[test]
