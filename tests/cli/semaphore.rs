@@ -311,3 +311,33 @@ fn exec_gives_the_command_its_slot_and_releases_that_slot() {
     assert_eq!(free["held"], 1);
     assert_eq!(free["slots"][other as usize]["held"], false);
 }
+
+#[test]
+fn acquire_while_keeps_a_slot_until_release_limit_finds_it() {
+    let cluster = Cluster::start(3);
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = sleeper.id().to_string();
+    let out = run(cluster.redlock().args([
+        "acquire", "--json", "-n", "--limit", "2", "--while", &pid, "kw",
+    ]));
+    out.assert_code(0, "acquire --limit --while");
+    let lease = out.json();
+    let token = lease["token"].as_str().unwrap();
+    let status = || {
+        run(cluster
+            .redlock()
+            .args(["status", "--json", "--limit", "2", "kw"]))
+        .json()
+    };
+    assert_eq!(status()["held"], 1, "the keeper holds the slot");
+    run(cluster
+        .redlock()
+        .args(["release", "--limit", "2", "kw", token]))
+    .assert_code(0, "release --limit stands the keeper down");
+    assert_eq!(status()["held"], 0);
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+}
