@@ -56,6 +56,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--conflict-exit-code', '--conflict-exit-code', [CompletionResultType]::ParameterName, 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out); -E 0 skips quietly, the cron idiom (acquire then prints no token)')
             [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"')
             [CompletionResult]::new('--message', '--message', [CompletionResultType]::ParameterName, 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Give every client of NAME the same K')
             [CompletionResult]::new('--while', '--while', [CompletionResultType]::ParameterName, 'Keep the lock while process PID lives: `tok=$(redlock acquire --while $$ NAME)` in a script. A keeper process extends the lock every third of --ttl, releases it once PID and what it left in its process group have exited, and stops quietly when `redlock release NAME "$tok"` runs on this host; if the lock is lost, PID gets --while-signal')
             [CompletionResult]::new('--while-signal', '--while-signal', [CompletionResultType]::ParameterName, 'With --while: the signal sent to PID, and to its process group if it leads one, when the lock is lost, e.g. TERM, INT or USR1; none sends nothing')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'A Redis master, e.g. redis://host:6379; repeat it for N masters')
@@ -82,6 +83,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;release' {
             [CompletionResult]::new('--if-token', '--if-token', [CompletionResultType]::ParameterName, 'With --force: break the lock only while TOKEN still holds it (the token status showed for the dead holder), never a holder that took it since')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Give every client of NAME the same K')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'A Redis master, e.g. redis://host:6379; repeat it for N masters')
             [CompletionResult]::new('--server', '--server', [CompletionResultType]::ParameterName, 'A Redis master, e.g. redis://host:6379; repeat it for N masters')
             [CompletionResult]::new('--servers-file', '--servers-file', [CompletionResultType]::ParameterName, 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS')
@@ -106,6 +108,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;extend' {
             [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds); at most the restart guard (--restart-guard)')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Give every client of NAME the same K')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'A Redis master, e.g. redis://host:6379; repeat it for N masters')
             [CompletionResult]::new('--server', '--server', [CompletionResultType]::ParameterName, 'A Redis master, e.g. redis://host:6379; repeat it for N masters')
             [CompletionResult]::new('--servers-file', '--servers-file', [CompletionResultType]::ParameterName, 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS')
@@ -127,6 +130,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;status' {
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Give every client of NAME the same K')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'A Redis master, e.g. redis://host:6379; repeat it for N masters')
             [CompletionResult]::new('--server', '--server', [CompletionResultType]::ParameterName, 'A Redis master, e.g. redis://host:6379; repeat it for N masters')
             [CompletionResult]::new('--servers-file', '--servers-file', [CompletionResultType]::ParameterName, 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS')
@@ -198,6 +202,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Retry for at most DUR, then exit with the last attempt''s status: 75 busy, 69 no quorum (-w 0 is -n)')
             [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"')
             [CompletionResult]::new('--message', '--message', [CompletionResultType]::ParameterName, 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Give every client of NAME the same K')
             [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse')
             [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Stop the command (the stop signal, then SIGKILL after --kill-after) and release the lock if it still runs this long after it started, counting what it leaves behind; exec then exits 124, as timeout(1) does')

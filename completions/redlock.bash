@@ -117,7 +117,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-n -w -E -m -s -q -v -h -V --hex --ttl --nonblock --wait --conflict-exit-code --message --while --while-signal --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-n -w -E -m -s -q -v -h -V --hex --ttl --nonblock --wait --conflict-exit-code --message --limit --while --while-signal --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -148,6 +148,10 @@ _redlock() {
                     return 0
                     ;;
                 -m)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -249,7 +253,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__exec)
-            opts="-n -w -m -k -c -s -q -v -E -h -V --ttl --nonblock --wait --message --kill-after --timeout --signal --record-command --command --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --quiet --verbose --conflict-exit-code --help --version"
+            opts="-n -w -m -k -c -s -q -v -E -h -V --ttl --nonblock --wait --message --limit --kill-after --timeout --signal --record-command --command --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --quiet --verbose --conflict-exit-code --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -272,6 +276,10 @@ _redlock() {
                     return 0
                     ;;
                 -m)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -347,13 +355,17 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__extend)
-            opts="-s -q -v -h -V --hex --ttl --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --hex --ttl --limit --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --ttl)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -573,13 +585,17 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__release)
-            opts="-s -q -v -h -V --hex --force --if-token --any-key --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --hex --force --if-token --any-key --limit --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --if-token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -623,12 +639,16 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__status)
-            opts="-s -q -v -h -V --hex --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --hex --limit --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --server)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -691,7 +711,7 @@ fi
 # A word that is only `=` or `:` (bash splits `--ttl=5s` and URLs there) is
 # glued to its neighbours.
 _redlock_scan() {
-    local takes_value=" --command --config-file --conflict-exit-code --if-token --kill-after --message --older-than --prefix --restart-guard --server --server-timeout --servers-file --signal --timeout --tls-ca-cert --ttl --wait --while --while-signal -E -c -k -m -s -w "
+    local takes_value=" --command --config-file --conflict-exit-code --if-token --kill-after --limit --message --older-than --prefix --restart-guard --server --server-timeout --servers-file --signal --timeout --tls-ca-cert --ttl --wait --while --while-signal -E -c -k -m -s -w "
     local i=1 word
     _redlock_sub="" _redlock_positionals=0 _redlock_skip="" _redlock_dashdash=""
     _redlock_start="" _redlock_globals=()

@@ -48,6 +48,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How 
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'Retry for at most DUR, then exit with the last attempt\'s status: 75 busy, 69 no quorum (-w 0 is -n)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s E -l conflict-exit-code -d 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out); -E 0 skips quietly, the cron idiom (acquire then prints no token)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s m -l message -d 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l limit -d 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Give every client of NAME the same K' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l while -d 'Keep the lock while process PID lives: `tok=$(redlock acquire --while $$ NAME)` in a script. A keeper process extends the lock every third of --ttl, releases it once PID and what it left in its process group have exited, and stops quietly when `redlock release NAME "$tok"` runs on this host; if the lock is lost, PID gets --while-signal' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l while-signal -d 'With --while: the signal sent to PID, and to its process group if it leads one, when the lock is lost, e.g. TERM, INT or USR1; none sends nothing' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
@@ -65,6 +66,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l if-token -d 'With --force: break the lock only while TOKEN still holds it (the token status showed for the dead holder), never a holder that took it since' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l limit -d 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Give every client of NAME the same K' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix' -r -F
@@ -81,6 +83,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -s v -l verbose
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds); at most the restart guard (--restart-guard)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l limit -d 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Give every client of NAME the same K' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix' -r -F
@@ -94,6 +97,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand extend" -s q -l quiet -d
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l limit -d 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Give every client of NAME the same K' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix' -r -F
@@ -139,6 +143,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s V -l version 
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds); at most the restart guard (--restart-guard)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s w -l wait -d 'Retry for at most DUR, then exit with the last attempt\'s status: 75 busy, 69 no quorum (-w 0 is -n)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s m -l message -d 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l limit -d 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Give every client of NAME the same K' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s k -l kill-after -d 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l timeout -d 'Stop the command (the stop signal, then SIGKILL after --kill-after) and release the lock if it still runs this long after it started, counting what it leaves behind; exec then exits 124, as timeout(1) does' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l signal -d 'The signal that asks the command to stop when the lock is lost, e.g. TERM, SIGINT or 2' -r -f -a "TERM\t''
@@ -200,7 +205,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_see
 # the index of the first word of exec's command (0: none), and then the
 # options that choose the servers, to pass on to `redlock list`.
 function __fish_redlock_scan
-    set -l takes_value --command --config-file --conflict-exit-code --if-token --kill-after --message --older-than --prefix --restart-guard --server --server-timeout --servers-file --signal --timeout --tls-ca-cert --ttl --wait --while --while-signal -E -c -k -m -s -w
+    set -l takes_value --command --config-file --conflict-exit-code --if-token --kill-after --limit --message --older-than --prefix --restart-guard --server --server-timeout --servers-file --signal --timeout --tls-ca-cert --ttl --wait --while --while-signal -E -c -k -m -s -w
     set -l global_value -s --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix
     set -l words (commandline -opc)
     set -l sub ''

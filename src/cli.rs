@@ -306,7 +306,7 @@ pub enum Command {
     /// Show who holds the lock, for how long and until when, and what every server
     /// holds. Exits 0 when a majority holds it, 1 when it is free.
     #[command(after_help = examples_help("status"))]
-    Status(NameArg),
+    Status(StatusArgs),
 
     /// List the locks on the servers (under --prefix) with their holders, as a
     /// majority sees them.
@@ -353,6 +353,37 @@ pub struct NameArg {
     pub hex: bool,
 }
 
+/// `--limit K`: the lock is a counting semaphore of K slots.
+#[derive(Debug, Args)]
+pub struct LimitArg {
+    /// NAME is a counting semaphore: up to K holders at once, each in one of the slots
+    /// NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives
+    /// the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows
+    /// every slot. Give every client of NAME the same K.
+    #[arg(long, value_name = "K", value_parser = parse_limit, allow_hyphen_values = true)]
+    pub limit: Option<u32>,
+}
+
+/// A number of slots for `--limit`: 1 to [`crate::lock::MAX_LIMIT`].
+fn parse_limit(text: &str) -> Result<u32, String> {
+    let max = crate::lock::MAX_LIMIT;
+    text.trim()
+        .parse()
+        .ok()
+        .filter(|k| (1..=max).contains(k))
+        .ok_or_else(|| format!("'{text}' is not a number of slots from 1 to {max}"))
+}
+
+/// `status NAME [--limit K]`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub name: NameArg,
+
+    #[command(flatten)]
+    pub limit: LimitArg,
+}
+
 #[derive(Debug, Args)]
 pub struct TtlArg {
     /// How long the lock lives on the servers unless extended or released, e.g. 30s,
@@ -374,6 +405,9 @@ pub struct AcquireArgs {
 
     #[command(flatten)]
     pub holder: HolderArgs,
+
+    #[command(flatten)]
+    pub limit: LimitArg,
 
     /// Keep the lock while process PID lives: `tok=$(redlock acquire --while $$ NAME)` in a
     /// script. A keeper process extends the lock every third of --ttl, releases it once PID
@@ -470,6 +504,9 @@ pub struct ReleaseArgs {
     /// expiry, or with a value longer than any token).
     #[arg(long, requires = "force")]
     pub any_key: bool,
+
+    #[command(flatten)]
+    pub limit: LimitArg,
 }
 
 #[derive(Debug, Args)]
@@ -515,6 +552,9 @@ pub struct ExtendArgs {
 
     #[command(flatten)]
     pub ttl: TtlArg,
+
+    #[command(flatten)]
+    pub limit: LimitArg,
 }
 
 #[derive(Debug, Args)]
@@ -535,6 +575,9 @@ pub struct ExecArgs {
 
     #[command(flatten)]
     pub holder: HolderArgs,
+
+    #[command(flatten)]
+    pub limit: LimitArg,
 
     /// After the stop signal, wait this long before SIGKILL; capped at a third of
     /// --ttl so that the kill always lands before the lock can lapse.

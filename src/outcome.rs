@@ -14,7 +14,8 @@ use nix::sys::signal::Signal;
 use crate::error::Error;
 use crate::exit_code::Exit;
 use crate::lock::{
-    Broken, Forced, Inspection, Lease, Listing, LockError, LockKey, Released, Tried, Verdict,
+    Broken, Forced, Inspection, Lease, Listing, LockError, LockKey, Released, Semaphore, Tried,
+    Verdict,
 };
 use crate::signals::QUIET_DEATHS;
 
@@ -48,6 +49,8 @@ pub enum Outcome {
         inspection: Inspection,
         verdict: Verdict,
     },
+    /// `status --limit K`: every slot of a semaphore.
+    Slots(Slots),
     Listed(Listing),
     Forced(Forced),
     /// `exec`: how the command went under the lock.
@@ -74,6 +77,37 @@ pub enum Outcome {
     Generated,
     /// `doctor`: what the servers' settings come to.
     Doctor(Report),
+}
+
+/// What every slot of a semaphore is (`status --limit K`), in slot order.
+#[derive(Debug)]
+pub struct Slots {
+    pub semaphore: Semaphore,
+    pub slots: Vec<(Inspection, Verdict)>,
+}
+
+impl Slots {
+    /// How many slots a majority holds (for anyone, Redlock or not).
+    pub fn held(&self) -> usize {
+        self.count(|v| matches!(v, Verdict::Held { .. } | Verdict::Foreign { .. }))
+    }
+
+    /// How many slots are free.
+    pub fn free(&self) -> usize {
+        self.count(|v| matches!(v, Verdict::Free))
+    }
+
+    fn count(&self, which: impl Fn(&Verdict) -> bool) -> usize {
+        self.slots.iter().filter(|(_, v)| which(v)).count()
+    }
+
+    /// Why the first slot whose state is unknown is (too few answered).
+    pub fn unknown(&self) -> Option<LockError> {
+        self.slots
+            .iter()
+            .find(|(_, v)| matches!(v, Verdict::Unknown))
+            .map(|(inspection, _)| inspection.no_quorum())
+    }
 }
 
 /// How `exec` held its lock and how its command ended.
@@ -167,6 +201,12 @@ impl Outcome {
                 Verdict::Held { .. } | Verdict::Foreign { .. } => Exit::Success,
                 Verdict::Free => Exit::Free,
                 Verdict::Unknown => lock_exit(&inspection.no_quorum()),
+            },
+            // As for one lock: 0 while any slot is held, 1 when all are free.
+            Outcome::Slots(slots) => match slots.unknown() {
+                Some(error) => lock_exit(&error),
+                None if slots.held() > 0 => Exit::Success,
+                None => Exit::Free,
             },
             Outcome::Listed(listing) => {
                 listing.no_quorum().map_or(Exit::Success, |e| lock_exit(&e))

@@ -85,8 +85,8 @@ pub async fn run(
         events.say(Event::Retrying { attempt, error });
     };
     let wanted = (job.ttl, job.wait);
-    let acquired =
-        acquire_showing_progress(redlock, &job.key, wanted, ended, events, on_retry).await;
+    let target = (&job.key, job.semaphore.as_ref());
+    let acquired = acquire_showing_progress(redlock, target, wanted, ended, events, on_retry).await;
     let tried =
         |error: &LockError| Tried::ended(attempts.get(), started.elapsed(), job.wait, error);
     match acquired {

@@ -12,7 +12,9 @@ use super::waiting::acquire_showing_progress;
 use crate::clock::BootInstant;
 use crate::config::ExecSpec;
 use crate::error::Error;
-use crate::lock::{keep, Holder, Keeping, Lease, LockError, LockKey, Redlock, Tried, Verdict};
+use crate::lock::{
+    keep, Holder, Keeping, Lease, LockError, LockKey, Redlock, Semaphore, Tried, Verdict,
+};
 use crate::outcome::{Outcome, Ran, RunEnd, Stop};
 use crate::output::{Event, Events};
 use crate::signals::Listener;
@@ -55,7 +57,8 @@ pub async fn run(
         (events, &extensions),
     )
     .await?;
-    let end = with_breaker(redlock, &spec.key, end).await;
+    // The lock held: `spec.key`, or with `--limit` the slot taken.
+    let end = with_breaker(redlock, &lease.key, end).await;
     let lost = match &end {
         RunEnd::Stopped(Stop::TimedOut { .. }) => false,
         RunEnd::Stopped(_) | RunEnd::Refused(_) => true,
@@ -64,16 +67,16 @@ pub async fn run(
     // After a loss (or a refusal) the release only tidies up; after a
     // normal end the command's status matters more than a lock that lapsed
     // at the very end, but it is said.
-    let release_failed = match redlock.release(&spec.key, &lease.token).await {
+    let release_failed = match redlock.release(&lease.key, &lease.token).await {
         Ok(_) => {
-            events.say(Event::Released(&spec.key));
+            events.say(Event::Released(&lease.key));
             None
         }
         Err(err) if !lost => Some(err),
         Err(_) => None,
     };
     Ok(Outcome::Ran(Ran {
-        key: spec.key,
+        key: lease.key.clone(),
         waited: Some(waited),
         extensions: extensions.get(),
         end,
@@ -108,9 +111,9 @@ async fn take(
         events.say(Event::Retrying { attempt, error });
     };
     let wanted = (spec.ttl, spec.wait);
+    let target = (&spec.key, spec.semaphore.as_ref());
     let acquired =
-        acquire_showing_progress(redlock, &spec.key, wanted, signals.recv(), events, on_retry)
-            .await;
+        acquire_showing_progress(redlock, target, wanted, signals.recv(), events, on_retry).await;
     let tried =
         |error: &LockError| Tried::ended(attempts.get(), started.elapsed(), spec.wait, error);
     match acquired {
@@ -139,6 +142,9 @@ fn command_under(spec: &ExecSpec, lease: &Lease, child_env: &ChildEnv) -> superv
         ("REDLOCK_NAME", spec.name.clone()),
         ("REDLOCK_TOKEN", OsString::from(lease.token.as_str())),
     ];
+    if let Some(slot) = &lease.slot {
+        env.push(("REDLOCK_SLOT", OsString::from(slot.index.to_string())));
+    }
     env.extend(child_env.set.iter().cloned());
     supervise::Command {
         argv: spec.argv.clone(),
@@ -194,7 +200,7 @@ async fn supervise_under(
                 ..holder.clone()
             }));
         }
-        say(events, &spec.key, &event);
+        say(events, &lease.key, &event);
     };
     let outcome = supervise::run(&command, watchdog, deadline, lost, signals, &report)
         .await
@@ -290,7 +296,15 @@ async fn run_nested(
     if name != spec.name || token.is_empty() {
         return Ok(None);
     }
-    let inspection = redlock.inspect(&spec.key).await;
+    let key = match &spec.semaphore {
+        None => spec.key.clone(),
+        // The slot the enclosing exec holds, as it told its command.
+        Some(semaphore) => match nested_slot(semaphore) {
+            Some(key) => key,
+            None => return Ok(None),
+        },
+    };
+    let inspection = redlock.inspect(&key).await;
     match inspection.verdict() {
         Verdict::Held { value, .. } if value == token.as_bytes() => {
             events.say(Event::Nested(&spec.key));
@@ -311,4 +325,10 @@ async fn run_nested(
         // Waiting for the lock could mean waiting for ourselves forever.
         Verdict::Unknown => Err(inspection.no_quorum().into()),
     }
+}
+
+/// The slot of `semaphore` that REDLOCK_SLOT names, if it is one of them.
+fn nested_slot(semaphore: &Semaphore) -> Option<LockKey> {
+    let slot: u32 = std::env::var("REDLOCK_SLOT").ok()?.parse().ok()?;
+    (slot < semaphore.limit).then(|| semaphore.slot_key(slot))
 }

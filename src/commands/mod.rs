@@ -118,18 +118,16 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
                 let watched = keeper.as_ref().map(hold::Keeper::watched);
                 acquire::run(&redlock, job, watched, events).await
             }
-            LockJob::Release { key, token } => release::run(&redlock, &key, &token).await,
             LockJob::ForceRelease { key, breaking } => {
                 release::force(&redlock, &key, breaking).await
             }
             LockJob::List { query, names } => list::run(&redlock, query, names, output).await,
-            LockJob::Extend { key, token, ttl } => extend::run(&redlock, &key, &token, ttl).await,
-            LockJob::Status { key } => status::run(&redlock, &key).await,
             LockJob::Doctor(job) => doctor::run(&redlock, job, &handoff.prefix).await,
             LockJob::Exec(spec) => {
                 let watchdog = watchdog.expect("forked for exec");
                 exec::run(&redlock, spec, &handoff, watchdog, events).await
             }
+            named => on_name(&redlock, named).await,
         };
         match &result {
             Ok(acquired @ Outcome::Acquired { lease, .. }) => {
@@ -138,6 +136,40 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
             _ => finish(output, &result),
         }
     }))
+}
+
+/// `release`, `extend` and `status`: on the lock NAME, or with `--limit K`
+/// on the semaphore NAME's slots.
+async fn on_name(redlock: &Redlock, job: LockJob) -> Result<Outcome, Error> {
+    match job {
+        LockJob::Release {
+            key,
+            token,
+            semaphore: None,
+        } => release::run(redlock, &key, &token).await,
+        LockJob::Release {
+            token,
+            semaphore: Some(semaphore),
+            ..
+        } => release::slot(redlock, &semaphore, &token).await,
+        LockJob::Extend {
+            key,
+            token,
+            ttl,
+            semaphore,
+        } => extend::run(redlock, (&key, semaphore.as_ref()), &token, ttl).await,
+        LockJob::Status {
+            key,
+            semaphore: None,
+        } => status::run(redlock, &key).await,
+        LockJob::Status {
+            semaphore: Some(semaphore),
+            ..
+        } => status::slots(redlock, semaphore).await,
+        other => Err(Error::Internal(anyhow::anyhow!(
+            "not a job on a name: {other:?}"
+        ))),
+    }
 }
 
 /// What `job` records beside the lock it takes: this process, with

@@ -2,7 +2,7 @@
 //! `--force` whoever holds it.
 
 use crate::error::Error;
-use crate::lock::{Breaking, LockKey, Redlock, Token};
+use crate::lock::{Breaking, LockKey, Redlock, Semaphore, Token};
 use crate::outcome::Outcome;
 
 pub async fn run(redlock: &Redlock, key: &LockKey, token: &Token) -> Result<Outcome, Error> {
@@ -14,6 +14,19 @@ pub async fn run(redlock: &Redlock, key: &LockKey, token: &Token) -> Result<Outc
         key: key.clone(),
         released,
     })
+}
+
+/// `release --limit K NAME TOKEN`: the slot TOKEN holds, whichever it is.
+pub async fn slot(
+    redlock: &Redlock,
+    semaphore: &Semaphore,
+    token: &Token,
+) -> Result<Outcome, Error> {
+    for key in semaphore.slot_keys() {
+        super::rendezvous::stop_keeper(&key, token);
+    }
+    let (key, released) = redlock.release_slot(semaphore, token).await?;
+    Ok(Outcome::Released { key, released })
 }
 
 /// `release --force`: delete the lock whoever holds it (with `--if-token`,

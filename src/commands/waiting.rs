@@ -6,7 +6,9 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::time::Duration;
 
-use crate::lock::{acquire_or_cancel, Lease, LockError, LockKey, Redlock, Wait};
+use crate::lock::{
+    acquire_or_cancel, acquire_slot_or_cancel, Lease, LockError, LockKey, Redlock, Semaphore, Wait,
+};
 use crate::output::{Event, Events, Progress};
 
 /// How often the progress is looked at; it decides itself what is due.
@@ -14,10 +16,11 @@ const TICK: Duration = Duration::from_millis(250);
 
 /// [`acquire_or_cancel`] with the progress shown on stderr while it waits;
 /// `on_retry` hears of each failed attempt as well. The progress is cleared
-/// from the terminal before this returns.
+/// from the terminal before this returns. With a `semaphore` (`--limit`),
+/// any one of its slots is taken instead of `key`.
 pub async fn acquire_showing_progress<C: Future>(
     redlock: &Redlock,
-    key: &LockKey,
+    (key, semaphore): (&LockKey, Option<&Semaphore>),
     (ttl, wait): (Duration, Wait),
     cancel: C,
     events: Events,
@@ -28,7 +31,14 @@ pub async fn acquire_showing_progress<C: Future>(
         progress.borrow_mut().saw(err);
         on_retry(attempt, err);
     };
-    let acquiring = acquire_or_cancel(redlock, key, ttl, wait, cancel, on_retry);
+    let acquiring = async {
+        match semaphore {
+            Some(semaphore) => {
+                acquire_slot_or_cancel(redlock, semaphore, (ttl, wait), cancel, on_retry).await
+            }
+            None => acquire_or_cancel(redlock, key, ttl, wait, cancel, on_retry).await,
+        }
+    };
     let outcome = showing(&progress, acquiring).await;
     progress.borrow_mut().finish();
     if let Ok(Ok(lease)) = &outcome {

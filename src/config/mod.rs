@@ -13,7 +13,7 @@ use nix::sys::signal::Signal;
 use crate::cli::{self, Cli, Command, ExecArgs, GlobalArgs};
 use crate::duration;
 use crate::error::Error;
-use crate::lock::{Breaking, ListQuery, LockKey, ServerSpec, Token, Wait};
+use crate::lock::{Breaking, ListQuery, LockKey, Semaphore, ServerSpec, Token, Wait};
 use crate::supervise::schedule::StopPlan;
 
 mod file;
@@ -87,6 +87,8 @@ pub enum LockJob {
     Release {
         key: LockKey,
         token: Token,
+        /// `--limit K`: the slot of this semaphore that TOKEN holds.
+        semaphore: Option<Semaphore>,
     },
     /// `release --force`: whoever holds it.
     ForceRelease {
@@ -97,9 +99,12 @@ pub enum LockJob {
         key: LockKey,
         token: Token,
         ttl: Duration,
+        semaphore: Option<Semaphore>,
     },
     Status {
         key: LockKey,
+        /// `--limit K`: every slot of this semaphore.
+        semaphore: Option<Semaphore>,
     },
     /// `list`; `names`: only the names, one a line.
     List {
@@ -132,6 +137,8 @@ pub struct AcquireJob {
     pub conflict_exit: u8,
     /// `--while PID`: a keeper keeps the lock while PID lives.
     pub keep_while: Option<KeepWhile>,
+    /// `--limit K`: take any one slot of this semaphore instead.
+    pub semaphore: Option<Semaphore>,
 }
 
 /// `acquire --while PID [--while-signal SIG]`.
@@ -162,6 +169,8 @@ pub struct ExecSpec {
     /// Whether the holder record holds the (redacted) command line rather
     /// than the program and the number of its arguments.
     pub record_command: bool,
+    /// `--limit K`: take any one slot of this semaphore instead.
+    pub semaphore: Option<Semaphore>,
 }
 
 impl Config {
@@ -202,12 +211,12 @@ impl Config {
             Command::Keeper => return Ok(Config::new(Task::Keeper, output)),
             Command::Acquire(args) => LockJob::Acquire(acquire_job(args, &prefix)?),
             Command::Release(args) => release(args, &prefix)?,
-            Command::Extend(args) => LockJob::Extend {
-                ttl: ttl(args.ttl.ttl, MIN_TTL)?,
-                key: key(&args.lock.name)?,
-                token: token(args.lock.token)?,
-            },
-            Command::Status(name) => LockJob::Status { key: key(&name)? },
+            Command::Extend(args) => extend(args, &prefix)?,
+            Command::Status(args) => {
+                let key = key(&args.name)?;
+                let semaphore = semaphore(&key, &args.limit);
+                LockJob::Status { key, semaphore }
+            }
             Command::List(args) => list(args, &prefix)?,
             Command::Exec(args) => LockJob::Exec(exec_spec(args, &prefix, json)?),
             Command::Doctor(args) => LockJob::Doctor(DoctorJob {
@@ -251,10 +260,27 @@ impl Config {
     }
 }
 
+fn extend(args: cli::ExtendArgs, prefix: &[u8]) -> Result<LockJob, Error> {
+    let key = named_key(prefix, &args.lock.name)?;
+    Ok(LockJob::Extend {
+        ttl: ttl(args.ttl.ttl, MIN_TTL)?,
+        semaphore: semaphore(&key, &args.limit),
+        key,
+        token: token(args.lock.token)?,
+    })
+}
+
+/// `--limit K` on the lock `key`: the semaphore of K slots named so.
+fn semaphore(key: &LockKey, limit: &cli::LimitArg) -> Option<Semaphore> {
+    limit.limit.map(|k| Semaphore::new(key.clone(), k))
+}
+
 fn acquire_job(args: cli::AcquireArgs, prefix: &[u8]) -> Result<AcquireJob, Error> {
+    let key = named_key(prefix, &args.name)?;
     Ok(AcquireJob {
         ttl: ttl(args.ttl.ttl, MIN_TTL)?,
-        key: named_key(prefix, &args.name)?,
+        semaphore: semaphore(&key, &args.limit),
+        key,
         wait: wait(&args.wait),
         message: message(args.holder),
         conflict_exit: args.wait.conflict_exit_code,
@@ -437,7 +463,18 @@ fn release(args: cli::ReleaseArgs, prefix: &[u8]) -> Result<LockJob, Error> {
             None => return Err(Error::Usage(NO_TOKEN_TO_RELEASE.into())),
             given => token(given)?,
         };
-        return Ok(LockJob::Release { key, token });
+        let semaphore = semaphore(&key, &args.limit);
+        return Ok(LockJob::Release {
+            key,
+            token,
+            semaphore,
+        });
+    }
+    if args.limit.limit.is_some() {
+        return Err(Error::Usage(
+            "release --force takes no --limit: break one slot by its own name, e.g.              release --force 'NAME#0'"
+                .into(),
+        ));
     }
     let from_env = std::env::var("REDLOCK_TOKEN").ok();
     if args.lock.token.is_some() && args.lock.token != from_env {
@@ -518,8 +555,10 @@ fn exec_spec(args: ExecArgs, prefix: &[u8], json: bool) -> Result<ExecSpec, Erro
         Some(name) => (name, false),
         None => (derived_name(&argv), true),
     };
+    let key = lock_key(prefix, &name)?;
     Ok(ExecSpec {
-        key: lock_key(prefix, &name)?,
+        semaphore: semaphore(&key, &args.limit),
+        key,
         name,
         derived_name,
         ttl,
@@ -843,6 +882,7 @@ mod tests {
                 message: None,
                 conflict_exit: 75,
                 keep_while: None,
+                semaphore: None,
             })
         };
         let guard = |value| Given {
@@ -869,6 +909,7 @@ mod tests {
         );
         let status = LockJob::Status {
             key: LockKey::new(b"k".to_vec()),
+            semaphore: None,
         };
         assert!(ttl_within_guard(&status, &guard(MS(1))).is_ok(), "no TTL");
     }

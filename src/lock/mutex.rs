@@ -19,6 +19,7 @@ use super::scripts::{
 };
 use super::server_url::{ServerSpec, SpecError};
 use super::servers::{tls_config, Connection, Server, ServerError};
+use super::slot::Slot;
 use crate::clock::BootInstant;
 
 /// A lock this process holds.
@@ -33,6 +34,8 @@ pub struct Lease {
     pub held_on: Vec<ServerSpec>,
     /// How many rounds `acquire` needed (1 for extend).
     pub attempts: u32,
+    /// The semaphore slot this lease holds (`--limit`), if it is one.
+    pub slot: Option<Slot>,
 }
 
 impl Lease {
@@ -614,6 +617,7 @@ impl Redlock {
             deadline: started + ttl.saturating_sub(drift(ttl)),
             held_on: replies.yes_servers(&self.servers),
             attempts: 1,
+            slot: None,
         })
     }
 

@@ -126,13 +126,20 @@ pub struct Wakeups {
 impl Wakeups {
     /// Subscribes to `key`'s channel on every server, in the background.
     pub fn subscribe(servers: &[Arc<Server>], key: &LockKey) -> Self {
+        Self::subscribe_all(servers, vec![channel(key)])
+    }
+
+    /// Subscribes to every one of `channels` on every server, one
+    /// connection a server, in the background: a release on any of them
+    /// wakes the waiter (a semaphore's slots, semaphore.rs).
+    pub fn subscribe_all(servers: &[Arc<Server>], channels: Vec<Vec<u8>>) -> Self {
         let (sender, events) = mpsc::unbounded_channel();
         let mut listeners = JoinSet::new();
-        let channel: Arc<[u8]> = channel(key).into();
+        let channels: Arc<[Vec<u8>]> = channels.into();
         for (index, server) in servers.iter().enumerate() {
-            let (server, sender, channel) = (server.clone(), sender.clone(), channel.clone());
+            let (server, sender, channels) = (server.clone(), sender.clone(), channels.clone());
             listeners.spawn(async move {
-                let mut messages = match server.subscribe(&channel).await {
+                let mut messages = match server.subscribe(&channels).await {
                     Ok(messages) => messages,
                     Err(_) => {
                         let _ = sender.send(Event::Failed);

@@ -160,7 +160,7 @@ impl InFlight {
 /// together do not retry in lockstep: uniform in [base/2, 3·base/2), with the
 /// base a tenth of the TTL, between 10ms and 200ms. Debug builds let tests
 /// fix it with `REDLOCK_TEST_POLL_DELAY_MS`, to tell a wake-up from a poll.
-fn retry_delay(ttl: Duration) -> Duration {
+pub(super) fn retry_delay(ttl: Duration) -> Duration {
     if let Some(forced) = forced_poll_delay() {
         return forced;
     }

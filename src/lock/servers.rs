@@ -348,10 +348,12 @@ impl Server {
     /// A connection of its own, subscribed to `channel`: the messages
     /// published there from now on. Connecting and the confirmation of the
     /// subscription are bounded by the server timeout together.
-    pub async fn subscribe(&self, channel: &[u8]) -> Result<PubSubStream, ServerError> {
+    pub async fn subscribe(&self, channels: &[Vec<u8>]) -> Result<PubSubStream, ServerError> {
         let subscribing = async {
             let mut pubsub = self.client.get_async_pubsub().await?;
-            pubsub.subscribe(channel).await?;
+            for channel in channels {
+                pubsub.subscribe(channel).await?;
+            }
             Ok(pubsub.into_on_message())
         };
         match tokio::time::timeout(self.timeout, subscribing).await {

@@ -11,7 +11,7 @@ use crate::lock::{
     escape_bytes, is_hidden, ForceVerdict, Forced, HeldBy, Inspection, KeyState, Lease, Listed,
     Listing, LockError, LockKey, Released, Said, ServerError, Tried, Verdict,
 };
-use crate::outcome::{Failed, Outcome};
+use crate::outcome::{Failed, Outcome, Slots};
 
 /// One JSON object on stdout per run, for programs.
 pub struct Json;
@@ -30,6 +30,10 @@ impl Format for Json {
             } => {
                 let occupied = inspection.occupied();
                 to_line(&StatusJson::new(inspection, verdict, occupied.as_ref()))?
+            }
+            Outcome::Slots(slots) => {
+                let occupied: Vec<_> = slots.slots.iter().map(|(i, _)| i.occupied()).collect();
+                to_line(&SlotsJson::new(slots, &occupied))?
             }
             Outcome::Forced(forced) => {
                 let verdict = forced.before.verdict();
@@ -125,6 +129,15 @@ pub struct LeaseJson<'a> {
     validity_ms: u64,
     held_on: Vec<String>,
     attempts: u32,
+    /// `--limit K`: the slot held (`name` is the slot's own name, which
+    /// `release` and `extend` take as any lock's), the semaphore's name and
+    /// K; left out for a lock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    slot: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    semaphore: Option<Bytes<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limit: Option<u32>,
 }
 
 impl<'a> LeaseJson<'a> {
@@ -136,6 +149,12 @@ impl<'a> LeaseJson<'a> {
             validity_ms: millis(lease.validity()),
             held_on: lease.held_on.iter().map(ToString::to_string).collect(),
             attempts: lease.attempts,
+            slot: lease.slot.as_ref().map(|slot| slot.index),
+            semaphore: lease
+                .slot
+                .as_ref()
+                .map(|slot| Bytes(slot.semaphore.bytes())),
+            limit: lease.slot.as_ref().map(|slot| slot.limit),
         }
     }
 }
@@ -420,6 +439,47 @@ pub struct StatusJson<'a> {
     broken: Option<BrokenJson>,
     quorum: usize,
     servers: Vec<ServerJson<'a>>,
+}
+
+/// `status --limit K --json`: the semaphore, its counts, and every slot as
+/// `status --json` shows a lock, with its index.
+#[derive(Debug, Serialize)]
+pub struct SlotsJson<'a> {
+    #[serde(flatten)]
+    name: Name<'a>,
+    limit: u32,
+    held: usize,
+    free: usize,
+    slots: Vec<SlotJson<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct SlotJson<'a> {
+    slot: usize,
+    #[serde(flatten)]
+    status: StatusJson<'a>,
+}
+
+impl<'a> SlotsJson<'a> {
+    /// `occupied`: each slot's [`Inspection::occupied`], in slot order.
+    pub fn new(slots: &'a Slots, occupied: &'a [Option<crate::lock::Occupied>]) -> Self {
+        SlotsJson {
+            name: Name::of(slots.semaphore.key.bytes()),
+            limit: slots.semaphore.limit,
+            held: slots.held(),
+            free: slots.free(),
+            slots: slots
+                .slots
+                .iter()
+                .enumerate()
+                .zip(occupied)
+                .map(|((slot, (inspection, verdict)), occupied)| SlotJson {
+                    slot,
+                    status: StatusJson::new(inspection, verdict, occupied.as_ref()),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// One server's view in `status --json`: its key's state, or why it did not

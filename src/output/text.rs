@@ -15,7 +15,7 @@ use crate::lock::{
     escape_and_cut, escape_bytes, ForceVerdict, Forced, HeldBy, Inspection, KeyState, Lease,
     Listed, Listing, LockKey, ServerPart, Standing, Verdict, MAX_TOKEN, SERVER_TEXT_SHOWN,
 };
-use crate::outcome::{Failed, Outcome, Ran, RunEnd, Stop};
+use crate::outcome::{Failed, Outcome, Ran, RunEnd, Slots, Stop};
 
 /// Text for people: the token, the status table, the list.
 pub struct Text {
@@ -31,6 +31,7 @@ impl Format for Text {
                 verdict,
             } if !self.quiet => Some(status(inspection, verdict)),
             Outcome::Doctor(report) if !self.quiet => Some(super::doctor::text(report)),
+            Outcome::Slots(slots) if !self.quiet => Some(self::slots(slots)),
             _ => None,
         })
     }
@@ -84,6 +85,10 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>, json: bool) -> V
         } => {
             let unknown = matches!(verdict, Verdict::Unknown)
                 .then(|| words::lock_error(&inspection.no_quorum()));
+            vec![stdout, unknown.and_then(|m| said(Warning, m))]
+        }
+        Outcome::Slots(slots) => {
+            let unknown = slots.unknown().map(|e| words::lock_error(&e));
             vec![stdout, unknown.and_then(|m| said(Warning, m))]
         }
         Outcome::Listed(listing) => listed(listing, stdout, json),
@@ -437,6 +442,17 @@ fn notice(notice: &Notice) -> String {
 
 /// `redlock status`: who holds it and until when, what the holder
 /// recorded, the token's majority, then one line per server.
+/// `status --limit K`: how many slots are held and free, then each slot
+/// as `status` shows a lock.
+fn slots(slots: &Slots) -> String {
+    let mut text = words::slots(&slots.semaphore, slots.held(), slots.free());
+    for (inspection, verdict) in &slots.slots {
+        text.push_str("\n\n");
+        text.push_str(&status(inspection, verdict));
+    }
+    text
+}
+
 fn status(inspection: &Inspection, verdict: &Verdict) -> String {
     let (total, quorum) = (inspection.servers.len(), inspection.quorum);
     let mut text = match (verdict, inspection.occupied()) {

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use crate::duration::{exact, rounded};
 use crate::lock::{
-    escape_and_cut, Broken, Failures, HeldBy, Holder, LockError, LockKey, Said, ServerError,
-    Standing, TokenOp, TokenRound, Tried,
+    escape_and_cut, Broken, Failures, HeldBy, Holder, LockError, LockKey, Said, Semaphore,
+    ServerError, Standing, TokenOp, TokenRound, Tried,
 };
 
 /// How many characters of each recorded field a one-line summary shows.
@@ -500,6 +500,21 @@ pub fn standing(standing: Standing) -> &'static str {
         Standing::Minority => "minority",
         Standing::Unknown => "unknown",
     }
+}
+
+/// The first line of `status --limit K`: how many of the semaphore's
+/// slots are held and how many free (the rest are unknown).
+pub fn slots(semaphore: &Semaphore, held: usize, free: usize) -> String {
+    let limit = semaphore.limit as usize;
+    let unknown = match limit - held - free {
+        0 => String::new(),
+        n => format!(", {n} unknown"),
+    };
+    let plural = if limit == 1 { "" } else { "s" };
+    format!(
+        "{} is a semaphore of {limit} slot{plural}: {held} held, {free} free{unknown}",
+        semaphore.key
+    )
 }
 
 #[cfg(test)]

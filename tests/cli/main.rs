@@ -33,6 +33,7 @@ mod recipes;
 mod release_extend;
 mod restart_guard;
 mod secrets;
+mod semaphore;
 mod server_errors;
 mod server_sources;
 mod snapshots;

@@ -15,7 +15,7 @@ use super::description;
 /// Every variable `redlock` reads, and the commands that read it (`EVERY`:
 /// all of them). A test checks that each `REDLOCK_*` name in the source is
 /// on some page.
-const ENVIRONMENT: [(&str, &[&str], &str); 12] = [
+const ENVIRONMENT: [(&str, &[&str], &str); 13] = [
     (
         "REDLOCK_SERVERS",
         EVERY,
@@ -70,6 +70,13 @@ const ENVIRONMENT: [(&str, &[&str], &str); 12] = [
          runs its command at once, under the lock the outer exec keeps.",
     ),
     (
+        "REDLOCK_SLOT",
+        &["exec"],
+        "The slot, 0 to K-1, that an outer exec --limit K holds, set for its command. A redlock \
+         exec --limit K of the same NAME inside it, with REDLOCK_TOKEN still holding that slot, \
+         runs its command at once, under the slot the outer exec keeps.",
+    ),
+    (
         "XDG_CONFIG_HOME",
         EVERY,
         "The per-user servers and config files are $XDG_CONFIG_HOME/redlock/servers and \
@@ -86,11 +93,15 @@ const ENVIRONMENT: [(&str, &[&str], &str); 12] = [
 /// What `exec` sets in the command's environment, so that a `redlock`
 /// inside it reaches the same lock and servers (`commands/exec.rs`,
 /// `commands/handoff.rs`).
-const EXEC_EXPORTS: [(&str, &str); 8] = [
+const EXEC_EXPORTS: [(&str, &str); 9] = [
     ("REDLOCK_NAME", "The lock's name, without the prefix."),
     (
         "REDLOCK_TOKEN",
         "The lock's token, for redlock status or a nested redlock exec of the same NAME.",
+    ),
+    (
+        "REDLOCK_SLOT",
+        "With --limit K: the slot held, 0 to K-1 (its lock is NAME#SLOT). Unset without --limit.",
     ),
     (
         "REDLOCK_SERVERS",

@@ -1,0 +1,309 @@
+//! Counting semaphores (`--limit K`): K holders at once, built from K
+//! Redlock mutexes, the "slots" `NAME#0` … `NAME#K-1`. A client holds one
+//! slot, taken as any lock is taken (mutex.rs), so each slot keeps the
+//! mutual exclusion, the restart guard and the validity rules of a lock, and
+//! at most K clients hold a slot at once. A per-server counter would not do:
+//! with N servers that each admit K, up to almost 2K clients could each hold
+//! a majority.
+//!
+//! `--limit 1` is the slot `NAME#0`, not the lock `NAME`: the key a client
+//! holds depends only on the name and the slot, so clients that pass
+//! different K for one name share the slots they have in common, and no
+//! more than the largest K in use hold at once (a client with a smaller K
+//! only ever tries the first K slots).
+//!
+//! # Waiting, and the line
+//! A waiter tries the slots in a random order, so that clients that arrive
+//! together spread over the free slots; it listens for the release of ANY
+//! slot (one subscription per server, to every slot's channel), and polls
+//! in between as a lock's waiter does.
+//!
+//! Each slot has the line a lock has (queue.lua). A semaphore waiter stands
+//! in EVERY slot's line with ONE ticket (drawn after its first pass failed,
+//! by the servers' clocks): every server orders tickets the same way, so
+//! the earliest semaphore waiter is first in line on every slot at once, and
+//! the next slot freed, whichever it is, goes to it; a release names it, so
+//! only it wakes. It then leaves every line, which announces the next
+//! waiter on every slot still free. So waiters are served in arrival order
+//! and a client that just released cannot overtake them (it stands in no
+//! line and the script lets it in only while nobody does). No waiter is
+//! ever stuck behind a line on every slot: the first in line of a slot is
+//! either the earliest semaphore waiter (who can take any freed slot) or a
+//! waiter on that one slot by its name (`acquire NAME#2`), and a waiter
+//! that stops coming back lapses from every line after a linger. The line
+//! only ever keeps a caller out, so mutual exclusion per slot is unchanged.
+
+use std::future::Future;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::error::LockError;
+use super::key::{LockKey, Token};
+use super::mutex::{Lease, Redlock, Released};
+use super::notify::{self, Wakeups};
+use super::queue::Ticket;
+use super::retry::{retry_delay, Wait};
+use super::slot::Semaphore;
+use crate::clock::BootInstant;
+
+/// [`super::acquire_or_cancel`] for a semaphore: takes any one free slot,
+/// waiting as `wait` says, unless `cancel` resolves first (then what the
+/// attempt in flight took is released). The lease is the slot's, its key
+/// the slot's key, with [`Lease::slot`] set. However it ends, the waiter
+/// leaves every slot's line it stood in.
+pub async fn acquire_slot_or_cancel<C: Future>(
+    redlock: &Redlock,
+    semaphore: &Semaphore,
+    (ttl, wait): (Duration, Wait),
+    cancel: C,
+    on_retry: impl FnMut(u32, &LockError),
+) -> Result<Result<Lease, LockError>, C::Output> {
+    let in_flight = SlotInFlight::default();
+    let acquiring = take_any(redlock, semaphore, (ttl, wait), &in_flight, on_retry);
+    let outcome = tokio::select! {
+        outcome = acquiring => Ok(outcome),
+        cancelled = cancel => {
+            if let Some((key, token)) = in_flight.attempt() {
+                let _ = redlock.release(&key, &token).await;
+            }
+            Err(cancelled)
+        }
+    };
+    if let Some(ticket) = in_flight.ticket() {
+        for key in semaphore.slot_keys() {
+            redlock.leave_line(&key, &ticket).await;
+        }
+    }
+    outcome
+}
+
+/// Passes over the slots in random order until one is taken; between
+/// passes, waits for a release of any slot or the random poll.
+async fn take_any(
+    redlock: &Redlock,
+    semaphore: &Semaphore,
+    (ttl, wait): (Duration, Wait),
+    in_flight: &SlotInFlight,
+    mut on_retry: impl FnMut(u32, &LockError),
+) -> Result<Lease, LockError> {
+    let give_up_at = match wait {
+        Wait::No => Some(BootInstant::now()),
+        Wait::For(limit) => Some(BootInstant::now() + limit),
+        Wait::Forever => None,
+    };
+    let mut wakeups: Option<Wakeups> = None;
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let ticket = in_flight.ticket();
+        if let Some(wakeups) = wakeups.as_mut() {
+            wakeups.attempt_starts(ticket.as_ref().map(|t| t.id.as_str()));
+        }
+        let (error, servers_clock) =
+            match pass(redlock, semaphore, ttl, ticket.as_ref(), in_flight).await {
+                Ok(lease) => return Ok(Lease { attempts, ..lease }),
+                Err(Failed::Final(error)) => return Err(error),
+                Err(Failed::Transient(error, clock)) => (error, clock),
+            };
+        if ticket.is_none() && wait != Wait::No {
+            in_flight.stand_in_line(Ticket::draw(servers_clock));
+        }
+        let mut pause = retry_delay(ttl);
+        if let Some(give_up_at) = give_up_at {
+            let left = give_up_at.remaining();
+            if left.is_zero() {
+                return Err(error);
+            }
+            pause = pause.min(left);
+        }
+        on_retry(attempts, &error);
+        if wakeups.is_none() && redlock.wakeups {
+            let channels = semaphore.slot_keys().iter().map(notify::channel).collect();
+            wakeups = Some(Wakeups::subscribe_all(&redlock.servers, channels));
+        }
+        match wakeups.as_mut() {
+            Some(wakeups) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(pause) => {}
+                    _ = wakeups.woken() => {}
+                }
+            }
+            None => tokio::time::sleep(pause).await,
+        }
+    }
+}
+
+/// Why a pass took no slot.
+enum Failed {
+    /// Worth another pass: the error to report (a busy slot's when any slot
+    /// was busy, else the last), and the servers' clock as the pass saw it.
+    Transient(LockError, Option<u64>),
+    Final(LockError),
+}
+
+/// One attempt on each slot, in a random order, each with a fresh token,
+/// until one is taken.
+async fn pass(
+    redlock: &Redlock,
+    semaphore: &Semaphore,
+    ttl: Duration,
+    ticket: Option<&Ticket>,
+    in_flight: &SlotInFlight,
+) -> Result<Lease, Failed> {
+    let mut busy = None;
+    let mut last = None;
+    let mut clock = None;
+    for index in random_order(semaphore.limit) {
+        let key = semaphore.slot_key(index);
+        let token = Token::generate();
+        in_flight.set(key.clone(), token.clone());
+        let (outcome, servers_clock) = redlock.attempt(&key, &token, ttl, ticket).await;
+        clock = clock.or(servers_clock);
+        match outcome {
+            Ok(lease) => {
+                return Ok(Lease {
+                    slot: Some(semaphore.slot(index)),
+                    ..lease
+                })
+            }
+            Err(error @ LockError::Busy { .. }) => busy = Some(error),
+            Err(error) if error.is_transient() => last = Some(error),
+            Err(error) => return Err(Failed::Final(error)),
+        }
+    }
+    let error = busy.or(last).expect("a semaphore has at least one slot");
+    Err(Failed::Transient(error, clock))
+}
+
+/// 0 … limit-1, shuffled (Fisher–Yates; the order needs no cryptographic
+/// quality, and a failure of the generator leaves it in order).
+fn random_order(limit: u32) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..limit).collect();
+    let mut bytes = vec![0u8; 4 * order.len()];
+    let _ = getrandom::fill(&mut bytes);
+    for i in (1..order.len()).rev() {
+        let word = u32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+        let j = (word as usize) % (i + 1);
+        order.swap(i, j);
+    }
+    order
+}
+
+/// The slot and token of the attempt in flight, and the ticket once the
+/// waiter stands in line: what must be cleaned up however the wait ends.
+#[derive(Debug, Default)]
+struct SlotInFlight(Mutex<InFlightState>);
+
+/// The slot and token of the attempt in flight; the waiter's ticket.
+type InFlightState = (Option<(LockKey, Token)>, Option<Ticket>);
+
+impl SlotInFlight {
+    fn state(&self) -> std::sync::MutexGuard<'_, InFlightState> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn set(&self, key: LockKey, token: Token) {
+        self.state().0 = Some((key, token));
+    }
+
+    fn attempt(&self) -> Option<(LockKey, Token)> {
+        self.state().0.clone()
+    }
+
+    fn stand_in_line(&self, ticket: Ticket) {
+        self.state().1 = Some(ticket);
+    }
+
+    fn ticket(&self) -> Option<Ticket> {
+        self.state().1.clone()
+    }
+}
+
+impl Redlock {
+    /// Releases the slot of `semaphore` that `token` holds, whichever it
+    /// is: compare-and-delete makes trying each slot safe, since a token
+    /// (128 random bits) holds at most one. Returns the slot's key and the
+    /// release. When no slot is held by it, the error is the first slot's
+    /// that could not say (no quorum), else the last slot's "not held".
+    pub async fn release_slot(
+        &self,
+        semaphore: &Semaphore,
+        token: &Token,
+    ) -> Result<(LockKey, Released), LockError> {
+        let mut unsure = None;
+        let mut not_held = None;
+        for key in semaphore.slot_keys() {
+            match self.release(&key, token).await {
+                Ok(released) => return Ok((key, released)),
+                Err(error @ LockError::NotHeld { .. }) => not_held = Some(error),
+                Err(error) => {
+                    unsure.get_or_insert(error);
+                }
+            }
+        }
+        Err(unsure
+            .or(not_held)
+            .expect("a semaphore has at least one slot"))
+    }
+
+    /// Extends the slot of `semaphore` that `token` holds, as
+    /// [`Self::release_slot`] finds it; extend never re-creates a key, so
+    /// trying a slot the token does not hold changes nothing.
+    pub async fn extend_slot(
+        &self,
+        semaphore: &Semaphore,
+        token: &Token,
+        ttl: Duration,
+    ) -> Result<Lease, LockError> {
+        let mut unsure = None;
+        let mut not_held = None;
+        for index in 0..semaphore.limit {
+            let key = semaphore.slot_key(index);
+            match self.extend(&key, token, ttl).await {
+                Ok(lease) => {
+                    return Ok(Lease {
+                        slot: Some(semaphore.slot(index)),
+                        ..lease
+                    })
+                }
+                Err(error @ LockError::NotHeld { .. }) => not_held = Some(error),
+                Err(error) => {
+                    unsure.get_or_insert(error);
+                }
+            }
+        }
+        Err(unsure
+            .or(not_held)
+            .expect("a semaphore has at least one slot"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_the_name_and_an_index_under_the_same_prefix() {
+        let semaphore = Semaphore::new(LockKey::prefixed(b"app:", b"build"), 3);
+        let keys = semaphore.slot_keys();
+        assert_eq!(keys.len(), 3);
+        assert_eq!(keys[0].bytes(), b"app:build#0");
+        assert_eq!(keys[2].name(), b"build#2");
+        let one = Semaphore::new(LockKey::new(b"x".to_vec()), 1);
+        assert_eq!(one.slot_key(0).bytes(), b"x#0");
+    }
+
+    #[test]
+    fn the_order_is_every_slot_once_and_not_always_the_same() {
+        let orders: Vec<Vec<u32>> = (0..50).map(|_| random_order(5)).collect();
+        for order in &orders {
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, vec![0, 1, 2, 3, 4]);
+        }
+        assert!(orders.iter().any(|o| *o != orders[0]), "{orders:?}");
+        assert_eq!(random_order(1), vec![0]);
+    }
+}

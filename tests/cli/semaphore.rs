@@ -1,0 +1,343 @@
+//! Counting semaphores (`--limit K`): K slots, `NAME#0` … `NAME#K-1`, each
+//! a Redlock mutex; a client holds one. Real servers, real processes: the
+//! occupancy of a critical section is counted under flock(1) by the
+//! sections themselves.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::support::{run, temp_dir, wait_until, Cluster, Running};
+
+/// A poll delay no wake-up test waits out (debug builds only).
+const SLOW_POLL_MS: &str = "5000";
+
+/// `acquire -n --json --limit K NAME`'s object; panics unless it exits 0.
+fn take(cluster: &Cluster, name: &str, limit: &str) -> serde_json::Value {
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "-n", "--json", "--limit", limit, name]));
+    out.assert_code(0, "acquire --limit");
+    out.json()
+}
+
+/// The critical section: under flock, count this holder in, check that no
+/// other holder has its slot, note the count and the slot; stay a while;
+/// count it out.
+const SECTION: &str = r#"d=$1
+flock "$d/lock" sh -c '
+  n=$(( $(cat "$0/count") + 1 )); echo $n > "$0/count"
+  echo "in $n slot $REDLOCK_SLOT" >> "$0/seen"
+  if [ -e "$0/slot.$REDLOCK_SLOT" ]; then echo "dup $REDLOCK_SLOT" >> "$0/seen"; fi
+  : > "$0/slot.$REDLOCK_SLOT"' "$d"
+sleep 0.1
+flock "$d/lock" sh -c '
+  n=$(( $(cat "$0/count") - 1 )); echo $n > "$0/count"
+  rm -f "$0/slot.$REDLOCK_SLOT"' "$d"
+"#;
+
+/// One client: `rounds` times `exec --limit 3 -w` around [`SECTION`].
+fn client(cluster: &Cluster, dir: &Path, rounds: usize) -> thread::JoinHandle<Vec<String>> {
+    let mut cmd = cluster.redlock();
+    cmd.args([
+        "exec", "--limit", "3", "-w", "60s", "pool", "--", "sh", "-c",
+    ])
+    .arg(SECTION)
+    .arg("section")
+    .arg(dir);
+    thread::spawn(move || {
+        (0..rounds)
+            .map(|_| {
+                let out = run(&mut cmd);
+                format!("{} {}", out.code(), out.stderr.trim())
+            })
+            .collect()
+    })
+}
+
+#[test]
+fn ten_clients_on_three_slots_never_overlap_more_than_three_and_all_finish() {
+    let cluster = Cluster::start(3);
+    let dir = temp_dir("semaphore-occupancy");
+    std::fs::write(dir.path().join("count"), "0\n").unwrap();
+    std::fs::write(dir.path().join("seen"), "").unwrap();
+    let (clients, rounds) = (10, 3);
+    let started = Instant::now();
+    let handles: Vec<_> = (0..clients)
+        .map(|_| client(&cluster, dir.path(), rounds))
+        .collect();
+    let ends: Vec<String> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    let took = started.elapsed();
+    let failed: Vec<&String> = ends.iter().filter(|e| !e.starts_with("0 ")).collect();
+    assert!(failed.is_empty(), "rounds that failed: {failed:?}");
+    // 30 sections of 0.1s on 3 slots need 1s; the rest is processes.
+    assert!(took < Duration::from_secs(40), "all rounds took {took:?}");
+    let seen = std::fs::read_to_string(dir.path().join("seen")).unwrap();
+    assert!(!seen.contains("dup"), "two holders had one slot:\n{seen}");
+    let entries: Vec<(u32, String)> = seen
+        .lines()
+        .map(|line| {
+            let words: Vec<&str> = line.split(' ').collect();
+            assert_eq!(words[0], "in", "{line}");
+            (words[1].parse().unwrap(), words[3].to_owned())
+        })
+        .collect();
+    assert_eq!(entries.len(), clients * rounds, "{seen}");
+    let most = entries.iter().map(|(n, _)| *n).max().unwrap();
+    assert!(most <= 3, "{most} holders at once:\n{seen}");
+    assert_eq!(
+        most, 3,
+        "never 3 holders at once, so the test proves little:\n{seen}"
+    );
+    for (_, slot) in &entries {
+        assert!(
+            ["0", "1", "2"].contains(&slot.as_str()),
+            "REDLOCK_SLOT {slot:?}"
+        );
+    }
+}
+
+#[test]
+fn all_slots_busy_is_75_and_release_or_extend_find_the_slot_by_token() {
+    let cluster = Cluster::start(3);
+    let held: Vec<serde_json::Value> = (0..3).map(|_| take(&cluster, "jobs", "3")).collect();
+    let mut slots: Vec<u64> = held.iter().map(|j| j["slot"].as_u64().unwrap()).collect();
+    slots.sort_unstable();
+    assert_eq!(slots, [0, 1, 2], "{held:?}");
+    for lease in &held {
+        let slot = lease["slot"].as_u64().unwrap();
+        assert_eq!(lease["name"], format!("jobs#{slot}"), "{lease}");
+        assert_eq!(
+            (lease["semaphore"].as_str(), lease["limit"].as_u64()),
+            (Some("jobs"), Some(3))
+        );
+        // The slot is a lock of its own, on every server.
+        let token = lease["token"].as_str().unwrap().as_bytes().to_vec();
+        let key = format!("jobs#{slot}");
+        assert_eq!(cluster.get_all(key.as_bytes()), vec![Some(token); 3]);
+    }
+    let busy = run(cluster
+        .redlock()
+        .args(["acquire", "-n", "--limit", "3", "jobs"]));
+    busy.assert_code(75, "a fourth holder");
+    assert!(
+        busy.stdout.is_empty() && busy.stderr.contains("jobs#"),
+        "{}",
+        busy.stderr
+    );
+
+    let token = |i: usize| held[i]["token"].as_str().unwrap().to_owned();
+    let extended = run(cluster.redlock().args([
+        "extend",
+        "--json",
+        "--limit",
+        "3",
+        "--ttl",
+        "20s",
+        "jobs",
+        &token(1),
+    ]));
+    extended.assert_code(0, "extend --limit");
+    assert_eq!(extended.json()["slot"], held[1]["slot"]);
+    let released = run(cluster
+        .redlock()
+        .args(["release", "--limit", "3", "jobs", &token(1)]));
+    released.assert_code(0, "release --limit");
+    let again = run(cluster
+        .redlock()
+        .args(["release", "--limit", "3", "jobs", &token(1)]));
+    again.assert_code(79, "the token holds no slot any more");
+    let retaken = take(&cluster, "jobs", "3");
+    assert_eq!(
+        retaken["slot"], held[1]["slot"],
+        "the freed slot is the free one"
+    );
+    // Or by the slot's own name, as any lock.
+    let name = held[2]["name"].as_str().unwrap();
+    run(cluster.redlock().args(["release", name, &token(2)])).assert_code(0, "release NAME#i");
+}
+
+#[test]
+fn a_waiter_stands_in_every_line_and_is_woken_by_the_release_of_any_slot() {
+    let cluster = Cluster::start(3);
+    let held: Vec<serde_json::Value> = (0..2).map(|_| take(&cluster, "pair", "2")).collect();
+    let waiter = Running::spawn(
+        cluster
+            .redlock()
+            .args(["acquire", "--json", "-w", "20s", "--limit", "2", "pair"])
+            .env("REDLOCK_TEST_POLL_DELAY_MS", SLOW_POLL_MS)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    let listening = || {
+        (0..3).all(|i| {
+            (0..2).all(|slot| {
+                cluster[i].subscribers(format!("pair#{slot}\0released").as_bytes()) == 1
+            })
+        })
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), listening),
+        "the waiter does not listen to every slot on every server\n{}",
+        cluster.logs()
+    );
+    let in_line = || (0..2).all(|slot| cluster.in_line_everywhere(&format!("pair#{slot}"), 1));
+    assert!(
+        wait_until(Duration::from_secs(10), in_line),
+        "not in every slot's line"
+    );
+
+    let second = &held[1];
+    let released_at = Instant::now();
+    run(cluster.redlock().args([
+        "release",
+        second["name"].as_str().unwrap(),
+        second["token"].as_str().unwrap(),
+    ]))
+    .assert_code(0, "release one slot");
+    let out = waiter.finish(Duration::from_secs(30));
+    let took = released_at.elapsed();
+    out.assert_code(0, "the waiter");
+    assert_eq!(out.json()["slot"], second["slot"], "{}", out.stdout);
+    assert!(
+        took < Duration::from_secs(2),
+        "the waiter took {took:?} after the release: it waited for its poll\n{}",
+        out.stderr
+    );
+    // It left every line once it held a slot.
+    let left = || (0..2).all(|slot| cluster.in_line_everywhere(&format!("pair#{slot}"), 0));
+    assert!(
+        wait_until(Duration::from_secs(5), left),
+        "a ticket stayed in line"
+    );
+}
+
+#[test]
+fn status_shows_every_slot_and_how_many_are_free() {
+    let cluster = Cluster::start(3);
+    let all_free = run(cluster.redlock().args(["status", "--limit", "3", "st"]));
+    all_free.assert_code(1, "status of a free semaphore");
+    assert!(
+        all_free
+            .stdout
+            .starts_with("\"st\" is a semaphore of 3 slots: 0 held, 3 free"),
+        "{}",
+        all_free.stdout
+    );
+    let held = take(&cluster, "st", "3");
+    let text = run(cluster.redlock().args(["status", "--limit", "3", "st"]));
+    text.assert_code(0, "status with one slot held");
+    assert!(text.stdout.contains("1 held, 2 free"), "{}", text.stdout);
+    for slot in 0..3 {
+        assert!(
+            text.stdout.contains(&format!("\"st#{slot}\"")),
+            "{}",
+            text.stdout
+        );
+    }
+    let json = run(cluster
+        .redlock()
+        .args(["status", "--json", "--limit", "3", "st"]));
+    json.assert_code(0, "status --json");
+    let json = json.json();
+    assert_eq!(
+        (json["name"].as_str(), json["limit"].as_u64()),
+        (Some("st"), Some(3))
+    );
+    assert_eq!(
+        (json["held"].as_u64(), json["free"].as_u64()),
+        (Some(1), Some(2))
+    );
+    let slot = held["slot"].as_u64().unwrap() as usize;
+    let slots = json["slots"].as_array().unwrap();
+    assert_eq!(slots.len(), 3);
+    assert_eq!(slots[slot]["held"], true);
+    assert_eq!(slots[slot]["token"], held["token"]);
+    assert_eq!(slots[slot]["slot"], slot);
+    assert_eq!(
+        slots[(slot + 1) % 3]["state"],
+        slots[(slot + 2) % 3]["state"]
+    );
+    assert_eq!(slots[(slot + 1) % 3]["held"], false);
+    // `list` shows the slot as the lock it is.
+    let list = run(cluster.redlock().args(["list", "--names", "st*"]));
+    list.assert_code(0, "list");
+    assert_eq!(list.stdout.trim(), format!("st#{slot}"));
+}
+
+#[test]
+fn a_bad_limit_is_a_usage_error_on_one_line() {
+    let cluster = Cluster::start(1);
+    for bad in ["0", "-1", "x", "257"] {
+        let out = run(cluster
+            .redlock()
+            .args(["acquire", "-n", "--limit", bad, "b"]));
+        out.assert_code(64, &format!("--limit {bad}"));
+        let first = out.stderr.lines().next().unwrap_or_default();
+        assert!(
+            first.contains("--limit") && first.contains("1 to 256"),
+            "{}",
+            out.stderr
+        );
+    }
+    let forced = run(cluster
+        .redlock()
+        .args(["release", "--force", "--limit", "2", "b"]));
+    forced.assert_code(64, "release --force --limit");
+    assert_eq!(forced.stderr.lines().count(), 1, "{}", forced.stderr);
+}
+
+#[test]
+fn exec_gives_the_command_its_slot_and_releases_that_slot() {
+    let cluster = Cluster::start(3);
+    let held = take(&cluster, "ex", "2");
+    let out = run(cluster
+        .redlock()
+        .args(["exec", "-n", "--limit", "2", "ex", "--", "sh", "-c"])
+        .arg("echo $REDLOCK_NAME $REDLOCK_SLOT"));
+    out.assert_code(0, "exec --limit");
+    let other = 1 - held["slot"].as_u64().unwrap();
+    assert_eq!(out.stdout.trim(), format!("ex {other}"));
+    // The slot it took is free again; the other is still held.
+    let free = run(cluster
+        .redlock()
+        .args(["status", "--json", "--limit", "2", "ex"]))
+    .json();
+    assert_eq!(free["held"], 1);
+    assert_eq!(free["slots"][other as usize]["held"], false);
+}
+
+#[test]
+fn acquire_while_keeps_a_slot_until_release_limit_finds_it() {
+    let cluster = Cluster::start(3);
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = sleeper.id().to_string();
+    let out = run(cluster.redlock().args([
+        "acquire", "--json", "-n", "--limit", "2", "--while", &pid, "kw",
+    ]));
+    out.assert_code(0, "acquire --limit --while");
+    let lease = out.json();
+    let token = lease["token"].as_str().unwrap();
+    let status = || {
+        run(cluster
+            .redlock()
+            .args(["status", "--json", "--limit", "2", "kw"]))
+        .json()
+    };
+    assert_eq!(status()["held"], 1, "the keeper holds the slot");
+    run(cluster
+        .redlock()
+        .args(["release", "--limit", "2", "kw", token]))
+    .assert_code(0, "release --limit stands the keeper down");
+    assert_eq!(status()["held"], 0);
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+}
