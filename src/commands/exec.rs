@@ -139,11 +139,18 @@ fn command_under(spec: &ExecSpec, lease: &Lease, child_env: &ChildEnv) -> superv
         ("REDLOCK_NAME", spec.name.clone()),
         ("REDLOCK_TOKEN", OsString::from(lease.token.as_str())),
     ];
+    let mut env_remove = child_env.remove.clone();
+    // `--fence`: the token for storage. Without it, none: not one an
+    // enclosing exec of another lock handed down.
+    match lease.fence {
+        Some(fence) => env.push(("REDLOCK_FENCE", OsString::from(fence.to_string()))),
+        None => env_remove.push("REDLOCK_FENCE"),
+    }
     env.extend(child_env.set.iter().cloned());
     supervise::Command {
         argv: spec.argv.clone(),
         env,
-        env_remove: child_env.remove.clone(),
+        env_remove,
         signal: spec.signal,
         plan: spec.stop,
         timeout: spec.timeout,

@@ -375,6 +375,7 @@ fn take_over() -> Result<(), String> {
         deadline: BootInstant::from_nanos(handed.deadline_ns),
         held_on: Vec::new(),
         attempts: 1,
+        fence: None,
     };
     let signal = setup.signal.and_then(|n| Signal::try_from(n).ok());
     let runtime = tokio::runtime::Builder::new_current_thread()

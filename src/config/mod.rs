@@ -120,6 +120,8 @@ pub struct AcquireJob {
     pub conflict_exit: u8,
     /// `--while PID`: a keeper keeps the lock while PID lives.
     pub keep_while: Option<KeepWhile>,
+    /// `--fence`: the lock gets a fencing token.
+    pub fence: bool,
 }
 
 /// `acquire --while PID [--while-signal SIG]`.
@@ -150,6 +152,8 @@ pub struct ExecSpec {
     /// Whether the holder record holds the (redacted) command line rather
     /// than the program and the number of its arguments.
     pub record_command: bool,
+    /// `--fence`: the command gets a fencing token in REDLOCK_FENCE.
+    pub fence: bool,
 }
 
 impl Config {
@@ -245,6 +249,7 @@ fn acquire_job(args: cli::AcquireArgs, prefix: &[u8]) -> Result<AcquireJob, Erro
             pid,
             signal: args.while_signal.0,
         }),
+        fence: args.fence,
     })
 }
 
@@ -396,6 +401,15 @@ fn ttl_within_guard(job: &LockJob, guard: &Given) -> Result<(), Error> {
 }
 
 impl LockJob {
+    /// Whether the lock it takes gets a fencing token (`--fence`).
+    pub fn fence(&self) -> bool {
+        match self {
+            LockJob::Acquire(job) => job.fence,
+            LockJob::Exec(spec) => spec.fence,
+            _ => false,
+        }
+    }
+
     /// The TTL the command asks for, which bounds the server timeout.
     fn ttl(&self) -> Option<Duration> {
         match self {
@@ -513,6 +527,7 @@ fn exec_spec(args: ExecArgs, prefix: &[u8], json: bool) -> Result<ExecSpec, Erro
         argv,
         message: message(args.holder),
         record_command: args.record_command,
+        fence: args.fence,
     })
 }
 
@@ -825,6 +840,7 @@ mod tests {
                 message: None,
                 conflict_exit: 75,
                 keep_while: None,
+                fence: false,
             })
         };
         let guard = |value| Given {

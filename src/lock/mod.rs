@@ -5,6 +5,7 @@
 
 mod capped;
 mod error;
+mod fence;
 mod force;
 mod holder;
 mod inspection;

@@ -124,6 +124,9 @@ pub struct LeaseJson<'a> {
     validity_ms: u64,
     held_on: Vec<String>,
     attempts: u32,
+    /// `acquire --fence`: the fencing token; absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fence: Option<u64>,
 }
 
 impl<'a> LeaseJson<'a> {
@@ -135,6 +138,7 @@ impl<'a> LeaseJson<'a> {
             validity_ms: millis(lease.validity()),
             held_on: lease.held_on.iter().map(ToString::to_string).collect(),
             attempts: lease.attempts,
+            fence: lease.fence,
         }
     }
 }
@@ -417,6 +421,9 @@ pub struct StatusJson<'a> {
     /// Who broke the lock with `release --force` and how long ago, while
     /// what was left of its TTL lasts; `null` otherwise.
     broken: Option<BrokenJson>,
+    /// The last fencing token handed out: the highest counter on the
+    /// servers that answered; `null` for a name never taken with --fence.
+    fence: Option<u64>,
     quorum: usize,
     servers: Vec<ServerJson<'a>>,
 }
@@ -497,6 +504,7 @@ impl<'a> StatusJson<'a> {
                 by: String::from_utf8_lossy(&broken.by).into_owned(),
                 ago_ms: broken.ago.map(millis),
             }),
+            fence: inspection.fence(),
             quorum: inspection.quorum,
             servers,
         }
