@@ -6,6 +6,8 @@
 mod capped;
 mod error;
 mod fence;
+#[cfg(test)]
+mod fence_model;
 mod force;
 mod holder;
 mod inspection;
