@@ -327,7 +327,7 @@ mod tests {
 
     /// Explores each setting of (clients, attempts each, starting
     /// counters, restarts); the larger ones only with
-    /// `REDLOCK_MODEL_LONG=1` (minutes in a debug build: up to 8 million
+    /// `REDLOCK_TEST_MODEL_LONG=1` (minutes in a debug build: up to 8 million
     /// states).
     fn explore(settings: &[(usize, u8, [u32; SERVERS], u8)]) {
         for &(clients, attempts, counters, restarts) in settings {
@@ -351,7 +351,7 @@ mod tests {
             (2, 1, [10, 1, 1], 1),
             (3, 1, [0, 0, 0], 0),
         ]);
-        if std::env::var_os("REDLOCK_MODEL_LONG").is_some() {
+        if std::env::var_os("REDLOCK_TEST_MODEL_LONG").is_some() {
             explore(&[
                 (2, 2, [0, 0, 0], 1),
                 (2, 2, [10, 1, 1], 1),

@@ -15,7 +15,7 @@ use super::description;
 /// Every variable `redlock` reads, and the commands that read it (`EVERY`:
 /// all of them). A test checks that each `REDLOCK_*` name in the source is
 /// on some page.
-const ENVIRONMENT: [(&str, &[&str], &str); 12] = [
+const ENVIRONMENT: [(&str, &[&str], &str); 13] = [
     (
         "REDLOCK_SERVERS",
         EVERY,
@@ -70,6 +70,12 @@ const ENVIRONMENT: [(&str, &[&str], &str); 12] = [
          runs its command at once, under the lock the outer exec keeps.",
     ),
     (
+        "REDLOCK_FENCE",
+        &["exec"],
+        "Not read: exec --fence sets it for its command (the fencing token), and a plain exec \
+         unsets it, so that a command never sees the fence of another lock.",
+    ),
+    (
         "XDG_CONFIG_HOME",
         EVERY,
         "The per-user servers and config files are $XDG_CONFIG_HOME/redlock/servers and \
@@ -86,11 +92,16 @@ const ENVIRONMENT: [(&str, &[&str], &str); 12] = [
 /// What `exec` sets in the command's environment, so that a `redlock`
 /// inside it reaches the same lock and servers (`commands/exec.rs`,
 /// `commands/handoff.rs`).
-const EXEC_EXPORTS: [(&str, &str); 8] = [
+const EXEC_EXPORTS: [(&str, &str); 9] = [
     ("REDLOCK_NAME", "The lock's name, without the prefix."),
     (
         "REDLOCK_TOKEN",
         "The lock's token, for redlock status or a nested redlock exec of the same NAME.",
+    ),
+    (
+        "REDLOCK_FENCE",
+        "With --fence: the fencing token, a number above every earlier holder's, for storage to \
+         reject writes that carry a lower one. Unset without --fence.",
     ),
     (
         "REDLOCK_SERVERS",
