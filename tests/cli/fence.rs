@@ -268,7 +268,7 @@ fn a_fence_that_cannot_reach_a_majority_releases_the_lock_and_exits_69() {
     let acquiring = Running::spawn(&mut cmd);
     let pid = acquiring.id() as i32;
     assert!(
-        wait_until(RUN_TIMEOUT, || proc_state(pid) == Some('T')),
+        wait_until(Duration::from_secs(10), || proc_state(pid) == Some('T')),
         "redlock did not stop before the fencing round"
     );
     let token = cluster.servers[0]
