@@ -60,6 +60,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca-cert 
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l prefix -d 'Prepended to the lock names to form the Redis keys' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l hex -d 'NAME is the name\'s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s n -l nonblock -d 'Fail at once (exit 75) if the lock is held'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l fence -d 'Also hand out a fencing token: a number that increases strictly from each holder of NAME to the next, for storage to reject writes carrying a lower one. Printed after the token on the same line, `TOKEN FENCE` (`read -r tok fence`), or as "fence" with --json. Each server keeps a counter for NAME without expiry. Not with --limit: a semaphore\'s holders run at once, which a fence cannot order'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l json -d 'Print the token and the lock\'s validity as one JSON object'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -d 'No message when the lock is busy; the exit status tells'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
@@ -180,6 +181,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_red
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s E -l conflict-exit-code -d 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out), without running the command; -E 0 skips quietly, the cron idiom' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s n -l nonblock -d 'Fail at once (exit 75) if the lock is held'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l record-command -d 'Record the command line beside the lock (redacted of the usual forms of secrets), where anyone who can read the servers sees it. Without it, the record names only the program and how many arguments it has'
+complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l fence -d 'Give the command a fencing token in REDLOCK_FENCE: a number that increases strictly from each holder of NAME to the next (see acquire --fence). Not with --limit'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s q -l quiet -d 'No message when the lock is busy; the exit status tells'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s h -l help -d 'Print help'

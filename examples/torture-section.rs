@@ -11,6 +11,7 @@
 //! mutual exclusion, or of its absence, in three places:
 //!
 //! - the shared HISTORY file: `enter CLIENT SEQ NANOS` as its very first act
+//!   (then `fence CLIENT SEQ N` under `exec --fence`, N its REDLOCK_FENCE)
 //!   and `exit CLIENT SEQ NANOS` as its last, stamped on CLOCK_MONOTONIC, which
 //!   is one clock for every process of the machine;
 //! - the bookkeeping Redis server: the set `occupants` (sections inside now)
@@ -132,6 +133,13 @@ fn main() -> ExitCode {
         &args.history,
         &format!("enter {} {} {entered}\n", args.client, args.seq),
     )
+    .and_then(|()| match std::env::var("REDLOCK_FENCE") {
+        Ok(fence) => append(
+            &args.history,
+            &format!("fence {} {} {fence}\n", args.client, args.seq),
+        ),
+        Err(_) => Ok(()),
+    })
     .and_then(|()| run_section(&args));
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

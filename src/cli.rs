@@ -408,6 +408,13 @@ pub struct AcquireArgs {
 
     #[command(flatten)]
     pub limit: LimitArg,
+    /// Also hand out a fencing token: a number that increases strictly from each holder of
+    /// NAME to the next, for storage to reject writes carrying a lower one. Printed after the
+    /// token on the same line, `TOKEN FENCE` (`read -r tok fence`), or as "fence" with --json.
+    /// Each server keeps a counter for NAME without expiry. Not with --limit: a semaphore's
+    /// holders run at once, which a fence cannot order.
+    #[arg(long, conflicts_with = "limit")]
+    pub fence: bool,
 
     /// Keep the lock while process PID lives: `tok=$(redlock acquire --while $$ NAME)` in a
     /// script. A keeper process extends the lock every third of --ttl, releases it once PID
@@ -607,6 +614,11 @@ pub struct ExecArgs {
     /// record names only the program and how many arguments it has.
     #[arg(long = "record-command")]
     pub record_command: bool,
+
+    /// Give the command a fencing token in REDLOCK_FENCE: a number that increases strictly
+    /// from each holder of NAME to the next (see acquire --fence). Not with --limit.
+    #[arg(long, conflicts_with = "limit")]
+    pub fence: bool,
 
     /// Run STRING with `sh -c` instead of CMD.
     #[arg(

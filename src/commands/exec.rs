@@ -142,14 +142,22 @@ fn command_under(spec: &ExecSpec, lease: &Lease, child_env: &ChildEnv) -> superv
         ("REDLOCK_NAME", spec.name.clone()),
         ("REDLOCK_TOKEN", OsString::from(lease.token.as_str())),
     ];
-    if let Some(slot) = &lease.slot {
-        env.push(("REDLOCK_SLOT", OsString::from(slot.index.to_string())));
+    let mut env_remove = child_env.remove.clone();
+    // `--limit`: the slot held. `--fence`: the token for storage. Without
+    // them, none: not one an enclosing exec of another lock handed down.
+    match &lease.slot {
+        Some(slot) => env.push(("REDLOCK_SLOT", OsString::from(slot.index.to_string()))),
+        None => env_remove.push("REDLOCK_SLOT"),
+    }
+    match lease.fence {
+        Some(fence) => env.push(("REDLOCK_FENCE", OsString::from(fence.to_string()))),
+        None => env_remove.push("REDLOCK_FENCE"),
     }
     env.extend(child_env.set.iter().cloned());
     supervise::Command {
         argv: spec.argv.clone(),
         env,
-        env_remove: child_env.remove.clone(),
+        env_remove,
         signal: spec.signal,
         plan: spec.stop,
         timeout: spec.timeout,

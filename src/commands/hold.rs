@@ -376,6 +376,7 @@ fn take_over() -> Result<(), String> {
         held_on: Vec::new(),
         attempts: 1,
         slot: None,
+        fence: None,
     };
     let signal = setup.signal.and_then(|n| Signal::try_from(n).ok());
     let runtime = tokio::runtime::Builder::new_current_thread()

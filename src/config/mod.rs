@@ -139,6 +139,8 @@ pub struct AcquireJob {
     pub keep_while: Option<KeepWhile>,
     /// `--limit K`: take any one slot of this semaphore instead.
     pub semaphore: Option<Semaphore>,
+    /// `--fence`: the lock gets a fencing token.
+    pub fence: bool,
 }
 
 /// `acquire --while PID [--while-signal SIG]`.
@@ -171,6 +173,8 @@ pub struct ExecSpec {
     pub record_command: bool,
     /// `--limit K`: take any one slot of this semaphore instead.
     pub semaphore: Option<Semaphore>,
+    /// `--fence`: the command gets a fencing token in REDLOCK_FENCE.
+    pub fence: bool,
 }
 
 impl Config {
@@ -288,6 +292,7 @@ fn acquire_job(args: cli::AcquireArgs, prefix: &[u8]) -> Result<AcquireJob, Erro
             pid,
             signal: args.while_signal.0,
         }),
+        fence: args.fence,
     })
 }
 
@@ -439,6 +444,15 @@ fn ttl_within_guard(job: &LockJob, guard: &Given) -> Result<(), Error> {
 }
 
 impl LockJob {
+    /// Whether the lock it takes gets a fencing token (`--fence`).
+    pub fn fence(&self) -> bool {
+        match self {
+            LockJob::Acquire(job) => job.fence,
+            LockJob::Exec(spec) => spec.fence,
+            _ => false,
+        }
+    }
+
     /// The TTL the command asks for, which bounds the server timeout.
     fn ttl(&self) -> Option<Duration> {
         match self {
@@ -570,6 +584,7 @@ fn exec_spec(args: ExecArgs, prefix: &[u8], json: bool) -> Result<ExecSpec, Erro
         argv,
         message: message(args.holder),
         record_command: args.record_command,
+        fence: args.fence,
     })
 }
 
@@ -883,6 +898,7 @@ mod tests {
                 conflict_exit: 75,
                 keep_while: None,
                 semaphore: None,
+                fence: false,
             })
         };
         let guard = |value| Given {

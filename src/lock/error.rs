@@ -57,6 +57,8 @@ impl Failures {
 pub enum TokenOp {
     Extend,
     Release,
+    /// The fencing round of `acquire --fence` (lock/fence.rs).
+    Fence,
 }
 
 /// What one server said in a round on a token, or why it said nothing.

@@ -33,6 +33,9 @@ pub struct KeyState {
     /// Who broke the lock with `release --force`, as recorded beside it
     /// (status asks; `None` elsewhere).
     pub broken: Option<Vec<u8>>,
+    /// The lock's fencing counter on this server (status asks; `None`
+    /// elsewhere, and where there is none).
+    pub fence: Option<u64>,
 }
 
 /// Who broke a lock with `release --force`, and how long ago by the
@@ -68,6 +71,7 @@ impl KeyState {
             now_ms: occupant.clock,
             waiters,
             broken: None,
+            fence: None,
         }
     }
 
@@ -218,6 +222,16 @@ impl Inspection {
             .unwrap_or(0)
     }
 
+    /// The lock's current fencing token: the highest counter on the servers
+    /// that answered (`None`: no server has one, the name was never taken
+    /// with `--fence`). A server that lost its counter shows a lower one.
+    pub fn fence(&self) -> Option<u64> {
+        self.servers
+            .iter()
+            .filter_map(|s| s.state.as_ref().ok()?.fence)
+            .max()
+    }
+
     /// The servers that count and whose value is `value`, in configuration
     /// order.
     pub fn holding(&self, value: &[u8]) -> Vec<ServerSpec> {
@@ -294,6 +308,7 @@ impl From<InspectReply> for KeyState {
     fn from(reply: InspectReply) -> Self {
         KeyState {
             broken: reply.broken,
+            fence: reply.fence,
             ..KeyState::new(reply.occupant, reply.restarting.as_ref(), reply.waiters)
         }
     }
@@ -331,6 +346,7 @@ mod tests {
                             now_ms: None,
                             waiters: 0,
                             broken: None,
+                            fence: None,
                         })
                         .map_err(|()| ServerError::Failed("down".into())),
                 })

@@ -5,6 +5,9 @@
 
 mod capped;
 mod error;
+mod fence;
+#[cfg(test)]
+mod fence_model;
 mod force;
 mod holder;
 mod inspection;

@@ -36,6 +36,8 @@ pub struct Lease {
     pub attempts: u32,
     /// The semaphore slot this lease holds (`--limit`), if it is one.
     pub slot: Option<Slot>,
+    /// The fencing token, when taken with `--fence` (lock/fence.rs).
+    pub fence: Option<u64>,
 }
 
 impl Lease {
@@ -59,28 +61,23 @@ pub struct Released {
 /// What one server said to `SET NX` under the restart guard.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum SetReply {
-    Taken,
+    /// Taken; with the server's fencing counter when the caller fences.
+    Taken(Option<u64>),
     /// Another value holds the key: what the server holds.
     Held(Box<KeyState>),
     /// The lock is free, but this many waiters stand in line before the
     /// caller; the server's clock in ms.
-    Queued {
-        waiters: u64,
-        clock: Option<u64>,
-    },
+    Queued { waiters: u64, clock: Option<u64> },
     /// It may have lost locks within the guard: counted again after this
     /// long; the server's clock in ms.
-    Restarting {
-        left: Duration,
-        clock: Option<u64>,
-    },
+    Restarting { left: Duration, clock: Option<u64> },
 }
 
 impl SetReply {
     /// The server's clock (ms) when it answered, where the reply has one.
     fn clock(&self) -> Option<u64> {
         match self {
-            SetReply::Taken => None,
+            SetReply::Taken(_) => None,
             SetReply::Held(seen) => seen.now_ms,
             SetReply::Queued { clock, .. } | SetReply::Restarting { clock, .. } => *clock,
         }
@@ -90,7 +87,7 @@ impl SetReply {
 impl From<AcquireReply> for SetReply {
     fn from(reply: AcquireReply) -> Self {
         match reply {
-            AcquireReply::Taken => SetReply::Taken,
+            AcquireReply::Taken(counter) => SetReply::Taken(counter),
             AcquireReply::Held(seen) => SetReply::Held(Box::new(KeyState::new(*seen, None, 0))),
             AcquireReply::Queued { waiters, clock } => SetReply::Queued { waiters, clock },
             AcquireReply::Restarting(restarting) => SetReply::Restarting {
@@ -109,7 +106,7 @@ impl Vote for TokenReply {
 
 impl Vote for SetReply {
     fn is_yes(&self) -> bool {
-        *self == SetReply::Taken
+        matches!(self, SetReply::Taken(_))
     }
 
     fn is_inconclusive(&self) -> bool {
@@ -131,6 +128,8 @@ pub struct Redlock {
     holder: Option<Holder>,
     /// Whether a waiter listens for releases (notify.rs) besides polling.
     pub(super) wakeups: bool,
+    /// Whether each lock taken gets a fencing token (lock/fence.rs).
+    fence: bool,
 }
 
 impl Redlock {
@@ -161,6 +160,7 @@ impl Redlock {
             holder: None,
             marker: guard_marker(b""),
             wakeups: true,
+            fence: false,
         })
     }
 
@@ -184,6 +184,11 @@ impl Redlock {
     /// The keys every script on `key` gets, in the order they name them.
     pub(super) fn keys_of(&self, key: &LockKey) -> LockKeys {
         LockKeys::new(key, &self.marker)
+    }
+
+    /// Gives every lock this client takes a fencing token (`--fence`).
+    pub fn with_fence(self, fence: bool) -> Self {
+        Redlock { fence, ..self }
     }
 
     /// Whether waiters listen for releases (on by default) or only poll.
@@ -292,6 +297,7 @@ impl Redlock {
             record: self.record(token, None),
             ticket: ticket.map(|t| (t.id.clone(), t.score)),
             linger_ms: ttl_millis(queue::LINGER),
+            fence: self.fence,
         };
         let replies = self
             .decided_round(move |mut connection: Connection| async move {
@@ -300,6 +306,10 @@ impl Redlock {
             .await;
         let clock = median(replies.answered().filter_map(SetReply::clock).collect());
         let too_slow = match self.lease(key, token, ttl, started, &replies) {
+            Ok(lease) if self.fence => match self.fence(lease, &replies).await {
+                Ok(fenced) => return (Ok(fenced), clock),
+                Err(unfenced) => Some(unfenced),
+            },
             Ok(lease) => return (Ok(lease), clock),
             Err(too_slow) => too_slow,
         };
@@ -561,7 +571,7 @@ impl Redlock {
     }
 
     /// A yes/no round that ends as soon as its outcome is certain.
-    async fn decided_round<T, F, Fut>(&self, request: F) -> Replies<T>
+    pub(super) async fn decided_round<T, F, Fut>(&self, request: F) -> Replies<T>
     where
         T: Vote + Send + 'static,
         F: FnOnce(Connection) -> Fut + Clone + Send + 'static,
@@ -618,6 +628,7 @@ impl Redlock {
             held_on: replies.yes_servers(&self.servers),
             attempts: 1,
             slot: None,
+            fence: None,
         })
     }
 

@@ -138,6 +138,9 @@ pub struct LeaseJson<'a> {
     semaphore: Option<Bytes<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     limit: Option<u32>,
+    /// `acquire --fence`: the fencing token; absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fence: Option<u64>,
 }
 
 impl<'a> LeaseJson<'a> {
@@ -155,6 +158,7 @@ impl<'a> LeaseJson<'a> {
                 .as_ref()
                 .map(|slot| Bytes(slot.semaphore.bytes())),
             limit: lease.slot.as_ref().map(|slot| slot.limit),
+            fence: lease.fence,
         }
     }
 }
@@ -437,6 +441,9 @@ pub struct StatusJson<'a> {
     /// Who broke the lock with `release --force` and how long ago, while
     /// what was left of its TTL lasts; `null` otherwise.
     broken: Option<BrokenJson>,
+    /// The last fencing token handed out: the highest counter on the
+    /// servers that answered; `null` for a name never taken with --fence.
+    fence: Option<u64>,
     quorum: usize,
     servers: Vec<ServerJson<'a>>,
 }
@@ -558,6 +565,7 @@ impl<'a> StatusJson<'a> {
                 by: String::from_utf8_lossy(&broken.by).into_owned(),
                 ago_ms: broken.ago.map(millis),
             }),
+            fence: inspection.fence(),
             quorum: inspection.quorum,
             servers,
         }

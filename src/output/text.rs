@@ -25,7 +25,7 @@ pub struct Text {
 impl Format for Text {
     fn outcome(&self, outcome: &Outcome) -> std::io::Result<Option<String>> {
         Ok(match outcome {
-            Outcome::Acquired { lease, .. } => Some(lease.token.as_str().to_owned()),
+            Outcome::Acquired { lease, .. } => Some(token_line(lease)),
             Outcome::Status {
                 inspection,
                 verdict,
@@ -38,6 +38,17 @@ impl Format for Text {
 
     fn failure(&self, _: &Failed<'_>) -> std::io::Result<Option<String>> {
         Ok(None)
+    }
+}
+
+/// `acquire`'s stdout: the token, and with `--fence` the fencing token
+/// after one space on the same line, so that `read -r tok fence` takes
+/// both (a token never holds a space). Without `--fence` the line is the
+/// token alone, as ever.
+fn token_line(lease: &Lease) -> String {
+    match lease.fence {
+        Some(fence) => format!("{} {fence}", lease.token.as_str()),
+        None => lease.token.as_str().to_owned(),
     }
 }
 
@@ -491,6 +502,11 @@ fn status(inspection: &Inspection, verdict: &Verdict) -> String {
     }
     if let Some(line) = waiters(inspection.waiters()) {
         text.push_str(&format!("\n  line:    {line}"));
+    }
+    if let Some(fence) = inspection.fence() {
+        text.push_str(&format!(
+            "\n  fence:   {fence} (the last fencing token handed out)"
+        ));
     }
     if let Some(broken) = inspection.broken() {
         text.push_str(&format!("\n  {}", words::broken(&broken)));

@@ -197,6 +197,7 @@ fn token_round(round: &TokenRound, total: usize, quorum: usize) -> String {
     let done = match round.op {
         TokenOp::Extend => "extended",
         TokenOp::Release => "released",
+        TokenOp::Fence => "fenced",
     };
     format!(
         "{done} on {} of {}, and a majority is {quorum}{}",

@@ -10,7 +10,7 @@ use crate::support::{redlock, run, with_peak_rss};
 fn a_pttl_no_redis_gives_is_a_malformed_reply() {
     let pttl = -(1i64 << 62);
     let reply = format!(
-        "*4\r\n*5\r\n$6\r\nstring\r\n$3\r\ntok\r\n:{pttl}\r\n$-1\r\n:5000\r\n$-1\r\n:0\r\n$-1\r\n"
+        "*5\r\n*5\r\n$6\r\nstring\r\n$3\r\ntok\r\n:{pttl}\r\n$-1\r\n:5000\r\n$-1\r\n:0\r\n$-1\r\n$-1\r\n"
     );
     let server = FakeServer::answering(reply);
     let out = run(redlock()
@@ -20,7 +20,8 @@ fn a_pttl_no_redis_gives_is_a_malformed_reply() {
     out.assert_code(69, "the only server's reply is malformed");
     assert!(!out.stdout.contains("expires in 0s"), "{}", out.stdout);
     assert!(
-        out.stdout.contains("returned a malformed reply"),
+        out.stdout
+            .contains("returned a malformed reply: the key's PTTL"),
         "{}",
         out.stdout
     );

@@ -534,9 +534,10 @@ fn inspect_reads_occupant_guard_and_line() {
     server.set_px(&k[1], b"5 rec", 5000);
     in_line(&server, &k, "t-1", 1, NEVER);
     in_line(&server, &k, "t-2", 2, 1);
-    let [seen, guard, waiters, broken] =
-        <[Value; 4]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    let [seen, guard, waiters, broken, fence] =
+        <[Value; 5]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
     assert_eq!(broken, Value::Nil, "nobody broke it");
+    assert_eq!(fence, Value::Nil, "never fenced");
     let (kind, value, _, record) = occupant(seen);
     assert_eq!(
         (kind.as_str(), value.as_deref(), record.as_deref()),
@@ -546,8 +547,8 @@ fn inspect_reads_occupant_guard_and_line() {
     assert_eq!(int(&waiters), 1, "the lapsed ticket is left out");
     // Under the guard, a fresh server says when it counts again, and still
     // what it holds.
-    let [seen, guard, _, _] =
-        <[Value; 4]>::try_from(items(run(&server, "inspect", &k, &["10000"]))).unwrap();
+    let [seen, guard, _, _, _] =
+        <[Value; 5]>::try_from(items(run(&server, "inspect", &k, &["10000"]))).unwrap();
     assert!((9_000..=10_000).contains(&restarting(guard)));
     assert_eq!(occupant(seen).1.as_deref(), Some("tok"));
 }
@@ -556,8 +557,8 @@ fn inspect_reads_occupant_guard_and_line() {
 fn inspect_of_a_missing_key() {
     let server = RedisServer::start();
     let k = keys("nothing");
-    let [seen, guard, waiters, _] =
-        <[Value; 4]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    let [seen, guard, waiters, _, _] =
+        <[Value; 5]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
     assert_eq!(occupant(seen), ("none".into(), None, -2, None));
     assert_eq!((guard, int(&waiters)), (Value::Nil, 0));
 }
@@ -683,4 +684,82 @@ fn leave_takes_a_ticket_out_of_line() {
     assert_eq!(line(&server, &k), ["t-2"]);
     let lapses: Vec<String> = cmd(&server, &[b"ZRANGE", &k[3], b"0", b"-1"]);
     assert_eq!(lapses, ["t-2"]);
+}
+
+// ---------------------------------------------------------------------------
+// fence.lua, raise_fence.lua (lock/fence.rs)
+// ---------------------------------------------------------------------------
+
+/// ARGV of a fenced acquire.lua.
+fn fenced_acquire(server: &RedisServer, k: &[Vec<u8>], token: &str) -> Value {
+    let args = ["10000", GUARD_OFF, "", "", "0", "1000", "1"];
+    let mut all = vec![token];
+    all.extend(args);
+    run(server, "acquire", k, &all)
+}
+
+#[test]
+fn a_fenced_acquire_says_the_counter_and_a_plain_one_does_not() {
+    let server = RedisServer::start();
+    let k = keys("fenced");
+    let taken = |value: Value| {
+        let (tag, rest) = tagged(value);
+        assert_eq!(tag, "taken");
+        text(&rest[0])
+    };
+    assert_eq!(taken(fenced_acquire(&server, &k, "tok")), "0", "none yet");
+    // Our own SET retried says it too.
+    server.set(&k[7], b"18446744073709551615");
+    assert_eq!(
+        taken(fenced_acquire(&server, &k, "tok")),
+        "18446744073709551615"
+    );
+    server.set(&k[7], b"not a counter");
+    let err = eval(
+        &server,
+        "acquire",
+        &k,
+        &["tok", "10000", GUARD_OFF, "", "", "0", "1000", "1"],
+    );
+    assert!(format!("{err:?}").contains("not a number"), "{err:?}");
+    // Without the flag: 1, as ever, and the counter is not even read.
+    let other = keys("plain");
+    assert_eq!(
+        run(
+            &server,
+            "acquire",
+            &other,
+            &acquire_args("t", GUARD_OFF, "", "0")
+        ),
+        Value::Int(1)
+    );
+}
+
+#[test]
+fn raise_fence_raises_only_under_our_token_and_never_lowers() {
+    let server = RedisServer::start();
+    let k = keys("f");
+    let raise = |token: &str, to: &str| run(&server, "raise_fence", &k, &[token, to]);
+    assert_eq!(raise("tok", "5"), Value::Int(0), "no lock: gone");
+    assert_eq!(server.get(&k[7]), None, "nothing written without the lock");
+    server.set_px(&k[0], b"other", 5000);
+    assert_eq!(raise("tok", "5"), Value::Int(2), "another holder");
+    assert_eq!(server.get(&k[7]), None);
+    server.set_px(&k[0], b"tok", 5000);
+    assert_eq!(raise("tok", "5"), Value::Int(1));
+    assert_eq!(server.get(&k[7]).as_deref(), Some(&b"5"[..]));
+    assert_eq!(server.pttl(&k[7]), -1, "kept without expiry");
+    assert_eq!(raise("tok", "3"), Value::Int(1), "already above");
+    assert_eq!(
+        server.get(&k[7]).as_deref(),
+        Some(&b"5"[..]),
+        "never lowered"
+    );
+    // Compared as numbers, not as text: 10 is above 9.
+    assert_eq!(raise("tok", "10"), Value::Int(1));
+    assert_eq!(raise("tok", "9"), Value::Int(1));
+    assert_eq!(server.get(&k[7]).as_deref(), Some(&b"10"[..]));
+    let [.., fence] =
+        <[Value; 5]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    assert_eq!(text(&fence), "10", "inspect reads it");
 }

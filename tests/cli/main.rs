@@ -13,6 +13,7 @@ mod errors;
 mod escaping;
 mod exec;
 mod faults;
+mod fence;
 mod fixture;
 mod force;
 mod fuzz;

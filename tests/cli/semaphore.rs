@@ -271,7 +271,7 @@ fn status_shows_every_slot_and_how_many_are_free() {
 }
 
 #[test]
-fn a_bad_limit_is_a_usage_error_on_one_line() {
+fn a_bad_limit_or_limit_with_fence_is_a_usage_error_on_one_line() {
     let cluster = Cluster::start(1);
     for bad in ["0", "-1", "x", "257"] {
         let out = run(cluster
@@ -290,6 +290,22 @@ fn a_bad_limit_is_a_usage_error_on_one_line() {
         .args(["release", "--force", "--limit", "2", "b"]));
     forced.assert_code(64, "release --force --limit");
     assert_eq!(forced.stderr.lines().count(), 1, "{}", forced.stderr);
+    // A fence orders holders one after another; a semaphore's run at once.
+    for (command, rest) in [("acquire", &["b"][..]), ("exec", &["b", "--", "true"])] {
+        let fenced = run(cluster
+            .redlock()
+            .args([command, "-n", "--fence", "--limit", "2"])
+            .args(rest));
+        fenced.assert_code(64, "--fence --limit");
+        assert!(
+            fenced
+                .stderr
+                .contains("'--fence' cannot be used with '--limit"),
+            "{}",
+            fenced.stderr
+        );
+        assert_eq!(fenced.stderr.lines().count(), 1, "{}", fenced.stderr);
+    }
 }
 
 #[test]

@@ -384,19 +384,19 @@ fn a_huge_error_reply_is_cut() {
 fn what_a_server_holds_is_escaped_and_cut_in_the_status_table_but_whole_in_json() {
     // The inspect script's answer: {occupant() = {type, value, PTTL, holder
     // record, the server's clock in ms}, the restart guard's word (nil: the
-    // server counts), waiters in line}. A value that is not
+    // server counts), waiters in line, who broke it, the fencing counter}. A value that is not
     // ours is shown in the table; a type other than "string" too; and a
     // holder record's fields.
     let huge_value = format!("\x1b]0;PWNED\x07{}", "v".repeat(5 << 20));
     let mut held = format!(
-        "*4\r\n*5\r\n$6\r\nstring\r\n${}\r\n{huge_value}\r\n:60000\r\n$-1\r\n:5000\r\n$-1\r\n:0\r\n$-1\r\n",
+        "*5\r\n*5\r\n$6\r\nstring\r\n${}\r\n{huge_value}\r\n:60000\r\n$-1\r\n:5000\r\n$-1\r\n:0\r\n$-1\r\n$-1\r\n",
         huge_value.len()
     )
     .into_bytes();
     let held_server = FakeServer::answering(std::mem::take(&mut held));
     let kind = "\x1b[2J\x07hash";
     let foreign = format!(
-        "*4\r\n*5\r\n${}\r\n{kind}\r\n$-1\r\n:-1\r\n$-1\r\n:5000\r\n$-1\r\n:0\r\n$-1\r\n",
+        "*5\r\n*5\r\n${}\r\n{kind}\r\n$-1\r\n:-1\r\n$-1\r\n:5000\r\n$-1\r\n:0\r\n$-1\r\n$-1\r\n",
         kind.len()
     );
     let foreign_server = FakeServer::answering(foreign);
@@ -408,7 +408,7 @@ fn what_a_server_holds_is_escaped_and_cut_in_the_status_table_but_whole_in_json(
     .to_string();
     let record = format!("1000 {record}");
     let recorded = format!(
-        "*4\r\n*5\r\n$6\r\nstring\r\n$3\r\ntok\r\n:60000\r\n${}\r\n{record}\r\n:5000\r\n$-1\r\n:0\r\n$-1\r\n",
+        "*5\r\n*5\r\n$6\r\nstring\r\n$3\r\ntok\r\n:60000\r\n${}\r\n{record}\r\n:5000\r\n$-1\r\n:0\r\n$-1\r\n$-1\r\n",
         record.len()
     );
     let recorded_server = FakeServer::answering(recorded);

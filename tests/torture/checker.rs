@@ -29,6 +29,8 @@ pub struct Run {
     pub exit: Option<u64>,
     pub gone: Option<u64>,
     pub returned: Option<(u64, i32)>,
+    /// The fencing token the section got (`exec --fence`).
+    pub fence: Option<u64>,
 }
 
 impl Run {
@@ -130,6 +132,8 @@ impl Parsed {
                     ("enter", []) => run.enter = Some(at),
                     ("exit", []) => run.exit = Some(at),
                     ("gone", []) => run.gone = Some(at),
+                    // `fence CLIENT SEQ N`: N where the stamp would be.
+                    ("fence", []) => run.fence = Some(at),
                     ("return", [status]) => run.returned = Some((at, status.parse().ok()?)),
                     _ => return None,
                 }

@@ -246,6 +246,33 @@ fn no_start_after_freeze(parsed: &Parsed) -> Findings {
     }
 }
 
+/// Under `exec --fence`: every section has a fencing token, and the tokens
+/// increase strictly in the order the sections entered (mutual exclusion
+/// orders them: the checker's overlap check vouches for that).
+pub fn fence_problems(parsed: &Parsed, window: (u64, u64)) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut last: Option<(u64, RunId)> = None;
+    let mut fenced = 0;
+    for (_, _, id) in parsed.sections(window) {
+        let Some(fence) = parsed.runs[&id].fence else {
+            problems.push(format!("section {id:?} entered without REDLOCK_FENCE"));
+            continue;
+        };
+        fenced += 1;
+        if let Some((before, prev)) = last.filter(|(before, _)| fence <= *before) {
+            problems.push(format!(
+                "section {id:?} got fence {fence} after section {prev:?} got {before}: \
+                 fencing tokens must increase strictly from holder to holder"
+            ));
+        }
+        last = Some((fence, id));
+    }
+    if fenced == 0 {
+        problems.push("no section was fenced: the scenario tested nothing".to_string());
+    }
+    problems
+}
+
 /// Every `exec` frozen, or under paused servers, with more than a TTL of its
 /// section to go must have lost its lock and stopped the section: exit 79.
 pub fn lost_problems(parsed: &Parsed) -> Vec<String> {

@@ -232,7 +232,12 @@ fn command(ctx: &Ctx, launch: &Launch) -> Command {
         // without any configured.
         exec.env("REDLOCK_SERVERS", &ctx.servers);
         with_guard(&mut exec, ctx);
-        exec.args(["exec", "--ttl", &duration_value(launch.ttl)])
+        if ctx.fence {
+            exec.arg("exec").arg("--fence");
+        } else {
+            exec.arg("exec");
+        }
+        exec.args(["--ttl", &duration_value(launch.ttl)])
             .args(["-w", &format!("{}ms", launch.wait.as_millis()), LOCK, "--"])
             .arg(&ctx.section);
         if let Some(pause) = launch.spawn_pause {

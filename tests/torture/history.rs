@@ -7,6 +7,7 @@
 //! ```text
 //! start  CLIENT SEQ NANOS MODE     a client launched `exec` (or the bare section)
 //! enter  CLIENT SEQ NANOS          the section's first act
+//! fence  CLIENT SEQ N              its REDLOCK_FENCE, under `exec --fence`
 //! exit   CLIENT SEQ NANOS          the section's last act, when it was not killed
 //! gone   CLIENT SEQ NANOS          the witness saw the section's process end
 //! return CLIENT SEQ NANOS STATUS   `exec` (or the bare section) returned

@@ -58,6 +58,8 @@ pub struct Ctx {
     pub logs: PathBuf,
     /// libfaketime, for the clients that run with a shifted wall clock.
     pub faketime: Option<PathBuf>,
+    /// `exec --fence`, on servers that keep their data across restarts.
+    pub fence: bool,
 }
 
 pub struct Rig {
@@ -78,12 +80,24 @@ impl Rig {
     /// Starts the servers. With a restart guard, waits for the guard to pass:
     /// a fresh server does not count toward the quorum before that.
     pub fn start(section: &Path, guard: Guard, faketime: Option<PathBuf>) -> Rig {
+        Rig::start_with(section, guard, faketime, false)
+    }
+
+    /// [`Self::start`]; with `fence`, the clients run `exec --fence` and
+    /// the servers keep the fencing counters across restarts (AOF with
+    /// `appendfsync always`: the assumption fencing rests on).
+    pub fn start_with(section: &Path, guard: Guard, faketime: Option<PathBuf>, fence: bool) -> Rig {
         let dir = support::temp_dir("redlock-torture-");
         let config_home = match guard {
             Guard::ConfigFile(value) => Some(write_config(dir.path(), value)),
             Guard::Off | Guard::Env(_) => None,
         };
-        let cluster = Cluster::start(SERVERS);
+        let cluster = match fence {
+            true => {
+                Cluster::start_with(SERVERS, &["--appendonly", "yes", "--appendfsync", "always"])
+            }
+            false => Cluster::start(SERVERS),
+        };
         let bookkeeping = RedisServer::start();
         let history = Arc::new(History::create(&dir.path().join("history")));
         let witness = Witness::start(
@@ -102,6 +116,7 @@ impl Rig {
             bookkeeping: bookkeeping.url(),
             logs: dir.path().to_owned(),
             faketime,
+            fence,
         });
         thread::sleep(guard.duration());
         Rig {

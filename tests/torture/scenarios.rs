@@ -59,6 +59,9 @@ enum Setup {
     KeptByScripts,
     /// Bare sections without a lock: the checker must see them overlap.
     Unlocked,
+    /// `exec --fence` on servers that keep their data across restarts: the
+    /// sections' fencing tokens must increase strictly in entry order.
+    Fenced,
 }
 
 struct Scenario {
@@ -80,7 +83,7 @@ struct Scenario {
     also: Also,
 }
 
-const SCENARIOS: [Scenario; 16] = [
+const SCENARIOS: [Scenario; 17] = [
     Scenario {
         name: "no-faults",
         seconds: (8, 30),
@@ -267,6 +270,21 @@ const SCENARIOS: [Scenario; 16] = [
         setup: Setup::KeptByScripts,
         also: Also::Nothing,
     },
+    // Fencing tokens (`exec --fence`) on servers with AOF and `appendfsync
+    // always`: a minority killed and restarted (counters kept), paused, and
+    // holders frozen past their validity (stale tokens). Every section's
+    // REDLOCK_FENCE must be above the one before it.
+    Scenario {
+        name: "fenced",
+        seconds: (8, 45),
+        faults: &[Fault::KillRestart, Fault::PauseMinority, Fault::FreezeExec],
+        lengths: Lengths::Short,
+        ttl: TTL,
+        guard: Guard::Env(TTL),
+        slow_stop: false,
+        setup: Setup::Fenced,
+        also: Also::Nothing,
+    },
     Scenario {
         name: "checker-self-test",
         seconds: (6, 30),
@@ -322,7 +340,8 @@ fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Out
             Err(why) => return Outcome::unrunnable(scenario.name, settings.seed, why),
         }
     };
-    let mut rig = Rig::start(section, scenario.guard, faketime);
+    let fenced = scenario.setup == Setup::Fenced;
+    let mut rig = Rig::start_with(section, scenario.guard, faketime, fenced);
     let slots = Slots::new(CLIENTS);
     let seconds = if settings.long {
         scenario.seconds.1
@@ -376,6 +395,11 @@ fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Out
     judge(&case, rig, |parsed, analysis: &Analysis| {
         let mut findings = also.check(parsed, analysis, CLIENTS);
         findings.problems.extend(setup_problems(setup, parsed));
+        if setup == Setup::Fenced {
+            findings
+                .problems
+                .extend(checks::fence_problems(parsed, analysis.window));
+        }
         findings
     })
 }

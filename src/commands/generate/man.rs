@@ -15,7 +15,7 @@ use super::description;
 /// Every variable `redlock` reads, and the commands that read it (`EVERY`:
 /// all of them). A test checks that each `REDLOCK_*` name in the source is
 /// on some page.
-const ENVIRONMENT: [(&str, &[&str], &str); 13] = [
+const ENVIRONMENT: [(&str, &[&str], &str); 14] = [
     (
         "REDLOCK_SERVERS",
         EVERY,
@@ -77,6 +77,12 @@ const ENVIRONMENT: [(&str, &[&str], &str); 13] = [
          runs its command at once, under the slot the outer exec keeps.",
     ),
     (
+        "REDLOCK_FENCE",
+        &["exec"],
+        "Not read: exec --fence sets it for its command (the fencing token), and a plain exec \
+         unsets it, so that a command never sees the fence of another lock.",
+    ),
+    (
         "XDG_CONFIG_HOME",
         EVERY,
         "The per-user servers and config files are $XDG_CONFIG_HOME/redlock/servers and \
@@ -93,7 +99,7 @@ const ENVIRONMENT: [(&str, &[&str], &str); 13] = [
 /// What `exec` sets in the command's environment, so that a `redlock`
 /// inside it reaches the same lock and servers (`commands/exec.rs`,
 /// `commands/handoff.rs`).
-const EXEC_EXPORTS: [(&str, &str); 9] = [
+const EXEC_EXPORTS: [(&str, &str); 10] = [
     ("REDLOCK_NAME", "The lock's name, without the prefix."),
     (
         "REDLOCK_TOKEN",
@@ -102,6 +108,11 @@ const EXEC_EXPORTS: [(&str, &str); 9] = [
     (
         "REDLOCK_SLOT",
         "With --limit K: the slot held, 0 to K-1 (its lock is NAME#SLOT). Unset without --limit.",
+    ),
+    (
+        "REDLOCK_FENCE",
+        "With --fence: the fencing token, a number above every earlier holder's, for storage to \
+         reject writes that carry a lower one. Unset without --fence.",
     ),
     (
         "REDLOCK_SERVERS",

@@ -1,4 +1,4 @@
--- requires: guard holder queue
+-- requires: guard holder queue fence
 -- Take the lock: SET key token NX PX ttl, unless this server may have lost
 -- locks within the restart guard (ARGV[3] ms, 0 turns it off; the marker is
 -- KEYS[6]), or others are in line before the caller; and write the holder
@@ -9,7 +9,8 @@
 -- line: it takes the lock only when nobody does), ARGV[6] its score,
 -- ARGV[7] how long a ticket stays without its waiter, which is also how
 -- long the line may keep a free lock from callers in a row.
--- Returns 1 taken (or already ours: a request retried after a dropped
+-- Returns 1 taken ({"taken", counter} when fenced: taken_reply, fence.lua)
+-- (or already ours: a request retried after a dropped
 -- connection may find its own SET done), {"restarting", ms until counted
 -- again, clock} (restart_guard's), {"queued", waiters in line, clock} when
 -- the lock is free but others are first in line, or, when another value
@@ -44,10 +45,10 @@ if first == nil or first == ticket then
     if ticket ~= "" and now then
       stand_in_line(ticket, ARGV[6], tonumber(now), linger)
     end
-    return 1
+    return taken_reply()
   end
   if holds_value(KEYS[1], ARGV[1]) then
-    return 1
+    return taken_reply()
   end
 end
 if ticket ~= "" and now then

@@ -22,13 +22,17 @@ pub struct Acquire {
     /// How long a ticket stays without its waiter, and how long the line
     /// may keep a free lock from callers in a row, in ms.
     pub linger_ms: u64,
+    /// `--fence`: a lock taken says this server's fencing counter too
+    /// (ARGV[8]); without it the reply, and the work, are as ever.
+    pub fence: bool,
 }
 
 /// What acquire.lua answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AcquireReply {
-    /// 1: taken, or already ours.
-    Taken,
+    /// 1: taken, or already ours; `{"taken", counter}` when the caller
+    /// fences: the counter's value on this server (0 for none).
+    Taken(Option<u64>),
     /// `{"held", occupant()}`: another value (or another type) holds it.
     Held(Box<Occupant>),
     /// `{"queued", waiters, clock}`: the lock is free, but this many
@@ -61,26 +65,42 @@ impl Invocation for Acquire {
             ticket.into_bytes(),
             score.to_string().into_bytes(),
             self.linger_ms.to_string().into_bytes(),
+            if self.fence {
+                b"1".to_vec()
+            } else {
+                b"0".to_vec()
+            },
         ]
     }
 
     fn parse(&self, reply: Value) -> Result<AcquireReply, ProtocolError> {
-        parse(reply)
+        // A lock taken says the counter exactly when it was asked for: a
+        // fenced lock must never go without one.
+        match (parse(reply)?, self.fence) {
+            (AcquireReply::Taken(None), true) => Err(READ.error("taken without the counter")),
+            (AcquireReply::Taken(Some(_)), false) => Err(READ.error("a counter not asked for")),
+            (reply, _) => Ok(reply),
+        }
     }
 }
 
 fn parse(reply: Value) -> Result<AcquireReply, ProtocolError> {
     match reply {
-        Value::Int(1) => Ok(AcquireReply::Taken),
+        Value::Int(1) => Ok(AcquireReply::Taken(None)),
         Value::Array(items) => tagged(items),
         other => Err(READ.error(format!("{} instead of 1 or a tagged array", shape(&other)))),
     }
 }
 
-/// `{"held", …}`, `{"queued", …}` or `{"restarting", …}`.
+/// `{"taken", counter}`, `{"held", …}`, `{"queued", …}` or
+/// `{"restarting", …}`.
 fn tagged(items: Vec<Value>) -> Result<AcquireReply, ProtocolError> {
     let tag = items.first().cloned().unwrap_or(Value::Nil);
     match READ.bytes(tag, "the tag")?.as_slice() {
+        b"taken" => {
+            let [_, counter] = READ.array(Value::Array(items), "taken")?;
+            Ok(AcquireReply::Taken(Some(READ.counter(counter)?)))
+        }
         b"held" => {
             let [_, seen] = READ.array(Value::Array(items), "held")?;
             let seen = READ.occupant(seen)?;
@@ -116,7 +136,15 @@ mod tests {
 
     #[test]
     fn each_reply_reads_as_its_outcome() {
-        assert_eq!(parse(Value::Int(1)).unwrap(), AcquireReply::Taken);
+        assert_eq!(parse(Value::Int(1)).unwrap(), AcquireReply::Taken(None));
+        assert_eq!(
+            parse(array(vec![bulk("taken"), bulk("18446744073709551615")])).unwrap(),
+            AcquireReply::Taken(Some(u64::MAX))
+        );
+        assert_eq!(
+            parse(array(vec![bulk("taken"), bulk("0")])).unwrap(),
+            AcquireReply::Taken(Some(0))
+        );
         assert_eq!(
             parse(array(vec![bulk("queued"), Value::Int(3), bulk("17")])).unwrap(),
             AcquireReply::Queued {
@@ -159,6 +187,10 @@ mod tests {
         assert!(parse(array(vec![bulk("queued"), Value::Int(1)])).is_err());
         assert!(parse(restarting(0)).is_err());
         assert!(parse(array(vec![bulk("other"), Value::Int(1), Value::Nil])).is_err());
+        assert!(parse(array(vec![bulk("taken")])).is_err());
+        assert!(parse(array(vec![bulk("taken"), bulk("-1")])).is_err());
+        assert!(parse(array(vec![bulk("taken"), bulk("18446744073709551616")])).is_err());
+        assert!(parse(array(vec![bulk("taken"), Value::Nil])).is_err());
         assert!(parse(array(vec![Value::Int(1), Value::Int(1), Value::Nil])).is_err());
     }
 
@@ -172,8 +204,11 @@ mod tests {
             record: b"rec".to_vec(),
             ticket: Some(("000-ab".into(), 12)),
             linger_ms: 1000,
+            fence: false,
         };
-        let args: Vec<&[u8]> = vec![b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000"];
+        let args: Vec<&[u8]> = vec![
+            b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0",
+        ];
         assert_eq!(
             call.args(),
             args.iter().map(|a| a.to_vec()).collect::<Vec<_>>()
@@ -184,5 +219,10 @@ mod tests {
         };
         assert_eq!(without.args()[4..6], [b"".to_vec(), b"0".to_vec()]);
         assert_eq!(without.keys().len(), 9);
+        let fenced = Acquire {
+            fence: true,
+            ..without
+        };
+        assert_eq!(fenced.args()[7], b"1");
     }
 }

@@ -1,4 +1,4 @@
--- requires: guard holder queue
+-- requires: guard holder queue fence
 -- What one server holds for a lock, in one atomic read:
 -- {occupant(), the restart guard's word, waiters}: occupant() comes from
 -- holder.lua; the guard's word (restart_guard, from guard.lua) is false
@@ -7,7 +7,8 @@
 -- marker); waiters is how many stand in the lock's line (from queue.lua;
 -- lapsed ones left out), then who broke the lock with release --force
 -- ("<ms> <who>" from KEYS[7], or false). lock/scripts/inspect.rs parses
--- the reply.
+-- the reply. Last, the fencing counter's digits (fence.lua; false when
+-- there is none, or it is not a counter).
 local restarting = restart_guard(tonumber(ARGV[1]), KEYS[6])
 if restarting and restarting.err then
   return restarting
@@ -24,4 +25,8 @@ if KEYS[7] then
     broken = false
   end
 end
-return {seen, restarting, waiters, broken}
+local fence = fence_read()
+if type(fence) == "table" then
+  fence = false
+end
+return {seen, restarting, waiters, broken, fence}

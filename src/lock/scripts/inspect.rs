@@ -23,6 +23,8 @@ pub struct InspectReply {
     pub waiters: u64,
     /// Who broke the lock with `release --force`, as recorded.
     pub broken: Option<Vec<u8>>,
+    /// The lock's fencing counter on this server (`None`: none).
+    pub fence: Option<u64>,
 }
 
 impl Invocation for Inspect {
@@ -47,12 +49,17 @@ impl Invocation for Inspect {
 
 fn parse(reply: Value) -> Result<InspectReply, ProtocolError> {
     let read = Reader("inspect");
-    let [occupant, restarting, waiters, broken] = read.array(reply, "the reply")?;
+    let [occupant, restarting, waiters, broken, fence] = read.array(reply, "the reply")?;
+    let fence = match fence {
+        Value::Nil | Value::Boolean(false) => None,
+        counter => Some(read.counter(counter)?),
+    };
     Ok(InspectReply {
         occupant: read.occupant(occupant)?,
         restarting: read.guard_word(restarting)?,
         waiters: read.count(&waiters, "the waiters in line")?,
         broken: read.optional_bytes(broken, "who broke it")?,
+        fence,
     })
 }
 
@@ -64,7 +71,7 @@ mod tests {
     use super::*;
 
     fn reply(occupant: Value, guard: Value, waiters: Value) -> Value {
-        Value::Array(vec![occupant, guard, waiters, Value::Nil])
+        Value::Array(vec![occupant, guard, waiters, Value::Nil, Value::Nil])
     }
 
     #[test]
@@ -78,6 +85,14 @@ mod tests {
             Some(Duration::from_millis(300))
         );
         assert_eq!(kept_out.occupant.kind, "none");
+        let fenced = Value::Array(vec![
+            held_by("t"),
+            Value::Nil,
+            Value::Int(0),
+            Value::Nil,
+            bulk("41"),
+        ]);
+        assert_eq!(parse(fenced).unwrap().fence, Some(41));
     }
 
     #[test]
@@ -102,6 +117,16 @@ mod tests {
         flat.extend([Value::Int(0), Value::Int(0)]);
         assert!(parse(Value::Array(flat)).is_err());
         assert!(parse(Value::Array(vec![held_by("t"), Value::Nil])).is_err());
+        let four = Value::Array(vec![held_by("t"), Value::Nil, Value::Int(0), Value::Nil]);
+        assert!(parse(four).is_err(), "without the fence");
+        let bad_fence = Value::Array(vec![
+            held_by("t"),
+            Value::Nil,
+            Value::Int(0),
+            Value::Nil,
+            bulk("x"),
+        ]);
+        assert!(parse(bad_fence).is_err());
         assert!(parse(Value::Int(1)).is_err());
     }
 }

@@ -11,6 +11,7 @@
 //! when it counts), read as [`Restarting`].
 
 mod acquire;
+mod fence;
 mod force;
 mod inspect;
 mod leave;
@@ -20,6 +21,7 @@ mod source;
 mod token;
 
 pub use acquire::{Acquire, AcquireReply};
+pub use fence::RaiseFence;
 pub use force::{Force, ForceReply, ForceVerdict, MAX_TOKEN};
 pub use inspect::{Inspect, InspectReply};
 pub use leave::Leave;

@@ -178,6 +178,20 @@ impl Reader {
         }
     }
 
+    /// A fencing counter: its decimal digits (fence.lua keeps them as
+    /// text, so that every u64 is exact), or a number.
+    pub fn counter(self, value: Value) -> Result<u64, ProtocolError> {
+        match value {
+            Value::Int(_) => self.count(&value, "the fencing counter"),
+            Value::BulkString(digits) => std::str::from_utf8(&digits)
+                .ok()
+                .filter(|text| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|text| text.parse().ok())
+                .ok_or_else(|| self.error("the fencing counter: not a u64")),
+            other => Err(self.error(format!("the fencing counter: {}", shape(&other)))),
+        }
+    }
+
     /// A server's clock in ms (a number, or its digits as text), or nothing
     /// when it has none to give.
     pub fn clock(self, value: Value) -> Result<Option<u64>, ProtocolError> {

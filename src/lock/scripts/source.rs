@@ -18,6 +18,7 @@ const PRELUDES: &[(&str, &str)] = &[
     ("guard", include_str!("guard.lua")),
     ("holder", include_str!("holder.lua")),
     ("queue", include_str!("queue.lua")),
+    ("fence", include_str!("fence.lua")),
     ("token", include_str!("token.lua")),
 ];
 
@@ -30,6 +31,7 @@ const SCRIPTS: &[(&str, &str)] = &[
     ("list", include_str!("list.lua")),
     ("force", include_str!("force.lua")),
     ("leave", include_str!("leave.lua")),
+    ("raise_fence", include_str!("raise_fence.lua")),
 ];
 
 const REQUIRES: &str = "-- requires:";
@@ -89,6 +91,9 @@ pub static FORCE: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::assemble("fo
 /// A waiter leaves the line (see [`super::Leave`]).
 pub static LEAVE: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::assemble("leave"));
 
+/// The fencing round's write (see [`super::RaiseFence`]).
+pub static RAISE_FENCE: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::assemble("raise_fence"));
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +105,7 @@ mod tests {
             include_str!("guard.lua"),
             include_str!("holder.lua"),
             include_str!("queue.lua"),
+            include_str!("fence.lua"),
             include_str!("acquire.lua"),
         ]
         .concat();

@@ -83,7 +83,7 @@ impl Invocation for Extend {
 }
 
 /// 1 (held), 0 (gone) or 2 (taken), nothing else.
-fn token_reply(read: Reader, reply: Value) -> Result<TokenReply, ProtocolError> {
+pub(super) fn token_reply(read: Reader, reply: Value) -> Result<TokenReply, ProtocolError> {
     match reply {
         Value::Int(1) => Ok(TokenReply::Held),
         Value::Int(0) => Ok(TokenReply::Gone),

@@ -1,0 +1,162 @@
+//! Fencing tokens (`--fence`): a number that increases strictly from one
+//! holder of a lock to the next, across N independent masters, for storage
+//! to reject writes of a holder that paused past its validity (Kleppmann).
+//!
+//! 1. The acquire round also reads each server's counter for the lock
+//!    (acquire.lua with ARGV[8]: `{"taken", counter}`, a persistent key
+//!    beside the lock, KEYS[8]; missing = 0).
+//! 2. Once a majority is locked, `t = max(counters of the servers that said
+//!    yes) + 1`.
+//! 3. A second round (raise_fence.lua) writes `counter = max(counter, t)`,
+//!    only where the lock key still holds our token. It must succeed on a
+//!    majority, within the validity, before `t` is handed out; otherwise the
+//!    attempt fails and the lock is released everywhere.
+//!
+//! Why it holds: the servers written in step 3 are a majority, and were
+//! written while our key was on them; the next holder locks a majority,
+//! which meets ours on some server, and can take that server only after our
+//! key left it, so after our write. Its step 1 reads at least `t` there,
+//! and its token is at least `t + 1`. This assumes that the counters survive
+//! on a majority (a restart without `appendfsync always` can lose them; the
+//! restart guard brings back no lost counter). Taking the max of a per-server
+//! INCR over one quorum instead is unsound: counters A=10, B=1, C=1; holder
+//! 1 locks {A,B} and gets 11, holder 2 later locks {B,C} and gets 3. The
+//! argument is checked by an exhaustive model (tests in this file).
+
+use super::error::{LockError, Said, TokenOp, TokenRound};
+use super::mutex::{Lease, Redlock, SetReply};
+use super::round::Replies;
+use super::scripts::{RaiseFence, TokenReply};
+use super::servers::{Connection, ServerError};
+use crate::clock::BootInstant;
+
+/// The token step 2 computes from the counters the locking servers read:
+/// one more than the highest; `None` when the counter is at its maximum.
+pub(super) fn next_fence(counters: impl IntoIterator<Item = u64>) -> Option<u64> {
+    counters.into_iter().max().unwrap_or(0).checked_add(1)
+}
+
+impl Redlock {
+    /// Steps 2 and 3 for `lease`, which the acquire round `taken` granted:
+    /// the lease with its fence, or why it has none (the caller then
+    /// releases the lock everywhere). The validity stays counted from the
+    /// acquire round's start, so what the user sees is what is left after
+    /// this round too.
+    pub(super) async fn fence(
+        &self,
+        lease: Lease,
+        taken: &Replies<SetReply>,
+    ) -> Result<Lease, LockError> {
+        let counters = taken.answered().filter_map(|reply| match reply {
+            SetReply::Taken(counter) => *counter,
+            _ => None,
+        });
+        let Some(fence) = next_fence(counters) else {
+            return Err(self.unfenced(&lease, vec![]));
+        };
+        stop_before_fence_for_tests();
+        let call = RaiseFence {
+            keys: self.keys_of(&lease.key),
+            token: lease.token.as_str().to_owned(),
+            fence,
+        };
+        let round = self.decided_round(move |mut connection: Connection| async move {
+            connection.invoke(&call).await
+        });
+        // Nothing may start once the validity is gone: a round still
+        // waiting for a majority then is too late, whatever it would say.
+        let replies = tokio::time::timeout(lease.deadline.remaining(), round).await;
+        let too_slow = || LockError::TooSlow {
+            key: lease.key.clone(),
+            elapsed: lease.ttl - lease.deadline.remaining().min(lease.ttl),
+            ttl: lease.ttl,
+        };
+        let replies = match replies {
+            Ok(replies) => replies,
+            Err(_) => return Err(too_slow()),
+        };
+        if !replies.tally(self.quorum).succeeded() {
+            return Err(self.unfenced(&lease, self.said(&replies)));
+        }
+        if lease.deadline <= BootInstant::now() {
+            return Err(too_slow());
+        }
+        Ok(Lease {
+            fence: Some(fence),
+            ..lease
+        })
+    }
+
+    /// What each server said to the fencing write, in configuration order.
+    fn said(&self, replies: &Replies<TokenReply>) -> Vec<(super::ServerSpec, Said)> {
+        replies
+            .answers
+            .iter()
+            .zip(&self.servers)
+            .map(|(answer, server)| {
+                let said = match answer {
+                    Some(Ok(TokenReply::Held)) => Said::Holds,
+                    Some(Ok(TokenReply::Gone)) => Said::Gone,
+                    Some(Ok(TokenReply::Taken)) => Said::Taken,
+                    Some(Err(err)) => Said::Failed(err.clone()),
+                    None => Said::Failed(ServerError::NoAnswerYet),
+                };
+                (server.spec().clone(), said)
+            })
+            .collect()
+    }
+
+    /// The fencing write did not reach a majority: as a majority that
+    /// could not be had (exit 69, and `-w` tries again), with what each
+    /// server said.
+    fn unfenced(&self, lease: &Lease, said: Vec<(super::ServerSpec, Said)>) -> LockError {
+        let failed = said
+            .iter()
+            .filter(|(_, s)| *s != Said::Holds)
+            .count()
+            .max(usize::from(said.is_empty()) * self.len());
+        LockError::NoQuorum {
+            key: lease.key.clone(),
+            failed,
+            total: self.len(),
+            quorum: self.quorum,
+            failures: super::error::Failures(
+                said.iter()
+                    .filter_map(|(server, s)| match s {
+                        Said::Failed(err) => Some((server.clone(), err.clone())),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            token: Some(Box::new(TokenRound {
+                op: TokenOp::Fence,
+                said,
+            })),
+        }
+    }
+}
+
+/// A test hook (debug builds): `REDLOCK_TEST_STOP_BEFORE_FENCE=1` stops
+/// this process with SIGSTOP between the acquire round and the fencing
+/// round, so that a test can fault the servers at exactly that point and
+/// then continue it with SIGCONT.
+fn stop_before_fence_for_tests() {
+    if cfg!(debug_assertions) && std::env::var_os("REDLOCK_TEST_STOP_BEFORE_FENCE").is_some() {
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fence_is_one_above_the_highest_counter_read() {
+        assert_eq!(next_fence([]), Some(1));
+        assert_eq!(next_fence([0, 0]), Some(1));
+        assert_eq!(next_fence([10, 1]), Some(11));
+        assert_eq!(next_fence([3, 7, 5]), Some(8));
+        assert_eq!(next_fence([u64::MAX - 1]), Some(u64::MAX));
+        assert_eq!(next_fence([u64::MAX, 1]), None);
+    }
+}
