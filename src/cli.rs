@@ -376,6 +376,12 @@ pub struct AcquireArgs {
         allow_hyphen_values = true
     )]
     pub while_signal: WhileSignal,
+
+    /// Take the lock shared, as `flock -s`: any number of --shared holders at once, but
+    /// never beside an exclusive one. A waiting exclusive holder keeps new shared ones out.
+    /// No short option: -s is --server.
+    #[arg(long)]
+    pub shared: bool,
 }
 
 /// The signal `acquire --while` sends on a loss, if any.
@@ -530,6 +536,12 @@ pub struct ExecArgs {
     /// record names only the program and how many arguments it has.
     #[arg(long = "record-command")]
     pub record_command: bool,
+
+    /// Take the lock shared, as `flock -s`: any number of --shared holders at once, but
+    /// never beside an exclusive one. A waiting exclusive holder keeps new shared ones out.
+    /// No short option: -s is --server.
+    #[arg(long)]
+    pub shared: bool,
 
     /// Run STRING with `sh -c` instead of CMD.
     #[arg(

@@ -120,6 +120,8 @@ pub struct AcquireJob {
     pub conflict_exit: u8,
     /// `--while PID`: a keeper keeps the lock while PID lives.
     pub keep_while: Option<KeepWhile>,
+    /// `--shared`: one reader among many.
+    pub shared: bool,
 }
 
 /// `acquire --while PID [--while-signal SIG]`.
@@ -150,6 +152,8 @@ pub struct ExecSpec {
     /// Whether the holder record holds the (redacted) command line rather
     /// than the program and the number of its arguments.
     pub record_command: bool,
+    /// `--shared`: one reader among many.
+    pub shared: bool,
 }
 
 impl Config {
@@ -245,6 +249,7 @@ fn acquire_job(args: cli::AcquireArgs, prefix: &[u8]) -> Result<AcquireJob, Erro
             pid,
             signal: args.while_signal.0,
         }),
+        shared: args.shared,
     })
 }
 
@@ -513,6 +518,7 @@ fn exec_spec(args: ExecArgs, prefix: &[u8], json: bool) -> Result<ExecSpec, Erro
         argv,
         message: message(args.holder),
         record_command: args.record_command,
+        shared: args.shared,
     })
 }
 
@@ -825,6 +831,7 @@ mod tests {
                 message: None,
                 conflict_exit: 75,
                 keep_while: None,
+                shared: false,
             })
         };
         let guard = |value| Given {

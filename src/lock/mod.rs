@@ -20,6 +20,7 @@ mod round;
 mod scripts;
 mod server_url;
 mod servers;
+mod shared;
 mod tried;
 
 pub use error::{Failures, LockError, Said, TokenOp, TokenRound};
@@ -39,4 +40,5 @@ pub use retry::{acquire_or_cancel, Wait};
 pub use scripts::{ForceVerdict, MAX_TOKEN};
 pub use server_url::{redact_url, ServerSpec};
 pub use servers::ServerError;
+pub use shared::SharedHolder;
 pub use tried::Tried;

@@ -94,6 +94,11 @@ impl From<AcquireReply> for SetReply {
                 left: restarting.left,
                 clock: restarting.clock,
             },
+            AcquireReply::Readers {
+                count,
+                pttl_ms,
+                clock,
+            } => SetReply::Held(Box::new(KeyState::readers(count, pttl_ms, clock))),
         }
     }
 }
@@ -128,6 +133,8 @@ pub struct Redlock {
     holder: Option<Holder>,
     /// Whether a waiter listens for releases (notify.rs) besides polling.
     pub(super) wakeups: bool,
+    /// Whether this client takes its locks shared (`--shared`, shared.rs).
+    pub(super) shared: bool,
 }
 
 impl Redlock {
@@ -158,6 +165,7 @@ impl Redlock {
             holder: None,
             marker: guard_marker(b""),
             wakeups: true,
+            shared: false,
         })
     }
 
@@ -181,6 +189,12 @@ impl Redlock {
     /// The keys every script on `key` gets, in the order they name them.
     pub(super) fn keys_of(&self, key: &LockKey) -> LockKeys {
         LockKeys::new(key, &self.marker)
+    }
+
+    /// Takes every lock shared (`--shared`): one reader among many, beside
+    /// other readers and never beside a writer (see shared.rs).
+    pub fn with_shared(self, shared: bool) -> Self {
+        Redlock { shared, ..self }
     }
 
     /// Whether waiters listen for releases (on by default) or only poll.
@@ -230,6 +244,7 @@ impl Redlock {
             record: self.record(token, None),
             ticket: ticket.map(|t| (t.id.clone(), t.score)),
             linger_ms: ttl_millis(queue::LINGER),
+            shared: self.shared,
         };
         let replies = self
             .decided_round(move |mut connection: Connection| async move {

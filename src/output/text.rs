@@ -446,6 +446,9 @@ fn status(inspection: &Inspection, verdict: &Verdict) -> String {
             }
             text
         }
+        (Verdict::Free, _) if inspection.readers() > 0 => {
+            words::shared(&inspection.key, inspection.readers(), total)
+        }
         (Verdict::Free, _) => format!(
             "{} is free: nothing holds a majority of {} (quorum {quorum})",
             inspection.key,
@@ -470,6 +473,15 @@ fn status(inspection: &Inspection, verdict: &Verdict) -> String {
         )),
         Verdict::Free | Verdict::Unknown => {}
     }
+    for reader in inspection.shared_holders() {
+        text.push_str(&format!(
+            "\n  reader:  {} on {} of {}, expires in {}",
+            server_text(&reader.token),
+            reader.on,
+            count_servers(total),
+            rounded(reader.expires_in)
+        ));
+    }
     if let Some(line) = waiters(inspection.waiters()) {
         text.push_str(&format!("\n  line:    {line}"));
     }
@@ -484,6 +496,9 @@ fn status(inspection: &Inspection, verdict: &Verdict) -> String {
     let width = names.iter().map(String::len).max().unwrap_or(0);
     for (s, name) in inspection.servers.iter().zip(&names) {
         let detail = match &s.state {
+            Ok(KeyState { kind, readers, .. }) if kind == "none" && readers.count > 0 => {
+                words::readers(readers.count)
+            }
             Ok(KeyState { kind, .. }) if kind == "none" => "free".to_owned(),
             Ok(KeyState {
                 value: Some(value),

@@ -34,6 +34,7 @@ mod restart_guard;
 mod secrets;
 mod server_errors;
 mod server_sources;
+mod shared;
 mod snapshots;
 mod status;
 mod wakeup;

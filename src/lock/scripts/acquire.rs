@@ -22,6 +22,8 @@ pub struct Acquire {
     /// How long a ticket stays without its waiter, and how long the line
     /// may keep a free lock from callers in a row, in ms.
     pub linger_ms: u64,
+    /// A shared attempt (`--shared`): one reader among many.
+    pub shared: bool,
 }
 
 /// What acquire.lua answered.
@@ -36,6 +38,13 @@ pub enum AcquireReply {
     Queued { waiters: u64, clock: Option<u64> },
     /// `{"restarting", ms, clock}`.
     Restarting(Restarting),
+    /// `{"readers", count, PTTL, clock}`: an exclusive attempt found live
+    /// readers (and no key).
+    Readers {
+        count: u64,
+        pttl_ms: i64,
+        clock: Option<u64>,
+    },
 }
 
 const READ: Reader = Reader("acquire");
@@ -61,6 +70,11 @@ impl Invocation for Acquire {
             ticket.into_bytes(),
             score.to_string().into_bytes(),
             self.linger_ms.to_string().into_bytes(),
+            if self.shared {
+                b"1".to_vec()
+            } else {
+                b"0".to_vec()
+            },
         ]
     }
 
@@ -93,6 +107,14 @@ fn tagged(items: Vec<Value>) -> Result<AcquireReply, ProtocolError> {
             let [_, waiters, clock] = READ.array(Value::Array(items), "queued")?;
             Ok(AcquireReply::Queued {
                 waiters: READ.count(&waiters, "the waiters in line")?,
+                clock: READ.clock(clock)?,
+            })
+        }
+        b"readers" => {
+            let [_, count, pttl, clock] = READ.array(Value::Array(items), "readers")?;
+            Ok(AcquireReply::Readers {
+                count: READ.int(&count, 1, "the readers")?.unsigned_abs(),
+                pttl_ms: READ.int(&pttl, -2, "the readers' PTTL")?,
                 clock: READ.clock(clock)?,
             })
         }
@@ -158,6 +180,27 @@ mod tests {
         assert!(parse(array(vec![bulk("queued"), Value::Int(-1), Value::Nil])).is_err());
         assert!(parse(array(vec![bulk("queued"), Value::Int(1)])).is_err());
         assert!(parse(restarting(0)).is_err());
+        assert_eq!(
+            parse(array(vec![
+                bulk("readers"),
+                Value::Int(2),
+                Value::Int(900),
+                bulk("5")
+            ]))
+            .unwrap(),
+            AcquireReply::Readers {
+                count: 2,
+                pttl_ms: 900,
+                clock: Some(5)
+            }
+        );
+        assert!(parse(array(vec![
+            bulk("readers"),
+            Value::Int(0),
+            Value::Int(9),
+            Value::Nil
+        ]))
+        .is_err());
         assert!(parse(array(vec![bulk("other"), Value::Int(1), Value::Nil])).is_err());
         assert!(parse(array(vec![Value::Int(1), Value::Int(1), Value::Nil])).is_err());
     }
@@ -172,8 +215,11 @@ mod tests {
             record: b"rec".to_vec(),
             ticket: Some(("000-ab".into(), 12)),
             linger_ms: 1000,
+            shared: false,
         };
-        let args: Vec<&[u8]> = vec![b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000"];
+        let args: Vec<&[u8]> = vec![
+            b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0",
+        ];
         assert_eq!(
             call.args(),
             args.iter().map(|a| a.to_vec()).collect::<Vec<_>>()

@@ -1,4 +1,4 @@
--- requires: guard holder queue
+-- requires: guard holder queue shared
 -- What one server holds for a lock, in one atomic read:
 -- {occupant(), the restart guard's word, waiters}: occupant() comes from
 -- holder.lua; the guard's word (restart_guard, from guard.lua) is false
@@ -24,4 +24,4 @@ if KEYS[7] then
     broken = false
   end
 end
-return {seen, restarting, waiters, broken}
+return {seen, restarting, waiters, broken, readers_seen(seen[5])}

@@ -18,6 +18,7 @@ const PRELUDES: &[(&str, &str)] = &[
     ("guard", include_str!("guard.lua")),
     ("holder", include_str!("holder.lua")),
     ("queue", include_str!("queue.lua")),
+    ("shared", include_str!("shared.lua")),
     ("token", include_str!("token.lua")),
 ];
 
@@ -100,6 +101,7 @@ mod tests {
             include_str!("guard.lua"),
             include_str!("holder.lua"),
             include_str!("queue.lua"),
+            include_str!("shared.lua"),
             include_str!("acquire.lua"),
         ]
         .concat();
