@@ -58,6 +58,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca-cert 
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l prefix -d 'Prepended to the lock names to form the Redis keys' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l hex -d 'NAME is the name\'s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s n -l nonblock -d 'Fail at once (exit 75) if the lock is held'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l shared -d 'Take the lock shared, as `flock -s`: any number of --shared holders at once, but never beside an exclusive one. A waiting exclusive holder keeps new shared ones out. No short option: -s is --server'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l json -d 'Print the token and the lock\'s validity as one JSON object'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -d 'No message when the lock is busy; the exit status tells'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
@@ -159,6 +160,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_red
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s E -l conflict-exit-code -d 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out), without running the command; -E 0 skips quietly, the cron idiom' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s n -l nonblock -d 'Fail at once (exit 75) if the lock is held'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l record-command -d 'Record the command line beside the lock (redacted of the usual forms of secrets), where anyone who can read the servers sees it. Without it, the record names only the program and how many arguments it has'
+complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l shared -d 'Take the lock shared, as `flock -s`: any number of --shared holders at once, but never beside an exclusive one. A waiting exclusive holder keeps new shared ones out. No short option: -s is --server'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s q -l quiet -d 'No message when the lock is busy; the exit status tells'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s h -l help -d 'Print help'

@@ -73,7 +73,9 @@ fn readers_overlap_and_a_writer_is_refused_beside_them_and_they_beside_it() {
         status.stdout
     );
     assert!(
-        status.stdout.contains(&format!("reader:  {r1} on 3 of 3 servers")),
+        status
+            .stdout
+            .contains(&format!("reader:  {r1} on 3 of 3 servers")),
         "{}",
         status.stdout
     );
