@@ -377,9 +377,9 @@ pub struct AcquireArgs {
     )]
     pub while_signal: WhileSignal,
 
-    /// Take the lock shared, as `flock -s`: any number of --shared holders at once, but
-    /// never beside an exclusive one. A waiting exclusive holder keeps new shared ones out.
-    /// No short option: -s is --server.
+    /// Take the lock shared, as flock's shared mode: any number of --shared holders at
+    /// once, but never beside an exclusive one. A waiting exclusive holder keeps new shared
+    /// ones out. There is no short form (the one flock uses names a server here).
     #[arg(long)]
     pub shared: bool,
 }
@@ -537,9 +537,9 @@ pub struct ExecArgs {
     #[arg(long = "record-command")]
     pub record_command: bool,
 
-    /// Take the lock shared, as `flock -s`: any number of --shared holders at once, but
-    /// never beside an exclusive one. A waiting exclusive holder keeps new shared ones out.
-    /// No short option: -s is --server.
+    /// Take the lock shared, as flock's shared mode: any number of --shared holders at
+    /// once, but never beside an exclusive one. A waiting exclusive holder keeps new shared
+    /// ones out. There is no short form (the one flock uses names a server here).
     #[arg(long)]
     pub shared: bool,
 

@@ -50,9 +50,16 @@ impl Invocation for Inspect {
 
 fn parse(reply: Value) -> Result<InspectReply, ProtocolError> {
     let read = Reader("inspect");
-    let [occupant, restarting, waiters, broken, readers] = read.array(reply, "the reply")?;
+    // A fifth element, the readers, since --shared; a server that sends
+    // four (a script of an older redlock) holds none.
+    let mut items = read.items(reply, "the reply")?;
+    let readers = match items.len() {
+        5 => readers_seen(read, items.pop().unwrap_or(Value::Nil))?,
+        _ => ReadersSeen::default(),
+    };
+    let [occupant, restarting, waiters, broken] = read.array(Value::Array(items), "the reply")?;
     Ok(InspectReply {
-        readers: readers_seen(read, readers)?,
+        readers,
         occupant: read.occupant(occupant)?,
         restarting: read.guard_word(restarting)?,
         waiters: read.count(&waiters, "the waiters in line")?,

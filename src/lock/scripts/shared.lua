@@ -28,15 +28,23 @@ end
 -- How many live readers hold KEYS[9], once lapsed ones are dropped (by
 -- `now`, this server's clock in ms; without it every member counts, which
 -- only ever keeps a writer out). 0 for a key of another type: not ours.
+-- Only commands of the documented least-privileged ACL (docs/operations.md)
+-- are used: TYPE first, so that a lock nobody takes shared costs nothing
+-- more; ZRANGEBYSCORE and ZREM drop lapsed readers (64 at a time), ZCOUNT
+-- counts the live ones.
 local function live_readers(now)
   local kind = redis.call("TYPE", KEYS[9])["ok"]
   if kind ~= "zset" then
     return 0
   end
-  if now then
-    redis.call("ZREMRANGEBYSCORE", KEYS[9], "-inf", now)
+  if not now then
+    return redis.call("ZCOUNT", KEYS[9], "-inf", "+inf")
   end
-  return redis.call("ZCARD", KEYS[9])
+  local lapsed = redis.call("ZRANGEBYSCORE", KEYS[9], "-inf", now, "LIMIT", 0, 64)
+  if #lapsed > 0 then
+    redis.call("ZREM", KEYS[9], unpack(lapsed))
+  end
+  return redis.call("ZCOUNT", KEYS[9], "(" .. now, "+inf")
 end
 
 -- Keeps the set alive for at least `ttl` ms from now.
@@ -68,7 +76,7 @@ local function take_lock(now)
     error({err = "ERR a shared lock needs TIME (this server's clock), which the ACL denies"})
   end
   local kind = redis.call("TYPE", KEYS[9])["ok"]
-  if redis.call("EXISTS", KEYS[1]) == 1 or (kind ~= "none" and kind ~= "zset") then
+  if redis.call("TYPE", KEYS[1])["ok"] ~= "none" or (kind ~= "none" and kind ~= "zset") then
     return false
   end
   live_readers(now)
@@ -83,22 +91,14 @@ end
 -- readers enters together. An exclusive attempt keeps `first`. A line too
 -- long to read counts as a writer ahead: the line only ever keeps out.
 local function first_writer(first, ticket)
-  local last = 255
-  if ticket ~= "" then
-    local rank = redis.pcall("ZRANK", KEYS[3], ticket)
-    if type(rank) == "number" then
-      last = math.min(rank - 1, last)
-    end
-  end
-  if last < 0 then
-    return nil
-  end
-  local ahead = redis.pcall("ZRANGE", KEYS[3], 0, last)
+  local ahead = redis.pcall("ZRANGE", KEYS[3], 0, 255)
   if type(ahead) ~= "table" or ahead.err then
     return first
   end
   for _, waiter in ipairs(ahead) do
-    if not is_shared_ticket(waiter) then
+    if waiter == ticket then
+      return nil
+    elseif not is_shared_ticket(waiter) then
       return waiter
     end
   end
@@ -123,7 +123,7 @@ end
 -- acquire.lua's reply when an exclusive attempt found live readers:
 -- {"readers", how many, ms until the set lapses, clock}; nil otherwise.
 local function readers_reply(now)
-  if ARGV[8] == "1" or redis.call("EXISTS", KEYS[1]) == 1 then
+  if ARGV[8] == "1" or redis.call("TYPE", KEYS[1])["ok"] ~= "none" then
     return nil
   end
   local count = live_readers(now)
@@ -175,15 +175,18 @@ local function release_reader()
 end
 
 -- Extends a reader's token to ARGV[2] ms from now, never shorter: 1.
+-- Without this server's clock it cannot be rescored, and says so rather
+-- than claim an extension it did not make.
 local function extend_reader()
   local now = now_ms()
+  if not now then
+    return redis.error_reply("ERR a shared lock needs TIME (this server's clock), which the ACL denies")
+  end
   local wanted = tonumber(ARGV[2])
-  if now then
-    local lapses = tonumber(redis.call("ZSCORE", KEYS[9], ARGV[1]))
-    local until_ms = tonumber(now) + wanted
-    if until_ms > lapses then
-      redis.call("ZADD", KEYS[9], "XX", until_ms, ARGV[1])
-    end
+  local lapses = tonumber(redis.call("ZSCORE", KEYS[9], ARGV[1]))
+  local until_ms = tonumber(now) + wanted
+  if until_ms > lapses then
+    redis.call("ZADD", KEYS[9], "XX", until_ms, ARGV[1])
   end
   readers_live_for(wanted)
   return 1
