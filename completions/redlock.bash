@@ -117,7 +117,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-n -w -E -m -s -q -v -h -V --hex --ttl --nonblock --wait --conflict-exit-code --message --limit --fence --while --while-signal --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-n -w -E -m -s -q -v -h -V --hex --ttl --nonblock --wait --conflict-exit-code --message --limit --fence --while --while-signal --shared --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -253,7 +253,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__exec)
-            opts="-n -w -m -k -c -s -q -v -E -h -V --ttl --nonblock --wait --message --limit --kill-after --timeout --signal --record-command --fence --command --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --quiet --verbose --conflict-exit-code --help --version"
+            opts="-n -w -m -k -c -s -q -v -E -h -V --ttl --nonblock --wait --message --limit --kill-after --timeout --signal --record-command --fence --shared --command --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --quiet --verbose --conflict-exit-code --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

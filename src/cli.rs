@@ -434,6 +434,13 @@ pub struct AcquireArgs {
         allow_hyphen_values = true
     )]
     pub while_signal: WhileSignal,
+
+    /// Take the lock shared, as flock's shared mode: any number of --shared holders at
+    /// once, but never beside an exclusive one. A waiting exclusive holder keeps new shared
+    /// ones out. There is no short form (the one flock uses names a server here). Not with
+    /// --limit or --fence.
+    #[arg(long, conflicts_with_all = ["limit", "fence"])]
+    pub shared: bool,
 }
 
 /// The signal `acquire --while` sends on a loss, if any.
@@ -619,6 +626,13 @@ pub struct ExecArgs {
     /// from each holder of NAME to the next (see acquire --fence). Not with --limit.
     #[arg(long, conflicts_with = "limit")]
     pub fence: bool,
+
+    /// Take the lock shared, as flock's shared mode: any number of --shared holders at
+    /// once, but never beside an exclusive one. A waiting exclusive holder keeps new shared
+    /// ones out. There is no short form (the one flock uses names a server here). Not with
+    /// --limit or --fence.
+    #[arg(long, conflicts_with_all = ["limit", "fence"])]
+    pub shared: bool,
 
     /// Run STRING with `sh -c` instead of CMD.
     #[arg(

@@ -199,6 +199,7 @@ impl Outcome {
                 verdict,
             } => match verdict {
                 Verdict::Held { .. } | Verdict::Foreign { .. } => Exit::Success,
+                Verdict::Free if inspection.readers() > 0 => Exit::Success,
                 Verdict::Free => Exit::Free,
                 Verdict::Unknown => lock_exit(&inspection.no_quorum()),
             },

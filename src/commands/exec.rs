@@ -315,18 +315,15 @@ async fn run_nested(
     let inspection = redlock.inspect(&key).await;
     match inspection.verdict() {
         Verdict::Held { value, .. } if value == token.as_bytes() => {
-            events.say(Event::Nested(&spec.key));
-            let error = child::exec_in_place(&spec.argv);
-            Ok(Some(Outcome::Ran(Ran {
-                key: spec.key.clone(),
-                waited: None,
-                extensions: 0,
-                end: RunEnd::NotStarted {
-                    argv: spec.argv.clone(),
-                    error,
-                },
-                release_failed: None,
-            })))
+            Ok(Some(run_in_place(spec, events)))
+        }
+        // A reader inside a reader: the outer one's token holds.
+        _ if inspection
+            .shared_holders()
+            .iter()
+            .any(|reader| reader.token == token.as_bytes()) =>
+        {
+            Ok(Some(run_in_place(spec, events)))
         }
         // A stale or foreign REDLOCK_TOKEN: take the lock as usual.
         Verdict::Held { .. } | Verdict::Foreign { .. } | Verdict::Free => Ok(None),
@@ -339,4 +336,20 @@ async fn run_nested(
 fn nested_slot(semaphore: &Semaphore) -> Option<LockKey> {
     let slot: u32 = std::env::var("REDLOCK_SLOT").ok()?.parse().ok()?;
     (slot < semaphore.limit).then(|| semaphore.slot_key(slot))
+}
+
+/// Runs the nested exec's command in place of this process.
+fn run_in_place(spec: &ExecSpec, events: Events) -> Outcome {
+    events.say(Event::Nested(&spec.key));
+    let error = child::exec_in_place(&spec.argv);
+    Outcome::Ran(Ran {
+        key: spec.key.clone(),
+        waited: None,
+        extensions: 0,
+        end: RunEnd::NotStarted {
+            argv: spec.argv.clone(),
+            error,
+        },
+        release_failed: None,
+    })
 }

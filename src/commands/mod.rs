@@ -93,7 +93,12 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
     .map_err(|err| Error::Config(err.to_string()))?
     .with_prefix(&handoff.prefix)
     .with_wakeups(servers.wakeups)
-    .with_fence(job.fence());
+    .with_fence(job.fence())
+    .with_shared(match &job {
+        LockJob::Acquire(job) => job.shared,
+        LockJob::Exec(spec) => spec.shared,
+        _ => false,
+    });
     let redlock = with_record(redlock, &job, keeper.as_ref());
     crate::signals::reset_inherited();
     // The watchdog is forked now, while this process has one thread; see

@@ -141,6 +141,8 @@ pub struct AcquireJob {
     pub semaphore: Option<Semaphore>,
     /// `--fence`: the lock gets a fencing token.
     pub fence: bool,
+    /// `--shared`: one reader among many.
+    pub shared: bool,
 }
 
 /// `acquire --while PID [--while-signal SIG]`.
@@ -175,6 +177,8 @@ pub struct ExecSpec {
     pub semaphore: Option<Semaphore>,
     /// `--fence`: the command gets a fencing token in REDLOCK_FENCE.
     pub fence: bool,
+    /// `--shared`: one reader among many.
+    pub shared: bool,
 }
 
 impl Config {
@@ -293,6 +297,7 @@ fn acquire_job(args: cli::AcquireArgs, prefix: &[u8]) -> Result<AcquireJob, Erro
             signal: args.while_signal.0,
         }),
         fence: args.fence,
+        shared: args.shared,
     })
 }
 
@@ -585,6 +590,7 @@ fn exec_spec(args: ExecArgs, prefix: &[u8], json: bool) -> Result<ExecSpec, Erro
         message: message(args.holder),
         record_command: args.record_command,
         fence: args.fence,
+        shared: args.shared,
     })
 }
 
@@ -899,6 +905,7 @@ mod tests {
                 keep_while: None,
                 semaphore: None,
                 fence: false,
+                shared: false,
             })
         };
         let guard = |value| Given {

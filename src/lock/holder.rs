@@ -198,6 +198,8 @@ pub enum HeldBy {
     OtherClient { token: Vec<u8> },
     /// A key of another type: not a lock of any Redlock client.
     NonRedlock { kind: String },
+    /// Readers (`--shared`): this many, and no writer.
+    Readers { count: u64 },
 }
 
 impl HeldBy {

@@ -10,6 +10,7 @@ use super::quorum::{no_quorum, KeptOut};
 use super::scripts::{ForceReply, InspectReply, Occupant, Restarting};
 use super::server_url::ServerSpec;
 use super::servers::ServerError;
+use super::shared::{self, ReadersSeen, SharedHolder, READERS_KIND};
 
 /// What one server holds under a lock's key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +37,9 @@ pub struct KeyState {
     /// The lock's fencing counter on this server (status asks; `None`
     /// elsewhere, and where there is none).
     pub fence: Option<u64>,
+    /// The live readers (shared holders) it holds (status asks, and a
+    /// writer's attempt that they keep out says how many; none elsewhere).
+    pub readers: ReadersSeen,
 }
 
 /// Who broke a lock with `release --force`, and how long ago by the
@@ -72,11 +76,39 @@ impl KeyState {
             waiters,
             broken: None,
             fence: None,
+            readers: ReadersSeen::default(),
+        }
+    }
+
+    /// An exclusive attempt's answer that `count` live readers hold the
+    /// lock here, their set lapsing in `pttl_ms`.
+    pub(super) fn readers(count: u64, pttl_ms: i64, now_ms: Option<u64>) -> Self {
+        KeyState {
+            readers: ReadersSeen {
+                count,
+                holders: Vec::new(),
+            },
+            ..KeyState::new(
+                Occupant {
+                    kind: READERS_KIND.to_owned(),
+                    value: None,
+                    pttl_ms,
+                    record: None,
+                    clock: now_ms,
+                },
+                None,
+                0,
+            )
         }
     }
 
     /// Who holds the key, `None` when nothing does.
     pub fn held_by(&self) -> Option<HeldBy> {
+        if self.kind == READERS_KIND {
+            return Some(HeldBy::Readers {
+                count: self.readers.count,
+            });
+        }
         (self.kind != "none").then(|| {
             HeldBy::of(
                 &self.kind,
@@ -212,6 +244,20 @@ impl Inspection {
             .min_by_key(|broken| broken.ago)
     }
 
+    /// The readers (shared holders) on a majority of the servers that
+    /// count, as far as each server listed them (up to 16 each).
+    pub fn shared_holders(&self) -> Vec<SharedHolder> {
+        let seen: Vec<&ReadersSeen> = self.counting().map(|s| &s.readers).collect();
+        shared::on_majority(&seen, self.quorum)
+    }
+
+    /// How many readers hold the lock on a majority of the servers that
+    /// count (0: none, or no majority has any).
+    pub fn readers(&self) -> u64 {
+        let seen: Vec<&ReadersSeen> = self.counting().map(|s| &s.readers).collect();
+        shared::count_on_majority(&seen, self.quorum)
+    }
+
     /// answered counted.
     pub fn waiters(&self) -> u64 {
         self.servers
@@ -309,6 +355,7 @@ impl From<InspectReply> for KeyState {
         KeyState {
             broken: reply.broken,
             fence: reply.fence,
+            readers: reply.readers,
             ..KeyState::new(reply.occupant, reply.restarting.as_ref(), reply.waiters)
         }
     }
@@ -347,6 +394,7 @@ mod tests {
                             waiters: 0,
                             broken: None,
                             fence: None,
+                            readers: ReadersSeen::default(),
                         })
                         .map_err(|()| ServerError::Failed("down".into())),
                 })

@@ -248,7 +248,7 @@ impl Listing {
                 let token = occupied.as_ref().and_then(|o| match &o.held_by {
                     HeldBy::Redlock(recorded) => Some(recorded.holder.token.as_bytes().to_vec()),
                     HeldBy::OtherClient { token } => Some(token.clone()),
-                    HeldBy::NonRedlock { .. } => None,
+                    HeldBy::NonRedlock { .. } | HeldBy::Readers { .. } => None,
                 });
                 Listed {
                     name: self.name(lock),

@@ -26,6 +26,7 @@ mod semaphore;
 mod server_info;
 mod server_url;
 mod servers;
+mod shared;
 mod slot;
 mod tried;
 
@@ -49,5 +50,6 @@ pub use semaphore::acquire_slot_or_cancel;
 pub use server_info::{evicts_locks, Concern, ConcernKind, Info};
 pub use server_url::{redact_url, ServerSpec};
 pub use servers::ServerError;
+pub use shared::SharedHolder;
 pub use slot::{Semaphore, MAX_LIMIT};
 pub use tried::Tried;

@@ -94,6 +94,11 @@ impl From<AcquireReply> for SetReply {
                 left: restarting.left,
                 clock: restarting.clock,
             },
+            AcquireReply::Readers {
+                count,
+                pttl_ms,
+                clock,
+            } => SetReply::Held(Box::new(KeyState::readers(count, pttl_ms, clock))),
         }
     }
 }
@@ -130,6 +135,8 @@ pub struct Redlock {
     pub(super) wakeups: bool,
     /// Whether each lock taken gets a fencing token (lock/fence.rs).
     fence: bool,
+    /// Whether this client takes its locks shared (`--shared`, shared.rs).
+    pub(super) shared: bool,
 }
 
 impl Redlock {
@@ -161,6 +168,7 @@ impl Redlock {
             marker: guard_marker(b""),
             wakeups: true,
             fence: false,
+            shared: false,
         })
     }
 
@@ -189,6 +197,12 @@ impl Redlock {
     /// Gives every lock this client takes a fencing token (`--fence`).
     pub fn with_fence(self, fence: bool) -> Self {
         Redlock { fence, ..self }
+    }
+
+    /// Takes every lock shared (`--shared`): one reader among many, beside
+    /// other readers and never beside a writer (see shared.rs).
+    pub fn with_shared(self, shared: bool) -> Self {
+        Redlock { shared, ..self }
     }
 
     /// Whether waiters listen for releases (on by default) or only poll.
@@ -298,6 +312,7 @@ impl Redlock {
             ticket: ticket.map(|t| (t.id.clone(), t.score)),
             linger_ms: ttl_millis(queue::LINGER),
             fence: self.fence,
+            shared: self.shared,
         };
         let replies = self
             .decided_round(move |mut connection: Connection| async move {

@@ -243,9 +243,9 @@ impl Wakeups {
             }
             Event::Failed => self.unsettled -= 1,
             // Another waiter's turn: this one could not take the lock, and
-            // waits for its own turn or its poll.
-            Event::Released(_, turn) if !turn.is_empty() && Some(&turn) != self.ticket.as_ref() => {
-            }
+            // waits for its own turn or its poll. A run of readers at the
+            // head of the line is woken together (shared.rs).
+            Event::Released(_, turn) if !super::shared::wakes(&turn, self.ticket.as_deref()) => {}
             Event::Released(index, _) => {
                 self.announced[index] = true;
                 self.settle_until

@@ -34,8 +34,9 @@ pub struct Ticket {
 impl Ticket {
     /// A ticket for a waiter that arrived when the servers' clock read
     /// `servers_clock` (ms); by this host's clock when no server told it
-    /// (an ACL without TIME).
-    pub fn draw(servers_clock: Option<u64>) -> Ticket {
+    /// (an ACL without TIME). A reader's (`shared`) ends in
+    /// [`super::shared::SHARED_TICKET`], which the line reads it by.
+    pub fn draw(servers_clock: Option<u64>, shared: bool) -> Ticket {
         let score = servers_clock.unwrap_or_else(|| {
             SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -50,7 +51,14 @@ impl Ticket {
         let suffix: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         Ticket {
             score,
-            id: format!("{score:015}-{suffix}"),
+            id: format!(
+                "{score:015}-{suffix}{}",
+                if shared {
+                    super::shared::SHARED_TICKET
+                } else {
+                    ""
+                }
+            ),
         }
     }
 }
@@ -61,12 +69,16 @@ mod tests {
 
     #[test]
     fn tickets_order_by_the_servers_clock_then_text() {
-        let a = Ticket::draw(Some(1_700_000_000_000));
-        let b = Ticket::draw(Some(1_700_000_000_001));
+        let a = Ticket::draw(Some(1_700_000_000_000), true);
+        let b = Ticket::draw(Some(1_700_000_000_001), false);
         assert!(a.score < b.score);
         assert!(a.id < b.id, "{} {}", a.id, b.id);
-        assert_ne!(Ticket::draw(Some(5)).id, Ticket::draw(Some(5)).id);
-        let local = Ticket::draw(None);
+        assert!(a.id.ends_with("-shared") && !b.id.ends_with("-shared"));
+        assert_ne!(
+            Ticket::draw(Some(5), false).id,
+            Ticket::draw(Some(5), false).id
+        );
+        let local = Ticket::draw(None, false);
         assert!(local.score > 1_700_000_000_000, "{}", local.score);
     }
 }

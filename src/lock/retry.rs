@@ -101,7 +101,7 @@ async fn acquire(
             Err(error) => return Err(error),
         };
         if ticket.is_none() && wait != Wait::No {
-            in_flight.stand_in_line(Ticket::draw(servers_clock));
+            in_flight.stand_in_line(Ticket::draw(servers_clock, redlock.shared));
         }
         let mut pause = retry_delay(ttl);
         if let Some(give_up_at) = give_up_at {

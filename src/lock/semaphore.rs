@@ -106,7 +106,7 @@ async fn take_any(
                 Err(Failed::Transient(error, clock)) => (error, clock),
             };
         if ticket.is_none() && wait != Wait::No {
-            in_flight.stand_in_line(Ticket::draw(servers_clock));
+            in_flight.stand_in_line(Ticket::draw(servers_clock, redlock.shared));
         }
         let mut pause = retry_delay(ttl);
         if let Some(give_up_at) = give_up_at {

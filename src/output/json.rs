@@ -346,6 +346,9 @@ struct HolderJson<'a> {
     token: Option<Bytes<'a>>,
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     value_type: Option<&'a str>,
+    /// How many readers hold it (`--shared`), for the holder "readers".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    readers: Option<u64>,
 }
 
 impl<'a> HolderJson<'a> {
@@ -367,6 +370,7 @@ impl<'a> HolderJson<'a> {
             holder_pid_gone: None,
             token: None,
             value_type: None,
+            readers: None,
         };
         match held_by {
             HeldBy::Redlock(recorded) => {
@@ -405,6 +409,11 @@ impl<'a> HolderJson<'a> {
                 value_type: Some(kind),
                 ..none
             },
+            HeldBy::Readers { count } => HolderJson {
+                kind: "readers",
+                readers: Some(*count),
+                ..none
+            },
         }
     }
 }
@@ -438,6 +447,10 @@ pub struct StatusJson<'a> {
     held_on: Vec<String>,
     /// How many waiters stand in the lock's line.
     waiters_in_line: u64,
+    /// How many readers (`--shared`) hold it on a majority.
+    readers: u64,
+    /// Those readers, as far as each server listed them (up to 16).
+    shared_holders: Vec<SharedHolderJson>,
     /// Who broke the lock with `release --force` and how long ago, while
     /// what was left of its TTL lasts; `null` otherwise.
     broken: Option<BrokenJson>,
@@ -505,6 +518,8 @@ enum ServerJson<'a> {
         /// Milliseconds until the restart guard counts this server again;
         /// 0 when it counts.
         restarting_ms: u64,
+        /// How many live readers (`--shared`) it holds.
+        readers: u64,
     },
     Failed {
         server: String,
@@ -527,8 +542,10 @@ impl<'a> StatusJson<'a> {
                     value,
                     pttl_ms,
                     restarting,
+                    readers,
                     ..
                 }) => ServerJson::Answered {
+                    readers: readers.count,
                     server: s.server.to_string(),
                     exists: kind != "none",
                     kind,
@@ -546,6 +563,7 @@ impl<'a> StatusJson<'a> {
         let (state, token) = match verdict {
             Verdict::Held { value, .. } => ("held", Some(value.as_slice())),
             Verdict::Foreign { .. } => ("held", None),
+            Verdict::Free if inspection.readers() > 0 => ("shared", None),
             Verdict::Free => ("free", None),
             Verdict::Unknown => ("unknown", None),
         };
@@ -555,12 +573,18 @@ impl<'a> StatusJson<'a> {
         StatusJson {
             name: Name::of(inspection.key.bytes()),
             state,
-            held: (state != "unknown").then_some(state == "held"),
+            held: (state != "unknown").then_some(state == "held" || state == "shared"),
             token: token.map(Bytes),
             holder: occupied.map(|o| HolderJson::new(&o.held_by)),
             expires_in_ms: occupied.and_then(|o| o.expires_in).map(millis),
             held_on: held_on.iter().map(ToString::to_string).collect(),
             waiters_in_line: inspection.waiters(),
+            readers: inspection.readers(),
+            shared_holders: inspection
+                .shared_holders()
+                .into_iter()
+                .map(SharedHolderJson::from)
+                .collect(),
             broken: inspection.broken().map(|broken| BrokenJson {
                 by: String::from_utf8_lossy(&broken.by).into_owned(),
                 ago_ms: broken.ago.map(millis),
@@ -568,6 +592,27 @@ impl<'a> StatusJson<'a> {
             fence: inspection.fence(),
             quorum: inspection.quorum,
             servers,
+        }
+    }
+}
+
+/// One reader in `status --json`.
+#[derive(Debug, Serialize)]
+struct SharedHolderJson {
+    token: String,
+    expires_in_ms: u64,
+    on: usize,
+}
+
+impl From<crate::lock::SharedHolder> for SharedHolderJson {
+    fn from(reader: crate::lock::SharedHolder) -> Self {
+        SharedHolderJson {
+            token: match std::str::from_utf8(&reader.token) {
+                Ok(text) => text.to_owned(),
+                Err(_) => escape_bytes(&reader.token),
+            },
+            expires_in_ms: millis(reader.expires_in),
+            on: reader.on,
         }
     }
 }
@@ -748,7 +793,7 @@ impl<'a> ForcedJson<'a> {
         let token = occupied.and_then(|o| match &o.held_by {
             HeldBy::Redlock(recorded) => Some(recorded.holder.token.as_bytes()),
             HeldBy::OtherClient { token } => Some(token.as_slice()),
-            HeldBy::NonRedlock { .. } => None,
+            HeldBy::NonRedlock { .. } | HeldBy::Readers { .. } => None,
         });
         ForcedJson {
             name: Name::of(before.key.bytes()),

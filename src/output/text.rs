@@ -476,6 +476,9 @@ fn status(inspection: &Inspection, verdict: &Verdict) -> String {
             }
             text
         }
+        (Verdict::Free, _) if inspection.readers() > 0 => {
+            words::shared(&inspection.key, inspection.readers(), total)
+        }
         (Verdict::Free, _) => format!(
             "{} is free: nothing holds a majority of {} (quorum {quorum})",
             inspection.key,
@@ -500,6 +503,7 @@ fn status(inspection: &Inspection, verdict: &Verdict) -> String {
         )),
         Verdict::Free | Verdict::Unknown => {}
     }
+    text.push_str(&reader_lines(inspection));
     if let Some(line) = waiters(inspection.waiters()) {
         text.push_str(&format!("\n  line:    {line}"));
     }
@@ -519,6 +523,7 @@ fn status(inspection: &Inspection, verdict: &Verdict) -> String {
     let width = names.iter().map(String::len).max().unwrap_or(0);
     for (s, name) in inspection.servers.iter().zip(&names) {
         let detail = match &s.state {
+            Ok(KeyState { readers, .. }) if readers.count > 0 => words::readers(readers.count),
             Ok(KeyState { kind, .. }) if kind == "none" => "free".to_owned(),
             Ok(KeyState {
                 value: Some(value),
@@ -542,6 +547,23 @@ fn status(inspection: &Inspection, verdict: &Verdict) -> String {
         text.push_str(&format!("\n  {name:width$}  {detail}"));
     }
     text
+}
+
+/// Status's line for each reader (`--shared`) on a majority.
+fn reader_lines(inspection: &Inspection) -> String {
+    let total = count_servers(inspection.servers.len());
+    inspection
+        .shared_holders()
+        .iter()
+        .map(|reader| {
+            format!(
+                "\n  reader:  {} on {} of {total}, expires in {}",
+                server_text(&reader.token),
+                reader.on,
+                rounded(reader.expires_in)
+            )
+        })
+        .collect()
 }
 
 /// How many characters of a name `list` pads its column to; longer names

@@ -71,6 +71,27 @@ pub fn holder(holder: &Holder) -> String {
     )
 }
 
+/// "N readers" (shared holders), for one server's line in status.
+pub fn readers(count: u64) -> String {
+    match count {
+        1 => "1 reader (shared)".to_owned(),
+        n => format!("{n} readers (shared)"),
+    }
+}
+
+/// Status's first line when readers hold a lock on a majority.
+pub fn shared(key: &LockKey, count: u64, total: usize) -> String {
+    format!(
+        "{key} is held shared by {}: at least {count} on a majority of {}; a --shared \
+         acquire may join them, an exclusive one must wait",
+        match count {
+            1 => "1 reader".to_owned(),
+            n => format!("{n} readers"),
+        },
+        servers(total)
+    )
+}
+
 /// Who holds it, for "… is held by {}": one line, escaped.
 pub fn held_by(held_by: &HeldBy) -> String {
     match held_by {
@@ -85,6 +106,8 @@ pub fn held_by(held_by: &HeldBy) -> String {
             "a non-redlock value (a {})",
             escape_and_cut(kind.as_bytes(), SHOWN)
         ),
+        HeldBy::Readers { count: 1 } => "1 shared holder (--shared)".to_owned(),
+        HeldBy::Readers { count } => format!("{count} shared holders (--shared)"),
     }
 }
 

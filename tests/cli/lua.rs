@@ -534,8 +534,8 @@ fn inspect_reads_occupant_guard_and_line() {
     server.set_px(&k[1], b"5 rec", 5000);
     in_line(&server, &k, "t-1", 1, NEVER);
     in_line(&server, &k, "t-2", 2, 1);
-    let [seen, guard, waiters, broken, fence] =
-        <[Value; 5]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    let [seen, guard, waiters, broken, fence, _] =
+        <[Value; 6]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
     assert_eq!(broken, Value::Nil, "nobody broke it");
     assert_eq!(fence, Value::Nil, "never fenced");
     let (kind, value, _, record) = occupant(seen);
@@ -547,8 +547,8 @@ fn inspect_reads_occupant_guard_and_line() {
     assert_eq!(int(&waiters), 1, "the lapsed ticket is left out");
     // Under the guard, a fresh server says when it counts again, and still
     // what it holds.
-    let [seen, guard, _, _, _] =
-        <[Value; 5]>::try_from(items(run(&server, "inspect", &k, &["10000"]))).unwrap();
+    let [seen, guard, _, _, _, _] =
+        <[Value; 6]>::try_from(items(run(&server, "inspect", &k, &["10000"]))).unwrap();
     assert!((9_000..=10_000).contains(&restarting(guard)));
     assert_eq!(occupant(seen).1.as_deref(), Some("tok"));
 }
@@ -557,8 +557,8 @@ fn inspect_reads_occupant_guard_and_line() {
 fn inspect_of_a_missing_key() {
     let server = RedisServer::start();
     let k = keys("nothing");
-    let [seen, guard, waiters, _, _] =
-        <[Value; 5]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    let [seen, guard, waiters, _, _, _] =
+        <[Value; 6]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
     assert_eq!(occupant(seen), ("none".into(), None, -2, None));
     assert_eq!((guard, int(&waiters)), (Value::Nil, 0));
 }
@@ -759,7 +759,7 @@ fn raise_fence_raises_only_under_our_token_and_never_lowers() {
     assert_eq!(raise("tok", "10"), Value::Int(1));
     assert_eq!(raise("tok", "9"), Value::Int(1));
     assert_eq!(server.get(&k[7]).as_deref(), Some(&b"10"[..]));
-    let [.., fence] =
-        <[Value; 5]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    let [.., fence, _] =
+        <[Value; 6]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
     assert_eq!(text(&fence), "10", "inspect reads it");
 }

@@ -1,4 +1,4 @@
--- requires: guard holder queue fence
+-- requires: guard holder queue fence shared
 -- Take the lock: SET key token NX PX ttl, unless this server may have lost
 -- locks within the restart guard (ARGV[3] ms, 0 turns it off; the marker is
 -- KEYS[6]), or others are in line before the caller; and write the holder
@@ -8,7 +8,9 @@
 -- ARGV[5] is the caller's ticket ("" for a caller that does not stand in
 -- line: it takes the lock only when nobody does), ARGV[6] its score,
 -- ARGV[7] how long a ticket stays without its waiter, which is also how
--- long the line may keep a free lock from callers in a row.
+-- long the line may keep a free lock from callers in a row. ARGV[8] is "1"
+-- for a fenced attempt (fence.lua), ARGV[9] "1" for a shared one
+-- (shared.lua: the attempt adds its token to the readers KEYS[9]).
 -- Returns 1 taken ({"taken", counter} when fenced: taken_reply, fence.lua)
 -- (or already ours: a request retried after a dropped
 -- connection may find its own SET done), {"restarting", ms until counted
@@ -26,15 +28,14 @@ local linger = tonumber(ARGV[7])
 local now = now_ms()
 local first = nil
 if now then
-  first = first_in_line(now)
+  first = writer_ahead(first_in_line(now), ticket)
 end
-if first ~= nil and first ~= ticket and redis.call("TYPE", KEYS[1])["ok"] == "none"
+if first ~= nil and first ~= ticket and lock_free(now)
   and line_steps_aside(now, linger) then
   first = nil
 end
 if first == nil or first == ticket then
-  if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
-    write_holder(ARGV[4], tonumber(ARGV[2]), false)
+  if take_lock(now) then
     redis.pcall("DEL", KEYS[5])
     -- A waiter's ticket stands in line here too: if this attempt wins only
     -- some servers, it is released everywhere and tried again, and it must
@@ -54,8 +55,10 @@ end
 if ticket ~= "" and now then
   stand_in_line(ticket, ARGV[6], tonumber(now), linger)
 end
-local seen = occupant()
-if seen[1] == "none" then
+local seen = readers_reply(now) or occupant()
+if seen[1] == "readers" then
+  return seen
+elseif seen[1] == "none" then
   return {"queued", waiters_in_line(now), now}
 end
 return {"held", seen}

@@ -25,6 +25,8 @@ pub struct Acquire {
     /// `--fence`: a lock taken says this server's fencing counter too
     /// (ARGV[8]); without it the reply, and the work, are as ever.
     pub fence: bool,
+    /// A shared attempt (`--shared`): one reader among many.
+    pub shared: bool,
 }
 
 /// What acquire.lua answered.
@@ -40,6 +42,13 @@ pub enum AcquireReply {
     Queued { waiters: u64, clock: Option<u64> },
     /// `{"restarting", ms, clock}`.
     Restarting(Restarting),
+    /// `{"readers", count, PTTL, clock}`: an exclusive attempt found live
+    /// readers (and no key).
+    Readers {
+        count: u64,
+        pttl_ms: i64,
+        clock: Option<u64>,
+    },
 }
 
 const READ: Reader = Reader("acquire");
@@ -66,6 +75,11 @@ impl Invocation for Acquire {
             score.to_string().into_bytes(),
             self.linger_ms.to_string().into_bytes(),
             if self.fence {
+                b"1".to_vec()
+            } else {
+                b"0".to_vec()
+            },
+            if self.shared {
                 b"1".to_vec()
             } else {
                 b"0".to_vec()
@@ -113,6 +127,14 @@ fn tagged(items: Vec<Value>) -> Result<AcquireReply, ProtocolError> {
             let [_, waiters, clock] = READ.array(Value::Array(items), "queued")?;
             Ok(AcquireReply::Queued {
                 waiters: READ.count(&waiters, "the waiters in line")?,
+                clock: READ.clock(clock)?,
+            })
+        }
+        b"readers" => {
+            let [_, count, pttl, clock] = READ.array(Value::Array(items), "readers")?;
+            Ok(AcquireReply::Readers {
+                count: READ.int(&count, 1, "the readers")?.unsigned_abs(),
+                pttl_ms: READ.int(&pttl, -2, "the readers' PTTL")?,
                 clock: READ.clock(clock)?,
             })
         }
@@ -186,6 +208,27 @@ mod tests {
         assert!(parse(array(vec![bulk("queued"), Value::Int(-1), Value::Nil])).is_err());
         assert!(parse(array(vec![bulk("queued"), Value::Int(1)])).is_err());
         assert!(parse(restarting(0)).is_err());
+        assert_eq!(
+            parse(array(vec![
+                bulk("readers"),
+                Value::Int(2),
+                Value::Int(900),
+                bulk("5")
+            ]))
+            .unwrap(),
+            AcquireReply::Readers {
+                count: 2,
+                pttl_ms: 900,
+                clock: Some(5)
+            }
+        );
+        assert!(parse(array(vec![
+            bulk("readers"),
+            Value::Int(0),
+            Value::Int(9),
+            Value::Nil
+        ]))
+        .is_err());
         assert!(parse(array(vec![bulk("other"), Value::Int(1), Value::Nil])).is_err());
         assert!(parse(array(vec![bulk("taken")])).is_err());
         assert!(parse(array(vec![bulk("taken"), bulk("-1")])).is_err());
@@ -205,9 +248,10 @@ mod tests {
             ticket: Some(("000-ab".into(), 12)),
             linger_ms: 1000,
             fence: false,
+            shared: false,
         };
         let args: Vec<&[u8]> = vec![
-            b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0",
+            b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0", b"0",
         ];
         assert_eq!(
             call.args(),
@@ -221,8 +265,13 @@ mod tests {
         assert_eq!(without.keys().len(), 9);
         let fenced = Acquire {
             fence: true,
+            ..without.clone()
+        };
+        assert_eq!(fenced.args()[7..], [b"1".to_vec(), b"0".to_vec()]);
+        let shared = Acquire {
+            shared: true,
             ..without
         };
-        assert_eq!(fenced.args()[7], b"1");
+        assert_eq!(shared.args()[7..], [b"0".to_vec(), b"1".to_vec()]);
     }
 }

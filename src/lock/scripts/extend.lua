@@ -1,4 +1,4 @@
--- requires: token holder
+-- requires: token holder queue shared
 -- Compare-and-expire: push the expiry out to ARGV[2] ms from now, only while
 -- the key still holds our token. Never shortens it: a process that extends
 -- with a shorter TTL must not cut short a lease its supervisor relies on.
@@ -13,7 +13,9 @@ local state = token_state()
 if type(state) == "table" then
   return state
 end
-if state ~= "held" then
+if state ~= "held" and reader_state(state) == "held" then
+  return extend_reader()
+elseif state ~= "held" then
   return not_held_reply(state)
 end
 local wanted = tonumber(ARGV[2])

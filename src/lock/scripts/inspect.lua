@@ -1,4 +1,4 @@
--- requires: guard holder queue fence
+-- requires: guard holder queue fence shared
 -- What one server holds for a lock, in one atomic read:
 -- {occupant(), the restart guard's word, waiters}: occupant() comes from
 -- holder.lua; the guard's word (restart_guard, from guard.lua) is false
@@ -29,4 +29,4 @@ local fence = fence_read()
 if type(fence) == "table" then
   fence = false
 end
-return {seen, restarting, waiters, broken, fence}
+return {seen, restarting, waiters, broken, fence, readers_seen(seen[5])}

@@ -2,6 +2,7 @@
 
 use redis::Value;
 
+use super::super::shared::ReadersSeen;
 use super::protocol::{Invocation, LockKeys, Occupant, ProtocolError, Reader, Restarting};
 use super::source::{LuaScript, INSPECT};
 
@@ -25,6 +26,8 @@ pub struct InspectReply {
     pub broken: Option<Vec<u8>>,
     /// The lock's fencing counter on this server (`None`: none).
     pub fence: Option<u64>,
+    /// The live readers (shared holders) it holds.
+    pub readers: ReadersSeen,
 }
 
 impl Invocation for Inspect {
@@ -49,17 +52,47 @@ impl Invocation for Inspect {
 
 fn parse(reply: Value) -> Result<InspectReply, ProtocolError> {
     let read = Reader("inspect");
-    let [occupant, restarting, waiters, broken, fence] = read.array(reply, "the reply")?;
+    // A sixth element, the readers, since --shared; a server that sends
+    // five (a script of an older redlock) holds none.
+    let mut items = read.items(reply, "the reply")?;
+    let readers = match items.len() {
+        6 => readers_seen(read, items.pop().unwrap_or(Value::Nil))?,
+        _ => ReadersSeen::default(),
+    };
+    let [occupant, restarting, waiters, broken, fence] =
+        read.array(Value::Array(items), "the reply")?;
     let fence = match fence {
         Value::Nil | Value::Boolean(false) => None,
         counter => Some(read.counter(counter)?),
     };
     Ok(InspectReply {
+        readers,
         occupant: read.occupant(occupant)?,
         restarting: read.guard_word(restarting)?,
         waiters: read.count(&waiters, "the waiters in line")?,
         broken: read.optional_bytes(broken, "who broke it")?,
         fence,
+    })
+}
+
+/// shared.lua's `readers_seen()`: `{count, PTTL, {token, ms, …}}`.
+fn readers_seen(read: Reader, value: Value) -> Result<ReadersSeen, ProtocolError> {
+    let [count, _pttl, holders] = read.array(value, "the readers")?;
+    let holders = read.items(holders, "the readers' tokens")?;
+    if holders.len() % 2 != 0 || holders.len() > 32 {
+        return Err(read.error("the readers' tokens: not up to 16 pairs"));
+    }
+    let mut pairs = Vec::new();
+    let mut items = holders.into_iter();
+    while let (Some(token), Some(left)) = (items.next(), items.next()) {
+        pairs.push((
+            read.bytes(token, "a reader's token")?,
+            read.count(&left, "a reader's ms left")?,
+        ));
+    }
+    Ok(ReadersSeen {
+        count: read.count(&count, "the readers")?,
+        holders: pairs,
     })
 }
 
@@ -71,7 +104,15 @@ mod tests {
     use super::*;
 
     fn reply(occupant: Value, guard: Value, waiters: Value) -> Value {
-        Value::Array(vec![occupant, guard, waiters, Value::Nil, Value::Nil])
+        let readers = Value::Array(vec![Value::Int(0), Value::Int(-2), Value::Array(vec![])]);
+        Value::Array(vec![
+            occupant,
+            guard,
+            waiters,
+            Value::Nil,
+            Value::Nil,
+            readers,
+        ])
     }
 
     #[test]

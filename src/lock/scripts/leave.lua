@@ -1,4 +1,4 @@
--- requires: holder queue
+-- requires: holder queue shared
 -- A waiter that got the lock, gave up or was interrupted leaves the line
 -- (KEYS[3], KEYS[4]; ARGV[1] its ticket) at once, so that the next one does
 -- not wait for its ticket to lapse. If the lock is free, the next waiter may
@@ -8,6 +8,6 @@
 -- Returns 1 (lock/scripts/leave.rs checks it).
 leave_line(ARGV[1])
 if ARGV[2] ~= "" and redis.call("TYPE", KEYS[1])["ok"] == "none" then
-  redis.pcall("PUBLISH", ARGV[2], next_waiter())
+  redis.pcall("PUBLISH", ARGV[2], next_turn())
 end
 return 1

@@ -1,4 +1,4 @@
--- required by: acquire release inspect force leave
+-- required by: acquire release extend inspect force leave
 -- A prelude: put in front of every script whose first line names it in
 -- "-- requires:" (lock/scripts/source.rs assembles them).
 -- The line of waiters for the lock KEYS[1]: KEYS[3] orders their tickets

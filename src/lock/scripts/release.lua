@@ -1,4 +1,4 @@
--- requires: token holder queue
+-- requires: token holder queue shared
 -- Compare-and-delete: remove the lock, and its holder record, only while it
 -- still holds our token. (token_state comes from token.lua, record_writable
 -- from holder.lua.) A delete is announced on the channel ARGV[2], when one
@@ -14,13 +14,16 @@ local state = token_state()
 if type(state) == "table" then
   return state
 end
+if state ~= "held" and reader_state(state) == "held" then
+  return release_reader()
+end
 if state == "held" then
   if record_writable() then
     redis.pcall("DEL", KEYS[2])
   end
   local deleted = redis.call("DEL", KEYS[1])
   if ARGV[2] and ARGV[2] ~= "" then
-    redis.pcall("PUBLISH", ARGV[2], next_waiter())
+    redis.pcall("PUBLISH", ARGV[2], next_turn())
   end
   return deleted
 end
