@@ -313,22 +313,47 @@ async fn run_nested(
         },
     };
     let inspection = redlock.inspect(&key).await;
+    // The enclosing exec's hold must give the inner one all it asked for:
+    // a fence if it asked for one, and exclusion unless it is shared.
+    let refused = |upgrade| Err(Error::Usage(nested_refusal(&spec.key, upgrade)));
+    let unfenced = spec.fence && std::env::var_os("REDLOCK_FENCE").is_none();
     match inspection.verdict() {
-        Verdict::Held { value, .. } if value == token.as_bytes() => {
-            Ok(Some(run_in_place(spec, events)))
-        }
-        // A reader inside a reader: the outer one's token holds.
+        Verdict::Held { value, .. } if value == token.as_bytes() => match unfenced {
+            true => refused(false),
+            false => Ok(Some(run_in_place(spec, events))),
+        },
+        // Inside a reader, only a reader rides on the outer one's token.
         _ if inspection
             .shared_holders()
             .iter()
             .any(|reader| reader.token == token.as_bytes()) =>
         {
-            Ok(Some(run_in_place(spec, events)))
+            match spec.shared {
+                true => Ok(Some(run_in_place(spec, events))),
+                false => refused(true),
+            }
         }
         // A stale or foreign REDLOCK_TOKEN: take the lock as usual.
         Verdict::Held { .. } | Verdict::Foreign { .. } | Verdict::Free => Ok(None),
         // Waiting for the lock could mean waiting for ourselves forever.
         Verdict::Unknown => Err(inspection.no_quorum().into()),
+    }
+}
+
+/// Why a nested exec cannot ride on the enclosing exec's hold of `key`: an
+/// exclusive one inside a shared one (an upgrade, which would wait for
+/// itself), or a fenced one inside one without a fence.
+fn nested_refusal(key: &LockKey, upgrade: bool) -> String {
+    match upgrade {
+        true => format!(
+            "an enclosing exec --shared holds {key}: an exclusive exec of it inside would wait \
+             for itself (a shared hold is never upgraded); add --shared, or take it exclusively \
+             outside"
+        ),
+        false => format!(
+            "an enclosing exec holds {key} without --fence, so there is no fencing token to \
+             give: add --fence to the outer exec"
+        ),
     }
 }
 

@@ -300,3 +300,34 @@ fn a_fence_that_cannot_reach_a_majority_releases_the_lock_and_exits_69() {
     let (_, next) = token_and_fence(&out);
     assert!(next > written, "{next} after {written}");
 }
+
+#[test]
+fn a_fenced_exec_nested_in_an_unfenced_one_is_refused_not_run_without_a_fence() {
+    // Found by review: it ran in place with no REDLOCK_FENCE at all.
+    let cluster = Cluster::start(3);
+    let inner = format!(
+        "{} exec --fence nf -- sh -c 'echo \"ran [$REDLOCK_FENCE]\"'; echo \"inner $?\" >&2",
+        env!("CARGO_BIN_EXE_redlock")
+    );
+    let out = run(cluster
+        .redlock()
+        .args(["exec", "nf", "--", "sh", "-c", &inner]));
+    assert!(!out.stdout.contains("ran"), "{}", out.stdout);
+    assert!(out.stderr.contains("inner 64"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("an enclosing exec holds \"nf\" without --fence"),
+        "{}",
+        out.stderr
+    );
+    // Inside a fenced exec, the nested one gets the outer one's fence.
+    let inner = format!(
+        "{} exec --fence nf -- sh -c 'echo \"ran [$REDLOCK_FENCE]\"'",
+        env!("CARGO_BIN_EXE_redlock")
+    );
+    let out = run(cluster
+        .redlock()
+        .args(["exec", "--fence", "nf", "--", "sh", "-c", &inner]));
+    out.assert_code(0, "fenced inside fenced");
+    assert!(out.stdout.contains("ran [1]"), "{}", out.stdout);
+}

@@ -302,3 +302,40 @@ fn shared_with_a_fence_or_a_limit_is_a_usage_error_on_one_line() {
     }
     assert_eq!(cluster.dbsizes(), [0], "nothing taken");
 }
+
+#[test]
+fn an_exclusive_exec_nested_in_a_shared_one_is_refused_not_run_beside_readers() {
+    // The outer reader's token holds the lock only shared: riding on it
+    // would run a writer beside the other reader, and waiting for the lock
+    // would wait for ourselves. Found by review: it ran.
+    let cluster = Cluster::start(3);
+    let _other_reader = acquire(&cluster, "rw", &["--shared", "--ttl", "30s"]);
+    let dir = temp_dir("shared-nested");
+    let marker = dir.path().join("writer-ran");
+    let inner = format!(
+        "{} exec -w 1s rw -- touch {}; echo \"inner $?\" >&2",
+        env!("CARGO_BIN_EXE_redlock"),
+        marker.to_str().unwrap()
+    );
+    let out = run(cluster
+        .redlock()
+        .args(["exec", "--shared", "rw", "--", "sh", "-c", &inner]));
+    assert!(
+        !marker.exists(),
+        "the writer ran beside a reader: {}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("inner 64"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("an enclosing exec --shared holds \"rw\": an exclusive exec of it inside would wait for itself"),
+        "{}",
+        out.stderr
+    );
+    // A reader inside the reader still runs in place.
+    let inner = format!("{} exec --shared rw -- true", env!("CARGO_BIN_EXE_redlock"));
+    run(cluster
+        .redlock()
+        .args(["exec", "--shared", "rw", "--", "sh", "-c", &inner]))
+    .assert_code(0, "a reader inside a reader");
+}
