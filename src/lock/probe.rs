@@ -41,6 +41,8 @@ pub enum Feature {
     Wakeups,
     /// `redlock list`.
     List,
+    /// Shared locks (`--shared`): readers beside the key.
+    Shared,
 }
 
 /// One command redlock sends (itself, or from its scripts), with the
@@ -52,7 +54,7 @@ struct Needed {
 
 /// Every command redlock sends, and what it is for (lock/scripts/*.lua,
 /// servers.rs, notify.rs).
-const NEEDED: [Needed; 22] = [
+const NEEDED: [Needed; 28] = [
     Needed {
         command: "EVAL",
         feature: Feature::Lock,
@@ -140,6 +142,30 @@ const NEEDED: [Needed; 22] = [
     Needed {
         command: "SCAN",
         feature: Feature::List,
+    },
+    Needed {
+        command: "TIME",
+        feature: Feature::Shared,
+    },
+    Needed {
+        command: "ZADD",
+        feature: Feature::Shared,
+    },
+    Needed {
+        command: "ZRANGEBYSCORE",
+        feature: Feature::Shared,
+    },
+    Needed {
+        command: "ZREM",
+        feature: Feature::Shared,
+    },
+    Needed {
+        command: "ZSCORE",
+        feature: Feature::Shared,
+    },
+    Needed {
+        command: "ZCOUNT",
+        feature: Feature::Shared,
     },
 ];
 
@@ -314,7 +340,11 @@ fn acl(args: &[&str]) -> redis::Cmd {
 fn dry_run(user: &str, needed: &Needed, key: &LockKey, prefix: &[u8]) -> redis::Cmd {
     let mut cmd = acl(&["DRYRUN", user, needed.command]);
     let lock = key.bytes();
-    let line = [lock, super::key::LINE_SUFFIX].concat();
+    // The line's sorted sets, or for shared locks the readers'.
+    let line = match needed.feature {
+        Feature::Shared => [lock, super::key::READERS_SUFFIX].concat(),
+        _ => [lock, super::key::LINE_SUFFIX].concat(),
+    };
     let marker = super::key::guard_marker(prefix);
     let _ = match (needed.command, needed.feature) {
         ("EVAL", _) => cmd.arg("return 1").arg(1).arg(lock),

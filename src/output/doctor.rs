@@ -245,6 +245,10 @@ fn feature(feature: Feature) -> &'static str {
         Feature::Line => "the line of waiters: no fair order",
         Feature::Wakeups => "wake-ups on release: waiters only poll",
         Feature::List => "redlock list",
+        Feature::Shared => {
+            "shared locks: this server refuses every --shared attempt, and a writer once readers \
+             hold"
+        }
     }
 }
 

@@ -344,3 +344,32 @@ fn acquire_warns_of_a_server_that_evicts_keys_with_an_expiry() {
         out.stderr
     );
 }
+
+#[test]
+fn a_user_without_zadd_is_told_that_shared_locks_are_refused() {
+    // Found by review: doctor spoke only of the line's fair order, while
+    // every --shared attempt was refused (78).
+    let cluster = Cluster::start(3);
+    let servers = cluster.acl_user("nozadd", "pw", &["~*", "&*", "+@all", "-zadd"]);
+    run(crate::support::redlock()
+        .env("REDLOCK_SERVERS", &servers)
+        .args(["acquire", "-n", "--shared", "z"]))
+    .assert_code(78, "a shared lock without ZADD");
+    let doctor = run(crate::support::redlock()
+        .env("REDLOCK_SERVERS", &servers)
+        .env("REDLOCK_RESTART_GUARD", "0")
+        .args(["doctor"]));
+    let acl: Vec<&str> = doctor
+        .stdout
+        .lines()
+        .filter(|line| line.contains(" acl "))
+        .collect();
+    assert_eq!(acl.len(), 3, "{}", doctor.stdout);
+    for line in acl {
+        assert!(
+            line.contains("shared locks: this server refuses every --shared attempt"),
+            "{line}"
+        );
+        assert!(!line.contains("pw"), "{line}");
+    }
+}
