@@ -188,7 +188,8 @@ fn persistence(
         _ => said(
             "persistence",
             format!(
-                "{kept}; the restart guard ({}) keeps it out of quorums that long after one",
+                "{kept}; the restart guard ({}) keeps it out of quorums that long after one, \
+                 but cannot bring back the fencing counters of names taken with --fence",
                 rounded(guard)
             ),
             Some(&format!("{fix}, or keep the restart guard on")),
