@@ -363,7 +363,13 @@ impl From<InspectReply> for KeyState {
 
 impl From<ForceReply> for KeyState {
     fn from(reply: ForceReply) -> Self {
-        KeyState::new(reply.occupant, None, reply.waiters)
+        KeyState {
+            readers: ReadersSeen {
+                count: reply.readers,
+                holders: Vec::new(),
+            },
+            ..KeyState::new(reply.occupant, None, reply.waiters)
+        }
     }
 }
 

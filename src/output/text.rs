@@ -718,6 +718,10 @@ fn forced(forced: &Forced) -> Option<String> {
                 words::held_by(&occupied.held_by)
             )
         }
+        _ if before.readers() > 0 => format!(
+            "broke {key}: held by {}; deleted on {on}",
+            words::readers_holding(before.readers())
+        ),
         (Verdict::Unknown, seen) => format!(
             "deleted {key} on {on}{}; too few servers answered to tell whether a majority \
              held it",

@@ -79,6 +79,14 @@ pub fn readers(count: u64) -> String {
     }
 }
 
+/// Who holds a lock that readers hold: "2 shared holders (--shared)".
+pub fn readers_holding(count: u64) -> String {
+    match count {
+        1 => "1 shared holder (--shared)".to_owned(),
+        n => format!("{n} shared holders (--shared)"),
+    }
+}
+
 /// Status's first line when readers hold a lock on a majority.
 pub fn shared(key: &LockKey, count: u64, total: usize) -> String {
     format!(
@@ -106,8 +114,7 @@ pub fn held_by(held_by: &HeldBy) -> String {
             "a non-redlock value (a {})",
             escape_and_cut(kind.as_bytes(), SHOWN)
         ),
-        HeldBy::Readers { count: 1 } => "1 shared holder (--shared)".to_owned(),
-        HeldBy::Readers { count } => format!("{count} shared holders (--shared)"),
+        HeldBy::Readers { count } => readers_holding(*count),
     }
 }
 

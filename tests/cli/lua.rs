@@ -597,7 +597,7 @@ fn force_deletes_a_lock_its_record_and_its_line() {
     server.set_px(&k[0], b"theirs", 5000);
     server.set_px(&k[1], b"9 rec", 5000);
     in_line(&server, &k, "t-1", 1, NEVER);
-    let [seen, waiters, done] = force(&server, &k, "", false);
+    let [seen, waiters, done, _] = force(&server, &k, "", false);
     assert_eq!(occupant(seen).1.as_deref(), Some("theirs"));
     assert_eq!((int(&waiters), text(&done).as_str()), (1, "deleted"));
     assert_eq!((server.get(&k[0]), server.get(&k[1])), (None, None));
@@ -610,7 +610,7 @@ fn force_deletes_a_lock_its_record_and_its_line() {
 }
 
 /// force.lua with `--if-token` (`if_token`, "" for none) and `--any-key`.
-fn force(server: &RedisServer, k: &[Vec<u8>], if_token: &str, any_key: bool) -> [Value; 3] {
+fn force(server: &RedisServer, k: &[Vec<u8>], if_token: &str, any_key: bool) -> [Value; 4] {
     let any_key = if any_key { "1" } else { "0" };
     let reply = run(
         server,
@@ -618,7 +618,7 @@ fn force(server: &RedisServer, k: &[Vec<u8>], if_token: &str, any_key: bool) -> 
         k,
         &["chan", if_token, any_key, "128", "ops@host"],
     );
-    <[Value; 3]>::try_from(items(reply)).unwrap()
+    <[Value; 4]>::try_from(items(reply)).unwrap()
 }
 
 #[test]
@@ -627,18 +627,18 @@ fn force_leaves_what_does_not_look_like_a_lock_alone_unless_told() {
     let k = keys("balance");
     let _: () = cmd(&server, &[b"SET", &k[0], b"42"]);
     in_line(&server, &k, "t-1", 1, NEVER);
-    let [_, waiters, done] = force(&server, &k, "", false);
+    let [_, waiters, done, _] = force(&server, &k, "", false);
     assert_eq!((int(&waiters), text(&done).as_str()), (0, "no-expiry"));
     assert_eq!(server.get(&k[0]).as_deref(), Some(&b"42"[..]));
     assert_eq!(line(&server, &k), ["t-1"], "the line stays too");
     server.set_px(&k[0], &[b'x'; 129], 5000);
-    let [_, _, done] = force(&server, &k, "", false);
+    let [_, _, done, _] = force(&server, &k, "", false);
     assert_eq!(text(&done), "too-long");
     // Past a kilobyte, occupant() gives the length instead of the value.
     server.set_px(&k[0], &[b'x'; 4096], 5000);
-    let [_, _, done] = force(&server, &k, "", false);
+    let [_, _, done, _] = force(&server, &k, "", false);
     assert_eq!(text(&done), "too-long");
-    let [_, _, done] = force(&server, &k, "", true);
+    let [_, _, done, _] = force(&server, &k, "", true);
     assert_eq!(text(&done), "deleted");
     assert_eq!(server.get(&k[0]), None);
 }
@@ -648,10 +648,10 @@ fn force_with_a_token_breaks_only_that_holder() {
     let server = RedisServer::start();
     let k = keys("handover");
     server.set_px(&k[0], b"new-holder", 5000);
-    let [_, _, done] = force(&server, &k, "dead-holder", false);
+    let [_, _, done, _] = force(&server, &k, "dead-holder", false);
     assert_eq!(text(&done), "token");
     assert_eq!(server.get(&k[0]).as_deref(), Some(&b"new-holder"[..]));
-    let [_, _, done] = force(&server, &k, "new-holder", false);
+    let [_, _, done, _] = force(&server, &k, "new-holder", false);
     assert_eq!(text(&done), "deleted");
     assert_eq!(server.get(&k[0]), None);
 }
@@ -664,7 +664,7 @@ fn force_leaves_a_key_of_another_type_alone() {
     let _: i64 = cmd(&server, &[b"RPUSH", &k[1], b"y"]);
     // What is not a lock keeps its line too.
     in_line(&server, &k, "t-1", 1, NEVER);
-    let [seen, waiters, done] = force(&server, &k, "", false);
+    let [seen, waiters, done, _] = force(&server, &k, "", false);
     assert_eq!(occupant(seen), ("list".into(), None, -1, None));
     assert_eq!((int(&waiters), text(&done).as_str()), (0, "type"));
     assert_eq!(line(&server, &k), ["t-1"]);

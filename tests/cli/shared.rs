@@ -339,3 +339,41 @@ fn an_exclusive_exec_nested_in_a_shared_one_is_refused_not_run_beside_readers() 
         .args(["exec", "--shared", "rw", "--", "sh", "-c", &inner]))
     .assert_code(0, "a reader inside a reader");
 }
+
+#[test]
+fn release_force_breaks_a_lock_held_by_readers_and_names_them() {
+    // Found by review: --force said "already free", left the readers, and
+    // the writer it was meant to let in stayed out.
+    let cluster = Cluster::start(3);
+    let _first = acquire(&cluster, "stuck", &["--shared", "--ttl", "30s"]);
+    let _second = acquire(&cluster, "stuck", &["--shared", "--ttl", "30s"]);
+    let forced = run(cluster.redlock().args(["release", "--force", "stuck"]));
+    forced.assert_code(0, "release --force of readers");
+    assert!(
+        forced.stderr.contains(
+            "broke \"stuck\": held by 2 shared holders (--shared); deleted on 3 of 3 servers"
+        ),
+        "{}",
+        forced.stderr
+    );
+    run(cluster.redlock().args(["acquire", "-n", "stuck"]))
+        .assert_code(0, "a writer after release --force of the readers");
+    // --if-token breaks only that reader, and leaves the others alone.
+    let kept = acquire(&cluster, "one", &["--shared"]);
+    let gone = acquire(&cluster, "one", &["--shared"]);
+    run(cluster
+        .redlock()
+        .args(["release", "--force", "--if-token", &gone, "one"]))
+    .assert_code(0, "--if-token of a reader");
+    let status = run(cluster.redlock().args(["status", "--json", "one"])).json();
+    assert_eq!(status["readers"], 1, "{status}");
+    assert_eq!(
+        status["shared_holders"][0]["token"],
+        kept.as_str(),
+        "{status}"
+    );
+    run(cluster
+        .redlock()
+        .args(["release", "--force", "--if-token", &"0".repeat(32), "one"]))
+    .assert_code(79, "--if-token of nobody");
+}

@@ -46,6 +46,8 @@ pub struct ForceReply {
     pub occupant: Occupant,
     pub waiters: u64,
     pub verdict: ForceVerdict,
+    /// How many live shared holders (`--shared`) held it.
+    pub readers: u64,
 }
 
 impl Invocation for Force {
@@ -76,7 +78,7 @@ impl Invocation for Force {
 
 fn parse(reply: Value) -> Result<ForceReply, ProtocolError> {
     let read = Reader("force");
-    let [occupant, waiters, verdict] = read.array(reply, "the reply")?;
+    let [occupant, waiters, verdict, readers] = read.array(reply, "the reply")?;
     let verdict = match read.bytes(verdict, "the verdict")?.as_slice() {
         b"deleted" => ForceVerdict::Deleted,
         b"none" => ForceVerdict::Free,
@@ -90,6 +92,7 @@ fn parse(reply: Value) -> Result<ForceReply, ProtocolError> {
         occupant: read.occupant(occupant)?,
         waiters: read.count(&waiters, "the waiters in line")?,
         verdict,
+        readers: read.count(&readers, "the readers")?,
     })
 }
 
@@ -104,11 +107,19 @@ mod tests {
             held_by("t"),
             Value::Int(3),
             bulk("deleted"),
+            Value::Int(0),
         ]))
         .unwrap();
         assert_eq!((read.occupant.kind.as_str(), read.waiters), ("string", 3));
         assert_eq!(read.verdict, ForceVerdict::Deleted);
-        let none = parse(Value::Array(vec![missing(), Value::Int(0), bulk("none")])).unwrap();
+        let none = parse(Value::Array(vec![
+            missing(),
+            Value::Int(0),
+            bulk("none"),
+            Value::Int(2),
+        ]))
+        .unwrap();
+        assert_eq!(none.readers, 2);
         assert_eq!(
             (none.occupant.kind.as_str(), none.verdict),
             ("none", ForceVerdict::Free)
@@ -117,6 +128,7 @@ mod tests {
             held_by("t"),
             Value::Int(0),
             bulk("no-expiry"),
+            Value::Int(0),
         ]));
         assert_eq!(kept.unwrap().verdict, ForceVerdict::NoExpiry);
     }
@@ -124,6 +136,7 @@ mod tests {
     #[test]
     fn malformed_replies_are_refused() {
         let done = || bulk("deleted");
+        assert!(parse(Value::Array(vec![held_by("t"), Value::Int(0), done()])).is_err());
         assert!(parse(Value::Array(vec![held_by("t"), Value::Int(-2), done()])).is_err());
         assert!(parse(Value::Array(vec![held_by("t"), bulk("3"), done()])).is_err());
         assert!(parse(Value::Array(vec![

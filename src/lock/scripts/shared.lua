@@ -1,4 +1,4 @@
--- required by: acquire release extend inspect leave
+-- required by: acquire release extend inspect leave force
 -- A prelude: put in front of every script whose first line names it in
 -- "-- requires:" (lock/scripts/source.rs assembles them). It comes after
 -- holder.lua and queue.lua, whose functions it uses.
