@@ -1,22 +1,28 @@
 //! The critical section of the torture harness (`tests/torture.rs`, issue 9).
 //!
 //! Each client of the harness runs it as
-//! `redlock exec LOCK -- torture-section HISTORY BOOKKEEPING_URL WITNESS_SOCKET CLIENT SEQ SECTION_MS [slow-stop|graceful-stop]`
+//! `redlock exec LOCK -- torture-section HISTORY BOOKKEEPING_URL WITNESS_SOCKET CLIENT SEQ SECTION_MS [slow-stop|graceful-stop] [sharing]`
 //! (the checker's self-test runs it without a lock). With `slow-stop` it
 //! ignores SIGTERM, exec's stop signal, and ends only at the SIGKILL that
 //! follows it: a command that takes the whole grace period the stop plan
 //! gives it, the latest a section may end. With `graceful-stop` it goes on
 //! for [`GRACEFUL_STOP`] after SIGTERM, as a job that cleans up would, then
-//! exits 143. It leaves evidence of
+//! exits 143. With `sharing` it is a section that may share the lock with
+//! others of its kind: a reader under `exec --shared`, or a slot holder
+//! under `exec --limit K`. It leaves evidence of
 //! mutual exclusion, or of its absence, in three places:
 //!
 //! - the shared HISTORY file: `enter CLIENT SEQ NANOS` as its very first act
 //!   (then `fence CLIENT SEQ N` under `exec --fence`, N its REDLOCK_FENCE)
 //!   and `exit CLIENT SEQ NANOS` as its last, stamped on CLOCK_MONOTONIC, which
 //!   is one clock for every process of the machine;
-//! - the bookkeeping Redis server: the set `occupants` (sections inside now)
-//!   with its largest size in `occupancy_max`, and a read-modify-write of
-//!   `counter` whose lost updates show as `counter_writes - counter`;
+//! - the bookkeeping Redis server: the set `occupants` (exclusive sections
+//!   inside now) and the set `sharing` (sharing sections inside now), with
+//!   the most holders inside at once in `occupancy_max`, where all the
+//!   sharing sections inside count as one holder (so a reader beside a
+//!   writer makes 2), and the largest size of `sharing` in `sharing_max`;
+//!   and, by exclusive sections only, a read-modify-write of `counter` whose
+//!   lost updates show as `counter_writes - counter`;
 //! - a connection to the harness's WITNESS_SOCKET, held open until the process
 //!   dies, so that the harness can stamp the end of a section that was killed
 //!   before it could write `exit`.
@@ -36,7 +42,7 @@ use nix::sys::signal::{signal, SigHandler, Signal};
 use nix::time::{clock_gettime, ClockId};
 
 const USAGE: &str = "usage: torture-section HISTORY BOOKKEEPING_URL WITNESS_SOCKET CLIENT SEQ \
-                     SECTION_MS [slow-stop|graceful-stop]";
+                     SECTION_MS [slow-stop|graceful-stop] [sharing]";
 
 /// How long a `graceful-stop` section goes on after SIGTERM.
 const GRACEFUL_STOP: Duration = Duration::from_millis(300);
@@ -63,16 +69,26 @@ enum Stop {
 /// value; short next to any section.
 const READ_MODIFY_WRITE_PAUSE: Duration = Duration::from_millis(2);
 
-/// Adds this section to `occupants` and raises `occupancy_max` to the set's
-/// size, atomically. A set rather than a counter: a section killed by SIGKILL
-/// never takes itself out, so the harness's witness removes it (SREM is
+/// Adds this section to its set (KEYS[1] `occupants` for an exclusive one,
+/// KEYS[3] `sharing` for a sharing one, as ARGV[2] says) and raises
+/// `occupancy_max` (KEYS[2]) to the holders inside now, the sharing ones
+/// counting as one, and `sharing_max` (KEYS[4]) to the sharing ones,
+/// atomically. Sets rather than counters: a section killed by SIGKILL never
+/// takes itself out, so the harness's witness removes it (SREM is
 /// idempotent), which a counter could not tell from a normal exit.
 const ENTER_SCRIPT: &str = r"
-redis.call('SADD', KEYS[1], ARGV[1])
-local inside = redis.call('SCARD', KEYS[1])
-local max = tonumber(redis.call('GET', KEYS[2]) or '0')
-if inside > max then redis.call('SET', KEYS[2], inside) end
-return inside
+local set = KEYS[1]
+if ARGV[2] == 'sharing' then set = KEYS[3] end
+redis.call('SADD', set, ARGV[1])
+local sharing = redis.call('SCARD', KEYS[3])
+local holders = redis.call('SCARD', KEYS[1])
+if sharing > 0 then holders = holders + 1 end
+local function raise(key, value)
+  if value > tonumber(redis.call('GET', key) or '0') then redis.call('SET', key, value) end
+end
+raise(KEYS[2], holders)
+raise(KEYS[4], sharing)
+return holders
 ";
 
 struct Args {
@@ -83,10 +99,16 @@ struct Args {
     seq: u32,
     section: Duration,
     stop: Stop,
+    /// May share the lock with other sharing sections: no read-modify-write.
+    sharing: bool,
 }
 
 impl Args {
     fn parse(args: &[String]) -> Option<Args> {
+        let (args, sharing) = match args {
+            [args @ .., last] if last == "sharing" => (args, true),
+            args => (args, false),
+        };
         let (args, stop) = match args {
             [args @ .., last] if last == "slow-stop" => (args, Stop::Slow),
             [args @ .., last] if last == "graceful-stop" => (args, Stop::Graceful),
@@ -103,6 +125,7 @@ impl Args {
             seq: seq.parse().ok()?,
             section: Duration::from_millis(section_ms.parse().ok()?),
             stop,
+            sharing,
         })
     }
 }
@@ -161,10 +184,11 @@ fn run_section(args: &Args) -> Result<(), String> {
         .and_then(|client| client.get_connection())
         .map_err(|e| format!("cannot connect to the bookkeeping server: {e}"))?;
     let member = format!("{}:{}", args.client, args.seq);
-    bookkeep(&mut con, &member).map_err(|e| format!("bookkeeping on the way in failed: {e}"))?;
+    bookkeep(&mut con, &member, args.sharing)
+        .map_err(|e| format!("bookkeeping on the way in failed: {e}"))?;
     work(args.section);
     redis::cmd("SREM")
-        .arg("occupants")
+        .arg(if args.sharing { "sharing" } else { "occupants" })
         .arg(&member)
         .query::<()>(&mut con)
         .map_err(|e| format!("bookkeeping on the way out failed: {e}"))?;
@@ -189,15 +213,23 @@ fn work(section: Duration) {
     }
 }
 
-/// Occupancy in, then the read-modify-write of `counter`. The write and its
-/// count are one transaction, so a kill can never split them and
-/// `counter_writes - counter` counts exactly the updates that were lost.
-fn bookkeep(con: &mut redis::Connection, member: &str) -> redis::RedisResult<()> {
+/// Occupancy in, then (for an exclusive section) the read-modify-write of
+/// `counter`. The write and its count are one transaction, so a kill can
+/// never split them and `counter_writes - counter` counts exactly the
+/// updates that were lost. Sharing sections are inside together by design,
+/// so they leave the counter alone.
+fn bookkeep(con: &mut redis::Connection, member: &str, sharing: bool) -> redis::RedisResult<()> {
     redis::Script::new(ENTER_SCRIPT)
         .key("occupants")
         .key("occupancy_max")
+        .key("sharing")
+        .key("sharing_max")
         .arg(member)
+        .arg(if sharing { "sharing" } else { "exclusive" })
         .invoke::<i64>(con)?;
+    if sharing {
+        return Ok(());
+    }
     let value: Option<i64> = redis::cmd("GET").arg("counter").query(con)?;
     sleep(READ_MODIFY_WRITE_PAUSE);
     redis::pipe()

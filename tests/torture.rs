@@ -18,8 +18,17 @@
 //! ```
 //!
 //! where FIGURES are a scenario's own (`free_while_waiting_ms`, `shares`,
-//! `handoff_ms`, `frozen_before_spawn`), checked against its bounds (see
-//! `torture/checks.rs`).
+//! `handoff_ms`, `frozen_before_spawn`, `readers_max`, `writer_wait_ms`,
+//! `holders_max`), checked against its bounds (see `torture/checks.rs`).
+//!
+//! Two scenarios share the lock on purpose. In `shared`, six clients run
+//! `exec --shared` (readers) and two plain `exec` (writers): readers may be
+//! inside together, and must be at some point; a reader beside a writer is
+//! an overlap; and writers must get in within a bound while readers keep
+//! arriving. In `semaphore`, all eight run `exec --limit 3`: never more than
+//! three inside, three at some point. Their sections say `sharing`, count
+//! themselves in a set of their own on the bookkeeping server, and leave
+//! the read-modify-write counter to the exclusive ones.
 //!
 //! In CI each scenario runs for 6-20s; `scripts/torture --long` soaks each
 //! for 30-45s. The settings come from the environment:

@@ -2,6 +2,11 @@
 //! `history.rs`) and finds every pair of sections of different clients that
 //! were inside at the same time.
 //!
+//! Sections of a sharing mode (readers under `exec --shared`, slot holders
+//! under `exec --limit`) may be inside with others of their mode: such
+//! pairs are counted, not reported; how many may be inside at once is the
+//! scenario's own check (`checks.rs`). Any other pair is an overlap.
+//!
 //! A section lasts from its `enter` to its `exit`. A section that never
 //! wrote `exit` (killed by `exec`'s stop or by the watchdog) ended no later
 //! than the first sign that its process was gone: the witness's `gone`, or
@@ -60,7 +65,7 @@ impl Run {
 
     /// When it stopped waiting for the lock: its section entered, or it
     /// returned without one.
-    fn waited_until(&self, window_end: u64) -> u64 {
+    pub fn waited_until(&self, window_end: u64) -> u64 {
         self.enter
             .or(self.returned.map(|(at, _)| at))
             .unwrap_or(window_end)
@@ -186,7 +191,8 @@ impl Parsed {
     pub fn longest_free_while_waiting(&self, window: (u64, u64)) -> u64 {
         let mut steps = Vec::new();
         for run in self.runs.values() {
-            if let (Some(Mode::Locked | Mode::Kept), Some(start)) = (run.mode, run.start) {
+            let waits = run.mode.is_some_and(|mode| mode != Mode::Unlocked);
+            if let (true, Some(start)) = (waits, run.start) {
                 steps.push(Step::waiter(start, 1));
                 steps.push(Step::waiter(run.waited_until(window.1).max(start), -1));
             }
@@ -196,6 +202,29 @@ impl Parsed {
             steps.push(Step::section(end.max(enter), -1));
         }
         free_with_waiters(steps, window)
+    }
+
+    /// The most sections of `mode` inside at once within `window`.
+    pub fn most_inside(&self, mode: Mode, window: (u64, u64)) -> u32 {
+        let mut steps = Vec::new();
+        for (enter, end, id) in self.sections(window) {
+            if self.runs[&id].mode == Some(mode) {
+                steps.push(Step::section(enter, 1));
+                steps.push(Step::section(end.max(enter), -1));
+            }
+        }
+        steps.sort();
+        let (mut inside, mut most) = (0, 0);
+        for step in steps {
+            inside += step.inside;
+            most = most.max(inside);
+        }
+        most as u32
+    }
+
+    /// Whether the run `id` is of a sharing mode (see [`Mode::shares`]).
+    fn shares(&self, id: RunId) -> Option<Mode> {
+        self.runs[&id].mode.filter(|mode| mode.shares())
     }
 }
 
@@ -267,6 +296,8 @@ pub struct Overlap {
 pub struct Analysis {
     pub sections: usize,
     pub overlaps: Vec<Overlap>,
+    /// Pairs of sections of one sharing mode inside at once: allowed.
+    pub shared_overlaps: usize,
     pub exits: BTreeMap<i32, usize>,
     /// Statuses none of [`EXPECTED_STATUSES`], but 137 of a run the harness
     /// killed itself.
@@ -296,9 +327,13 @@ impl Analysis {
             }
         }
         let (covered, longest_gap) = coverage(&sections, window);
+        let (overlaps, shared_overlaps) = overlaps(&sections, |a, b| {
+            parsed.shares(a).is_some() && parsed.shares(a) == parsed.shares(b)
+        });
         Analysis {
             sections: sections.len(),
-            overlaps: overlaps(&sections),
+            overlaps,
+            shared_overlaps,
             exits,
             unexpected,
             covered,
@@ -321,16 +356,25 @@ impl Analysis {
     }
 }
 
-/// Every pair of sections of different clients that intersect; `sections`
-/// sorted by their start.
-fn overlaps(sections: &[(u64, u64, RunId)]) -> Vec<Overlap> {
-    let mut found = Vec::new();
+/// Every pair of sections of different clients that intersect, but those
+/// that `may_share`; `sections` sorted by their start. Also how many pairs
+/// that may share did.
+fn overlaps(
+    sections: &[(u64, u64, RunId)],
+    may_share: impl Fn(RunId, RunId) -> bool,
+) -> (Vec<Overlap>, usize) {
+    let (mut found, mut shared) = (Vec::new(), 0);
     for (i, &(_, end, id)) in sections.iter().enumerate() {
         for &(later_start, later_end, later_id) in &sections[i + 1..] {
             if later_start >= end {
                 break;
             }
-            if later_id.0 != id.0 {
+            if later_id.0 == id.0 {
+                continue;
+            }
+            if may_share(id, later_id) {
+                shared += 1;
+            } else {
                 found.push(Overlap {
                     first: id,
                     second: later_id,
@@ -340,7 +384,7 @@ fn overlaps(sections: &[(u64, u64, RunId)]) -> Vec<Overlap> {
             }
         }
     }
-    found
+    (found, shared)
 }
 
 /// How much of `window` the sections cover, and the longest stretch of it
@@ -519,6 +563,38 @@ mod tests {
         assert_eq!(a.max_overlap(), 10 * MS);
         assert_eq!(a.covered, 80 * MS);
         assert_eq!(a.longest_gap, 10 * MS);
+    }
+
+    #[test]
+    fn readers_may_overlap_each_other_but_not_a_writer() {
+        let a = analyze(
+            "start 0 1 0 shared\nenter 0 1 10\nexit 0 1 50\n\
+             start 1 1 0 shared\nenter 1 1 20\nexit 1 1 60\n\
+             start 2 1 0 locked\nenter 2 1 55\nexit 2 1 70\n\
+             start 3 1 0 slot\nenter 3 1 65\nexit 3 1 80\n",
+            (0, 100),
+        );
+        // 0/1 with 1/1 is allowed; 1/1 with the writer 2/1 is not, nor a
+        // slot holder beside either kind.
+        assert_eq!(a.shared_overlaps, 1);
+        let pairs: Vec<_> = a.overlaps.iter().map(|o| (o.first, o.second)).collect();
+        assert_eq!(pairs, vec![((1, 1), (2, 1)), ((2, 1), (3, 1))]);
+    }
+
+    #[test]
+    fn the_most_inside_counts_one_mode() {
+        let parsed = Parsed::parse(
+            "start 0 1 0 slot\nenter 0 1 10\nexit 0 1 50\n\
+             start 1 1 0 slot\nenter 1 1 20\nexit 1 1 30\n\
+             start 2 1 0 slot\nenter 2 1 30\nexit 2 1 40\n\
+             start 3 1 0 slot\nenter 3 1 25\nexit 3 1 35\n\
+             start 4 1 0 locked\nenter 4 1 26\nexit 4 1 27\n",
+        )
+        .unwrap();
+        // 0, 1 and 3 at 25-30; 1 leaves at 30 as 2 enters: still 3.
+        assert_eq!(parsed.most_inside(Mode::Slot, (0, 100)), 3);
+        assert_eq!(parsed.most_inside(Mode::Locked, (0, 100)), 1);
+        assert_eq!(parsed.most_inside(Mode::Shared, (0, 100)), 0);
     }
 
     #[test]

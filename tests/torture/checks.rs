@@ -5,8 +5,10 @@
 use std::time::Duration;
 
 use crate::checker::{ms, Analysis, Noted, Parsed, RunId};
-use crate::clients::TTL;
+use crate::clients::{SLOTS, TTL};
+use crate::history::Mode;
 use crate::judge::Findings;
+use crate::rig::Bookkeeping;
 
 /// `kill-head-waiter`: the lock may stay free while a live `exec` waits for
 /// at most this long at a stretch. A dead waiter at the head of the line may
@@ -23,6 +25,19 @@ pub const SHARE_RANGE: (f64, f64) = (0.5, 2.0);
 /// twice that of the healthy phase, or this much, whichever is more. A
 /// hand-off that waits for the hung server's timeout (250ms) exceeds both.
 pub const HANDOFF_FLOOR: Duration = Duration::from_millis(150);
+
+/// `shared`: the longest a writer may wait for the lock while six readers
+/// keep arriving. With writer preference a writer waits for the readers
+/// inside to leave (a reader's section is at most 600ms,
+/// `Lengths::Reading`), for the other writer's section (at most 200ms,
+/// `Lengths::Short`), and for a run of readers that stood in line before it
+/// (600ms more): 1.4s, and each hand-off's wake-up. One fault may add up to
+/// a TTL (1.5s): a frozen reader's `exec` keeps its lease until its
+/// validity ends, and a restarted or paused server's part of the line
+/// lapses. 1.4s + 1.5s, with room for the hand-offs and a loaded machine.
+/// Without writer preference six readers hold the lock almost all the time,
+/// and a writer waits for a moment with none inside, most often to the end.
+pub const MAX_WRITER_WAIT: Duration = Duration::from_millis(4000);
 
 /// Hand-offs this close to the hang are in neither phase.
 const SETTLE: Duration = Duration::from_millis(500);
@@ -41,16 +56,30 @@ pub enum Also {
     /// Every `exec` frozen before spawning neither started its section nor
     /// exited other than 79; at least one was frozen there.
     NoStartAfterFreeze,
+    /// Readers (`exec --shared`) were inside together, and every writer
+    /// got in within [`MAX_WRITER_WAIT`].
+    ReadersAndWriters,
+    /// At most [`SLOTS`] slot holders (`exec --limit`) inside at once, that
+    /// many at some point, and every client got in.
+    Slots,
 }
 
 impl Also {
-    pub fn check(self, parsed: &Parsed, analysis: &Analysis, clients: usize) -> Findings {
+    pub fn check(
+        self,
+        parsed: &Parsed,
+        analysis: &Analysis,
+        bookkeeping: &Bookkeeping,
+        clients: usize,
+    ) -> Findings {
         match self {
             Also::Nothing => Findings::default(),
             Also::BoundedIdle => bounded_idle(parsed, analysis),
             Also::FairShares => fair_shares(parsed, clients),
             Also::QuickHandoffs => quick_handoffs(parsed, analysis),
             Also::NoStartAfterFreeze => no_start_after_freeze(parsed),
+            Also::ReadersAndWriters => readers_and_writers(parsed, analysis, bookkeeping),
+            Also::Slots => slots(parsed, analysis, bookkeeping, clients),
         }
     }
 }
@@ -246,6 +275,115 @@ fn no_start_after_freeze(parsed: &Parsed) -> Findings {
     }
 }
 
+/// `shared`: readers must have been inside together (else the scenario
+/// showed nothing about sharing, and a build that took every lock
+/// exclusively would pass), and writers must not starve: each writer client
+/// entered, and no writer waited longer than [`MAX_WRITER_WAIT`], counted
+/// from its launch to its entry (or its return, or the end of the run,
+/// when it never entered). A wait counts only from the first entry of any
+/// section: until then the fresh servers' restart guard keeps everyone out.
+/// Readers beside a writer are overlaps, which the checker reports.
+fn readers_and_writers(parsed: &Parsed, analysis: &Analysis, books: &Bookkeeping) -> Findings {
+    let readers_max = parsed.most_inside(Mode::Shared, analysis.window);
+    let mut problems = Vec::new();
+    if readers_max < 2 || books.sharing_max < 2 {
+        problems.push(format!(
+            "readers were never inside together (at most {readers_max} in the history, {} on \
+             the bookkeeping server): the scenario tested no sharing",
+            books.sharing_max
+        ));
+    }
+    let (mut sections, mut longest, mut longest_run) = (0, 0, None);
+    let mut writers = std::collections::BTreeMap::<u32, usize>::new();
+    let opened = parsed.sections(analysis.window).first().map_or(0, |s| s.0);
+    for (&id, run) in &parsed.runs {
+        let Some(start) = run.start.filter(|_| run.mode == Some(Mode::Locked)) else {
+            continue;
+        };
+        let start = start.max(opened);
+        let entered = writers.entry(id.0).or_default();
+        if run.enter.is_some() {
+            *entered += 1;
+            sections += 1;
+        }
+        let waited = run.waited_until(analysis.window.1).saturating_sub(start);
+        if waited > longest {
+            (longest, longest_run) = (waited, Some(id));
+        }
+    }
+    let starved: Vec<String> = writers
+        .iter()
+        .filter(|&(_, &n)| n == 0)
+        .map(|(client, _)| client.to_string())
+        .collect();
+    if writers.is_empty() || !starved.is_empty() {
+        problems.push(format!(
+            "writer client(s) [{}] never got the lock while readers kept arriving",
+            starved.join(",")
+        ));
+    }
+    if let Some(id) = longest_run.filter(|_| Duration::from_nanos(longest) > MAX_WRITER_WAIT) {
+        problems.push(format!(
+            "writer {}/{} waited {:.0}ms for the lock while readers kept arriving (bound {}ms): \
+             readers starve writers",
+            id.0,
+            id.1,
+            ms(longest),
+            MAX_WRITER_WAIT.as_millis()
+        ));
+    }
+    Findings {
+        figures: vec![
+            format!("readers_max={readers_max}"),
+            format!("reader_overlaps={}", analysis.shared_overlaps),
+            format!("writer_sections={sections}"),
+            format!("writer_wait_ms={:.1}", ms(longest)),
+        ],
+        problems,
+    }
+}
+
+/// `semaphore`: never more than [`SLOTS`] holders inside at once, in the
+/// history and on the bookkeeping server; exactly that many at some point
+/// (else the limit was never tried); and every client got in.
+fn slots(parsed: &Parsed, analysis: &Analysis, books: &Bookkeeping, clients: usize) -> Findings {
+    let most = parsed.most_inside(Mode::Slot, analysis.window);
+    let limit = i64::from(SLOTS);
+    let mut problems = Vec::new();
+    if i64::from(most) > limit || books.sharing_max > limit {
+        problems.push(format!(
+            "{most} holders were inside at once in the history, {} on the bookkeeping server, \
+             with --limit {SLOTS}",
+            books.sharing_max
+        ));
+    } else if i64::from(most) < limit {
+        problems.push(format!(
+            "at most {most} holders were inside at once: the limit of {SLOTS} was never reached"
+        ));
+    }
+    let mut entered = vec![0_usize; clients];
+    for (&(client, _), run) in &parsed.runs {
+        if let (Some(count), Some(_)) = (entered.get_mut(client as usize), run.enter) {
+            *count += 1;
+        }
+    }
+    let idle: Vec<String> = (0..clients)
+        .filter(|&c| entered[c] == 0)
+        .map(|c| c.to_string())
+        .collect();
+    if !idle.is_empty() {
+        problems.push(format!("client(s) [{}] never got a slot", idle.join(",")));
+    }
+    Findings {
+        figures: vec![
+            format!("holders_max={most}"),
+            format!("sharing_max={}", books.sharing_max),
+            format!("holder_overlaps={}", analysis.shared_overlaps),
+        ],
+        problems,
+    }
+}
+
 /// Under `exec --fence`: every section has a fencing token, and the tokens
 /// increase strictly in the order the sections entered (mutual exclusion
 /// orders them: the checker's overlap check vouches for that).
@@ -304,11 +442,92 @@ mod tests {
 
     /// One section of `client`, entering at `from` and leaving at `to` (ms).
     fn section(client: u32, seq: u32, from: u64, to: u64) -> [String; 3] {
+        section_of("locked", client, seq, (from, from), to)
+    }
+
+    /// One section of `client` in `mode`, launched at `start.0`, entering
+    /// at `start.1` and leaving at `to` (ms).
+    fn section_of(mode: &str, client: u32, seq: u32, start: (u64, u64), to: u64) -> [String; 3] {
         [
-            format!("start {client} {seq} {} locked", from * MS),
-            format!("enter {client} {seq} {}", from * MS),
+            format!("start {client} {seq} {} {mode}", start.0 * MS),
+            format!("enter {client} {seq} {}", start.1 * MS),
             format!("exit {client} {seq} {}", to * MS),
         ]
+    }
+
+    fn shared_check(lines: &[String], sharing_max: i64) -> Findings {
+        let parsed = parse(lines);
+        let analysis = Analysis::of(&parsed, (0, 10_000 * MS));
+        let books = Bookkeeping {
+            sharing_max,
+            ..Bookkeeping::default()
+        };
+        Also::ReadersAndWriters.check(&parsed, &analysis, &books, 3)
+    }
+
+    #[test]
+    fn readers_must_share_and_writers_must_get_in() {
+        // Two readers together, then a writer that waited 100-900ms:
+        // 300ms once the lock first opened at 600.
+        let mut lines = Vec::new();
+        lines.extend(section_of("shared", 0, 1, (0, 600), 800));
+        lines.extend(section_of("shared", 1, 1, (0, 700), 900));
+        lines.extend(section_of("locked", 2, 1, (100, 900), 950));
+        let findings = shared_check(&lines, 2);
+        assert!(findings.problems.is_empty(), "{:?}", findings.problems);
+        assert_eq!(
+            findings.figures,
+            [
+                "readers_max=2",
+                "reader_overlaps=1",
+                "writer_sections=1",
+                "writer_wait_ms=300.0"
+            ]
+        );
+        // One reader at a time shows no sharing.
+        let alone = [&lines[..3], &lines[6..]].concat();
+        let findings = shared_check(&alone, 1);
+        assert_eq!(findings.problems.len(), 1, "{:?}", findings.problems);
+        assert!(findings.problems[0].contains("never inside together"));
+        // A writer kept out 5s by arriving readers, and one never let in.
+        let mut starved = lines.clone();
+        starved.extend(section_of("locked", 2, 2, (950, 5950), 6000));
+        starved.push(format!("start 3 1 {} locked", 1000 * MS));
+        starved.push(format!("return 3 1 {} 75", 3000 * MS));
+        let findings = shared_check(&starved, 2);
+        assert_eq!(findings.problems.len(), 2, "{:?}", findings.problems);
+        assert!(findings.problems[0].contains("client(s) [3] never got the lock"));
+        assert!(findings.problems[1].contains("writer 2/2 waited 5000ms"));
+    }
+
+    #[test]
+    fn slot_holders_stay_within_the_limit_and_reach_it() {
+        let holders = |count: u32, sharing_max: i64| {
+            let mut lines = Vec::new();
+            for client in 0..count {
+                lines.extend(section_of("slot", client, 1, (0, 10 + client as u64), 100));
+            }
+            let parsed = parse(&lines);
+            let books = Bookkeeping {
+                sharing_max,
+                ..Bookkeeping::default()
+            };
+            let analysis = Analysis::of(&parsed, (0, 200 * MS));
+            assert!(analysis.overlaps.is_empty(), "{:?}", analysis.overlaps);
+            Also::Slots.check(&parsed, &analysis, &books, count as usize)
+        };
+        let three = holders(SLOTS, i64::from(SLOTS));
+        assert!(three.problems.is_empty(), "{:?}", three.problems);
+        assert_eq!(three.figures[0], format!("holders_max={SLOTS}"));
+        let four = holders(SLOTS + 1, i64::from(SLOTS));
+        assert_eq!(four.problems.len(), 1, "{:?}", four.problems);
+        assert!(four.problems[0].starts_with("4 holders were inside at once"));
+        let two = holders(2, 2);
+        assert!(
+            two.problems[0].contains("never reached"),
+            "{:?}",
+            two.problems
+        );
     }
 
     #[test]
@@ -319,7 +538,12 @@ mod tests {
         }
         lines.extend(section(1, 1, 2000, 2010));
         let parsed = parse(&lines);
-        let findings = Also::FairShares.check(&parsed, &Analysis::of(&parsed, (0, 3000 * MS)), 2);
+        let findings = Also::FairShares.check(
+            &parsed,
+            &Analysis::of(&parsed, (0, 3000 * MS)),
+            &Bookkeeping::default(),
+            2,
+        );
         assert_eq!(findings.figures[0], "shares=6,1");
         assert_eq!(findings.problems.len(), 1, "{:?}", findings.problems);
         // 1.71x is within bounds, 0.29x is not.
@@ -346,7 +570,7 @@ mod tests {
         lines.push(format!("heal {} unhang-server 2", 4000 * MS));
         let parsed = parse(&lines);
         let analysis = Analysis::of(&parsed, (0, 4000 * MS));
-        let findings = Also::QuickHandoffs.check(&parsed, &analysis, 1);
+        let findings = Also::QuickHandoffs.check(&parsed, &analysis, &Bookkeeping::default(), 1);
         assert_eq!(
             findings.figures[0],
             "handoff_ms=healthy:10.0/5,hung:250.0/5"
@@ -368,14 +592,24 @@ mod tests {
         lines.extend(["enter 1 1 150".to_string(), "return 1 1 300 79".to_string()]);
         lines.extend(thawed("1 1"));
         let parsed = parse(&lines);
-        let findings = Also::NoStartAfterFreeze.check(&parsed, &Analysis::of(&parsed, (0, 400)), 2);
+        let findings = Also::NoStartAfterFreeze.check(
+            &parsed,
+            &Analysis::of(&parsed, (0, 400)),
+            &Bookkeeping::default(),
+            2,
+        );
         assert_eq!(findings.figures[0], "frozen_before_spawn=1 missed_window=1");
         assert!(findings.problems.is_empty(), "{:?}", findings.problems);
         // Started once resumed, and exited 0.
         lines.extend(["enter 2 1 210".to_string(), "return 2 1 300 0".to_string()]);
         lines.extend(thawed("2 1"));
         let parsed = parse(&lines);
-        let findings = Also::NoStartAfterFreeze.check(&parsed, &Analysis::of(&parsed, (0, 400)), 3);
+        let findings = Also::NoStartAfterFreeze.check(
+            &parsed,
+            &Analysis::of(&parsed, (0, 400)),
+            &Bookkeeping::default(),
+            3,
+        );
         assert_eq!(findings.problems.len(), 1, "{:?}", findings.problems);
         assert!(findings.problems[0].contains("exec 2/1"));
     }

@@ -25,6 +25,8 @@ pub const SPAWN_WINDOW: Duration = Duration::from_millis(200);
 /// How often a client looks whether its `exec` returned: the resolution of
 /// the `return` stamps.
 const POLL: Duration = Duration::from_millis(5);
+/// `--limit` of the clients in [`Mode::Slot`]: the semaphore's K.
+pub const SLOTS: u32 = 3;
 /// A client does not start an `exec` that would wait for less than this.
 const MIN_WAIT: Duration = Duration::from_millis(100);
 
@@ -105,6 +107,11 @@ pub enum Lengths {
     Short,
     /// 3-7s: every holder is extended, and spans a fault or two.
     Spanning,
+    /// 100-600ms: the readers of `shared`, long enough that six of them
+    /// keep the lock held by some reader almost all the time, so that only
+    /// writer preference lets a writer in; at most 600ms, a term of the
+    /// writers' wait bound (`checks::MAX_WRITER_WAIT`).
+    Reading,
 }
 
 impl Lengths {
@@ -113,6 +120,7 @@ impl Lengths {
             Lengths::Overlapping => rng.millis(300, 1000),
             Lengths::Short => rng.millis(20, 200),
             Lengths::Spanning => rng.millis(3000, 7000),
+            Lengths::Reading => rng.millis(100, 600),
             Lengths::WithOverruns if rng.chance(1, 3) => rng.millis(2000, 3000),
             Lengths::Bounded | Lengths::WithOverruns if rng.chance(1, 2) => rng.millis(20, 400),
             Lengths::Bounded | Lengths::WithOverruns => rng.millis(550, 1000),
@@ -222,6 +230,9 @@ fn command(ctx: &Ctx, launch: &Launch) -> Command {
         // come early enough for that.
         section_args.push("graceful-stop".into());
     }
+    if launch.mode.shares() {
+        section_args.push("sharing".into());
+    }
     let mut command = if launch.mode == Mode::Unlocked {
         Command::new(&ctx.section)
     } else if launch.mode == Mode::Kept {
@@ -232,11 +243,13 @@ fn command(ctx: &Ctx, launch: &Launch) -> Command {
         // without any configured.
         exec.env("REDLOCK_SERVERS", &ctx.servers);
         with_guard(&mut exec, ctx);
-        if ctx.fence {
-            exec.arg("exec").arg("--fence");
-        } else {
-            exec.arg("exec");
-        }
+        exec.arg("exec");
+        match launch.mode {
+            _ if ctx.fence => exec.arg("--fence"),
+            Mode::Shared => exec.arg("--shared"),
+            Mode::Slot => exec.args(["--limit", &SLOTS.to_string()]),
+            _ => &mut exec,
+        };
         exec.args(["--ttl", &duration_value(launch.ttl)])
             .args(["-w", &format!("{}ms", launch.wait.as_millis()), LOCK, "--"])
             .arg(&ctx.section);

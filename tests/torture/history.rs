@@ -37,6 +37,12 @@ pub enum Mode {
     /// Under a bash script that holds the lock with `acquire --while $$`:
     /// a loss ends it with the keeper's SIGTERM (143), not 79.
     Kept,
+    /// A reader, under `redlock exec --shared`: may be inside beside other
+    /// readers, never beside a `Locked` writer.
+    Shared,
+    /// A slot holder, under `redlock exec --limit K` (K is
+    /// [`crate::clients::SLOTS`]): at most K inside at once.
+    Slot,
 }
 
 impl Mode {
@@ -45,13 +51,28 @@ impl Mode {
             Mode::Locked => "locked",
             Mode::Unlocked => "unlocked",
             Mode::Kept => "kept",
+            Mode::Shared => "shared",
+            Mode::Slot => "slot",
         }
     }
 
+    /// Whether sections of this mode may be inside together (as readers
+    /// are, or the holders of a semaphore's slots), though never beside a
+    /// section of another mode.
+    pub fn shares(self) -> bool {
+        matches!(self, Mode::Shared | Mode::Slot)
+    }
+
     pub fn from_word(word: &str) -> Option<Mode> {
-        [Mode::Locked, Mode::Unlocked, Mode::Kept]
-            .into_iter()
-            .find(|mode| mode.word() == word)
+        [
+            Mode::Locked,
+            Mode::Unlocked,
+            Mode::Kept,
+            Mode::Shared,
+            Mode::Slot,
+        ]
+        .into_iter()
+        .find(|mode| mode.word() == word)
     }
 }
 

@@ -1,7 +1,7 @@
 //! Turns what a scenario left behind into its line and its verdict.
 
 use crate::checker::{Analysis, Expect, Parsed, Report};
-use crate::rig::Rig;
+use crate::rig::{Bookkeeping, Rig};
 
 /// The result of one scenario: its line, and why it failed (empty: passed).
 pub struct Outcome {
@@ -47,9 +47,13 @@ pub struct Case<'a> {
 }
 
 /// Stops the rig, checks the history, and adds what `more` finds for this
-/// scenario. A failed scenario keeps its directory
+/// scenario (from the history, and what the bookkeeping server counted). A failed scenario keeps its directory
 /// (history, client logs) and says where.
-pub fn judge(case: &Case, rig: Rig, more: impl FnOnce(&Parsed, &Analysis) -> Findings) -> Outcome {
+pub fn judge(
+    case: &Case,
+    rig: Rig,
+    more: impl FnOnce(&Parsed, &Analysis, &Bookkeeping) -> Findings,
+) -> Outcome {
     let history = rig.ctx.history.path().to_owned();
     let (bookkeeping, dir) = rig.finish();
     let text = std::fs::read_to_string(&history)
@@ -68,7 +72,7 @@ pub fn judge(case: &Case, rig: Rig, more: impl FnOnce(&Parsed, &Analysis) -> Fin
         seed: case.seed,
     };
     let mut problems = report.problems(case.expect);
-    let findings = more(&parsed, &analysis);
+    let findings = more(&parsed, &analysis, &bookkeeping);
     problems.extend(findings.problems);
     if !problems.is_empty() {
         let kept = dir.keep();

@@ -60,7 +60,7 @@ pub fn run(name: &str, guarded: bool, settings: &Settings, section: &Path) -> Ou
         },
         window: (start, now_ns()),
     };
-    judge(&case, rig, |_: &Parsed, analysis: &Analysis| {
+    judge(&case, rig, |_: &Parsed, analysis: &Analysis, _| {
         let mut problems: Vec<String> = failed_round.into_iter().collect();
         if !guarded && analysis.overlaps.len() < rounds as usize {
             problems.push(format!(

@@ -71,9 +71,12 @@ pub struct Rig {
 }
 
 /// What a scenario's servers counted.
+#[derive(Debug, Default)]
 pub struct Bookkeeping {
     pub occupancy_max: i64,
     pub lost_updates: i64,
+    /// The most sharing sections (readers, slot holders) inside at once.
+    pub sharing_max: i64,
 }
 
 impl Rig {
@@ -142,10 +145,12 @@ impl Rig {
         };
         let occupancy_max = get("occupancy_max");
         let lost_updates = get("counter_writes") - get("counter");
+        let sharing_max = get("sharing_max");
         (
             Bookkeeping {
                 occupancy_max,
                 lost_updates,
+                sharing_max,
             },
             self.dir,
         )

@@ -62,7 +62,16 @@ enum Setup {
     /// `exec --fence` on servers that keep their data across restarts: the
     /// sections' fencing tokens must increase strictly in entry order.
     Fenced,
+    /// [`READERS`] clients run `exec --shared` (readers, sections of
+    /// `Lengths::Reading`), the others plain `exec` (writers).
+    Shared,
+    /// Every client runs `exec --limit SLOTS` (`clients::SLOTS`).
+    Semaphore,
 }
+
+/// The readers of [`Setup::Shared`]: clients `0..READERS`; the other two
+/// are writers.
+const READERS: u32 = 6;
 
 struct Scenario {
     name: &'static str,
@@ -83,7 +92,7 @@ struct Scenario {
     also: Also,
 }
 
-const SCENARIOS: [Scenario; 17] = [
+const SCENARIOS: [Scenario; 19] = [
     Scenario {
         name: "no-faults",
         seconds: (8, 30),
@@ -285,6 +294,37 @@ const SCENARIOS: [Scenario; 17] = [
         setup: Setup::Fenced,
         also: Also::Nothing,
     },
+    // Shared locks: six readers (`exec --shared`) and two writers on one
+    // lock, a minority killed and restarted (its readers' set lost with
+    // it), paused, and an `exec` frozen past its validity (a reader's too:
+    // its section must end before a writer may enter). No reader may be
+    // inside beside a writer, readers must be inside together, and the
+    // writers must get in while readers keep arriving.
+    Scenario {
+        name: "shared",
+        seconds: (8, 40),
+        faults: &[Fault::KillRestart, Fault::PauseMinority, Fault::FreezeExec],
+        lengths: Lengths::Short,
+        ttl: TTL,
+        guard: Guard::Env(TTL),
+        slow_stop: false,
+        setup: Setup::Shared,
+        also: Also::ReadersAndWriters,
+    },
+    // A counting semaphore (`exec --limit 3`) for all eight clients, a
+    // minority killed and restarted and paused: never more than three
+    // inside, three at times, and every client gets in.
+    Scenario {
+        name: "semaphore",
+        seconds: (6, 30),
+        faults: &[Fault::KillRestart, Fault::PauseMinority],
+        lengths: Lengths::Short,
+        ttl: TTL,
+        guard: Guard::Env(TTL),
+        slow_stop: false,
+        setup: Setup::Semaphore,
+        also: Also::Slots,
+    },
     Scenario {
         name: "checker-self-test",
         seconds: (6, 30),
@@ -392,8 +432,8 @@ fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Out
         window: (start, now_ns()),
     };
     let (setup, also) = (scenario.setup, scenario.also);
-    judge(&case, rig, |parsed, analysis: &Analysis| {
-        let mut findings = also.check(parsed, analysis, CLIENTS);
+    judge(&case, rig, |parsed, analysis: &Analysis, books| {
+        let mut findings = also.check(parsed, analysis, books, CLIENTS);
         findings.problems.extend(setup_problems(setup, parsed));
         if setup == Setup::Fenced {
             findings
@@ -412,10 +452,15 @@ fn plans(scenario: &Scenario, rng: &mut Rng) -> Vec<Plan> {
             Plan {
                 client,
                 rng: rng.split(),
-                lengths: scenario.lengths,
+                lengths: match setup {
+                    Setup::Shared if client < READERS => Lengths::Reading,
+                    _ => scenario.lengths,
+                },
                 mode: match setup {
                     Setup::Unlocked => Mode::Unlocked,
                     Setup::KeptByScripts => Mode::Kept,
+                    Setup::Shared if client < READERS => Mode::Shared,
+                    Setup::Semaphore => Mode::Slot,
                     _ => Mode::Locked,
                 },
                 ttl: match setup {

@@ -7,8 +7,8 @@
 //! stamps `gone CLIENT SEQ NANOS` at once. Without it, the only bound for a
 //! killed section would be the return of its `exec`, which a frozen `exec`
 //! delays past the next holder's entry. The witness also takes a dead
-//! section out of the bookkeeping server's `occupants`, which the section
-//! itself could no longer do.
+//! section out of the bookkeeping server's `occupants` and `sharing` (it is
+//! in one of them), which the section itself could no longer do.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, ErrorKind, Read};
@@ -128,9 +128,13 @@ fn watch(stream: UnixStream, shared: &Shared) {
     lock(&shared.live).remove(&id);
     let member = format!("{}:{}", id.0, id.1);
     let removed = bookkeeping.and_then(|mut con| {
-        redis::cmd("SREM")
+        redis::pipe()
+            .cmd("SREM")
             .arg("occupants")
-            .arg(member)
+            .arg(&member)
+            .cmd("SREM")
+            .arg("sharing")
+            .arg(&member)
             .query::<()>(&mut con)
     });
     if let Err(e) = removed {
