@@ -68,6 +68,7 @@ fn keys(name: &str) -> Vec<Vec<u8>> {
         beside(b"\0broken"),
         beside(b"\0fence"),
         beside(b"\0readers"),
+        beside(b"\0reader-records"),
     ]
 }
 
@@ -564,24 +565,44 @@ fn inspect_of_a_missing_key() {
 }
 
 #[test]
-fn list_reads_the_guard_then_every_pair() {
+fn list_reads_the_guard_then_every_lock_with_its_readers() {
     let server = RedisServer::start();
     let (a, b) = (keys("la"), keys("lb"));
     server.set_px(&a[0], b"tok-a", 5000);
     let _: i64 = cmd(&server, &[b"RPUSH", &b[0], b"x"]);
+    // Readers of "lb": one live (lapsing far ahead), one lapsed long ago.
+    let _: i64 = cmd(
+        &server,
+        &[b"ZADD", &b[8], b"1", b"lapsed", b"99999999999999", b"r1"],
+    );
+    let _: i64 = cmd(&server, &[b"HSET", &b[9], b"r1", b"5 rec"]);
+    // "la" as a lock without readers (its key and record), "lb" with
+    // them (its readers' set and their records too): ARGV[2] says which.
     let list_keys = [
         b"m:guard".to_vec(),
         a[0].clone(),
         a[1].clone(),
         b[0].clone(),
         b[1].clone(),
+        b[8].clone(),
+        b[9].clone(),
     ];
-    let reply = items(run(&server, "list", &list_keys, &[GUARD_OFF]));
+    let reply = items(run(&server, "list", &list_keys, &[GUARD_OFF, "01"]));
     let [guard, first, second] = <[Value; 3]>::try_from(reply).unwrap();
     assert_eq!(guard, Value::Nil);
+    // A lock without readers is its occupant() alone, as before readers.
     assert_eq!(occupant(first).1.as_deref(), Some("tok-a"));
+    let [second, readers] = <[Value; 2]>::try_from(items(second)).unwrap();
     assert_eq!(occupant(second).0, "list");
-    let reply = items(run(&server, "list", &list_keys[..1], &["10000"]));
+    let [count, listed] = <[Value; 2]>::try_from(items(readers)).unwrap();
+    assert_eq!(int(&count), 1, "the lapsed reader does not count");
+    let listed = items(listed);
+    assert_eq!(listed.len(), 3);
+    assert_eq!(listed[0], Value::BulkString(b"r1".to_vec()));
+    assert_eq!(listed[2], Value::BulkString(b"5 rec".to_vec()));
+    let members: i64 = cmd(&server, &[b"ZCARD", &b[8]]);
+    assert_eq!(members, 2, "list writes nothing");
+    let reply = items(run(&server, "list", &list_keys[..1], &["10000", ""]));
     let [guard] = <[Value; 1]>::try_from(reply).unwrap();
     assert!((9_000..=10_000).contains(&restarting(guard)));
 }
@@ -618,7 +639,9 @@ fn force(server: &RedisServer, k: &[Vec<u8>], if_token: &str, any_key: bool) -> 
         k,
         &["chan", if_token, any_key, "128", "ops@host"],
     );
-    <[Value; 3]>::try_from(items(reply)).unwrap()
+    let [seen, waiters, done, readers] = <[Value; 4]>::try_from(items(reply)).unwrap();
+    assert_eq!(int(&readers), 0, "no readers here to break");
+    [seen, waiters, done]
 }
 
 #[test]

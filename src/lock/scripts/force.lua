@@ -1,4 +1,4 @@
--- requires: holder queue
+-- requires: holder queue reader_records
 -- Break a lock whoever holds it (`release --force`): delete KEYS[1] and its
 -- holder record KEYS[2] in one step, and return what was there before:
 -- {occupant() (from holder.lua), how many waiters stood in the lock's line}
@@ -17,7 +17,9 @@
 -- that token holds it. The third element says what was done: "deleted",
 -- "none" (nothing there), or why it was left alone: "type", "no-expiry",
 -- "too-long", "token". Anything left alone keeps its record and line.
--- KEYS[7] records who broke a lock (see below).
+-- KEYS[7] records who broke a lock (see below). Readers (--shared) are
+-- broken with the lock, their records with them (break_readers, from
+-- reader_records.lua); the fourth element says how many live ones were.
 local function verdict(seen)
   if seen[1] == "none" then
     return "none"
@@ -37,7 +39,9 @@ end
 local seen = occupant()
 local done = verdict(seen)
 local waiters = 0
+local readers = 0
 if done == "deleted" or done == "none" then
+  readers = break_readers(seen[5])
   if redis.call("TYPE", KEYS[2])["ok"] == "string" then
     redis.call("DEL", KEYS[2])
   end
@@ -52,8 +56,8 @@ if done == "deleted" or done == "none" then
       redis.pcall("SET", KEYS[7], seen[5] .. " " .. ARGV[5], "PX", seen[3])
     end
   end
-  if done == "deleted" or waiters > 0 then
+  if done == "deleted" or waiters > 0 or readers > 0 then
     redis.pcall("PUBLISH", ARGV[1], "")
   end
 end
-return {seen, waiters, done}
+return {seen, waiters, done, readers}
