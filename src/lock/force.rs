@@ -61,6 +61,29 @@ impl Forced {
             .collect()
     }
 
+    /// The servers where readers (`--shared`) were broken, and how many
+    /// live ones on each.
+    pub fn readers_broken(&self) -> Vec<(ServerSpec, u64)> {
+        self.answers()
+            .filter(|(_, state)| state.readers.count > 0)
+            .map(|(server, state)| (server.clone(), state.readers.count))
+            .collect()
+    }
+
+    /// How many live readers were broken: as many as a majority had, or
+    /// when no majority had any, the most any server had.
+    pub fn readers_broken_count(&self) -> u64 {
+        match self.before.readers() {
+            0 => self
+                .readers_broken()
+                .iter()
+                .map(|(_, count)| *count)
+                .max()
+                .unwrap_or(0),
+            on_majority => on_majority,
+        }
+    }
+
     /// The servers where `--if-token`'s token no longer held it.
     pub fn held_by_another(&self) -> Vec<ServerSpec> {
         self.where_(|verdict| verdict == ForceVerdict::OtherToken)

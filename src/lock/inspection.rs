@@ -87,6 +87,7 @@ impl KeyState {
             readers: ReadersSeen {
                 count,
                 holders: Vec::new(),
+                clock: now_ms,
             },
             ..KeyState::new(
                 Occupant {
@@ -258,6 +259,29 @@ impl Inspection {
         shared::count_on_majority(&seen, self.quorum)
     }
 
+    /// Readers as an occupant, for `list`: how many hold the lock on a
+    /// majority (or, when no majority has any, the most any server that
+    /// counts holds), on how many servers that count, and when the last of
+    /// those on a majority lapses. `None` when no server that counts has a
+    /// live reader.
+    pub fn readers_occupied(&self) -> Option<Occupied> {
+        let with: Vec<u64> = self
+            .counting()
+            .map(|s| s.readers.count)
+            .filter(|&count| count > 0)
+            .collect();
+        let most = with.iter().copied().max()?;
+        let count = match self.readers() {
+            0 => most,
+            on_majority => on_majority,
+        };
+        Some(Occupied {
+            held_by: HeldBy::Readers { count },
+            on: with.len(),
+            expires_in: self.shared_holders().iter().map(|r| r.expires_in).max(),
+        })
+    }
+
     /// answered counted.
     pub fn waiters(&self) -> u64 {
         self.servers
@@ -362,11 +386,13 @@ impl From<InspectReply> for KeyState {
 }
 
 impl From<ForceReply> for KeyState {
+    /// What was there; `readers` counts the live readers it broke.
     fn from(reply: ForceReply) -> Self {
         KeyState {
             readers: ReadersSeen {
                 count: reply.readers,
                 holders: Vec::new(),
+                clock: reply.occupant.clock,
             },
             ..KeyState::new(reply.occupant, None, reply.waiters)
         }

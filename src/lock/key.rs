@@ -186,6 +186,11 @@ pub(super) const FENCE_SUFFIX: &[u8] = b"\0fence";
 /// sorted set of tokens scored by when each lapses, in this server's clock.
 pub(super) const READERS_SUFFIX: &[u8] = b"\0readers";
 
+/// Appended to a lock's key to name its readers' holder records: a hash,
+/// one field per reader's token, each as a writer's record is kept
+/// (`"<since ms> <record>"`), expiring with the readers' set.
+pub(super) const READER_RECORDS_SUFFIX: &[u8] = b"\0reader-records";
+
 /// Appended to the prefix to name the restart guard's marker (guard.lua):
 /// no lock name is empty or holds NUL, so no lock is called so.
 const GUARD_SUFFIX: &[u8] = b"\0guard";
@@ -223,6 +228,7 @@ pub fn is_line_key(key: &[u8]) -> bool {
         BROKEN_SUFFIX,
         FENCE_SUFFIX,
         READERS_SUFFIX,
+        READER_RECORDS_SUFFIX,
     ]
     .iter()
     .any(|suffix| key.ends_with(suffix))
@@ -308,7 +314,14 @@ mod tests {
 
     #[test]
     fn line_keys_are_not_lock_names() {
-        for suffix in [LINE_SUFFIX, LAPSE_SUFFIX, FREE_SUFFIX, BROKEN_SUFFIX] {
+        for suffix in [
+            LINE_SUFFIX,
+            LAPSE_SUFFIX,
+            FREE_SUFFIX,
+            BROKEN_SUFFIX,
+            READERS_SUFFIX,
+            READER_RECORDS_SUFFIX,
+        ] {
             assert!(is_line_key(&[b"deploy", suffix].concat()));
         }
         assert!(is_line_key(&guard_marker(b"app:")));

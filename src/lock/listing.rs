@@ -3,7 +3,7 @@
 //! read back in batches of one script call each, and every name judged
 //! from a majority's point of view as `status` judges one.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,12 +11,13 @@ use super::error::{Failures, LockError};
 use super::holder::HeldBy;
 use super::inspection::{Inspection, KeyState, Occupied, ServerState, Verdict};
 use super::key::LockKey;
-use super::key::{is_record_key, RECORD_SUFFIX};
+use super::key::{is_record_key, READERS_SUFFIX, RECORD_SUFFIX};
 use super::mutex::Redlock;
 use super::quorum::{no_quorum, ttl_millis, KeptOut};
 use super::scripts::List;
 use super::server_url::ServerSpec;
 use super::servers::{after, Connection, Server, ServerError};
+use super::shared::SharedHolder;
 
 /// How many keys one SCAN call asks a server to look at: enough to walk
 /// thousands of keys in a few round trips, little enough that each call
@@ -65,28 +66,72 @@ pub struct ListQuery {
     pub older_than: Option<Duration>,
 }
 
+/// The SCAN glob of both `\0holder` and `\0readers` (and of nothing
+/// else redlock keeps beside a lock but `\0reader-records`, which
+/// [`ListQuery::lock_of`] leaves out): one walk of the keyspace finds the
+/// locks with a writer's record and those held by readers only. The `\0`
+/// before it anchors it: a name has none, so the user's glob matches the
+/// name exactly as it would alone.
+const RECORD_OR_READERS_GLOB: &[u8] = b"\0[hr][eo][al]der*";
+
 impl ListQuery {
-    /// The SCAN pattern. Under a prefix, every key under it whose name
-    /// matches: the prefix's own glob characters are escaped. Without one,
-    /// only the holder records of names that match: the whole keyspace is
-    /// not ours, and a record is how a lock taken by redlock is told from
-    /// any other string.
-    fn scan_pattern(&self) -> Vec<u8> {
+    /// The SCAN patterns, each walked in turn. Under a prefix, every key
+    /// under it whose name matches (the prefix's own glob characters are
+    /// escaped), then the readers' sets of the names that match: a lock
+    /// held by readers only has no key of its own. Without one, only the
+    /// holder records and readers' sets of names that match: the whole
+    /// keyspace is not ours, and they are how a lock taken by redlock is
+    /// told from any other string.
+    fn scan_patterns(&self) -> Vec<Vec<u8>> {
         let mut glob = escape_glob(&self.prefix);
         glob.extend_from_slice(&self.pattern);
         if self.prefix.is_empty() {
-            glob.extend_from_slice(RECORD_SUFFIX);
+            glob.extend_from_slice(RECORD_OR_READERS_GLOB);
+            return vec![glob];
         }
-        glob
+        let readers = [glob.as_slice(), READERS_SUFFIX].concat();
+        vec![glob, readers]
     }
 
-    /// The lock a key SCAN found stands for, if any.
-    fn lock_of(&self, key: Vec<u8>) -> Option<Vec<u8>> {
-        if !self.prefix.is_empty() {
-            return (!is_record_key(&key)).then_some(key);
+    /// The lock a key SCAN found with the pattern `walk` (an index into
+    /// [`Self::scan_patterns`]) stands for, if any, and whether the key is
+    /// its readers' set: a lock's key (under a prefix, first walk), or the
+    /// name a holder record or a readers' set is beside. Under a prefix a
+    /// readers' set counts only from the second walk, whose glob is the
+    /// name's: the first one's may match `NAME\0readers` where it does not
+    /// match NAME.
+    fn lock_of(&self, walk: usize, key: &[u8]) -> Option<(Vec<u8>, bool)> {
+        let beside = |suffix: &[u8]| {
+            let lock = key.strip_suffix(suffix)?;
+            (!lock.is_empty() && !is_record_key(lock)).then(|| lock.to_vec())
+        };
+        let readers = || Some((beside(READERS_SUFFIX)?, true));
+        match (self.prefix.is_empty(), walk) {
+            (true, _) => beside(RECORD_SUFFIX).map(|l| (l, false)).or_else(readers),
+            (false, 0) => (!is_record_key(key)).then(|| (key.to_vec(), false)),
+            (false, _) => readers(),
         }
-        let lock = key.strip_suffix(RECORD_SUFFIX)?.to_vec();
-        (!lock.is_empty() && !is_record_key(&lock)).then_some(lock)
+    }
+
+    /// Every lock the walks of each server found, in the byte order of
+    /// their keys, and whether any server has a readers' set beside it.
+    fn found(&self, scans: &[Result<Vec<Vec<Vec<u8>>>, ServerError>]) -> Vec<(LockKey, bool)> {
+        let mut names: BTreeMap<Vec<u8>, bool> = BTreeMap::new();
+        for walks in scans.iter().flatten() {
+            for (walk, keys) in walks.iter().enumerate() {
+                for (lock, readers) in keys.iter().filter_map(|k| self.lock_of(walk, k)) {
+                    *names.entry(lock).or_default() |= readers;
+                }
+            }
+        }
+        let prefix = self.prefix.as_slice();
+        names
+            .into_iter()
+            .map(|(key, readers)| match key.strip_prefix(prefix) {
+                Some(name) => (LockKey::prefixed(prefix, name), readers),
+                None => (LockKey::new(key), readers),
+            })
+            .collect()
     }
 }
 
@@ -200,7 +245,7 @@ impl Listing {
             .iter()
             .filter_map(|part| Some((part.server.clone(), part.state.clone().err()?)))
             .collect();
-        let key = LockKey::new(self.query.scan_pattern_shown());
+        let key = LockKey::new(self.query.pattern_shown());
         let servers = (self.servers.len(), self.quorum);
         Some(no_quorum(&key, servers, kept_out, Failures(failures)))
     }
@@ -211,6 +256,9 @@ impl Listing {
 pub enum Standing {
     /// A majority holds it: the same verdict as `status` exiting 0.
     Held,
+    /// Readers (`--shared`) hold it on a majority, and no writer: as
+    /// `status` says "shared".
+    Shared,
     /// Only a minority holds it: nobody has the lock, but what is left
     /// keeps `acquire` busy until it expires.
     Minority,
@@ -230,6 +278,9 @@ pub struct Listed<'a> {
     /// The value most servers hold (a string's), and the servers holding it.
     pub token: Option<Vec<u8>>,
     pub held_on: Vec<ServerSpec>,
+    /// The readers on a majority (up to 16, as each server listed them),
+    /// with their records; empty unless `standing` is shared.
+    pub readers: Vec<SharedHolder>,
 }
 
 impl Listing {
@@ -242,9 +293,13 @@ impl Listing {
                     Verdict::Held { .. } | Verdict::Foreign { .. } => {
                         (Standing::Held, lock.occupied())
                     }
+                    Verdict::Free if lock.readers() > 0 => {
+                        (Standing::Shared, lock.readers_occupied())
+                    }
                     Verdict::Free => (Standing::Minority, lock.seen()),
                     Verdict::Unknown => (Standing::Unknown, lock.seen()),
                 };
+                let occupied = occupied.or_else(|| lock.readers_occupied());
                 let token = occupied.as_ref().and_then(|o| match &o.held_by {
                     HeldBy::Redlock(recorded) => Some(recorded.holder.token.as_bytes().to_vec()),
                     HeldBy::OtherClient { token } => Some(token.clone()),
@@ -260,6 +315,10 @@ impl Listing {
                         .unwrap_or_default(),
                     token,
                     occupied,
+                    readers: match standing {
+                        Standing::Shared => lock.shared_holders(),
+                        _ => Vec::new(),
+                    },
                 }
             })
             .collect()
@@ -267,7 +326,9 @@ impl Listing {
 }
 
 /// Whether `lock` has been held for longer than `least`, by the holder
-/// record of whoever holds it (or, for a minority, most servers show).
+/// record of whoever holds it (or, for a minority, most servers show); a
+/// lock held by readers, by its oldest reader's record: one of them has
+/// held it that long.
 fn held_longer(lock: &Inspection, least: Duration) -> bool {
     let held_for = lock
         .occupied()
@@ -275,13 +336,23 @@ fn held_longer(lock: &Inspection, least: Duration) -> bool {
         .and_then(|occupied| match occupied.held_by {
             HeldBy::Redlock(recorded) => recorded.held_for,
             _ => None,
-        });
+        })
+        .or_else(|| oldest_reader(&lock.shared_holders()));
     held_for.is_some_and(|age| age > least)
+}
+
+/// How long the reader of `readers` that has held the lock longest has,
+/// by its record; `None` when none recorded it.
+pub fn oldest_reader(readers: &[SharedHolder]) -> Option<Duration> {
+    readers
+        .iter()
+        .filter_map(|r| r.recorded.as_ref()?.held_for)
+        .max()
 }
 
 impl ListQuery {
     /// The prefix and pattern as the user wrote them, for messages.
-    fn scan_pattern_shown(&self) -> Vec<u8> {
+    fn pattern_shown(&self) -> Vec<u8> {
         [self.prefix.as_slice(), &self.pattern].concat()
     }
 }
@@ -295,24 +366,13 @@ impl Redlock {
     pub async fn list(&self, query: ListQuery, each: &mut dyn FnMut(&Listing)) -> Listing {
         let (limit, most_keys) = limits();
         let deadline = (after(tokio::time::Instant::now(), limit), limit);
-        let pattern: Arc<[u8]> = query.scan_pattern().into();
+        let patterns: Arc<[Vec<u8>]> = query.scan_patterns().into();
         let scans = fan_out(&self.servers, |server| {
-            let scanning = scan(server, Arc::clone(&pattern), most_keys);
+            let scanning = scan(server, Arc::clone(&patterns), most_keys);
             by(deadline, scanning)
         })
         .await;
-        let mut names = BTreeSet::new();
-        for keys in scans.iter().flatten() {
-            names.extend(keys.iter().filter_map(|k| query.lock_of(k.clone())));
-        }
-        let prefix = query.prefix.as_slice();
-        let keys: Vec<LockKey> = names
-            .into_iter()
-            .map(|key| match key.strip_prefix(prefix) {
-                Some(name) => LockKey::prefixed(prefix, name),
-                None => LockKey::new(key),
-            })
-            .collect();
+        let keys = query.found(&scans);
         let mut parts: Vec<Result<Option<Duration>, ServerError>> =
             scans.into_iter().map(|scan| scan.map(|_| None)).collect();
         let mut listing = Listing {
@@ -324,7 +384,7 @@ impl Redlock {
             restart_guard: (!self.restart_guard.is_zero()).then_some(self.restart_guard),
         };
         // At least one batch, so that an empty listing still hears the guard.
-        let batches: Vec<&[LockKey]> = match keys.len() {
+        let batches: Vec<&[(LockKey, bool)]> = match keys.len() {
             0 => vec![&[]],
             _ => keys.chunks(BATCH).collect(),
         };
@@ -356,11 +416,11 @@ impl Redlock {
     /// returns).
     async fn send_batch(
         &self,
-        batch: &[LockKey],
+        batch: &[(LockKey, bool)],
         parts: &[Result<Option<Duration>, ServerError>],
         deadline: Deadline,
     ) -> Vec<Reading> {
-        let keys: Arc<[LockKey]> = batch.into();
+        let keys: Arc<[(LockKey, bool)]> = batch.into();
         let guard: Arc<(u64, Vec<u8>)> =
             Arc::new((ttl_millis(self.restart_guard), self.marker.clone()));
         let reading = self
@@ -386,7 +446,7 @@ impl Redlock {
     /// server holds any more are left out.
     fn inspections(
         &self,
-        batch: &[LockKey],
+        batch: &[(LockKey, bool)],
         mut columns: Vec<Column>,
         restart_guard: Option<Duration>,
     ) -> Vec<Inspection> {
@@ -394,7 +454,7 @@ impl Redlock {
         // reply is walked once, whatever the number of locks.
         batch
             .iter()
-            .map(|key| Inspection {
+            .map(|(key, _)| Inspection {
                 key: key.clone(),
                 quorum: self.quorum,
                 servers: self
@@ -408,7 +468,11 @@ impl Redlock {
                     .collect(),
                 restart_guard,
             })
-            .filter(|lock| lock.verdict() != Verdict::Free || lock.seen().is_some())
+            .filter(|lock| {
+                lock.verdict() != Verdict::Free
+                    || lock.seen().is_some()
+                    || lock.readers_occupied().is_some()
+            })
             .collect()
     }
 
@@ -522,31 +586,40 @@ async fn by<T>(
         .unwrap_or_else(|_| Err(ServerError::ListTooLong(limit)))
 }
 
-/// Every key of one server that matches `pattern`, one SCAN page per
-/// request; at most `most` of them.
+/// The keys of one server that match each of `patterns`, one walk of the
+/// keyspace per pattern and one SCAN page per request; at most `most` of
+/// them in all.
 async fn scan(
     server: Arc<Server>,
-    pattern: Arc<[u8]>,
+    patterns: Arc<[Vec<u8>]>,
     most: usize,
-) -> Result<Vec<Vec<u8>>, ServerError> {
-    let mut keys = Vec::new();
-    let mut cursor = 0;
-    loop {
-        let pattern = Arc::clone(&pattern);
-        let (next, page) = server
-            .call(move |mut connection: Connection| async move {
-                connection.scan_page(cursor, &pattern, SCAN_COUNT).await
-            })
-            .await?;
-        keys.extend(page);
-        if keys.len() > most {
-            return Err(ServerError::TooManyKeys(most));
+) -> Result<Vec<Vec<Vec<u8>>>, ServerError> {
+    let mut walks: Vec<Vec<Vec<u8>>> = Vec::with_capacity(patterns.len());
+    let mut found = 0;
+    for pattern in patterns.iter() {
+        let pattern: Arc<[u8]> = pattern.as_slice().into();
+        let mut keys = Vec::new();
+        let mut cursor = 0;
+        loop {
+            let pattern = Arc::clone(&pattern);
+            let (next, page) = server
+                .call(move |mut connection: Connection| async move {
+                    connection.scan_page(cursor, &pattern, SCAN_COUNT).await
+                })
+                .await?;
+            keys.extend(page);
+            if found + keys.len() > most {
+                return Err(ServerError::TooManyKeys(most));
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
         }
-        if next == 0 {
-            return Ok(keys);
-        }
-        cursor = next;
+        found += keys.len();
+        walks.push(keys);
     }
+    Ok(walks)
 }
 
 /// Whether the restart guard keeps a server out (for how long), and what it
@@ -557,7 +630,7 @@ type ServerRead = (Option<Duration>, Vec<KeyState>);
 /// in their order, and whether the restart guard keeps it out.
 async fn read(
     server: Arc<Server>,
-    keys: Arc<[LockKey]>,
+    keys: Arc<[(LockKey, bool)]>,
     guard: Arc<(u64, Vec<u8>)>,
 ) -> Result<ServerRead, ServerError> {
     let call = List {
@@ -572,7 +645,10 @@ async fn read(
     let states = read
         .occupants
         .into_iter()
-        .map(|occupant| KeyState::new(occupant, read.restarting.as_ref(), 0))
+        .map(|(occupant, readers)| KeyState {
+            readers,
+            ..KeyState::new(occupant, read.restarting.as_ref(), 0)
+        })
         .collect();
     Ok((restarting, states))
 }
@@ -592,12 +668,27 @@ mod tests {
     #[test]
     fn a_prefix_is_matched_literally_and_names_by_their_glob() {
         let q = query(b"app[1]*:", b"deploy-*");
-        assert_eq!(q.scan_pattern(), b"app\\[1\\]\\*:deploy-*".to_vec());
         assert_eq!(
-            q.lock_of(b"app[1]*:deploy-a".to_vec()),
-            Some(b"app[1]*:deploy-a".to_vec())
+            q.scan_patterns(),
+            [
+                b"app\\[1\\]\\*:deploy-*".to_vec(),
+                b"app\\[1\\]\\*:deploy-*\0readers".to_vec()
+            ]
         );
-        assert_eq!(q.lock_of(b"app[1]*:deploy-a\0holder".to_vec()), None);
+        assert_eq!(
+            q.lock_of(0, b"app[1]*:deploy-a"),
+            Some((b"app[1]*:deploy-a".to_vec(), false))
+        );
+        assert_eq!(q.lock_of(0, b"app[1]*:deploy-a\0holder"), None);
+        // The first walk's glob matches "deploy-a\0readers" where "*s"
+        // would; only the second walk's, the name's own, says a reader
+        // holds a name that matches.
+        assert_eq!(q.lock_of(0, b"app[1]*:deploy-a\0readers"), None);
+        assert_eq!(
+            q.lock_of(1, b"app[1]*:deploy-a\0readers"),
+            Some((b"app[1]*:deploy-a".to_vec(), true))
+        );
+        assert_eq!(q.lock_of(1, b"app[1]*:deploy-a\0reader-records"), None);
     }
 
     #[test]
@@ -619,15 +710,23 @@ mod tests {
     }
 
     #[test]
-    fn without_a_prefix_only_names_with_a_holder_record_are_found() {
+    fn without_a_prefix_only_names_with_a_holder_record_or_readers_are_found() {
         let q = query(b"", b"*");
-        assert_eq!(q.scan_pattern(), b"*\0holder".to_vec());
+        assert_eq!(q.scan_patterns(), [b"*\0[hr][eo][al]der*".to_vec()]);
         assert_eq!(
-            q.lock_of(b"deploy\0holder".to_vec()),
-            Some(b"deploy".to_vec())
+            q.lock_of(0, b"deploy\0holder"),
+            Some((b"deploy".to_vec(), false))
         );
-        assert_eq!(q.lock_of(b"deploy".to_vec()), None);
-        assert_eq!(q.lock_of(b"\0holder".to_vec()), None);
-        assert_eq!(q.lock_of(b"x\0holder\0holder".to_vec()), None);
+        assert_eq!(
+            q.lock_of(0, b"deploy\0readers"),
+            Some((b"deploy".to_vec(), true))
+        );
+        assert_eq!(q.lock_of(0, b"deploy\0reader-records"), None);
+        assert_eq!(q.lock_of(0, b"deploy\0holderx"), None);
+        assert_eq!(q.lock_of(0, b"deploy"), None);
+        assert_eq!(q.lock_of(0, b"\0holder"), None);
+        assert_eq!(q.lock_of(0, b"\0readers"), None);
+        assert_eq!(q.lock_of(0, b"x\0holder\0holder"), None);
+        assert_eq!(q.lock_of(0, b"x\0line\0readers"), None);
     }
 }

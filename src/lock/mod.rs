@@ -32,14 +32,14 @@ mod tried;
 
 pub use error::{Failures, LockError, Said, TokenOp, TokenRound};
 pub use force::{Breaking, Forced};
-#[cfg(test)]
-pub use holder::Recorded;
-pub use holder::{host_name, started as process_started, HeldBy, Holder};
+pub use holder::{host_name, started as process_started, HeldBy, Holder, Recorded};
 pub use inspection::{Broken, Inspection, KeyState, Occupied, Verdict};
 pub use keeper::interval as keeper_interval;
 pub use keeper::{keep, Keeping};
 pub use key::{escape_and_cut, escape_bytes, is_hidden, LockKey, Token, SERVER_TEXT_SHOWN};
-pub use listing::{glob_problem, GlobProblem, ListQuery, Listed, Listing, ServerPart, Standing};
+pub use listing::{
+    glob_problem, oldest_reader, GlobProblem, ListQuery, Listed, Listing, ServerPart, Standing,
+};
 pub use mutex::{Lease, Redlock, Released};
 pub use probe::{Facts, Feature, Missing, Probe, Unknown};
 #[cfg(test)]

@@ -54,7 +54,7 @@ struct Needed {
 
 /// Every command redlock sends, and what it is for (lock/scripts/*.lua,
 /// servers.rs, notify.rs).
-const NEEDED: [Needed; 28] = [
+const NEEDED: [Needed; 32] = [
     Needed {
         command: "EVAL",
         feature: Feature::Lock,
@@ -146,6 +146,22 @@ const NEEDED: [Needed; 28] = [
     Needed {
         command: "TIME",
         feature: Feature::Shared,
+    },
+    Needed {
+        command: "HSET",
+        feature: Feature::Record,
+    },
+    Needed {
+        command: "HGET",
+        feature: Feature::Record,
+    },
+    Needed {
+        command: "HSTRLEN",
+        feature: Feature::Record,
+    },
+    Needed {
+        command: "HDEL",
+        feature: Feature::Record,
     },
     Needed {
         command: "ZADD",
@@ -340,6 +356,7 @@ fn acl(args: &[&str]) -> redis::Cmd {
 fn dry_run(user: &str, needed: &Needed, key: &LockKey, prefix: &[u8]) -> redis::Cmd {
     let mut cmd = acl(&["DRYRUN", user, needed.command]);
     let lock = key.bytes();
+    let reader_records = [lock, super::key::READER_RECORDS_SUFFIX].concat();
     // The line's sorted sets, or for shared locks the readers'.
     let line = match needed.feature {
         Feature::Shared => [lock, super::key::READERS_SUFFIX].concat(),
@@ -354,6 +371,8 @@ fn dry_run(user: &str, needed: &Needed, key: &LockKey, prefix: &[u8]) -> redis::
             .arg(lock),
         ("SET", Feature::RestartGuard) => cmd.arg(&marker).arg("m"),
         ("SET", Feature::Record) => cmd.arg(record_key(key)).arg("r"),
+        ("HSET", _) => cmd.arg(&reader_records).arg("t").arg("r"),
+        ("HGET" | "HSTRLEN" | "HDEL", _) => cmd.arg(&reader_records).arg("t"),
         ("SET", _) => cmd.arg(lock).arg("t").arg("NX").arg("PX").arg(1000),
         ("PEXPIRE", _) => cmd.arg(lock).arg(1000),
         ("INFO", _) => cmd.arg("server"),

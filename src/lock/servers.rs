@@ -472,7 +472,8 @@ fn io_error_kind(err: &RedisError) -> Option<io::ErrorKind> {
 /// What a permission error says about what redlock needs.
 const NOT_PERMITTED: &str = "not permitted by the server's ACL (redlock needs +set +get +del \
      +pexpire +pttl +type +strlen +time +eval +evalsha on the lock's keys, +zadd +zrem +zrange \
-     +zrangebyscore +zscore +zcount for the line and --shared, +info while the restart guard is \
+     +zrangebyscore +zscore +zcount for the line and --shared, +hset +hget +hdel +hstrlen for \
+     readers' records, +info while the restart guard is \
      on, +scan for list, and +select for a /db other than 0)";
 
 /// What a Redis Cluster node answers for keys it does not serve together.

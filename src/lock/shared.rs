@@ -16,6 +16,8 @@
 
 use std::time::Duration;
 
+use super::holder::Recorded;
+
 /// What a reader's ticket ends in (shared.lua's `SHARED_TICKET`).
 pub const SHARED_TICKET: &str = "-shared";
 
@@ -52,6 +54,19 @@ pub struct SharedHolder {
     pub expires_in: Duration,
     /// How many of the servers that count have it.
     pub on: usize,
+    /// Who it is, from its holder record (the first server's that has a
+    /// well-formed one); `None` for a reader that recorded nothing.
+    pub recorded: Option<Box<Recorded>>,
+}
+
+/// One reader as one server lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenReader {
+    pub token: Vec<u8>,
+    /// Ms until it lapses.
+    pub left_ms: u64,
+    /// Its holder record (reader_records.lua), as stored.
+    pub record: Option<Vec<u8>>,
 }
 
 /// What one server says of a lock's readers.
@@ -59,8 +74,16 @@ pub struct SharedHolder {
 pub struct ReadersSeen {
     /// How many live readers it holds.
     pub count: u64,
-    /// Up to 16 of them: token, ms until it lapses.
-    pub holders: Vec<(Vec<u8>, u64)>,
+    /// Up to 16 of them.
+    pub holders: Vec<SeenReader>,
+    /// The server's clock in ms when it answered, for the records' ages.
+    pub clock: Option<u64>,
+}
+
+impl ReadersSeen {
+    fn get(&self, token: &[u8]) -> Option<&SeenReader> {
+        self.holders.iter().find(|r| r.token == token)
+    }
 }
 
 /// The readers on at least `quorum` of `seen` (one entry per server that
@@ -68,7 +91,7 @@ pub struct ReadersSeen {
 pub fn on_majority(seen: &[&ReadersSeen], quorum: usize) -> Vec<SharedHolder> {
     let mut tokens: Vec<&Vec<u8>> = seen
         .iter()
-        .flat_map(|s| s.holders.iter().map(|(token, _)| token))
+        .flat_map(|s| s.holders.iter().map(|reader| &reader.token))
         .collect();
     tokens.sort_unstable();
     tokens.dedup();
@@ -77,14 +100,19 @@ pub fn on_majority(seen: &[&ReadersSeen], quorum: usize) -> Vec<SharedHolder> {
         .filter_map(|token| {
             let mut left: Vec<u64> = seen
                 .iter()
-                .filter_map(|s| s.holders.iter().find(|(t, _)| t == token).map(|h| h.1))
+                .filter_map(|s| s.get(token).map(|reader| reader.left_ms))
                 .collect();
             left.sort_unstable_by(|a, b| b.cmp(a));
             let nth = *left.get(quorum.checked_sub(1)?)?;
+            let recorded = seen.iter().find_map(|s| {
+                let raw = s.get(token)?.record.as_deref()?;
+                Recorded::parse(raw, s.clock, token)
+            });
             Some(SharedHolder {
                 token: token.clone(),
                 expires_in: Duration::from_millis(nth),
                 on: left.len(),
+                recorded: recorded.map(Box::new),
             })
         })
         .collect()
@@ -122,13 +150,20 @@ mod tests {
 
     #[test]
     fn only_readers_on_a_majority_count() {
+        let reader = |token: &[u8], left_ms| SeenReader {
+            token: token.to_vec(),
+            left_ms,
+            record: None,
+        };
         let a = ReadersSeen {
             count: 2,
-            holders: vec![(b"r1".to_vec(), 900), (b"r2".to_vec(), 800)],
+            holders: vec![reader(b"r1", 900), reader(b"r2", 800)],
+            clock: None,
         };
         let b = ReadersSeen {
             count: 1,
-            holders: vec![(b"r1".to_vec(), 700)],
+            holders: vec![reader(b"r1", 700)],
+            clock: None,
         };
         let c = ReadersSeen::default();
         let held = on_majority(&[&a, &b, &c], 2);
@@ -137,7 +172,8 @@ mod tests {
             vec![SharedHolder {
                 token: b"r1".to_vec(),
                 expires_in: Duration::from_millis(700),
-                on: 2
+                on: 2,
+                recorded: None,
             }]
         );
         assert_eq!(count_on_majority(&[&a, &b, &c], 2), 1);

@@ -87,7 +87,7 @@ fn words(finding: &Finding) -> Said {
 /// How to check the ACL where `ACL DRYRUN` cannot.
 const ACL_BY_HAND: &str = "check by hand that the user may run EVAL, EVALSHA, SET, GET, DEL, \
     PEXPIRE, PTTL, TYPE, STRLEN, INFO, TIME, ZADD, ZRANGE, ZRANGEBYSCORE, ZREM, ZSCORE, ZCOUNT, \
-    PUBLISH, SUBSCRIBE and SCAN (Redis 7's ACL DRYRUN tells)";
+    HSET, HGET, HDEL, HSTRLEN, PUBLISH, SUBSCRIBE and SCAN (Redis 7's ACL DRYRUN tells)";
 
 fn eviction(policy: &str, bad: bool) -> Said {
     match bad {

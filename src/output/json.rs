@@ -9,7 +9,8 @@ use super::format::Format;
 pub use crate::duration::millis;
 use crate::lock::{
     escape_bytes, is_hidden, ForceVerdict, Forced, HeldBy, Inspection, KeyState, Lease, Listed,
-    Listing, LockError, LockKey, Released, Said, ServerError, Tried, Verdict,
+    Listing, LockError, LockKey, Recorded, Released, Said, ServerError, SharedHolder, Tried,
+    Verdict,
 };
 use crate::outcome::{Failed, Outcome, Slots};
 
@@ -373,32 +374,7 @@ impl<'a> HolderJson<'a> {
             readers: None,
         };
         match held_by {
-            HeldBy::Redlock(recorded) => {
-                let holder = &recorded.holder;
-                HolderJson {
-                    kind: "redlock",
-                    host: Some(&holder.host),
-                    pid: Some(holder.pid),
-                    user: Some(&holder.user),
-                    command: holder.command.as_deref(),
-                    command_pid: holder.command_pid,
-                    keeper_pid: holder.keeper_pid,
-                    message: holder.message.as_deref(),
-                    job: holder.job.as_deref(),
-                    held_for_ms: recorded.held_for.map(millis),
-                    kept_alive_by_exec: Some(
-                        !recorded.pid_gone
-                            && holder.keeper_pid.is_none()
-                            && super::words::kept_alive(holder).is_some(),
-                    ),
-                    kept_alive_by_keeper: Some(
-                        !recorded.pid_gone && !recorded.keeper_gone && holder.keeper_pid.is_some(),
-                    ),
-                    renew_every_ms: holder.renew_every_ms,
-                    holder_pid_gone: Some(recorded.pid_gone),
-                    ..none
-                }
-            }
+            HeldBy::Redlock(recorded) => HolderJson::recorded(recorded),
             HeldBy::OtherClient { token } => HolderJson {
                 kind: "other_client",
                 token: Some(Bytes(token)),
@@ -414,6 +390,36 @@ impl<'a> HolderJson<'a> {
                 readers: Some(*count),
                 ..none
             },
+        }
+    }
+
+    /// A redlock holder (a writer, or a reader) by its record.
+    fn recorded(recorded: &'a Recorded) -> Self {
+        let holder = &recorded.holder;
+        HolderJson {
+            kind: "redlock",
+            host: Some(&holder.host),
+            pid: Some(holder.pid),
+            user: Some(&holder.user),
+            command: holder.command.as_deref(),
+            command_pid: holder.command_pid,
+            keeper_pid: holder.keeper_pid,
+            message: holder.message.as_deref(),
+            job: holder.job.as_deref(),
+            held_for_ms: recorded.held_for.map(millis),
+            kept_alive_by_exec: Some(
+                !recorded.pid_gone
+                    && holder.keeper_pid.is_none()
+                    && super::words::kept_alive(holder).is_some(),
+            ),
+            kept_alive_by_keeper: Some(
+                !recorded.pid_gone && !recorded.keeper_gone && holder.keeper_pid.is_some(),
+            ),
+            renew_every_ms: holder.renew_every_ms,
+            holder_pid_gone: Some(recorded.pid_gone),
+            token: None,
+            value_type: None,
+            readers: None,
         }
     }
 }
@@ -582,7 +588,7 @@ impl<'a> StatusJson<'a> {
             readers: inspection.readers(),
             shared_holders: inspection
                 .shared_holders()
-                .into_iter()
+                .iter()
                 .map(SharedHolderJson::from)
                 .collect(),
             broken: inspection.broken().map(|broken| BrokenJson {
@@ -596,16 +602,19 @@ impl<'a> StatusJson<'a> {
     }
 }
 
-/// One reader in `status --json`.
+/// One reader in `status --json` and `list --json`.
 #[derive(Debug, Serialize)]
 struct SharedHolderJson {
     token: String,
     expires_in_ms: u64,
     on: usize,
+    /// Who it is, as `holder` shows a writer (kind "redlock"), from its
+    /// record; `null` for a reader that recorded nothing.
+    holder: Option<serde_json::Value>,
 }
 
-impl From<crate::lock::SharedHolder> for SharedHolderJson {
-    fn from(reader: crate::lock::SharedHolder) -> Self {
+impl From<&SharedHolder> for SharedHolderJson {
+    fn from(reader: &SharedHolder) -> Self {
         SharedHolderJson {
             token: match std::str::from_utf8(&reader.token) {
                 Ok(text) => text.to_owned(),
@@ -613,6 +622,11 @@ impl From<crate::lock::SharedHolder> for SharedHolderJson {
             },
             expires_in_ms: millis(reader.expires_in),
             on: reader.on,
+            // Serializing plain strings and numbers cannot fail.
+            holder: reader
+                .recorded
+                .as_deref()
+                .and_then(|r| serde_json::to_value(HolderJson::recorded(r)).ok()),
         }
     }
 }
@@ -661,13 +675,20 @@ struct ListedJson<'a> {
     /// The Redis key: the prefix and the name.
     #[serde(flatten)]
     key: Key<'a>,
-    /// "held", "minority" or "unknown".
+    /// "held", "shared" (readers on a majority), "minority" or "unknown".
     state: &'static str,
     token: Option<Bytes<'a>>,
     holder: Option<HolderJson<'a>>,
     /// When a majority lets it go; `null` unless held, or with no expiry.
+    /// For "shared", when the last reader on a majority lapses.
     expires_in_ms: Option<u64>,
     held_on: Vec<String>,
+    /// How many readers (`--shared`) hold it: on a majority for "shared",
+    /// else the most any server holds; 0 for none.
+    readers: u64,
+    /// The readers on a majority, with who they are (up to 16); empty
+    /// unless "shared".
+    shared_holders: Vec<SharedHolderJson>,
 }
 
 /// A server that failed (or that the restart guard keeps out).
@@ -700,12 +721,19 @@ pub fn list_locks(entries: &[Listed<'_>]) -> io::Result<String> {
                 token: entry.token.as_deref().map(Bytes),
                 holder: entry.occupied.as_ref().map(|o| HolderJson::new(&o.held_by)),
                 expires_in_ms: match entry.standing {
-                    crate::lock::Standing::Held => entry.occupied.as_ref(),
+                    crate::lock::Standing::Held | crate::lock::Standing::Shared => {
+                        entry.occupied.as_ref()
+                    }
                     _ => None,
                 }
                 .and_then(|o| o.expires_in)
                 .map(millis),
                 held_on: entry.held_on.iter().map(ToString::to_string).collect(),
+                readers: match entry.occupied.as_ref().map(|o| &o.held_by) {
+                    Some(HeldBy::Readers { count }) => *count,
+                    _ => 0,
+                },
+                shared_holders: entry.readers.iter().map(SharedHolderJson::from).collect(),
             })
         })
         .collect::<io::Result<_>>()?;
@@ -751,7 +779,8 @@ pub struct ForcedJson<'a> {
     forced: bool,
     /// Whether a lock was deleted on any server.
     released: bool,
-    /// What it was before, as `status` says: "held", "free" or "unknown".
+    /// What it was before, as `status` says: "held", "shared", "free" or
+    /// "unknown".
     state: &'static str,
     token: Option<Bytes<'a>>,
     holder: Option<HolderJson<'a>>,
@@ -766,6 +795,10 @@ pub struct ForcedJson<'a> {
     held_by_another: Vec<String>,
     /// How many waiters stood in the line that was cleared with it.
     waiters_cleared: u64,
+    /// How many live readers (`--shared`) were removed, with their holder
+    /// records (state "shared" before), and on which servers.
+    readers_removed: u64,
+    readers_removed_on: Vec<String>,
     failed: Vec<FailedJson>,
 }
 
@@ -795,12 +828,20 @@ impl<'a> ForcedJson<'a> {
             HeldBy::OtherClient { token } => Some(token.as_slice()),
             HeldBy::NonRedlock { .. } | HeldBy::Readers { .. } => None,
         });
+        let readers_removed_on: Vec<String> = forced
+            .readers_broken()
+            .iter()
+            .map(|(server, _)| server.to_string())
+            .collect();
         ForcedJson {
             name: Name::of(before.key.bytes()),
             forced: true,
-            released: !released_on.is_empty(),
+            released: !released_on.is_empty() || !readers_removed_on.is_empty(),
+            readers_removed: forced.readers_broken_count(),
+            readers_removed_on,
             state: match verdict {
                 Verdict::Held { .. } | Verdict::Foreign { .. } => "held",
+                Verdict::Free if before.readers() > 0 => "shared",
                 Verdict::Free => "free",
                 Verdict::Unknown => "unknown",
             },

@@ -12,8 +12,9 @@ use super::words::{self, servers as count_servers, waiters};
 use crate::config::Notice;
 use crate::duration::{exact as human, rounded};
 use crate::lock::{
-    escape_and_cut, escape_bytes, ForceVerdict, Forced, HeldBy, Inspection, KeyState, Lease,
-    Listed, Listing, LockKey, ServerPart, Standing, Verdict, MAX_TOKEN, SERVER_TEXT_SHOWN,
+    escape_and_cut, escape_bytes, oldest_reader, ForceVerdict, Forced, HeldBy, Inspection,
+    KeyState, Lease, Listed, Listing, LockKey, ServerPart, Standing, Verdict, MAX_TOKEN,
+    SERVER_TEXT_SHOWN,
 };
 use crate::outcome::{Failed, Outcome, Ran, RunEnd, Slots, Stop};
 
@@ -515,6 +516,13 @@ fn status(inspection: &Inspection, verdict: &Verdict) -> String {
     if let Some(broken) = inspection.broken() {
         text.push_str(&format!("\n  {}", words::broken(&broken)));
     }
+    text.push_str(&server_lines(inspection));
+    text
+}
+
+/// Status's line for each server: what it holds for the lock.
+fn server_lines(inspection: &Inspection) -> String {
+    let mut text = String::new();
     let names: Vec<String> = inspection
         .servers
         .iter()
@@ -557,10 +565,15 @@ fn reader_lines(inspection: &Inspection) -> String {
         .iter()
         .map(|reader| {
             format!(
-                "\n  reader:  {} on {} of {total}, expires in {}",
+                "\n  reader:  {} on {} of {total}, expires in {}{}",
                 server_text(&reader.token),
                 reader.on,
-                rounded(reader.expires_in)
+                rounded(reader.expires_in),
+                reader
+                    .recorded
+                    .as_ref()
+                    .map(|record| format!("; {}", words::recorded(record)))
+                    .unwrap_or_default()
             )
         })
         .collect()
@@ -607,6 +620,9 @@ fn list_row(entry: &Listed<'_>) -> [String; 5] {
     let occupied = entry.occupied.as_ref();
     let age = match occupied.map(|o| &o.held_by) {
         Some(HeldBy::Redlock(recorded)) => recorded.held_for.map_or("-".to_owned(), rounded),
+        Some(HeldBy::Readers { .. }) => {
+            oldest_reader(&entry.readers).map_or("-".to_owned(), rounded)
+        }
         _ => "-".to_owned(),
     };
     let expires = match (entry.standing, occupied) {
@@ -626,10 +642,12 @@ fn list_row(entry: &Listed<'_>) -> [String; 5] {
                 _ => left,
             }
         }
+        (Standing::Shared, Some(o)) => o.expires_in.map_or("-".to_owned(), rounded),
         _ => "-".to_owned(),
     };
     let holder = match occupied.map(|o| &o.held_by) {
         Some(HeldBy::Redlock(recorded)) => words::holder(&recorded.holder),
+        Some(HeldBy::Readers { count }) => words::readers_named(*count, &entry.readers),
         Some(other) => words::held_by(other),
         None => "-".to_owned(),
     };
@@ -702,6 +720,12 @@ fn forced(forced: &Forced) -> Option<String> {
             forced.held_by_another().len(),
             count_servers(total)
         ),
+        _ if deleted == 0 && !forced.readers_broken().is_empty() => format!(
+            "broke {key}: {} removed on {} of {}, with their holder records",
+            words::readers(forced.readers_broken_count()),
+            forced.readers_broken().len(),
+            count_servers(total)
+        ),
         _ if deleted == 0 && !cleared.is_empty() => {
             format!(
                 "{key} was free; took the {} out of its line",
@@ -718,10 +742,6 @@ fn forced(forced: &Forced) -> Option<String> {
                 words::held_by(&occupied.held_by)
             )
         }
-        _ if before.readers() > 0 => format!(
-            "broke {key}: held by {}; deleted on {on}",
-            words::readers_holding(before.readers())
-        ),
         (Verdict::Unknown, seen) => format!(
             "deleted {key} on {on}{}; too few servers answered to tell whether a majority \
              held it",
@@ -734,7 +754,7 @@ fn forced(forced: &Forced) -> Option<String> {
                 .unwrap_or_default()
         ),
     };
-    let text = match deleted {
+    let text = match deleted + forced.readers_broken().len() {
         0 => text,
         _ => text + &cleared,
     };

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use crate::duration::{exact, rounded};
 use crate::lock::{
-    escape_and_cut, Broken, Failures, HeldBy, Holder, LockError, LockKey, Said, Semaphore,
-    ServerError, Standing, TokenOp, TokenRound, Tried,
+    escape_and_cut, Broken, Failures, HeldBy, Holder, LockError, LockKey, Recorded, Said,
+    Semaphore, ServerError, SharedHolder, Standing, TokenOp, TokenRound, Tried,
 };
 
 /// How many characters of each recorded field a one-line summary shows.
@@ -100,13 +100,46 @@ pub fn shared(key: &LockKey, count: u64, total: usize) -> String {
     )
 }
 
+/// A redlock holder with how long it has held, from its record:
+/// `user@host (pid N, …) for 2m`.
+pub fn recorded(recorded: &Recorded) -> String {
+    match recorded.held_for {
+        Some(age) => format!("{} for {}", holder(&recorded.holder), rounded(age)),
+        None => holder(&recorded.holder),
+    }
+}
+
+/// How many readers of a lock `list` names before "and N more".
+const READERS_NAMED: usize = 3;
+
+/// `list`'s holder for a lock that readers hold: how many, then who the
+/// first of them are by their records (`readers`, those on a majority),
+/// a reader without a record by its token.
+pub fn readers_named(count: u64, readers: &[SharedHolder]) -> String {
+    let named: Vec<String> = readers
+        .iter()
+        .take(READERS_NAMED)
+        .map(|reader| match &reader.recorded {
+            Some(record) => recorded(record),
+            None => format!("token {}", escape_and_cut(&reader.token, SHOWN)),
+        })
+        .collect();
+    let more = count.saturating_sub(named.len() as u64);
+    let mut text = self::readers(count);
+    if !named.is_empty() {
+        text.push_str(": ");
+        text.push_str(&named.join("; "));
+    }
+    if more > 0 && !named.is_empty() {
+        text.push_str(&format!("; and {more} more"));
+    }
+    text
+}
+
 /// Who holds it, for "… is held by {}": one line, escaped.
 pub fn held_by(held_by: &HeldBy) -> String {
     match held_by {
-        HeldBy::Redlock(recorded) => match recorded.held_for {
-            Some(age) => format!("{} for {}", holder(&recorded.holder), rounded(age)),
-            None => holder(&recorded.holder),
-        },
+        HeldBy::Redlock(record) => recorded(record),
         HeldBy::OtherClient { token } => {
             format!("another client (token {})", escape_and_cut(token, SHOWN))
         }
@@ -528,6 +561,7 @@ pub fn list(failures: &Failures) -> String {
 pub fn standing(standing: Standing) -> &'static str {
     match standing {
         Standing::Held => "held",
+        Standing::Shared => "shared",
         Standing::Minority => "minority",
         Standing::Unknown => "unknown",
     }

@@ -68,6 +68,7 @@ fn keys(name: &str) -> Vec<Vec<u8>> {
         beside(b"\0broken"),
         beside(b"\0fence"),
         beside(b"\0readers"),
+        beside(b"\0reader-records"),
     ]
 }
 
@@ -564,24 +565,44 @@ fn inspect_of_a_missing_key() {
 }
 
 #[test]
-fn list_reads_the_guard_then_every_pair() {
+fn list_reads_the_guard_then_every_lock_with_its_readers() {
     let server = RedisServer::start();
     let (a, b) = (keys("la"), keys("lb"));
     server.set_px(&a[0], b"tok-a", 5000);
     let _: i64 = cmd(&server, &[b"RPUSH", &b[0], b"x"]);
+    // Readers of "lb": one live (lapsing far ahead), one lapsed long ago.
+    let _: i64 = cmd(
+        &server,
+        &[b"ZADD", &b[8], b"1", b"lapsed", b"99999999999999", b"r1"],
+    );
+    let _: i64 = cmd(&server, &[b"HSET", &b[9], b"r1", b"5 rec"]);
+    // "la" as a lock without readers (its key and record), "lb" with
+    // them (its readers' set and their records too): ARGV[2] says which.
     let list_keys = [
         b"m:guard".to_vec(),
         a[0].clone(),
         a[1].clone(),
         b[0].clone(),
         b[1].clone(),
+        b[8].clone(),
+        b[9].clone(),
     ];
-    let reply = items(run(&server, "list", &list_keys, &[GUARD_OFF]));
+    let reply = items(run(&server, "list", &list_keys, &[GUARD_OFF, "01"]));
     let [guard, first, second] = <[Value; 3]>::try_from(reply).unwrap();
     assert_eq!(guard, Value::Nil);
+    // A lock without readers is its occupant() alone, as before readers.
     assert_eq!(occupant(first).1.as_deref(), Some("tok-a"));
+    let [second, readers] = <[Value; 2]>::try_from(items(second)).unwrap();
     assert_eq!(occupant(second).0, "list");
-    let reply = items(run(&server, "list", &list_keys[..1], &["10000"]));
+    let [count, listed] = <[Value; 2]>::try_from(items(readers)).unwrap();
+    assert_eq!(int(&count), 1, "the lapsed reader does not count");
+    let listed = items(listed);
+    assert_eq!(listed.len(), 3);
+    assert_eq!(listed[0], Value::BulkString(b"r1".to_vec()));
+    assert_eq!(listed[2], Value::BulkString(b"5 rec".to_vec()));
+    let members: i64 = cmd(&server, &[b"ZCARD", &b[8]]);
+    assert_eq!(members, 2, "list writes nothing");
+    let reply = items(run(&server, "list", &list_keys[..1], &["10000", ""]));
     let [guard] = <[Value; 1]>::try_from(reply).unwrap();
     assert!((9_000..=10_000).contains(&restarting(guard)));
 }
@@ -597,7 +618,7 @@ fn force_deletes_a_lock_its_record_and_its_line() {
     server.set_px(&k[0], b"theirs", 5000);
     server.set_px(&k[1], b"9 rec", 5000);
     in_line(&server, &k, "t-1", 1, NEVER);
-    let [seen, waiters, done, _] = force(&server, &k, "", false);
+    let [seen, waiters, done] = force(&server, &k, "", false);
     assert_eq!(occupant(seen).1.as_deref(), Some("theirs"));
     assert_eq!((int(&waiters), text(&done).as_str()), (1, "deleted"));
     assert_eq!((server.get(&k[0]), server.get(&k[1])), (None, None));
@@ -610,7 +631,7 @@ fn force_deletes_a_lock_its_record_and_its_line() {
 }
 
 /// force.lua with `--if-token` (`if_token`, "" for none) and `--any-key`.
-fn force(server: &RedisServer, k: &[Vec<u8>], if_token: &str, any_key: bool) -> [Value; 4] {
+fn force(server: &RedisServer, k: &[Vec<u8>], if_token: &str, any_key: bool) -> [Value; 3] {
     let any_key = if any_key { "1" } else { "0" };
     let reply = run(
         server,
@@ -618,7 +639,9 @@ fn force(server: &RedisServer, k: &[Vec<u8>], if_token: &str, any_key: bool) -> 
         k,
         &["chan", if_token, any_key, "128", "ops@host"],
     );
-    <[Value; 4]>::try_from(items(reply)).unwrap()
+    let [seen, waiters, done, readers] = <[Value; 4]>::try_from(items(reply)).unwrap();
+    assert_eq!(int(&readers), 0, "no readers here to break");
+    [seen, waiters, done]
 }
 
 #[test]
@@ -627,18 +650,18 @@ fn force_leaves_what_does_not_look_like_a_lock_alone_unless_told() {
     let k = keys("balance");
     let _: () = cmd(&server, &[b"SET", &k[0], b"42"]);
     in_line(&server, &k, "t-1", 1, NEVER);
-    let [_, waiters, done, _] = force(&server, &k, "", false);
+    let [_, waiters, done] = force(&server, &k, "", false);
     assert_eq!((int(&waiters), text(&done).as_str()), (0, "no-expiry"));
     assert_eq!(server.get(&k[0]).as_deref(), Some(&b"42"[..]));
     assert_eq!(line(&server, &k), ["t-1"], "the line stays too");
     server.set_px(&k[0], &[b'x'; 129], 5000);
-    let [_, _, done, _] = force(&server, &k, "", false);
+    let [_, _, done] = force(&server, &k, "", false);
     assert_eq!(text(&done), "too-long");
     // Past a kilobyte, occupant() gives the length instead of the value.
     server.set_px(&k[0], &[b'x'; 4096], 5000);
-    let [_, _, done, _] = force(&server, &k, "", false);
+    let [_, _, done] = force(&server, &k, "", false);
     assert_eq!(text(&done), "too-long");
-    let [_, _, done, _] = force(&server, &k, "", true);
+    let [_, _, done] = force(&server, &k, "", true);
     assert_eq!(text(&done), "deleted");
     assert_eq!(server.get(&k[0]), None);
 }
@@ -648,10 +671,10 @@ fn force_with_a_token_breaks_only_that_holder() {
     let server = RedisServer::start();
     let k = keys("handover");
     server.set_px(&k[0], b"new-holder", 5000);
-    let [_, _, done, _] = force(&server, &k, "dead-holder", false);
+    let [_, _, done] = force(&server, &k, "dead-holder", false);
     assert_eq!(text(&done), "token");
     assert_eq!(server.get(&k[0]).as_deref(), Some(&b"new-holder"[..]));
-    let [_, _, done, _] = force(&server, &k, "new-holder", false);
+    let [_, _, done] = force(&server, &k, "new-holder", false);
     assert_eq!(text(&done), "deleted");
     assert_eq!(server.get(&k[0]), None);
 }
@@ -664,7 +687,7 @@ fn force_leaves_a_key_of_another_type_alone() {
     let _: i64 = cmd(&server, &[b"RPUSH", &k[1], b"y"]);
     // What is not a lock keeps its line too.
     in_line(&server, &k, "t-1", 1, NEVER);
-    let [seen, waiters, done, _] = force(&server, &k, "", false);
+    let [seen, waiters, done] = force(&server, &k, "", false);
     assert_eq!(occupant(seen), ("list".into(), None, -1, None));
     assert_eq!((int(&waiters), text(&done).as_str()), (0, "type"));
     assert_eq!(line(&server, &k), ["t-1"]);

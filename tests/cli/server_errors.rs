@@ -485,6 +485,22 @@ fn the_documented_least_privileged_user_can_run_every_command() {
     locker(&["acquire", "-n", "--ttl", "2s", "stale"]).assert_code(0, "acquire");
     locker(&["release", "--force", "stale"]).assert_code(0, "release --force");
     locker(&["exec", "--ttl", "300ms", "job", "--", "sleep", "0.5"]).assert_code(0, "exec");
+    // A reader records who it is beside the readers (HSET, HGET, HSTRLEN)
+    // and takes it away when it leaves (HDEL).
+    let out = locker(&[
+        "acquire", "-n", "--shared", "--ttl", "2s", "-m", "reader", "rd",
+    ]);
+    out.assert_code(0, "acquire --shared");
+    let reader = out.stdout.trim().to_owned();
+    let out = locker(&["status", "--json", "rd"]);
+    out.assert_code(0, "status of a shared lock");
+    assert_eq!(
+        out.json()["shared_holders"][0]["holder"]["message"],
+        "reader",
+        "{}",
+        out.stdout
+    );
+    locker(&["release", "rd", &reader]).assert_code(0, "release of a reader");
 
     // Wake-ups: the user may publish and subscribe, so a waiter is woken by
     // the release, not by its poll (forced to 5s). The guard is off here:

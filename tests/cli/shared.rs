@@ -303,6 +303,338 @@ fn shared_with_a_fence_or_a_limit_is_a_usage_error_on_one_line() {
     assert_eq!(cluster.dbsizes(), [0], "nothing taken");
 }
 
+// ---------------------------------------------------------------------------
+// `list` shows readers; readers' holder records
+// ---------------------------------------------------------------------------
+
+const RECORDS_KEY: &[u8] = b"shared\0reader-records";
+
+/// The readers' records on one server: token → record.
+fn reader_records(server: &crate::support::RedisServer) -> Vec<(String, String)> {
+    redis::cmd("HGETALL")
+        .arg(RECORDS_KEY)
+        .query(&mut server.client())
+        .unwrap()
+}
+
+fn exists(server: &crate::support::RedisServer, key: &[u8]) -> bool {
+    redis::cmd("EXISTS")
+        .arg(key)
+        .query::<i64>(&mut server.client())
+        .unwrap()
+        == 1
+}
+
+/// A lock held only by readers has no key of its own and no writer's
+/// record: `list` still finds it, says it is held shared, by how many and
+/// by whom, in the table, in JSON, by `--names` and under a prefix.
+#[test]
+fn list_shows_a_lock_held_only_by_readers_with_their_count_and_who() {
+    let cluster = Cluster::start(3);
+    let r1 = acquire(&cluster, "shared", &["--shared", "-m", "nightly backup"]);
+    let r2 = acquire(&cluster, "shared", &["--shared"]);
+    let w = acquire(&cluster, "solo", &[]);
+    let pid = std::process::id();
+
+    let out = run(cluster.redlock().args(["list"]));
+    out.assert_code(0, "list");
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("\"shared\""))
+        .unwrap_or_else(|| panic!("no row for the readers' lock:\n{}", out.stdout));
+    assert!(row.contains(" shared "), "{row}");
+    assert!(row.contains("2 readers (shared): "), "{row}");
+    assert!(
+        row.contains(&format!("(pid {pid}, \"nightly backup\")")),
+        "{row}"
+    );
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with("\"solo\"") && l.contains(" held ")),
+        "{}",
+        out.stdout
+    );
+
+    let json = run(cluster.redlock().args(["list", "--json"])).json();
+    let locks = json["locks"].as_array().unwrap();
+    assert_eq!(locks.len(), 2, "{json}");
+    let lock = &locks[0];
+    assert_eq!(lock["name"], "shared", "{json}");
+    assert_eq!(lock["state"], "shared");
+    assert_eq!(lock["token"], serde_json::Value::Null);
+    assert_eq!(lock["holder"]["kind"], "readers");
+    assert_eq!(lock["readers"], 2);
+    assert!(lock["expires_in_ms"].as_u64().unwrap() > 20_000, "{lock}");
+    let holders = lock["shared_holders"].as_array().unwrap();
+    let first = holders
+        .iter()
+        .find(|h| h["token"] == r1.as_str())
+        .unwrap_or_else(|| panic!("{lock}"));
+    assert_eq!(first["on"], 3);
+    assert_eq!(first["holder"]["kind"], "redlock");
+    assert_eq!(first["holder"]["pid"], pid);
+    assert_eq!(first["holder"]["message"], "nightly backup");
+    assert!(holders.iter().any(|h| h["token"] == r2.as_str()), "{lock}");
+    assert_eq!(locks[1]["state"], "held");
+    assert_eq!(locks[1]["readers"], 0);
+
+    let names = run(cluster.redlock().args(["list", "--names"]));
+    assert_eq!(names.stdout.lines().collect::<Vec<_>>(), ["shared", "solo"]);
+    // --older-than goes by the oldest reader's record.
+    std::thread::sleep(Duration::from_millis(300));
+    let older = run(cluster
+        .redlock()
+        .args(["list", "--names", "--older-than", "200ms"]));
+    assert!(older.stdout.lines().any(|l| l == "shared"), "{older:?}");
+    let newer = run(cluster
+        .redlock()
+        .args(["list", "--names", "--older-than", "1h"]));
+    assert_eq!(newer.stdout, "", "{newer:?}");
+
+    // Under a prefix, a readers' set is found by the name's own glob only.
+    let prefixed = run(cluster
+        .redlock()
+        .args(["--prefix", "app:", "acquire", "-n", "--shared", "res"]))
+    .stdout
+    .trim()
+    .to_owned();
+    let listed = |pattern: &str| {
+        run(cluster
+            .redlock()
+            .args(["--prefix", "app:", "list", "--names", pattern]))
+        .stdout
+    };
+    assert_eq!(listed("*"), "res\n");
+    assert_eq!(listed("res"), "res\n");
+    assert_eq!(listed("*s"), "res\n");
+    assert_eq!(
+        listed("*rs"),
+        "",
+        "\"res\\0readers\" ends in rs, \"res\" does not"
+    );
+
+    for (name, token, extra) in [
+        ("shared", &r1, &[][..]),
+        ("shared", &r2, &[]),
+        ("solo", &w, &[]),
+        ("res", &prefixed, &["--prefix", "app:"]),
+    ] {
+        run(cluster.redlock().args(extra).args(["release", name, token])).assert_code(0, "release");
+    }
+    let json = run(cluster.redlock().args(["list", "--json"])).json();
+    assert_eq!(json["locks"], serde_json::json!([]), "{json}");
+}
+
+/// Each reader records who it is, as a writer does: status names each
+/// reader's user, host, pid and note, in text and JSON.
+#[test]
+fn status_shows_each_readers_user_pid_and_note() {
+    let cluster = Cluster::start(3);
+    let r1 = acquire(&cluster, "shared", &["--shared", "-m", "report run"]);
+    let r2 = acquire(&cluster, "shared", &["--shared"]);
+    let pid = std::process::id();
+    let status = run(cluster.redlock().args(["status", "shared"]));
+    status.assert_code(0, "status");
+    let line = |token: &str| {
+        status
+            .stdout
+            .lines()
+            .find(|l| l.contains(&format!("reader:  {token} on 3 of 3 servers")))
+            .unwrap_or_else(|| panic!("{}", status.stdout))
+            .to_owned()
+    };
+    // Who a writer's record says this user is, for comparison.
+    let w = acquire(&cluster, "writer", &[]);
+    let user = run(cluster.redlock().args(["status", "--json", "writer"])).json()["holder"]["user"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    run(cluster.redlock().args(["release", "writer", &w])).assert_code(0, "release");
+    let first = line(&r1);
+    assert!(
+        first.contains(&format!("; {user}@"))
+            && first.contains(&format!("(pid {pid}, \"report run\") for ")),
+        "{}",
+        status.stdout
+    );
+    assert!(
+        line(&r2).contains(&format!("(pid {pid})")),
+        "{}",
+        status.stdout
+    );
+
+    let json = run(cluster.redlock().args(["status", "--json", "shared"])).json();
+    let holders = json["shared_holders"].as_array().unwrap();
+    let of = |token: &str| {
+        holders
+            .iter()
+            .find(|h| h["token"] == token)
+            .unwrap_or_else(|| panic!("{json}"))["holder"]
+            .clone()
+    };
+    assert_eq!(of(&r1)["kind"], "redlock");
+    assert_eq!(of(&r1)["pid"], pid);
+    assert_eq!(of(&r1)["user"], user.as_str());
+    assert_eq!(of(&r1)["message"], "report run");
+    assert!(of(&r1)["held_for_ms"].as_u64().is_some(), "{json}");
+    assert_eq!(of(&r2)["pid"], pid);
+    assert_eq!(of(&r2).get("message"), None, "{json}");
+    run(cluster.redlock().args(["release", "shared", &r1])).assert_code(0, "release");
+    run(cluster.redlock().args(["release", "shared", &r2])).assert_code(0, "release");
+}
+
+/// A reader's record is kept beside the readers' set, one field per
+/// token: it goes when the reader releases, when its lapse is noticed, and
+/// with the set when the set expires; extend keeps it alive with it.
+#[test]
+fn a_readers_record_goes_when_it_releases_and_lapses_with_it() {
+    let cluster = Cluster::start(3);
+    let before = cluster.dbsizes();
+    let r1 = acquire(&cluster, "shared", &["--shared", "--ttl", "30s"]);
+    let short = acquire(&cluster, "shared", &["--shared", "--ttl", "300ms"]);
+    for server in &cluster.servers {
+        let records = reader_records(server);
+        let tokens: Vec<&str> = records.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(tokens.len(), 2, "{records:?}");
+        assert!(tokens.contains(&r1.as_str()) && tokens.contains(&short.as_str()));
+        assert!(
+            records.iter().all(|(_, r)| r.contains("\"pid\":")),
+            "{records:?}"
+        );
+        let (set, hash) = (server.pttl(READERS_KEY), server.pttl(RECORDS_KEY));
+        assert!(
+            hash > 0 && hash <= set,
+            "the records expire with the set: {hash} {set}"
+        );
+    }
+    // The short reader lapses; the next script that counts the readers
+    // drops it, and its record with it.
+    std::thread::sleep(Duration::from_millis(500));
+    run(cluster.redlock().args(["status", "shared"])).assert_code(0, "status");
+    for server in &cluster.servers {
+        let records = reader_records(server);
+        assert_eq!(records.len(), 1, "{records:?}");
+        assert_eq!(records[0].0, r1);
+    }
+    run(cluster
+        .redlock()
+        .args(["extend", "--ttl", "60s", "shared", &r1]))
+    .assert_code(0, "extend");
+    assert!(
+        cluster[0].pttl(RECORDS_KEY) > 45_000,
+        "extended with the set"
+    );
+    run(cluster.redlock().args(["release", "shared", &r1])).assert_code(0, "release");
+    for server in &cluster.servers {
+        assert!(!exists(server, RECORDS_KEY), "released with its reader");
+        assert!(!exists(server, READERS_KEY));
+    }
+    // A lone reader that lapses takes its record with it: both expire.
+    acquire(&cluster, "shared", &["--shared", "--ttl", "300ms"]);
+    assert_eq!(reader_records(&cluster[0]).len(), 1);
+    assert!(wait_until(Duration::from_secs(5), || cluster
+        .servers
+        .iter()
+        .all(|s| !exists(s, RECORDS_KEY) && !exists(s, READERS_KEY))));
+    assert_eq!(cluster.dbsizes(), before, "nothing left behind");
+}
+
+/// `release --force` on a lock held by readers breaks them all, with their
+/// records, says so, and the readers find their lock gone.
+#[test]
+fn release_force_clears_readers_and_their_records() {
+    let cluster = Cluster::start(3);
+    let r1 = acquire(&cluster, "shared", &["--shared"]);
+    let r2 = acquire(&cluster, "shared", &["--shared"]);
+    let out = run(cluster
+        .redlock()
+        .env("USER", "ops")
+        .args(["release", "--force", "shared"]));
+    out.assert_code(0, "broken");
+    assert!(
+        out.stderr
+            .contains("broke \"shared\": 2 readers (shared) removed on 3 of 3 servers"),
+        "{out:?}"
+    );
+    for server in &cluster.servers {
+        assert!(!exists(server, READERS_KEY), "readers broken");
+        assert!(!exists(server, RECORDS_KEY), "records with them");
+    }
+    let status = run(cluster.redlock().args(["status", "shared"]));
+    status.assert_code(1, "free");
+    assert!(
+        status.stdout.contains("broken by ops@"),
+        "{}",
+        status.stdout
+    );
+    run(cluster.redlock().args(["release", "shared", &r1])).assert_code(79, "broken reader");
+    run(cluster.redlock().args(["extend", "shared", &r2])).assert_code(79, "broken reader");
+
+    // JSON, and --if-token breaks only that reader.
+    let r3 = acquire(&cluster, "shared", &["--shared"]);
+    let r4 = acquire(&cluster, "shared", &["--shared"]);
+    let json =
+        run(cluster
+            .redlock()
+            .args(["release", "--force", "--json", "--if-token", &r3, "shared"]))
+        .json();
+    assert_eq!(json["state"], "shared", "{json}");
+    assert_eq!(json["released"], true);
+    assert_eq!(json["readers_removed"], 1);
+    assert_eq!(json["readers_removed_on"].as_array().unwrap().len(), 3);
+    let left = reader_records(&cluster[0]);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0].0, r4);
+    let json = run(cluster
+        .redlock()
+        .args(["release", "--force", "--json", "shared"]))
+    .json();
+    assert_eq!(json["readers_removed"], 1, "{json}");
+    for server in &cluster.servers {
+        assert!(!exists(server, READERS_KEY) && !exists(server, RECORDS_KEY));
+    }
+    let w = acquire(&cluster, "shared", &[]);
+    run(cluster.redlock().args(["release", "shared", &w])).assert_code(0, "release");
+}
+
+/// A reader under `exec` records its command and, once it runs, the
+/// command's pid, as a writer under `exec` does; both go when it ends.
+#[test]
+fn an_exec_readers_record_names_its_command() {
+    let cluster = Cluster::start(3);
+    let reader = Running::spawn(
+        cluster
+            .redlock()
+            .args(["exec", "-q", "--shared", "-m", "exporting", "shared", "--"])
+            .args(["sleep", "30"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    );
+    let mut seen = serde_json::Value::Null;
+    let recorded = wait_until(Duration::from_secs(10), || {
+        seen = run(cluster.redlock().args(["status", "--json", "shared"])).json();
+        seen["shared_holders"][0]["holder"]["command_pid"].is_u64()
+    });
+    assert!(recorded, "{seen}");
+    let holder = &seen["shared_holders"][0]["holder"];
+    assert_eq!(holder["command"], "sleep (1 argument)", "{seen}");
+    assert_eq!(holder["message"], "exporting");
+    let list = run(cluster.redlock().args(["list"]));
+    assert!(
+        list.stdout.contains("1 reader (shared): ") && list.stdout.contains("command pid "),
+        "{}",
+        list.stdout
+    );
+    reader.signal(nix::sys::signal::Signal::SIGTERM);
+    reader.finish(Duration::from_secs(20));
+    for server in &cluster.servers {
+        assert!(!exists(server, READERS_KEY) && !exists(server, RECORDS_KEY));
+    }
+}
+
 #[test]
 fn an_exclusive_exec_nested_in_a_shared_one_is_refused_not_run_beside_readers() {
     // The outer reader's token holds the lock only shared: riding on it
@@ -338,42 +670,4 @@ fn an_exclusive_exec_nested_in_a_shared_one_is_refused_not_run_beside_readers() 
         .redlock()
         .args(["exec", "--shared", "rw", "--", "sh", "-c", &inner]))
     .assert_code(0, "a reader inside a reader");
-}
-
-#[test]
-fn release_force_breaks_a_lock_held_by_readers_and_names_them() {
-    // Found by review: --force said "already free", left the readers, and
-    // the writer it was meant to let in stayed out.
-    let cluster = Cluster::start(3);
-    let _first = acquire(&cluster, "stuck", &["--shared", "--ttl", "30s"]);
-    let _second = acquire(&cluster, "stuck", &["--shared", "--ttl", "30s"]);
-    let forced = run(cluster.redlock().args(["release", "--force", "stuck"]));
-    forced.assert_code(0, "release --force of readers");
-    assert!(
-        forced.stderr.contains(
-            "broke \"stuck\": held by 2 shared holders (--shared); deleted on 3 of 3 servers"
-        ),
-        "{}",
-        forced.stderr
-    );
-    run(cluster.redlock().args(["acquire", "-n", "stuck"]))
-        .assert_code(0, "a writer after release --force of the readers");
-    // --if-token breaks only that reader, and leaves the others alone.
-    let kept = acquire(&cluster, "one", &["--shared"]);
-    let gone = acquire(&cluster, "one", &["--shared"]);
-    run(cluster
-        .redlock()
-        .args(["release", "--force", "--if-token", &gone, "one"]))
-    .assert_code(0, "--if-token of a reader");
-    let status = run(cluster.redlock().args(["status", "--json", "one"])).json();
-    assert_eq!(status["readers"], 1, "{status}");
-    assert_eq!(
-        status["shared_holders"][0]["token"],
-        kept.as_str(),
-        "{status}"
-    );
-    run(cluster
-        .redlock()
-        .args(["release", "--force", "--if-token", &"0".repeat(32), "one"]))
-    .assert_code(79, "--if-token of nobody");
 }

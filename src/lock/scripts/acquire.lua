@@ -1,4 +1,4 @@
--- requires: guard holder queue fence shared
+-- requires: guard holder queue fence reader_records shared
 -- Take the lock: SET key token NX PX ttl, unless this server may have lost
 -- locks within the restart guard (ARGV[3] ms, 0 turns it off; the marker is
 -- KEYS[6]), or others are in line before the caller; and write the holder

@@ -262,7 +262,7 @@ mod tests {
             ..call
         };
         assert_eq!(without.args()[4..6], [b"".to_vec(), b"0".to_vec()]);
-        assert_eq!(without.keys().len(), 9);
+        assert_eq!(without.keys().len(), 10);
         let fenced = Acquire {
             fence: true,
             ..without.clone()

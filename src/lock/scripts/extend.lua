@@ -1,4 +1,4 @@
--- requires: token holder queue shared
+-- requires: token holder queue reader_records shared
 -- Compare-and-expire: push the expiry out to ARGV[2] ms from now, only while
 -- the key still holds our token. Never shortens it: a process that extends
 -- with a shorter TTL must not cut short a lease its supervisor relies on.

@@ -1,4 +1,4 @@
--- requires: holder queue shared
+-- requires: holder queue reader_records
 -- Break a lock whoever holds it (`release --force`): delete KEYS[1] and its
 -- holder record KEYS[2] in one step, and return what was there before:
 -- {occupant() (from holder.lua), how many waiters stood in the lock's line}
@@ -16,9 +16,10 @@
 -- (--any-key); and, when ARGV[2] is not empty (--if-token), only while
 -- that token holds it. The third element says what was done: "deleted",
 -- "none" (nothing there), or why it was left alone: "type", "no-expiry",
--- "too-long", "token". Anything left alone keeps its record and line. The
--- fourth is how many live readers (`--shared`) held it.
--- KEYS[7] records who broke a lock (see below).
+-- "too-long", "token". Anything left alone keeps its record and line.
+-- KEYS[7] records who broke a lock (see below). Readers (--shared) are
+-- broken with the lock, their records with them (break_readers, from
+-- reader_records.lua); the fourth element says how many live ones were.
 local function verdict(seen)
   if seen[1] == "none" then
     return "none"
@@ -35,28 +36,12 @@ local function verdict(seen)
   return "deleted"
 end
 
--- Where no key holds the lock, its readers (`--shared`, shared.lua) are
--- broken as a writer is: all of them, or with --if-token only that token
--- ("token" when it is not among them). A lock held by readers alone would
--- otherwise read as free, and stay in a writer's way.
-local function break_readers(done, now)
-  if done ~= "none" or live_readers(now) == 0 then
-    return done
-  end
-  if ARGV[2] == "" then
-    redis.call("DEL", KEYS[9])
-    return "deleted"
-  elseif redis.call("ZREM", KEYS[9], ARGV[2]) == 1 then
-    return "deleted"
-  end
-  return "token"
-end
-
 local seen = occupant()
-local readers = live_readers(seen[5])
-local done = break_readers(verdict(seen), seen[5])
+local done = verdict(seen)
 local waiters = 0
+local readers = 0
 if done == "deleted" or done == "none" then
+  readers = break_readers(seen[5])
   if redis.call("TYPE", KEYS[2])["ok"] == "string" then
     redis.call("DEL", KEYS[2])
   end
@@ -71,7 +56,7 @@ if done == "deleted" or done == "none" then
       redis.pcall("SET", KEYS[7], seen[5] .. " " .. ARGV[5], "PX", seen[3])
     end
   end
-  if done == "deleted" or waiters > 0 then
+  if done == "deleted" or waiters > 0 or readers > 0 then
     redis.pcall("PUBLISH", ARGV[1], "")
   end
 end

@@ -39,14 +39,14 @@ pub enum ForceVerdict {
     OtherToken,
 }
 
-/// `{occupant(), waiters, verdict}`: what was there just before, how many
-/// waiters stood in the line that was cleared, and what was done.
+/// `{occupant(), waiters, verdict, readers}`: what was there just before,
+/// how many waiters stood in the line that was cleared, what was done, and
+/// how many live readers (`--shared`) were broken with their records.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForceReply {
     pub occupant: Occupant,
     pub waiters: u64,
     pub verdict: ForceVerdict,
-    /// How many live shared holders (`--shared`) held it.
     pub readers: u64,
 }
 
@@ -78,7 +78,14 @@ impl Invocation for Force {
 
 fn parse(reply: Value) -> Result<ForceReply, ProtocolError> {
     let read = Reader("force");
-    let [occupant, waiters, verdict, readers] = read.array(reply, "the reply")?;
+    // A fourth element, the readers broken, since readers have records; a
+    // reply without it broke none.
+    let mut items = read.items(reply, "the reply")?;
+    let readers = match items.len() {
+        4 => read.count(&items.pop().unwrap_or(Value::Nil), "the readers broken")?,
+        _ => 0,
+    };
+    let [occupant, waiters, verdict] = read.array(Value::Array(items), "the reply")?;
     let verdict = match read.bytes(verdict, "the verdict")?.as_slice() {
         b"deleted" => ForceVerdict::Deleted,
         b"none" => ForceVerdict::Free,
@@ -92,7 +99,7 @@ fn parse(reply: Value) -> Result<ForceReply, ProtocolError> {
         occupant: read.occupant(occupant)?,
         waiters: read.count(&waiters, "the waiters in line")?,
         verdict,
-        readers: read.count(&readers, "the readers")?,
+        readers,
     })
 }
 
@@ -107,19 +114,11 @@ mod tests {
             held_by("t"),
             Value::Int(3),
             bulk("deleted"),
-            Value::Int(0),
         ]))
         .unwrap();
         assert_eq!((read.occupant.kind.as_str(), read.waiters), ("string", 3));
         assert_eq!(read.verdict, ForceVerdict::Deleted);
-        let none = parse(Value::Array(vec![
-            missing(),
-            Value::Int(0),
-            bulk("none"),
-            Value::Int(2),
-        ]))
-        .unwrap();
-        assert_eq!(none.readers, 2);
+        let none = parse(Value::Array(vec![missing(), Value::Int(0), bulk("none")])).unwrap();
         assert_eq!(
             (none.occupant.kind.as_str(), none.verdict),
             ("none", ForceVerdict::Free)
@@ -128,15 +127,21 @@ mod tests {
             held_by("t"),
             Value::Int(0),
             bulk("no-expiry"),
-            Value::Int(0),
         ]));
         assert_eq!(kept.unwrap().verdict, ForceVerdict::NoExpiry);
+        let readers = parse(Value::Array(vec![
+            missing(),
+            Value::Int(0),
+            bulk("none"),
+            Value::Int(2),
+        ]))
+        .unwrap();
+        assert_eq!((readers.verdict, readers.readers), (ForceVerdict::Free, 2));
     }
 
     #[test]
     fn malformed_replies_are_refused() {
         let done = || bulk("deleted");
-        assert!(parse(Value::Array(vec![held_by("t"), Value::Int(0), done()])).is_err());
         assert!(parse(Value::Array(vec![held_by("t"), Value::Int(-2), done()])).is_err());
         assert!(parse(Value::Array(vec![held_by("t"), bulk("3"), done()])).is_err());
         assert!(parse(Value::Array(vec![
@@ -146,6 +151,13 @@ mod tests {
         ]))
         .is_err());
         assert!(parse(Value::Array(vec![held_by("t"), Value::Int(0)])).is_err());
+        assert!(parse(Value::Array(vec![
+            held_by("t"),
+            Value::Int(0),
+            done(),
+            Value::Int(-1)
+        ]))
+        .is_err());
         assert!(parse(Value::Array(vec![held_by("t")])).is_err());
         assert!(parse(Value::Array(vec![Value::Nil, Value::Int(0), done()])).is_err());
         // The old shape: occupant()'s five fields, then 0 and the waiters.

@@ -1,4 +1,4 @@
--- requires: guard holder queue fence shared
+-- requires: guard holder queue fence reader_records shared
 -- What one server holds for a lock, in one atomic read:
 -- {occupant(), the restart guard's word, waiters}: occupant() comes from
 -- holder.lua; the guard's word (restart_guard, from guard.lua) is false

@@ -2,7 +2,7 @@
 
 use redis::Value;
 
-use super::super::shared::ReadersSeen;
+use super::super::shared::{ReadersSeen, SeenReader};
 use super::protocol::{Invocation, LockKeys, Occupant, ProtocolError, Reader, Restarting};
 use super::source::{LuaScript, INSPECT};
 
@@ -65,9 +65,13 @@ fn parse(reply: Value) -> Result<InspectReply, ProtocolError> {
         Value::Nil | Value::Boolean(false) => None,
         counter => Some(read.counter(counter)?),
     };
+    let occupant = read.occupant(occupant)?;
     Ok(InspectReply {
-        readers,
-        occupant: read.occupant(occupant)?,
+        readers: ReadersSeen {
+            clock: occupant.clock,
+            ..readers
+        },
+        occupant,
         restarting: read.guard_word(restarting)?,
         waiters: read.count(&waiters, "the waiters in line")?,
         broken: read.optional_bytes(broken, "who broke it")?,
@@ -75,24 +79,35 @@ fn parse(reply: Value) -> Result<InspectReply, ProtocolError> {
     })
 }
 
-/// shared.lua's `readers_seen()`: `{count, PTTL, {token, ms, …}}`.
+/// shared.lua's `readers_seen()`: `{count, PTTL, {token, ms, …},
+/// {record or false, …}}` (the records since readers have them; a reply
+/// without them has none).
 fn readers_seen(read: Reader, value: Value) -> Result<ReadersSeen, ProtocolError> {
-    let [count, _pttl, holders] = read.array(value, "the readers")?;
+    let mut parts = read.items(value, "the readers")?;
+    let records = match parts.len() {
+        4 => read.items(parts.pop().unwrap_or(Value::Nil), "the readers' records")?,
+        _ => Vec::new(),
+    };
+    let [count, _pttl, holders] = read.array(Value::Array(parts), "the readers")?;
     let holders = read.items(holders, "the readers' tokens")?;
-    if holders.len() % 2 != 0 || holders.len() > 32 {
-        return Err(read.error("the readers' tokens: not up to 16 pairs"));
+    if holders.len() % 2 != 0 || holders.len() > 32 || records.len() > holders.len() / 2 {
+        return Err(read.error("the readers' tokens: not up to 16 pairs and their records"));
     }
-    let mut pairs = Vec::new();
+    let mut seen = Vec::new();
     let mut items = holders.into_iter();
+    let mut records = records.into_iter();
     while let (Some(token), Some(left)) = (items.next(), items.next()) {
-        pairs.push((
-            read.bytes(token, "a reader's token")?,
-            read.count(&left, "a reader's ms left")?,
-        ));
+        let record = records.next().unwrap_or(Value::Nil);
+        seen.push(SeenReader {
+            token: read.bytes(token, "a reader's token")?,
+            left_ms: read.count(&left, "a reader's ms left")?,
+            record: read.optional_bytes(record, "a reader's record")?,
+        });
     }
     Ok(ReadersSeen {
         count: read.count(&count, "the readers")?,
-        holders: pairs,
+        holders: seen,
+        clock: None,
     })
 }
 

@@ -1,4 +1,4 @@
--- requires: holder queue shared
+-- requires: holder queue reader_records shared
 -- A waiter that got the lock, gave up or was interrupted leaves the line
 -- (KEYS[3], KEYS[4]; ARGV[1] its ticket) at once, so that the next one does
 -- not wait for its ticket to lapse. If the lock is free, the next waiter may

@@ -1,10 +1,15 @@
--- requires: guard holder
+-- requires: guard holder reader_records
 -- What one server holds for many locks at once, for `list`: KEYS[1] is the
--- restart guard's marker, then pairs of a lock's key and its holder
--- record's key (none at all is fine). Returns the restart guard's word
--- (restart_guard, from guard.lua: false when this server counts, else
--- {"restarting", ms until it counts again, clock}; ARGV[1] is the guard in
--- ms, 0 turns it off), then one occupant() (from holder.lua) per pair.
+-- restart guard's marker, then for each lock its key and its holder
+-- record's key, and, where ARGV[2] has a "1" for it (one character per
+-- lock: SCAN found a readers' set beside it), its readers' set and their
+-- records' key too (none at all is fine).
+-- Returns the restart guard's word (restart_guard, from guard.lua: false
+-- when this server counts, else {"restarting", ms until it counts again,
+-- clock}; ARGV[1] is the guard in ms, 0 turns it off), then for each lock
+-- its occupant() (from holder.lua), or, when live readers hold it,
+-- {occupant(), readers_listed() (reader_records.lua)}: most locks have no
+-- readers, and their reply stays as short as it was.
 -- lock/scripts/list.rs parses the reply.
 local restarting = restart_guard(tonumber(ARGV[1]), KEYS[1])
 if restarting and restarting.err then
@@ -14,7 +19,18 @@ local seen = {restarting}
 -- One TIME for the batch: a batch takes well under a millisecond per key,
 -- and the clock only dates the holders' ages.
 local now = now_ms()
-for i = 2, #KEYS, 2 do
-  seen[#seen + 1] = occupant(KEYS[i], KEYS[i + 1], now)
+local i = 2
+for n = 1, #ARGV[2] do
+  local held = occupant(KEYS[i], KEYS[i + 1], now)
+  if string.sub(ARGV[2], n, n) == "1" then
+    local readers = readers_listed(KEYS[i + 2], KEYS[i + 3], now)
+    if readers[1] > 0 then
+      held = {held, readers}
+    end
+    i = i + 4
+  else
+    i = i + 2
+  end
+  seen[#seen + 1] = held
 end
 return seen

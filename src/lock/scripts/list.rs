@@ -2,7 +2,8 @@
 
 use redis::Value;
 
-use super::super::key::{record_key, LockKey};
+use super::super::key::{record_key, LockKey, READERS_SUFFIX, READER_RECORDS_SUFFIX};
+use super::super::shared::{ReadersSeen, SeenReader};
 use super::protocol::{Invocation, Occupant, ProtocolError, Reader, Restarting};
 use super::source::{LuaScript, LIST};
 
@@ -13,15 +14,18 @@ pub struct List {
     pub marker: Vec<u8>,
     /// The restart guard in ms (0: off).
     pub guard_ms: u64,
-    pub locks: Vec<LockKey>,
+    /// Each lock, and whether a readers' set was found beside it (then
+    /// its readers are read too; most locks have none, and cost no more).
+    pub locks: Vec<(LockKey, bool)>,
 }
 
-/// The restart guard's word, then one occupant per lock, in order.
+/// The restart guard's word, then one occupant per lock, in order, with
+/// the lock's readers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListReply {
     /// `Some` when the restart guard keeps this server out.
     pub restarting: Option<Restarting>,
-    pub occupants: Vec<Occupant>,
+    pub occupants: Vec<(Occupant, ReadersSeen)>,
 }
 
 impl Invocation for List {
@@ -31,17 +35,29 @@ impl Invocation for List {
         &LIST
     }
 
-    /// The marker, then each lock's key and its record's.
+    /// The marker, then each lock's key and its record's, and for a lock
+    /// with readers, their set's and their records'.
     fn keys(&self) -> Vec<Vec<u8>> {
-        let pairs = self
-            .locks
-            .iter()
-            .flat_map(|key| [key.bytes().to_vec(), record_key(key)]);
-        std::iter::once(self.marker.clone()).chain(pairs).collect()
+        let each = self.locks.iter().flat_map(|(key, readers)| {
+            let beside = |suffix: &[u8]| [key.bytes(), suffix].concat();
+            let mut keys = vec![key.bytes().to_vec(), record_key(key)];
+            if *readers {
+                keys.extend([beside(READERS_SUFFIX), beside(READER_RECORDS_SUFFIX)]);
+            }
+            keys
+        });
+        std::iter::once(self.marker.clone()).chain(each).collect()
     }
 
+    /// The restart guard, then a "1" for each lock with readers, a "0" for
+    /// each without.
     fn args(&self) -> Vec<Vec<u8>> {
-        vec![self.guard_ms.to_string().into_bytes()]
+        let readers = self
+            .locks
+            .iter()
+            .map(|(_, readers)| if *readers { b'1' } else { b'0' })
+            .collect();
+        vec![self.guard_ms.to_string().into_bytes(), readers]
     }
 
     fn parse(&self, reply: Value) -> Result<ListReply, ProtocolError> {
@@ -61,7 +77,15 @@ fn parse(reply: Value, locks: usize) -> Result<ListReply, ProtocolError> {
     }
     let restarting = read.guard_word(items.next().unwrap_or(Value::Nil))?;
     let occupants = items
-        .map(|occupant| read.occupant(occupant))
+        .map(|lock| match lock {
+            Value::Array(pair) if pair.len() == 2 => {
+                let [occupant, readers] = read.array(Value::Array(pair), "a lock")?;
+                let occupant = read.occupant(occupant)?;
+                let readers = readers_listed(read, readers, occupant.clock)?;
+                Ok((occupant, readers))
+            }
+            occupant => Ok((read.occupant(occupant)?, ReadersSeen::default())),
+        })
         .collect::<Result<_, _>>()?;
     Ok(ListReply {
         restarting,
@@ -69,19 +93,68 @@ fn parse(reply: Value, locks: usize) -> Result<ListReply, ProtocolError> {
     })
 }
 
+/// reader_records.lua's `readers_listed()`: `{count, {token, ms, record
+/// or false, …}}` for up to 16 readers.
+fn readers_listed(
+    read: Reader,
+    value: Value,
+    clock: Option<u64>,
+) -> Result<ReadersSeen, ProtocolError> {
+    let [count, holders] = read.array(value, "the readers")?;
+    let holders = read.items(holders, "the readers listed")?;
+    if holders.len() % 3 != 0 || holders.len() > 48 {
+        return Err(read.error("the readers listed: not up to 16 triples"));
+    }
+    let mut seen = Vec::with_capacity(holders.len() / 3);
+    let mut items = holders.into_iter();
+    while let (Some(token), Some(left), Some(record)) = (items.next(), items.next(), items.next()) {
+        seen.push(SeenReader {
+            token: read.bytes(token, "a reader's token")?,
+            left_ms: read.count(&left, "a reader's ms left")?,
+            record: read.optional_bytes(record, "a reader's record")?,
+        });
+    }
+    Ok(ReadersSeen {
+        count: read.count(&count, "the readers")?,
+        holders: seen,
+        clock,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
-    use super::super::protocol::tests::{held_by, missing, restarting};
+    use super::super::protocol::tests::{bulk, held_by, missing, restarting};
     use super::*;
+
+    fn lock(occupant: Value, readers: Value) -> Value {
+        Value::Array(vec![occupant, readers])
+    }
 
     #[test]
     fn a_reply_reads_the_guard_then_every_lock() {
-        let read = parse(Value::Array(vec![Value::Nil, held_by("a"), missing()]), 2).unwrap();
+        let readers = Value::Array(vec![
+            Value::Int(2),
+            Value::Array(vec![
+                bulk("r1"),
+                Value::Int(900),
+                bulk("5 {}"),
+                bulk("r2"),
+                Value::Int(800),
+                Value::Nil,
+            ]),
+        ]);
+        let reply = Value::Array(vec![Value::Nil, held_by("a"), lock(missing(), readers)]);
+        let read = parse(reply, 2).unwrap();
         assert_eq!(read.restarting, None);
-        let kinds: Vec<&str> = read.occupants.iter().map(|o| o.kind.as_str()).collect();
+        let kinds: Vec<&str> = read.occupants.iter().map(|o| o.0.kind.as_str()).collect();
         assert_eq!(kinds, ["string", "none"]);
+        let readers = &read.occupants[1].1;
+        assert_eq!((readers.count, readers.clock), (2, Some(42)));
+        assert_eq!(readers.holders[0].record.as_deref(), Some(&b"5 {}"[..]));
+        assert_eq!(readers.holders[1].left_ms, 800);
+        assert_eq!(read.occupants[0].1.count, 0);
         let empty = parse(Value::Array(vec![restarting(40)]), 0).unwrap();
         assert_eq!(
             empty.restarting.map(|r| r.left),
@@ -92,18 +165,27 @@ mod tests {
 
     #[test]
     fn malformed_replies_are_refused() {
-        let one = |guard: Value| parse(Value::Array(vec![guard, held_by("a")]), 1);
+        let a = || held_by("a");
+        let one = |guard: Value| parse(Value::Array(vec![guard, a()]), 1);
         assert!(one(Value::Int(0)).is_err(), "the old 0 for 'counts'");
         assert!(one(Value::Int(40)).is_err(), "the old bare ms");
         assert!(one(restarting(0)).is_err());
         assert!(one(restarting(-1)).is_err());
         assert!(
-            parse(Value::Array(vec![Value::Nil, held_by("a")]), 2).is_err(),
+            parse(Value::Array(vec![Value::Nil, a()]), 2).is_err(),
             "too few"
         );
         assert!(
-            parse(Value::Array(vec![Value::Nil, held_by("a")]), 0).is_err(),
+            parse(Value::Array(vec![Value::Nil, a()]), 0).is_err(),
             "too many"
+        );
+        let pair = Value::Array(vec![
+            Value::Int(1),
+            Value::Array(vec![bulk("r"), Value::Int(1)]),
+        ]);
+        assert!(
+            parse(Value::Array(vec![Value::Nil, lock(held_by("a"), pair)]), 1).is_err(),
+            "a reader without its record"
         );
         assert!(parse(Value::Array(vec![Value::Nil, Value::Int(1)]), 1).is_err());
         assert!(parse(Value::Array(vec![]), 0).is_err());
@@ -111,14 +193,25 @@ mod tests {
     }
 
     #[test]
-    fn keys_are_the_marker_then_pairs() {
+    fn keys_are_the_marker_then_each_locks_and_its_readers_where_found() {
         let list = List {
             marker: b"\0guard".to_vec(),
             guard_ms: 0,
-            locks: vec![LockKey::new(b"a".to_vec()), LockKey::new(b"b".to_vec())],
+            locks: vec![
+                (LockKey::new(b"a".to_vec()), false),
+                (LockKey::new(b"b".to_vec()), true),
+            ],
         };
-        let expected: [&[u8]; 5] = [b"\0guard", b"a", b"a\0holder", b"b", b"b\0holder"];
+        let expected: [&[u8]; 7] = [
+            b"\0guard",
+            b"a",
+            b"a\0holder",
+            b"b",
+            b"b\0holder",
+            b"b\0readers",
+            b"b\0reader-records",
+        ];
         assert_eq!(list.keys(), expected.map(<[u8]>::to_vec));
-        assert_eq!(list.args(), [b"0".to_vec()]);
+        assert_eq!(list.args(), [b"0".to_vec(), b"01".to_vec()]);
     }
 }

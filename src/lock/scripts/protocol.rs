@@ -10,7 +10,7 @@ use redis::Value;
 
 use super::super::key::{
     marker_for, record_key, LockKey, BROKEN_SUFFIX, FENCE_SUFFIX, FREE_SUFFIX, LAPSE_SUFFIX,
-    LINE_SUFFIX, READERS_SUFFIX,
+    LINE_SUFFIX, READERS_SUFFIX, READER_RECORDS_SUFFIX,
 };
 use super::source::LuaScript;
 
@@ -62,9 +62,9 @@ pub trait Invocation: Clone + Send + Sync + 'static {
 /// free lock, [6] the restart guard's marker: the given one, or, for a name
 /// with a Redis Cluster hash tag, one in the tag's slot; [7] who broke the
 /// lock (force.lua writes it, inspect.lua reads it), [8] its fencing
-/// counter, [9] its shared holders.
+/// counter, [9] its shared holders, [10] their holder records.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LockKeys(Arc<[Vec<u8>; 9]>);
+pub struct LockKeys(Arc<[Vec<u8>; 10]>);
 
 impl LockKeys {
     pub fn new(key: &LockKey, marker: &[u8]) -> Self {
@@ -79,6 +79,7 @@ impl LockKeys {
             beside(BROKEN_SUFFIX),
             beside(FENCE_SUFFIX),
             beside(READERS_SUFFIX),
+            beside(READER_RECORDS_SUFFIX),
         ]))
     }
 
@@ -432,7 +433,7 @@ pub(super) mod tests {
     #[test]
     fn lock_keys_come_in_the_order_the_scripts_name_them() {
         let keys = LockKeys::new(&LockKey::new(b"deploy".to_vec()), b"app:\0guard").to_vec();
-        let expected: [&[u8]; 9] = [
+        let expected: [&[u8]; 10] = [
             b"deploy",
             b"deploy\0holder",
             b"deploy\0line",
@@ -442,6 +443,7 @@ pub(super) mod tests {
             b"deploy\0broken",
             b"deploy\0fence",
             b"deploy\0readers",
+            b"deploy\0reader-records",
         ];
         assert_eq!(keys, expected.map(<[u8]>::to_vec));
         let tagged = LockKeys::new(&LockKey::new(b"{d}x".to_vec()), b"app:\0guard").to_vec();

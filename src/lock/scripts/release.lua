@@ -1,4 +1,4 @@
--- requires: token holder queue shared
+-- requires: token holder queue reader_records shared
 -- Compare-and-delete: remove the lock, and its holder record, only while it
 -- still holds our token. (token_state comes from token.lua, record_writable
 -- from holder.lua.) A delete is announced on the channel ARGV[2], when one

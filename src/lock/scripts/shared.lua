@@ -1,7 +1,7 @@
--- required by: acquire release extend inspect leave force
+-- required by: acquire release extend inspect leave
 -- A prelude: put in front of every script whose first line names it in
 -- "-- requires:" (lock/scripts/source.rs assembles them). It comes after
--- holder.lua and queue.lua, whose functions it uses.
+-- holder.lua, queue.lua and reader_records.lua, whose functions it uses.
 -- Shared holders (`--shared`, as flock -s): many readers at once, or one
 -- writer. The writer is the lock KEYS[1] as ever; each reader is its token
 -- in the sorted set KEYS[9], scored by when it lapses in this server's
@@ -43,6 +43,7 @@ local function live_readers(now)
   local lapsed = redis.call("ZRANGEBYSCORE", KEYS[9], "-inf", now, "LIMIT", 0, 64)
   if #lapsed > 0 then
     redis.call("ZREM", KEYS[9], unpack(lapsed))
+    forget_readers(lapsed)
   end
   return redis.call("ZCOUNT", KEYS[9], "(" .. now, "+inf")
 end
@@ -53,6 +54,7 @@ local function readers_live_for(ttl)
   if left < ttl then
     redis.call("PEXPIRE", KEYS[9], ttl)
   end
+  reader_records_follow()
 end
 
 -- The attempt itself, for acquire.lua: ARGV[9] is "1" for a shared one.
@@ -81,6 +83,7 @@ local function take_lock(now)
   end
   live_readers(now)
   redis.call("ZADD", KEYS[9], tonumber(now) + ttl, ARGV[1])
+  write_reader_record(ARGV[4], false)
   readers_live_for(ttl)
   return true
 end
@@ -159,6 +162,7 @@ local function reader_state(state)
   local now = now_ms()
   if now and tonumber(lapses) <= tonumber(now) then
     redis.call("ZREM", KEYS[9], ARGV[1])
+    forget_readers({ARGV[1]})
     return state
   end
   return "held"
@@ -168,6 +172,7 @@ end
 -- on the channel ARGV[2] as release.lua does: 1.
 local function release_reader()
   redis.call("ZREM", KEYS[9], ARGV[1])
+  forget_readers({ARGV[1]})
   if ARGV[2] and ARGV[2] ~= "" then
     redis.pcall("PUBLISH", ARGV[2], next_turn())
   end
@@ -188,12 +193,13 @@ local function extend_reader()
   if until_ms > lapses then
     redis.call("ZADD", KEYS[9], "XX", until_ms, ARGV[1])
   end
+  write_reader_record(ARGV[3], true)
   readers_live_for(wanted)
   return 1
 end
 
 -- For inspect.lua: {live readers, the set's PTTL, up to 16 of them as
--- token, lapse ms (from now) pairs}.
+-- token, lapse ms (from now) pairs, their records (reader_records.lua)}.
 local function readers_seen(now)
   local count = live_readers(now)
   local seen = {}
@@ -204,5 +210,5 @@ local function readers_seen(now)
       seen[#seen + 1] = math.max(tonumber(tokens[i + 1]) - tonumber(now or 0), 0)
     end
   end
-  return {count, redis.call("PTTL", KEYS[9]), seen}
+  return {count, redis.call("PTTL", KEYS[9]), seen, reader_records_of(seen)}
 end

@@ -19,6 +19,7 @@ const PRELUDES: &[(&str, &str)] = &[
     ("holder", include_str!("holder.lua")),
     ("queue", include_str!("queue.lua")),
     ("fence", include_str!("fence.lua")),
+    ("reader_records", include_str!("reader_records.lua")),
     ("shared", include_str!("shared.lua")),
     ("token", include_str!("token.lua")),
 ];
@@ -107,6 +108,7 @@ mod tests {
             include_str!("holder.lua"),
             include_str!("queue.lua"),
             include_str!("fence.lua"),
+            include_str!("reader_records.lua"),
             include_str!("shared.lua"),
             include_str!("acquire.lua"),
         ]
