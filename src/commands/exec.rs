@@ -312,7 +312,7 @@ async fn run_nested(
             None => return Ok(None),
         },
     };
-    let inspection = redlock.inspect(&key).await;
+    let inspection = redlock.inspect_for(&key, Some(token.as_bytes())).await;
     // The enclosing exec's hold must give the inner one all it asked for:
     // a fence if it asked for one, and exclusion unless it is shared.
     let refused = |upgrade| Err(Error::Usage(nested_refusal(&spec.key, upgrade)));

@@ -502,9 +502,16 @@ impl Redlock {
     /// Reads what every server holds under `key`, waiting for every server or
     /// its timeout.
     pub async fn inspect(&self, key: &LockKey) -> Inspection {
+        self.inspect_for(key, None).await
+    }
+
+    /// [`Self::inspect`], finding `token` among the readers however many
+    /// there are (status lists the first 16 of each server).
+    pub async fn inspect_for(&self, key: &LockKey, token: Option<&[u8]>) -> Inspection {
         let call = Inspect {
             keys: self.keys_of(key),
             guard_ms: ttl_millis(self.restart_guard),
+            token: String::from_utf8_lossy(token.unwrap_or_default()).into_owned(),
         };
         let servers = self.occupant_round(call).await;
         Inspection {

@@ -671,3 +671,55 @@ fn an_exclusive_exec_nested_in_a_shared_one_is_refused_not_run_beside_readers() 
         .args(["exec", "--shared", "rw", "--", "sh", "-c", &inner]))
     .assert_code(0, "a reader inside a reader");
 }
+
+/// Found by review: a nested `exec --shared` inside an `exec --shared` of the
+/// same name is recognised from the first 16 readers per server only
+/// (inspect.lua's ZRANGE 0 15, soonest lapse first). With 16 other readers
+/// that lapse sooner and a writer waiting in line, the inner exec is taken
+/// for a new reader, queues behind the writer, which waits for the outer
+/// reader, which waits for the inner: a deadlock until -w runs out.
+#[test]
+fn a_nested_shared_exec_finds_itself_among_many_readers() {
+    let cluster = Cluster::start(3);
+    for _ in 0..16 {
+        acquire(&cluster, "many", &["--shared", "--ttl", "20s"]);
+    }
+    let dir = temp_dir("review19");
+    let go = dir.path().join("go");
+    let redlock = env!("CARGO_BIN_EXE_redlock");
+    let inner = format!(
+        "while [ ! -e {go} ]; do sleep 0.02; done; {redlock} exec --shared -w 3s many -- true",
+        go = go.to_str().unwrap()
+    );
+    let outer = Running::spawn(
+        cluster
+            .redlock()
+            .args(["exec", "--shared", "--ttl", "25s", "many", "--"])
+            .args(["sh", "-c", &inner])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    );
+    // The outer reader holds (17 readers) before the writer arrives.
+    assert!(wait_until(Duration::from_secs(10), || {
+        let status = run(cluster.redlock().args(["status", "--json", "many"])).json();
+        status["readers"] == 17
+    }));
+    let writer = Running::spawn(
+        cluster
+            .redlock()
+            .args(["exec", "-w", "30s", "many", "--", "true"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || cluster
+            .in_line_everywhere("many", 1)),
+        "the writer never stood in line"
+    );
+    std::fs::write(&go, "").unwrap();
+    let out = outer.finish(Duration::from_secs(20));
+    out.assert_code(0, "the nested reader ran in place");
+    writer.signal(nix::sys::signal::Signal::SIGTERM);
+}

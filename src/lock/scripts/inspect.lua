@@ -8,7 +8,8 @@
 -- lapsed ones left out), then who broke the lock with release --force
 -- ("<ms> <who>" from KEYS[7], or false). lock/scripts/inspect.rs parses
 -- the reply. Last, the fencing counter's digits (fence.lua; false when
--- there is none, or it is not a counter).
+-- there is none, or it is not a counter), and the readers (shared.lua's
+-- readers_seen: the first 16, and the token ARGV[2] if it is one of them).
 local restarting = restart_guard(tonumber(ARGV[1]), KEYS[6])
 if restarting and restarting.err then
   return restarting
@@ -29,4 +30,4 @@ local fence = fence_read()
 if type(fence) == "table" then
   fence = false
 end
-return {seen, restarting, waiters, broken, fence, readers_seen(seen[5])}
+return {seen, restarting, waiters, broken, fence, readers_seen(seen[5], ARGV[2])}

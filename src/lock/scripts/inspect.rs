@@ -12,6 +12,9 @@ pub struct Inspect {
     pub keys: LockKeys,
     /// The restart guard in ms (0: off).
     pub guard_ms: u64,
+    /// A token to find among the readers however many there are (a nested
+    /// exec's); "" for none.
+    pub token: String,
 }
 
 /// `{occupant(), the restart guard's word, waiters}`.
@@ -42,7 +45,10 @@ impl Invocation for Inspect {
     }
 
     fn args(&self) -> Vec<Vec<u8>> {
-        vec![self.guard_ms.to_string().into_bytes()]
+        vec![
+            self.guard_ms.to_string().into_bytes(),
+            self.token.clone().into_bytes(),
+        ]
     }
 
     fn parse(&self, reply: Value) -> Result<InspectReply, ProtocolError> {
@@ -90,8 +96,9 @@ fn readers_seen(read: Reader, value: Value) -> Result<ReadersSeen, ProtocolError
     };
     let [count, _pttl, holders] = read.array(Value::Array(parts), "the readers")?;
     let holders = read.items(holders, "the readers' tokens")?;
-    if holders.len() % 2 != 0 || holders.len() > 32 || records.len() > holders.len() / 2 {
-        return Err(read.error("the readers' tokens: not up to 16 pairs and their records"));
+    // The first 16, and the token asked after.
+    if holders.len() % 2 != 0 || holders.len() > 34 || records.len() > holders.len() / 2 {
+        return Err(read.error("the readers' tokens: not up to 17 pairs and their records"));
     }
     let mut seen = Vec::new();
     let mut items = holders.into_iter();

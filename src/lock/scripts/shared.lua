@@ -200,14 +200,24 @@ end
 
 -- For inspect.lua: {live readers, the set's PTTL, up to 16 of them as
 -- token, lapse ms (from now) pairs, their records (reader_records.lua)}.
-local function readers_seen(now)
+local function readers_seen(now, wanted)
   local count = live_readers(now)
   local seen = {}
   if count > 0 then
     local tokens = redis.call("ZRANGE", KEYS[9], 0, 15, "WITHSCORES")
     for i = 1, #tokens, 2 do
+      if tokens[i] == wanted then
+        wanted = nil
+      end
       seen[#seen + 1] = tokens[i]
       seen[#seen + 1] = math.max(tonumber(tokens[i + 1]) - tonumber(now or 0), 0)
+    end
+    -- The one token asked after (a nested exec's), when the first 16 left
+    -- it out, so that a reader among many still finds itself.
+    local score = wanted and wanted ~= "" and redis.call("ZSCORE", KEYS[9], wanted)
+    if score and tonumber(score) > tonumber(now or 0) then
+      seen[#seen + 1] = wanted
+      seen[#seen + 1] = tonumber(score) - tonumber(now or 0)
     end
   end
   return {count, redis.call("PTTL", KEYS[9]), seen, reader_records_of(seen)}
