@@ -26,8 +26,8 @@
 use super::error::{LockError, Said, TokenOp, TokenRound};
 use super::mutex::{Lease, Redlock, SetReply};
 use super::round::Replies;
-use super::scripts::{RaiseFence, TokenReply};
-use super::servers::{Connection, ServerError};
+use super::scripts::RaiseFence;
+use super::servers::Connection;
 use crate::clock::BootInstant;
 
 /// The token step 2 computes from the counters the locking servers read:
@@ -76,7 +76,7 @@ impl Redlock {
             Err(_) => return Err(too_slow()),
         };
         if !replies.tally(self.quorum).succeeded() {
-            return Err(self.unfenced(&lease, self.said(&replies)));
+            return Err(self.unfenced(&lease, self.token_said(&replies)));
         }
         if lease.deadline <= BootInstant::now() {
             return Err(too_slow());
@@ -85,25 +85,6 @@ impl Redlock {
             fence: Some(fence),
             ..lease
         })
-    }
-
-    /// What each server said to the fencing write, in configuration order.
-    fn said(&self, replies: &Replies<TokenReply>) -> Vec<(super::ServerSpec, Said)> {
-        replies
-            .answers
-            .iter()
-            .zip(&self.servers)
-            .map(|(answer, server)| {
-                let said = match answer {
-                    Some(Ok(TokenReply::Held)) => Said::Holds,
-                    Some(Ok(TokenReply::Gone)) => Said::Gone,
-                    Some(Ok(TokenReply::Taken)) => Said::Taken,
-                    Some(Err(err)) => Said::Failed(err.clone()),
-                    None => Said::Failed(ServerError::NoAnswerYet),
-                };
-                (server.spec().clone(), said)
-            })
-            .collect()
     }
 
     /// The fencing write did not reach a majority: as a majority that

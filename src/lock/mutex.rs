@@ -654,17 +654,10 @@ impl Redlock {
         })
     }
 
-    /// Why a round on a token (extend, release) did not reach a majority:
-    /// not held when the token can no longer hold one, else no quorum;
-    /// either way with what each server said.
-    fn not_held_or_no_quorum(
-        &self,
-        key: &LockKey,
-        replies: &Replies<TokenReply>,
-        op: TokenOp,
-    ) -> LockError {
-        let tally: Tally = replies.tally(self.quorum);
-        let said = replies
+    /// What each server said to a token round (release, extend, the
+    /// fencing write), in configuration order.
+    pub(super) fn token_said(&self, replies: &Replies<TokenReply>) -> Vec<(ServerSpec, Said)> {
+        replies
             .answers
             .iter()
             .zip(&self.servers)
@@ -678,7 +671,20 @@ impl Redlock {
                 };
                 (server.spec().clone(), said)
             })
-            .collect();
+            .collect()
+    }
+
+    /// Why a round on a token (extend, release) did not reach a majority:
+    /// not held when the token can no longer hold one, else no quorum;
+    /// either way with what each server said.
+    fn not_held_or_no_quorum(
+        &self,
+        key: &LockKey,
+        replies: &Replies<TokenReply>,
+        op: TokenOp,
+    ) -> LockError {
+        let tally: Tally = replies.tally(self.quorum);
+        let said = self.token_said(replies);
         let round = Box::new(TokenRound { op, said });
         if tally.cannot_hold() {
             return LockError::NotHeld {

@@ -24,6 +24,17 @@ pub enum Wait {
     Forever,
 }
 
+impl Wait {
+    /// When a wait that starts now gives up (`None`: never).
+    pub(super) fn gives_up_at(self) -> Option<BootInstant> {
+        match self {
+            Wait::No => Some(BootInstant::now()),
+            Wait::For(limit) => Some(BootInstant::now() + limit),
+            Wait::Forever => None,
+        }
+    }
+}
+
 /// Takes the lock, retrying after a random delay while `wait` allows, unless
 /// `cancel` resolves first. Then whatever the attempt in flight took is
 /// released, so that a cancelled acquire never leaves a lock behind, and
@@ -79,11 +90,7 @@ async fn acquire(
     in_flight: &InFlight,
     mut on_retry: impl FnMut(u32, &LockError),
 ) -> Result<Lease, LockError> {
-    let give_up_at = match wait {
-        Wait::No => Some(BootInstant::now()),
-        Wait::For(limit) => Some(BootInstant::now() + limit),
-        Wait::Forever => None,
-    };
+    let give_up_at = wait.gives_up_at();
     let mut wakeups: Option<Wakeups> = None;
     let mut attempts = 0;
     loop {

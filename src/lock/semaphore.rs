@@ -44,7 +44,6 @@ use super::notify::{self, Wakeups};
 use super::queue::Ticket;
 use super::retry::{retry_delay, Wait};
 use super::slot::Semaphore;
-use crate::clock::BootInstant;
 
 /// [`super::acquire_or_cancel`] for a semaphore: takes any one free slot,
 /// waiting as `wait` says, unless `cancel` resolves first (then what the
@@ -86,11 +85,7 @@ async fn take_any(
     in_flight: &SlotInFlight,
     mut on_retry: impl FnMut(u32, &LockError),
 ) -> Result<Lease, LockError> {
-    let give_up_at = match wait {
-        Wait::No => Some(BootInstant::now()),
-        Wait::For(limit) => Some(BootInstant::now() + limit),
-        Wait::Forever => None,
-    };
+    let give_up_at = wait.gives_up_at();
     let mut wakeups: Option<Wakeups> = None;
     let mut attempts = 0;
     loop {
