@@ -368,6 +368,7 @@ mod tests {
                     expires_in: None,
                     held_on: Vec::new(),
                     failures: Failures::default(),
+                    every_slot: None,
                 },
                 Exit::Busy,
             ),

@@ -112,6 +112,9 @@ pub enum LockError {
         /// What each server that said so holds, in configuration order.
         held_on: Vec<(ServerSpec, HeldBy)>,
         failures: Failures,
+        /// `--limit`: every slot of this semaphore was busy, and `key` is
+        /// the last slot tried.
+        every_slot: Option<Box<super::slot::Semaphore>>,
     },
     NoQuorum {
         key: LockKey,

@@ -438,6 +438,7 @@ impl Redlock {
                     expires_in: occupied.and_then(|o| o.expires_in),
                     held_on,
                     failures,
+                    every_slot: None,
                 }
             }
         }

@@ -166,6 +166,9 @@ async fn pass(
             Err(error) => return Err(Failed::Final(error)),
         }
     }
+    if let Some(LockError::Busy { every_slot, .. }) = busy.as_mut() {
+        *every_slot = Some(Box::new(semaphore.clone()));
+    }
     let error = busy.or(last).expect("a semaphore has at least one slot");
     Err(Failed::Transient(error, clock))
 }

@@ -391,11 +391,19 @@ fn busy(error: &LockError, form: Form) -> String {
         waiters: count,
         held_by,
         expires_in,
+        every_slot,
         ..
     } = error
     else {
         return String::new();
     };
+    if let (Some(semaphore), Form::Failure) = (every_slot, form) {
+        let slots = match semaphore.limit {
+            1 => format!("the only slot of {} is busy", semaphore.key),
+            k => format!("all {k} slots of {} are busy", semaphore.key),
+        };
+        return format!("{slots}; {}", busy(&without_semaphore(error), form));
+    }
     let total = servers(*total);
     match (held_by, form) {
         (Some(who), Form::Failure) => held(key, who, *expires_in),
@@ -423,6 +431,15 @@ fn busy(error: &LockError, form: Form) -> String {
             format!(", held by another holder on at least {held_elsewhere} of {total}")
         }
     }
+}
+
+/// `error` without its semaphore: what the last busy slot says.
+fn without_semaphore(error: &LockError) -> LockError {
+    let mut error = error.clone();
+    if let LockError::Busy { every_slot, .. } = &mut error {
+        *every_slot = None;
+    }
+    error
 }
 
 /// Why too few servers answered, in words that fit one server as well as
@@ -620,6 +637,7 @@ mod tests {
             expires_in: None,
             held_on: Vec::new(),
             failures: Failures::default(),
+            every_slot: None,
         }
     }
 

@@ -124,10 +124,28 @@ fn all_slots_busy_is_75_and_release_or_extend_find_the_slot_by_token() {
         .redlock()
         .args(["acquire", "-n", "--limit", "3", "jobs"]));
     busy.assert_code(75, "a fourth holder");
+    // It says that every slot is busy, then who holds the last one tried.
     assert!(
-        busy.stdout.is_empty() && busy.stderr.contains("jobs#"),
+        busy.stdout.is_empty()
+            && busy
+                .stderr
+                .starts_with("redlock: all 3 slots of \"jobs\" are busy; \"jobs#")
+            && busy.stderr.contains("\" is held by "),
         "{}",
         busy.stderr
+    );
+    assert_eq!(busy.stderr.lines().count(), 1, "{}", busy.stderr);
+    let json = run(cluster
+        .redlock()
+        .args(["acquire", "-n", "--json", "--limit", "3", "jobs"]));
+    json.assert_code(75, "a fourth holder, in JSON");
+    let message = json.json()["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.starts_with("all 3 slots of \"jobs\" are busy"),
+        "{message}"
     );
 
     let token = |i: usize| held[i]["token"].as_str().unwrap().to_owned();
