@@ -420,6 +420,54 @@ fn acquire_under_the_guard_restarts_after_a_restart_or_an_eviction() {
     assert!((9_000..=10_000).contains(&left), "{left}");
 }
 
+/// How many times INFO ran on `server` since the last `CONFIG RESETSTAT`
+/// (scripts' calls included); the INFO that asks is counted after it.
+fn info_calls(server: &RedisServer) -> u64 {
+    let stats: String = cmd(server, &[b"INFO", b"commandstats"]);
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_info:calls="))
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+}
+
+#[test]
+fn acquire_reads_the_guard_only_where_it_would_write_the_lock() {
+    let server = RedisServer::start();
+    let k = keys("busy");
+    let reset = || {
+        let _: String = cmd(&server, &[b"CONFIG", b"RESETSTAT"]);
+    };
+    // Held by another: no INFO, and no marker written.
+    server.set(&k[0], b"other");
+    reset();
+    let (tag, _) = tagged(run(&server, "acquire", &k, &acquire_args("a", "10000", "", "0")));
+    assert_eq!(tag, "held");
+    assert_eq!(info_calls(&server), 0, "a busy lock read the guard");
+    assert_eq!(server.get(&k[5]), None, "a busy lock wrote the marker");
+    // Free, but another waiter is first in line: no INFO either.
+    let _: i64 = cmd(&server, &[b"DEL", &k[0]]);
+    in_line(&server, &k, "first", 1, NEVER);
+    reset();
+    let (tag, _) = tagged(run(
+        &server,
+        "acquire",
+        &k,
+        &acquire_args("b", "10000", "second", "2"),
+    ));
+    assert_eq!(tag, "queued");
+    assert_eq!(info_calls(&server), 0, "a caller not first read the guard");
+    // Free and the caller's turn: the guard is read, and holds it off.
+    reset();
+    restarting(run(
+        &server,
+        "acquire",
+        &k,
+        &acquire_args("c", "10000", "first", "1"),
+    ));
+    assert_eq!(info_calls(&server), 2, "INFO server and INFO stats");
+    assert!(server.get(&k[5]).is_some(), "the marker");
+}
+
 #[test]
 fn acquire_refuses_a_marker_of_another_type() {
     let server = RedisServer::start();

@@ -1,7 +1,8 @@
 -- requires: guard holder queue fence reader_records shared
--- Take the lock: SET key token NX PX ttl, unless this server may have lost
--- locks within the restart guard (ARGV[3] ms, 0 turns it off; the marker is
--- KEYS[6]), or others are in line before the caller; and write the holder
+-- Take the lock: SET key token NX PX ttl, unless others are in line before
+-- the caller, or this server may have lost locks within the restart guard
+-- (ARGV[3] ms, 0 turns it off; the marker is KEYS[6]), read only when the
+-- lock is free for the caller; and write the holder
 -- record ARGV[4] beside it. Deciding it here costs no extra round trip
 -- (restart_guard comes from guard.lua, the holder functions from
 -- holder.lua, the line from queue.lua).
@@ -19,10 +20,6 @@
 -- holds it, {"held", occupant()}. The clock is this server's in ms (false
 -- without TIME): a waiter takes its place in line by the servers' clocks,
 -- not its own. lock/scripts/acquire.rs parses the reply.
-local restarting = restart_guard(tonumber(ARGV[3]), KEYS[6])
-if restarting then
-  return restarting
-end
 local ticket = ARGV[5]
 local linger = tonumber(ARGV[7])
 local now = now_ms()
@@ -35,6 +32,16 @@ if first ~= nil and first ~= ticket and lock_free(now)
   first = nil
 end
 if first == nil or first == ticket then
+  -- The restart guard (two INFO calls) is read only where the lock would
+  -- be written: a busy lock, a caller not first in line and a retried
+  -- request that finds its own token cost it nothing. A server counts
+  -- only through a SET (or ZADD) made here or a token of ours it kept, and
+  -- the guard stands in front of every such write; a marker written later
+  -- only starts the guard later.
+  local restarting = lock_takeable(now) and restart_guard(tonumber(ARGV[3]), KEYS[6])
+  if restarting then
+    return restarting
+  end
   if take_lock(now) then
     redis.pcall("DEL", KEYS[5])
     -- A waiter's ticket stands in line here too: if this attempt wins only

@@ -88,6 +88,21 @@ local function take_lock(now)
   return true
 end
 
+-- Whether take_lock(now) would take this server: KEYS[1] absent and, for
+-- an exclusive attempt, no live reader, or for a shared one no key of
+-- another type where the readers go. Writes nothing but the lapsed
+-- readers' removal.
+local function lock_takeable(now)
+  if redis.call("TYPE", KEYS[1])["ok"] ~= "none" then
+    return false
+  end
+  if ARGV[9] ~= "1" then
+    return live_readers(now) == 0
+  end
+  local kind = redis.call("TYPE", KEYS[9])["ok"]
+  return kind == "none" or kind == "zset"
+end
+
 -- For a shared attempt whose line has `first` at its head: the first
 -- writer's ticket ahead of this caller's `ticket` (anywhere in line for a
 -- caller without one), or nil when only readers are ahead: a run of
