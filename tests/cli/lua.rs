@@ -14,9 +14,9 @@ use crate::support::RedisServer;
 const GUARD_OFF: &str = "0";
 
 /// The script `name` as redlock sends it: the preludes its first line
-/// (`-- requires: …`) names, in order, then the script itself. The same
-/// rule as `src/lock/scripts/source.rs`, read from the files on disk so
-/// that the test needs nothing of the crate.
+/// (`-- requires: …`) names, in order, then the script itself, without
+/// comment lines. The same rules as `src/lock/scripts/source.rs`, read
+/// from the files on disk so that the test needs nothing of the crate.
 fn script(name: &str) -> String {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lock/scripts");
     let read = |file: &str| {
@@ -31,7 +31,13 @@ fn script(name: &str) -> String {
         .unwrap_or_else(|| panic!("{name}.lua does not start with '-- requires:'"));
     let mut source: String = preludes.split_whitespace().map(read).collect();
     source.push_str(&body);
+    // Comment lines, blank lines and indentation are left out.
     source
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("--"))
+        .flat_map(|line| [line, "\n"])
+        .collect()
 }
 
 /// EVAL of the script `name` with `keys` and `args`.
@@ -440,7 +446,12 @@ fn acquire_reads_the_guard_only_where_it_would_write_the_lock() {
     // Held by another: no INFO, and no marker written.
     server.set(&k[0], b"other");
     reset();
-    let (tag, _) = tagged(run(&server, "acquire", &k, &acquire_args("a", "10000", "", "0")));
+    let (tag, _) = tagged(run(
+        &server,
+        "acquire",
+        &k,
+        &acquire_args("a", "10000", "", "0"),
+    ));
     assert_eq!(tag, "held");
     assert_eq!(info_calls(&server), 0, "a busy lock read the guard");
     assert_eq!(server.get(&k[5]), None, "a busy lock wrote the marker");
