@@ -288,7 +288,8 @@ impl Redlock {
 
     /// One Redlock round: `SET key token NX PX ttl` on every server at once,
     /// deciding as soon as a majority agreed or no longer can. On failure the
-    /// key is released everywhere, including servers that did not answer.
+    /// key is released wherever it may be, servers that did not answer
+    /// included ([`Self::may_hold`]).
     /// A waiter passes its `ticket`: it stands in line while the lock is
     /// busy, and takes the lock only when first in line. Without one, the
     /// lock is taken only when nobody stands in line. Also returns the
@@ -328,13 +329,15 @@ impl Redlock {
             Ok(lease) => return (Ok(lease), clock),
             Err(too_slow) => too_slow,
         };
-        // Unlock-all: a server that timed out may still have taken the key.
+        // Unlock wherever the key may be: a server that timed out may still
+        // have taken it.
         // If a majority refuses it (an ACL without GET or DEL), every attempt
         // would leave its key behind: no retry can work, so say so.
         // Not announced: contenders that split the vote would all wake and
         // retry in lockstep; the random poll is what sets them apart.
-        let unlocked = self.release_round(key, token, false).await;
-        let unlock_failures = Failures(unlocked.failures(&self.servers));
+        let may_hold = self.may_hold(&replies);
+        let unlocked = self.release_round(&may_hold, key, token, false).await;
+        let unlock_failures = Failures(unlocked.failures(&may_hold));
         if let Some(refused) = unlock_failures.refusal(key, self.len(), self.quorum) {
             return (Err(refused), clock);
         }
@@ -489,7 +492,7 @@ impl Redlock {
     /// [`round`]), so that the delete has reached them before the process
     /// exits; a server hung before its handshake is not waited for.
     pub async fn release(&self, key: &LockKey, token: &Token) -> Result<Released, LockError> {
-        let replies = self.release_round(key, token, true).await;
+        let replies = self.release_round(&self.servers, key, token, true).await;
         let tally = replies.tally(self.quorum);
         if tally.succeeded() {
             return Ok(Released {
@@ -564,10 +567,28 @@ impl Redlock {
             .collect()
     }
 
-    /// Compare-and-delete on every server; `announce` publishes each delete
+    /// The servers a failed attempt may have left its key on: all but those
+    /// whose script answered that it did not take the lock (busy, queued,
+    /// restarting). That answer is the script's, run whole, and nothing
+    /// resends the request once answered; so a waiter's failed attempt
+    /// costs busy servers no second script call. A server that took it,
+    /// failed or has not answered yet gets the compare-and-delete, behind
+    /// the SET on the same connection.
+    fn may_hold(&self, replies: &Replies<SetReply>) -> Vec<Arc<Server>> {
+        replies
+            .answers
+            .iter()
+            .zip(&self.servers)
+            .filter(|(answer, _)| !matches!(answer, Some(Ok(reply)) if !reply.is_yes()))
+            .map(|(_, server)| Arc::clone(server))
+            .collect()
+    }
+
+    /// Compare-and-delete on `servers`; `announce` publishes each delete
     /// to the waiters (notify.rs).
     async fn release_round(
         &self,
+        servers: &[Arc<Server>],
         key: &LockKey,
         token: &Token,
         announce: bool,
@@ -583,7 +604,7 @@ impl Redlock {
         let request =
             move |mut connection: Connection| async move { connection.invoke(&call).await };
         let quorum = self.quorum;
-        round(&self.servers, request, move |replies| {
+        round(servers, request, move |replies| {
             if replies.tally(quorum).is_decided() {
                 Progress::Settled
             } else {
@@ -609,11 +630,12 @@ impl Redlock {
                 (false, _) => Progress::Undecided,
                 (true, true) => Progress::Settled,
                 (true, false) if inconclusive => Progress::Undecided,
-                // Failed for servers that failed: the others get the grace
-                // a settled round gives them, so that the error counts every
-                // server that is down, not just the first that made a
-                // majority impossible.
-                (true, false) if tally.failed > 0 && replies.pending() > 0 => Progress::Settled,
+                // Failed: the others get the grace a settled round gives
+                // them, so that the error counts every server that is down,
+                // not just the first that made a majority impossible, and
+                // a failed attempt knows which servers did not take its key
+                // and need no compare-and-delete (Self::may_hold).
+                (true, false) if replies.pending() > 0 => Progress::Settled,
                 (true, false) => Progress::Failed,
             }
         })

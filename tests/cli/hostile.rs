@@ -102,18 +102,6 @@ fn a_huge_holder_record_is_ignored_not_a_timeout() {
     out.assert_code(0, "list with a 50 MB record");
 }
 
-/// Script calls (EVAL and EVALSHA) `server` has served so far.
-fn script_calls(server: &RedisServer) -> u64 {
-    ["cmdstat_evalsha", "cmdstat_eval"]
-        .iter()
-        .filter_map(|name| server.info_field("commandstats", name))
-        .map(|stats| {
-            let calls = stats.split(',').find_map(|f| f.strip_prefix("calls="));
-            calls.and_then(|n| n.parse::<u64>().ok()).unwrap_or(0)
-        })
-        .sum()
-}
-
 #[test]
 fn a_publish_flood_costs_a_waiter_a_bounded_rate_of_attempts() {
     let cluster = Cluster::start(3);
@@ -142,11 +130,19 @@ fn a_publish_flood_costs_a_waiter_a_bounded_rate_of_attempts() {
         }
         published
     });
-    let before: Vec<u64> = cluster.servers.iter().map(script_calls).collect();
+    let before: Vec<u64> = cluster
+        .servers
+        .iter()
+        .map(RedisServer::script_calls)
+        .collect();
     let started = Instant::now();
     let out = run(cluster.redlock().args(["acquire", "-w", "3s", "flooded"]));
     let waited = started.elapsed();
-    let after: Vec<u64> = cluster.servers.iter().map(script_calls).collect();
+    let after: Vec<u64> = cluster
+        .servers
+        .iter()
+        .map(RedisServer::script_calls)
+        .collect();
     stop.store(true, Ordering::SeqCst);
     let published = flooder.join().unwrap();
     out.assert_code(75, "the lock stays busy");

@@ -37,6 +37,7 @@ mod secrets;
 mod semaphore;
 mod server_errors;
 mod server_sources;
+mod server_work;
 mod shared;
 mod snapshots;
 mod status;

@@ -163,7 +163,7 @@ fn a_caller_that_does_not_wait_never_cuts_in_line() {
     out.assert_code(75, "-n does not cut in");
     assert!(
         out.stderr.contains(
-            "\"line\" is free, but 1 waiter is in line for it (on at least 2 of 3 servers)"
+            "\"line\" is free, but 1 waiter is in line for it (on at least 3 of 3 servers)"
         ),
         "{}",
         out.stderr

@@ -379,6 +379,24 @@ impl RedisServer {
             .map(|value| value.trim().to_owned())
     }
 
+    /// Script calls (EVAL and EVALSHA) this server has served since it
+    /// started or its last [`Self::reset_stats`].
+    pub fn script_calls(&self) -> u64 {
+        ["cmdstat_evalsha", "cmdstat_eval"]
+            .iter()
+            .filter_map(|name| self.info_field("commandstats", name))
+            .map(|stats| {
+                let calls = stats.split(',').find_map(|f| f.strip_prefix("calls="));
+                calls.and_then(|n| n.parse::<u64>().ok()).unwrap_or(0)
+            })
+            .sum()
+    }
+
+    /// `CONFIG RESETSTAT`: the command counts start again from zero.
+    pub fn reset_stats(&self) {
+        let _: String = self.query(redis::cmd("CONFIG").arg("RESETSTAT"), "CONFIG RESETSTAT");
+    }
+
     /// Puts a waiter's ticket `id` (arrived at `score` ms) in the line of
     /// the lock `name`, lapsing far in the future: a waiter in line as
     /// redlock's acquire script keeps it (lock/scripts/queue.lua).
