@@ -25,11 +25,19 @@ pub enum Keeping<'a> {
     Retrying(&'a LockError),
 }
 
+/// How long a new holder record waits for the next extension before one is
+/// made for it: a command that ends sooner (a short job in a loop) costs
+/// the servers no extra round, and one that runs longer is named in the
+/// record a second after it started.
+const RECORD_WITHIN: Duration = Duration::from_secs(1);
+
 /// Extends `lease` every [`interval`] and publishes each new deadline on
 /// `deadlines`; retries a failed extension after a short pause. `on_event`
-/// hears of each extension and each failure. A new holder record on `holder` is written at once, with
-/// an extension. Returns only when a majority says the token is gone, or
-/// when the servers refuse the extension in a way no retry can fix.
+/// hears of each extension and each failure. A new holder record on
+/// `holder` is written with the next extension, made at most
+/// [`RECORD_WITHIN`] later. Returns only when a majority says the token is
+/// gone, or when the servers refuse the extension in a way no retry can
+/// fix.
 pub async fn keep(
     redlock: &Redlock,
     lease: &Lease,
@@ -39,13 +47,15 @@ pub async fn keep(
 ) -> LockError {
     let interval = interval(lease.ttl);
     let retry = (lease.ttl / 20).clamp(Duration::from_millis(10), Duration::from_millis(250));
-    let mut pause = interval;
+    let mut next = tokio::time::Instant::now() + interval;
     let mut record = None;
     loop {
         tokio::select! {
-            () = tokio::time::sleep(pause) => {}
+            () = tokio::time::sleep_until(next) => {}
             Ok(()) = holder.changed(), if record.is_none() => {
                 record = holder.borrow_and_update().clone();
+                next = next.min(tokio::time::Instant::now() + RECORD_WITHIN);
+                continue;
             }
         }
         let extended = redlock
@@ -55,14 +65,14 @@ pub async fn keep(
             Ok(extended) => {
                 deadlines.send_replace(extended.deadline);
                 on_event(Keeping::Extended);
-                pause = interval;
+                next = tokio::time::Instant::now() + interval;
                 // Written: later extensions only follow the lock's expiry.
                 record = None;
             }
             Err(err @ (LockError::NotHeld { .. } | LockError::Refused { .. })) => return err,
             Err(err) => {
                 on_event(Keeping::Retrying(&err));
-                pause = retry;
+                next = tokio::time::Instant::now() + retry;
             }
         }
     }
