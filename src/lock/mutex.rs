@@ -119,6 +119,15 @@ impl Vote for SetReply {
     }
 }
 
+/// What a compare-and-delete undoes.
+#[derive(Debug, Clone, Copy)]
+enum Undo<'a> {
+    /// A lock held: waiters hear of it.
+    Hold,
+    /// A failed attempt, by a waiter with this ticket (if it has one).
+    Attempt(Option<&'a Ticket>),
+}
+
 /// The configured masters and the protocol over them.
 pub struct Redlock {
     pub(super) servers: Vec<Arc<Server>>,
@@ -311,7 +320,7 @@ impl Redlock {
             guard_ms: ttl_millis(self.restart_guard),
             record: self.record(token, None),
             ticket: ticket.map(|t| (t.id.clone(), t.score)),
-            linger_ms: ttl_millis(queue::LINGER),
+            linger_ms: ttl_millis(queue::linger()),
             fence: self.fence,
             shared: self.shared,
         };
@@ -333,10 +342,10 @@ impl Redlock {
         // have taken it.
         // If a majority refuses it (an ACL without GET or DEL), every attempt
         // would leave its key behind: no retry can work, so say so.
-        // Not announced: contenders that split the vote would all wake and
-        // retry in lockstep; the random poll is what sets them apart.
+        // Not announced (Undo::Attempt).
         let may_hold = self.may_hold(&replies);
-        let unlocked = self.release_round(&may_hold, key, token, false).await;
+        let undo = Undo::Attempt(ticket);
+        let unlocked = self.release_round(&may_hold, key, token, undo).await;
         let unlock_failures = Failures(unlocked.failures(&may_hold));
         if let Some(refused) = unlock_failures.refusal(key, self.len(), self.quorum) {
             return (Err(refused), clock);
@@ -345,12 +354,23 @@ impl Redlock {
         (Err(error), clock)
     }
 
-    /// Takes `ticket` out of `key`'s line on every server. Like a decided
+    /// Takes `ticket` out of `key`'s line on every server but those in
+    /// `left_on`, where the attempt that took the lock took it out
+    /// already (acquire.lua). Like a decided
     /// round, it waits for a majority's replies and then only for the
     /// requests to be written: a hung minority must not cost every waiter
     /// that got the lock, gave up or was interrupted a server timeout, and
     /// a majority without the ticket lets the next waiter go first.
-    pub async fn leave_line(&self, key: &LockKey, ticket: &Ticket) {
+    pub async fn leave_line(&self, key: &LockKey, ticket: &Ticket, left_on: &[ServerSpec]) {
+        let servers: Vec<Arc<Server>> = self
+            .servers
+            .iter()
+            .filter(|server| !left_on.iter().any(|spec| spec.is(server.spec())))
+            .cloned()
+            .collect();
+        if servers.is_empty() {
+            return;
+        }
         let call = Leave {
             keys: self.keys_of(key),
             ticket: ticket.id.clone(),
@@ -362,9 +382,9 @@ impl Redlock {
         };
         let request =
             move |mut connection: Connection| async move { connection.invoke(&call).await };
-        let quorum = self.quorum;
-        round(&self.servers, request, move |replies| {
-            if replies.answers.len() - replies.pending() >= quorum {
+        let enough = self.quorum.min(servers.len());
+        round(&servers, request, move |replies| {
+            if replies.answers.len() - replies.pending() >= enough {
                 Progress::Settled
             } else {
                 Progress::Undecided
@@ -492,7 +512,9 @@ impl Redlock {
     /// [`round`]), so that the delete has reached them before the process
     /// exits; a server hung before its handshake is not waited for.
     pub async fn release(&self, key: &LockKey, token: &Token) -> Result<Released, LockError> {
-        let replies = self.release_round(&self.servers, key, token, true).await;
+        let replies = self
+            .release_round(&self.servers, key, token, Undo::Hold)
+            .await;
         let tally = replies.tally(self.quorum);
         if tally.succeeded() {
             return Ok(Released {
@@ -584,21 +606,29 @@ impl Redlock {
             .collect()
     }
 
-    /// Compare-and-delete on `servers`; `announce` publishes each delete
-    /// to the waiters (notify.rs).
+    /// Compare-and-delete on `servers`, undoing a hold (announced to the
+    /// waiters, notify.rs) or a failed attempt (not announced: contenders
+    /// that split the vote would all wake and retry in lockstep; a waiter's
+    /// ticket goes back in line).
     async fn release_round(
         &self,
         servers: &[Arc<Server>],
         key: &LockKey,
         token: &Token,
-        announce: bool,
+        undo: Undo<'_>,
     ) -> Replies<TokenReply> {
         let call = Release {
             keys: self.keys_of(key),
             token: token.as_str().to_owned(),
-            channel: match announce {
-                true => notify::channel(key),
-                false => Vec::new(),
+            channel: match undo {
+                Undo::Hold => notify::channel(key),
+                Undo::Attempt(_) => Vec::new(),
+            },
+            back_in_line: match undo {
+                Undo::Attempt(Some(ticket)) => {
+                    Some((ticket.id.clone(), ticket.score, ttl_millis(queue::linger())))
+                }
+                _ => None,
             },
         };
         let request =

@@ -20,6 +20,18 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// a dead one delays the next by at most this, whatever the options.
 pub const LINGER: Duration = Duration::from_secs(1);
 
+/// [`LINGER`], unless a test set it (debug builds only,
+/// `REDLOCK_TEST_LINGER_MS`): with a long linger and a long poll, waiters
+/// stand in line without coming back, and a test can count what a release
+/// alone makes the servers do.
+pub fn linger() -> Duration {
+    cfg!(debug_assertions)
+        .then(|| std::env::var("REDLOCK_TEST_LINGER_MS").ok())
+        .flatten()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(LINGER, Duration::from_millis)
+}
+
 /// One waiter's place in line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ticket {

@@ -66,10 +66,14 @@ pub async fn acquire_or_cancel<C: Future>(
         }
     };
     if let Some(ticket) = &in_flight.ticket() {
-        // The scripts keep the ticket where they took the lock, so that an
-        // attempt that won only a minority keeps its place everywhere; the
-        // line is left here, however the wait ended.
-        redlock.leave_line(key, ticket).await;
+        // The attempt that took the lock took the ticket out of line where
+        // it took the lock; the line is left everywhere else, however the
+        // wait ended.
+        let left_on = match &outcome {
+            Ok(Ok(lease)) if !redlock.shared => lease.held_on.as_slice(),
+            _ => &[],
+        };
+        redlock.leave_line(key, ticket, left_on).await;
     }
     outcome
 }

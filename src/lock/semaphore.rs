@@ -70,7 +70,7 @@ pub async fn acquire_slot_or_cancel<C: Future>(
     };
     if let Some(ticket) = in_flight.ticket() {
         for key in semaphore.slot_keys() {
-            redlock.leave_line(&key, &ticket).await;
+            redlock.leave_line(&key, &ticket, &[]).await;
         }
     }
     outcome

@@ -27,6 +27,12 @@ struct Spec {
 pub struct SpecError(pub(super) String);
 
 impl ServerSpec {
+    /// Whether `other` is this very server of the configuration (a clone
+    /// of its spec), not another entry that happens to read the same.
+    pub fn is(&self, other: &ServerSpec) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
     /// Parses `redis://`, `rediss://` (TLS) and `redis+unix://` URLs, with
     /// `user:password@` and a `/db` number; a bare `host:port` means `redis://`.
     pub fn parse(raw: &str) -> Result<Self, SpecError> {

@@ -289,17 +289,32 @@ fn acquire_keeps_a_free_lock_for_the_first_in_line() {
     assert_eq!(server.get(&k[0]).as_deref(), Some(&b"first"[..]));
     assert_eq!(
         line(&server, &k),
-        ["t-100", "t-200", "t-300"],
-        "the taker keeps its place until its attempt won a majority"
+        ["t-200", "t-300"],
+        "the taker leaves the line where it takes the lock"
     );
+    // An attempt that won too few servers is undone, and its ticket is
+    // back in its place before the lock is free again.
+    assert_eq!(
+        run(
+            &server,
+            "release",
+            &k,
+            &["first", "", "t-100", "100", "1000"]
+        ),
+        Value::Int(1)
+    );
+    assert_eq!(server.get(&k[0]), None);
+    assert_eq!(line(&server, &k), ["t-100", "t-200", "t-300"]);
 }
 
-/// A waiter that takes the lock on a server stands in line there too, so
-/// that if its attempt fails elsewhere every server still has its place.
+/// A writer that takes the lock on a server leaves the line there (the
+/// undo of a failed attempt puts it back); a reader stays in line until it
+/// leaves everywhere, since its leaving wakes the readers behind it.
 #[test]
-fn a_waiter_that_takes_the_lock_stands_in_line_there_too() {
+fn a_writer_leaves_the_line_where_it_takes_the_lock_and_a_reader_stays() {
     let server = RedisServer::start();
     let k = keys("taken-here");
+    in_line(&server, &k, "t-1", 1, NEVER);
     let taken = run(
         &server,
         "acquire",
@@ -307,7 +322,13 @@ fn a_waiter_that_takes_the_lock_stands_in_line_there_too() {
         &acquire_args("mine", GUARD_OFF, "t-1", "1"),
     );
     assert_eq!(taken, Value::Int(1));
-    assert_eq!(line(&server, &k), ["t-1"]);
+    assert!(line(&server, &k).is_empty());
+    // A reader (ARGV[8] fenced "0", ARGV[9] shared "1") keeps its place.
+    let readers = keys("read-here");
+    let mut args = acquire_args("r", GUARD_OFF, "t-2-shared", "2").to_vec();
+    args.extend(["0", "1"]);
+    assert_eq!(run(&server, "acquire", &readers, &args), Value::Int(1));
+    assert_eq!(line(&server, &readers), ["t-2-shared"]);
     // A caller without a ticket stands nowhere.
     let other = keys("no-ticket");
     let taken = run(

@@ -3,7 +3,11 @@
 //! is measured by scripts/bench, never here; these tests check how many
 //! times the scripts run, which is behaviour.
 
-use crate::support::{acquire, run, Cluster};
+use std::process::Stdio;
+use std::thread;
+use std::time::Duration;
+
+use crate::support::{acquire, proc_state, run, wait_until, Cluster, Running};
 
 #[test]
 fn a_failed_attempt_on_a_busy_lock_costs_each_server_one_script_call() {
@@ -21,4 +25,103 @@ fn a_failed_attempt_on_a_busy_lock_costs_each_server_one_script_call() {
     // The attempt, and no compare-and-delete where the script said that
     // it did not take the lock.
     assert_eq!(calls, [1, 1, 1], "script calls per server");
+}
+
+/// How many clients listen for releases of `name` on every server.
+fn listening_everywhere(cluster: &Cluster, name: &str, count: i64) -> bool {
+    let channel = [name.as_bytes(), b"\0released"].concat();
+    cluster
+        .servers
+        .iter()
+        .all(|server| server.subscribers(&channel) == count)
+}
+
+/// Waits until one of `waiters` has exited and returns it; panics after
+/// 10s.
+fn first_to_exit(waiters: &mut Vec<Running>) -> Running {
+    let mut exited = None;
+    let found = wait_until(Duration::from_secs(10), || {
+        exited = waiters
+            .iter()
+            .position(|w| proc_state(w.id() as i32).is_none_or(|state| state == 'Z'));
+        exited.is_some()
+    });
+    assert!(found, "no waiter took the released lock");
+    waiters.swap_remove(exited.unwrap())
+}
+
+#[test]
+fn a_hand_off_among_eight_waiters_costs_each_server_two_script_calls() {
+    let cluster = Cluster::start(3);
+    let mut token = acquire(&cluster, "herd", &[]);
+    // Waiters that stand in line without coming back (a long poll and a
+    // long linger): only a release moves them.
+    let mut waiters: Vec<Running> = (0..8)
+        .map(|_| {
+            Running::spawn(
+                cluster
+                    .redlock()
+                    .args(["acquire", "-w", "60s", "herd"])
+                    .env("REDLOCK_TEST_POLL_DELAY_MS", "60000")
+                    .env("REDLOCK_TEST_LINGER_MS", "120000")
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped()),
+            )
+        })
+        .collect();
+    let ready = wait_until(Duration::from_secs(20), || {
+        cluster.in_line_everywhere("herd", 8) && listening_everywhere(&cluster, "herd", 8)
+    });
+    assert!(ready, "8 waiters in line and listening\n{}", cluster.logs());
+    for round in 0..3 {
+        for server in &cluster.servers {
+            server.reset_stats();
+        }
+        run(cluster.redlock().args(["release", "herd", &token])).assert_code(0, "release");
+        let winner = first_to_exit(&mut waiters).finish(Duration::from_secs(5));
+        winner.assert_code(0, "the first in line");
+        token = winner.stdout.trim().to_owned();
+        // Whatever the release set off has happened by now.
+        thread::sleep(Duration::from_millis(300));
+        let calls: Vec<u64> = cluster
+            .servers
+            .iter()
+            .map(|server| server.script_calls())
+            .collect();
+        // The release, and the one attempt of the waiter whose turn it
+        // was: the others stay asleep, and the winner left the line where
+        // it took the lock.
+        assert_eq!(
+            calls,
+            [2, 2, 2],
+            "hand-off {round}: script calls per server"
+        );
+        assert!(cluster.in_line_everywhere("herd", 7 - round));
+    }
+}
+
+#[test]
+fn an_exec_whose_command_ends_at_once_costs_each_server_two_script_calls() {
+    let cluster = Cluster::start(3);
+    // Once, so that the servers have every script cached either way.
+    run(cluster
+        .redlock()
+        .args(["exec", "-n", "quick", "--", "true"]))
+    .assert_code(0, "exec");
+    for server in &cluster.servers {
+        server.reset_stats();
+    }
+    run(cluster
+        .redlock()
+        .args(["exec", "-n", "quick", "--", "true"]))
+    .assert_code(0, "exec");
+    let calls: Vec<u64> = cluster
+        .servers
+        .iter()
+        .map(|server| server.script_calls())
+        .collect();
+    // The attempt and the release: the command's pid would join the holder
+    // record with an extension a second after it started, and it was gone
+    // by then.
+    assert_eq!(calls, [2, 2, 2], "script calls per server");
 }

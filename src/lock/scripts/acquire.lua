@@ -44,14 +44,19 @@ if first == nil or first == ticket then
   end
   if take_lock(now) then
     redis.pcall("DEL", KEYS[5])
-    -- A waiter's ticket stands in line here too: if this attempt wins only
-    -- some servers, it is released everywhere and tried again, and it must
-    -- find its place on every server, or the servers' lines disagree and
-    -- no waiter is first on a majority (with 2 of 5 servers down, every
-    -- live one must agree). The waiter leaves the line once it holds the
-    -- lock (lock/retry.rs).
-    if ticket ~= "" and now then
+    -- The waiter leaves the line where it takes the lock, which saves the
+    -- winner a round: while its key is here nobody else can take this
+    -- server, and if the attempt wins too few servers, the compare-and-
+    -- delete that undoes it puts the ticket back in its place (release.lua)
+    -- before the lock is free here again, so the servers' lines still
+    -- agree (with 2 of 5 servers down, every live one must). A server that
+    -- did not take it is left by the winner afterwards (lock/retry.rs).
+    -- A reader stays in line until it leaves everywhere: its leaving is
+    -- what wakes the readers behind it (leave.lua).
+    if ticket ~= "" and ARGV[9] == "1" and now then
       stand_in_line(ticket, ARGV[6], tonumber(now), linger)
+    elseif ticket ~= "" then
+      leave_line(ticket)
     end
     return taken_reply()
   end

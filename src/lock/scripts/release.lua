@@ -7,9 +7,17 @@
 -- the channel) must not fail the release. The message is the ticket of
 -- the waiter first in line (first_in_line, queue.lua), or empty when nobody
 -- stands in line: only that waiter can take the lock, so only it tries at
--- once, and the others wait for their turn. Returns 1 deleted, else as
--- not_held_reply says: 0 the key is gone, 2 another value holds it
+-- once, and the others wait for their turn. Undoing a failed attempt, the
+-- waiter's ticket ARGV[3] (score ARGV[4], lingering ARGV[5] ms) goes back
+-- in line, where the attempt took it out (acquire.lua). Returns 1 deleted,
+-- else as not_held_reply says: 0 the key is gone, 2 another value holds it
 -- (lock/scripts/token.rs parses it).
+if ARGV[3] and ARGV[3] ~= "" then
+  local now = now_ms()
+  if now then
+    stand_in_line(ARGV[3], ARGV[4], tonumber(now), tonumber(ARGV[5]))
+  end
+end
 local state = token_state()
 if type(state) == "table" then
   return state

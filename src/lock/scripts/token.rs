@@ -24,6 +24,9 @@ pub struct Release {
     pub token: String,
     /// Where the delete is announced to waiters (empty: not announced).
     pub channel: Vec<u8>,
+    /// Undoing a waiter's failed attempt: its ticket and score, put back in
+    /// line for the linger (ms), as the attempt found them.
+    pub back_in_line: Option<(String, u64, u64)>,
 }
 
 /// Pushes the lock's expiry out to `ttl_ms` from now if it holds `token`.
@@ -49,7 +52,13 @@ impl Invocation for Release {
     }
 
     fn args(&self) -> Vec<Vec<u8>> {
-        vec![self.token.clone().into_bytes(), self.channel.clone()]
+        let mut args = vec![self.token.clone().into_bytes(), self.channel.clone()];
+        if let Some((ticket, score, linger_ms)) = &self.back_in_line {
+            args.push(ticket.clone().into_bytes());
+            args.push(score.to_string().into_bytes());
+            args.push(linger_ms.to_string().into_bytes());
+        }
+        args
     }
 
     fn parse(&self, reply: Value) -> Result<TokenReply, ProtocolError> {
@@ -123,8 +132,17 @@ mod tests {
             keys: keys.clone(),
             token: "tok".into(),
             channel: b"ch".to_vec(),
+            back_in_line: None,
         };
         assert_eq!(release.args(), [b"tok".to_vec(), b"ch".to_vec()]);
+        let undo = Release {
+            back_in_line: Some(("0012-ab".into(), 12, 1000)),
+            ..release
+        };
+        assert_eq!(
+            undo.args(),
+            [&b"tok"[..], b"ch", b"0012-ab", b"12", b"1000"].map(<[u8]>::to_vec)
+        );
         let extend = Extend {
             keys,
             token: "tok".into(),
