@@ -382,7 +382,10 @@ impl Redlock {
         };
         let request =
             move |mut connection: Connection| async move { connection.invoke(&call).await };
-        let enough = self.quorum.min(servers.len());
+        // The servers the ticket already left count as answered.
+        let enough = self
+            .quorum
+            .saturating_sub(self.servers.len() - servers.len());
         round(&servers, request, move |replies| {
             if replies.answers.len() - replies.pending() >= enough {
                 Progress::Settled

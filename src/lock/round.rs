@@ -147,13 +147,16 @@ where
         answers: servers.iter().map(|_| None).collect(),
         arrival: Vec::with_capacity(servers.len()),
     };
-    let mut outcome = Progress::Undecided;
-    while let Some((index, reply)) = arrivals.recv().await {
+    // A round over fewer servers than a quorum (the clean-up of a failed
+    // attempt on the servers still silent) may be decided before anyone
+    // answers: it only has to be written.
+    let mut outcome = progress(&replies);
+    while outcome == Progress::Undecided {
+        let Some((index, reply)) = arrivals.recv().await else {
+            break;
+        };
         replies.record(index, reply);
         outcome = progress(&replies);
-        if outcome != Progress::Undecided {
-            break;
-        }
     }
     if outcome == Progress::Settled {
         // The fault margin: the request should be on every healthy server
