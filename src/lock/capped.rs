@@ -5,7 +5,11 @@
 //!
 //! What counts is what is read since the last request was written: one
 //! request is in flight per server at a time, so that is its reply. Plain,
-//! TLS and Unix connections all read through it (`Server::open`).
+//! TLS and Unix connections all read through it (`Server::open`), and so
+//! do a waiter's subscriptions (listening.rs): there the messages pushed
+//! since the last request count too, so a flood of them breaks the
+//! connection: the next request opens another, and that server is left to
+//! the poll.
 
 use std::io;
 use std::pin::Pin;

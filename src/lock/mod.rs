@@ -13,6 +13,7 @@ mod holder;
 mod inspection;
 mod keeper;
 mod key;
+mod listening;
 mod listing;
 mod mutex;
 mod notify;

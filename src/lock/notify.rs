@@ -5,12 +5,9 @@
 //! an ACL without SUBSCRIBE), a connection that drops, an expiry or a client
 //! that does not publish are all left to the poll in `retry.rs`.
 
-use std::future::poll_fn;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_core::Stream;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -100,11 +97,12 @@ enum Event {
     Released(usize, Vec<u8>),
 }
 
-/// The subscriptions of one waiter, one connection per server, and what
-/// they reported since the current attempt started.
+/// The subscriptions of one waiter, one a server (on the connection its
+/// attempts use where the server speaks RESP3, else on one of their own:
+/// listening.rs), and what they reported since the current attempt started.
 pub struct Wakeups {
     events: mpsc::UnboundedReceiver<Event>,
-    /// The listeners; dropping them closes the connections.
+    /// The listeners; dropping them ends the subscriptions.
     _listeners: JoinSet<()>,
     /// Subscriptions neither confirmed nor failed yet.
     unsettled: usize,
@@ -129,8 +127,8 @@ impl Wakeups {
         Self::subscribe_all(servers, vec![channel(key)])
     }
 
-    /// Subscribes to every one of `channels` on every server, one
-    /// connection a server, in the background: a release on any of them
+    /// Subscribes to every one of `channels` on every server, in the
+    /// background: a release on any of them
     /// wakes the waiter (a semaphore's slots, semaphore.rs).
     pub fn subscribe_all(servers: &[Arc<Server>], channels: Vec<Vec<u8>>) -> Self {
         let (sender, events) = mpsc::unbounded_channel();
@@ -147,9 +145,7 @@ impl Wakeups {
                     }
                 };
                 let _ = sender.send(Event::Listening(index));
-                while let Some(message) = poll_fn(|cx| Pin::new(&mut messages).poll_next(cx)).await
-                {
-                    let turn = message.get_payload_bytes().to_vec();
+                while let Some(turn) = messages.next().await {
                     if sender.send(Event::Released(index, turn)).is_err() {
                         return;
                     }

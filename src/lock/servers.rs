@@ -8,15 +8,17 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use redis::aio::{MultiplexedConnection, PubSubStream};
+use redis::aio::{MultiplexedConnection, PubSub};
 use redis::{
-    AsyncConnectionConfig, ConnectionAddr, ErrorKind, FromRedisValue, RedisError, ServerErrorKind,
+    AsyncConnectionConfig, ConnectionAddr, ErrorKind, FromRedisValue, ProtocolVersion, PushInfo,
+    RedisConnectionInfo, RedisError, ServerErrorKind,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::Mutex;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, Mutex};
 
 use super::capped::{Capped, MOST_PER_REPLY};
 use super::key::{escape_and_cut, SERVER_TEXT_SHOWN};
+use super::listening::Listening;
 use super::scripts::{Invocation, LuaScript};
 use super::server_info::Behind;
 use super::server_url::{ServerSpec, SpecError};
@@ -81,6 +83,14 @@ pub struct Connection {
 }
 
 impl Connection {
+    fn new(inner: MultiplexedConnection, behind: &Arc<Behind>) -> Self {
+        Connection {
+            inner,
+            sent_scripts: Arc::default(),
+            behind: Arc::clone(behind),
+        }
+    }
+
     /// Runs one script call, its reply parsed: a reply the script cannot
     /// have sent is an error, and so that server's failure.
     pub async fn invoke<I: Invocation>(&mut self, call: &I) -> redis::RedisResult<I::Reply> {
@@ -319,6 +329,7 @@ impl Server {
         let bound = self
             .timeout
             .min(give_up_at.saturating_duration_since(tokio::time::Instant::now()));
+        let used = Arc::clone(&connection.sent_scripts);
         let reply = tokio::time::timeout(bound, request(connection))
             .await
             .unwrap_or_else(|_| {
@@ -339,22 +350,40 @@ impl Server {
         };
         let broken = matches!(&reply, Err(err) if !err.is_timeout() && !matches!(err.kind(), ErrorKind::Server(_)));
         if broken || timeouts >= 2 {
-            self.connection.lock().await.take();
+            // Only if it is still the one in use: a waiter's subscription
+            // may have put its own in its place meanwhile (`Self::share`).
+            let mut cached = self.connection.lock().await;
+            if cached
+                .as_ref()
+                .is_some_and(|cached| Arc::ptr_eq(&cached.sent_scripts, &used))
+            {
+                cached.take();
+            }
             self.timeouts_in_a_row.store(0, Ordering::Relaxed);
         }
         reply
     }
 
-    /// A connection of its own, subscribed to `channel`: the messages
-    /// published there from now on. Connecting and the confirmation of the
-    /// subscription are bounded by the server timeout together.
-    pub async fn subscribe(&self, channels: &[Vec<u8>]) -> Result<PubSubStream, ServerError> {
+    /// A waiter's subscription to `channels`: the messages published there
+    /// from now on. Connecting and the confirmation of the subscription are
+    /// bounded by the server timeout together.
+    ///
+    /// Where the server takes HELLO 3 (Redis 6 and later), the subscription
+    /// shares the connection the attempts use, so that a waiter holds one
+    /// connection per server: a RESP3 connection is opened, subscribed, and
+    /// then takes the place of the one the first attempt used. That one
+    /// spoke RESP2, with no HELLO and so no round trip before its request:
+    /// the uncontended path, which never waits, pays nothing for RESP3.
+    /// Where HELLO 3 fails (Redis 5, a renamed command), the subscription
+    /// gets a connection of its own, as before.
+    pub async fn subscribe(&self, channels: &[Vec<u8>]) -> Result<Listening, ServerError> {
         let subscribing = async {
-            let mut pubsub = self.client.get_async_pubsub().await?;
-            for channel in channels {
-                pubsub.subscribe(channel).await?;
+            match self.open_resp3().await {
+                Ok((connection, pushed)) => self.share(connection, pushed, channels).await,
+                // HELLO 3 refused; or no connection at all, which the
+                // second way finds out as fast.
+                Err(_) => self.subscribe_alone(channels).await,
             }
-            Ok(pubsub.into_on_message())
         };
         match tokio::time::timeout(self.timeout, subscribing).await {
             Ok(subscribed) => subscribed.map_err(|err: RedisError| self.failed(&err)),
@@ -362,43 +391,116 @@ impl Server {
         }
     }
 
+    /// A new connection that speaks RESP3 (HELLO 3, with AUTH in it when
+    /// the URL has credentials), and what the server pushes on it.
+    async fn open_resp3(
+        &self,
+    ) -> redis::RedisResult<(MultiplexedConnection, mpsc::UnboundedReceiver<PushInfo>)> {
+        let settings = self
+            .spec
+            .connection_info()
+            .redis_settings()
+            .clone()
+            .set_protocol(ProtocolVersion::RESP3);
+        let (sender, pushed) = mpsc::unbounded_channel();
+        let connection = self
+            .open(&settings, self.config().set_push_sender(sender))
+            .await?;
+        Ok((connection, pushed))
+    }
+
+    /// `connection` (RESP3) subscribed to `channels`, and from now on the
+    /// one this server's requests use. The one they used is closed once the
+    /// requests on it, if any, are answered.
+    async fn share(
+        &self,
+        mut connection: MultiplexedConnection,
+        pushed: mpsc::UnboundedReceiver<PushInfo>,
+        channels: &[Vec<u8>],
+    ) -> redis::RedisResult<Listening> {
+        connection.subscribe(channels).await?;
+        *self.connection.lock().await = Some(Connection::new(connection.clone(), &self.behind));
+        self.timeouts_in_a_row.store(0, Ordering::Relaxed);
+        Ok(Listening::shared(
+            pushed,
+            connection,
+            channels.to_vec(),
+            self.timeout,
+        ))
+    }
+
+    /// A connection of its own (RESP2), subscribed to `channels`.
+    async fn subscribe_alone(&self, channels: &[Vec<u8>]) -> redis::RedisResult<Listening> {
+        let settings = self.spec.connection_info().redis_settings();
+        let mut pubsub = match self.stream().await? {
+            Some(stream) => PubSub::new(settings, stream).await?,
+            None => self.client.get_async_pubsub().await?,
+        };
+        pubsub.subscribe(channels).await?;
+        Ok(Listening::own(pubsub.into_on_message()))
+    }
+
     async fn connect(&self) -> Result<(Connection, bool), ServerError> {
         let mut cached = self.connection.lock().await;
         if let Some(connection) = cached.as_ref() {
             return Ok((connection.clone(), true));
         }
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(self.timeout))
-            .set_response_timeout(Some(self.timeout));
-        let inner = self.open(config).await.map_err(|err| self.failed(&err))?;
-        let connection = Connection {
-            inner,
-            sent_scripts: Arc::default(),
-            behind: Arc::clone(&self.behind),
-        };
+        let settings = self.spec.connection_info().redis_settings();
+        let inner = self
+            .open(settings, self.config())
+            .await
+            .map_err(|err| self.failed(&err))?;
+        let connection = Connection::new(inner, &self.behind);
         *cached = Some(connection.clone());
         Ok((connection, false))
     }
 
-    /// A new connection, opened here so that every reply passes [`Capped`]:
-    /// a hostile server cannot make a reply of gigabytes reach memory. TLS
-    /// is set up as redis-rs would (the system's roots, or the CA file's);
-    /// only a URL that asks for no certificate check is left to redis-rs.
+    /// How a connection is bounded: the server timeout to connect, and
+    /// again for each reply.
+    fn config(&self) -> AsyncConnectionConfig {
+        AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(self.timeout))
+    }
+
+    /// A new connection with `settings`, opened here so that every reply
+    /// passes [`Capped`]: a hostile server cannot make a reply of gigabytes
+    /// reach memory. Its driver runs on the runtime until it is dropped.
     async fn open(
         &self,
+        settings: &RedisConnectionInfo,
         config: AsyncConnectionConfig,
     ) -> redis::RedisResult<MultiplexedConnection> {
-        let info = self.spec.connection_info();
-        let settings = info.redis_settings();
-        match (info.addr(), &self.tls) {
+        match self.stream().await? {
+            Some(stream) => {
+                let (connection, driver) =
+                    MultiplexedConnection::new_with_config(settings, stream, config).await?;
+                tokio::spawn(driver);
+                Ok(connection)
+            }
+            None => {
+                let info = self.spec.connection_info().clone();
+                redis::Client::open(info.set_redis_settings(settings.clone()))?
+                    .get_multiplexed_async_connection_with_config(&config)
+                    .await
+            }
+        }
+    }
+
+    /// A new stream to the server that refuses replies past
+    /// [`MOST_PER_REPLY`]. TLS is set up as redis-rs would (the system's
+    /// roots, or the CA file's); `None` for a URL that asks for no
+    /// certificate check, which is left to redis-rs.
+    async fn stream(&self) -> redis::RedisResult<Option<Capped<Box<dyn Io>>>> {
+        let capped = |stream: Box<dyn Io>| Ok(Some(Capped::new(stream, MOST_PER_REPLY)));
+        match (self.spec.connection_info().addr(), &self.tls) {
             (ConnectionAddr::Tcp(host, port), _) => {
                 let stream = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
                 stream.set_nodelay(true)?;
-                capped(settings, stream, config).await
+                capped(Box::new(stream))
             }
             (ConnectionAddr::Unix(path), _) => {
-                let stream = tokio::net::UnixStream::connect(path).await?;
-                capped(settings, stream, config).await
+                capped(Box::new(tokio::net::UnixStream::connect(path).await?))
             }
             (
                 ConnectionAddr::TcpTls {
@@ -414,13 +516,9 @@ impl Server {
                 let name = rustls::pki_types::ServerName::try_from(host.clone())
                     .map_err(|err| RedisError::from(io::Error::other(err)))?;
                 let connector = tokio_rustls::TlsConnector::from(Arc::clone(tls));
-                capped(settings, connector.connect(name, stream).await?, config).await
+                capped(Box::new(connector.connect(name, stream).await?))
             }
-            _ => {
-                self.client
-                    .get_multiplexed_async_connection_with_config(&config)
-                    .await
-            }
+            _ => Ok(None),
         }
     }
 
@@ -578,22 +676,10 @@ pub(super) fn tls_config(root_cert: Option<&[u8]>) -> Result<rustls::ClientConfi
         .with_no_client_auth())
 }
 
-/// A connection over `stream` that refuses replies past [`MOST_PER_REPLY`];
-/// its driver runs on the runtime until the connection is dropped.
-async fn capped<S>(
-    settings: &redis::RedisConnectionInfo,
-    stream: S,
-    config: AsyncConnectionConfig,
-) -> redis::RedisResult<MultiplexedConnection>
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let stream = Capped::new(stream, MOST_PER_REPLY);
-    let (connection, driver) =
-        MultiplexedConnection::new_with_config(settings, stream, config).await?;
-    tokio::spawn(driver);
-    Ok(connection)
-}
+/// A stream a connection runs over: TCP, TLS or a Unix socket.
+trait Io: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> Io for S {}
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 
 use crate::support::{acquire, run, wait_until, Cluster, Output, RedisServer, Running};
 
+/// What a Redis 5 server answers to HELLO, made on this one: a server where
+/// RESP3 cannot be negotiated.
+const NO_HELLO: [&str; 3] = ["--rename-command", "HELLO", ""];
+
 const PASSWORD: &str = "acl-pw-1234";
 
 /// A poll delay no wake-up test waits out.
@@ -74,6 +78,137 @@ fn a_waiter_is_woken_by_a_release_without_waiting_out_its_poll() {
     assert!(
         took < Duration::from_secs(1),
         "the waiter took {took:?} after the release: it waited for its poll\n{}",
+        out.stderr
+    );
+}
+
+/// Waits until the servers of `cluster` have `counts` clients each, other
+/// than the test's own, and stay so for a moment; panics with what they
+/// had if they do not within 10s.
+#[track_caller]
+fn assert_clients(cluster: &Cluster, counts: &[usize], what: &str) {
+    let clients = || -> Vec<usize> {
+        cluster
+            .servers
+            .iter()
+            .map(RedisServer::other_clients)
+            .collect()
+    };
+    let settled = wait_until(Duration::from_secs(10), || {
+        clients() == counts && {
+            thread::sleep(Duration::from_millis(300));
+            clients() == counts
+        }
+    });
+    assert!(
+        settled,
+        "{what}: {:?} clients on the servers, not {counts:?}",
+        clients()
+    );
+}
+
+#[test]
+fn a_waiter_holds_one_connection_per_server() {
+    // RESP3 lets the subscription share the connection the attempts use:
+    // a waiter on N servers holds N connections, not 2N.
+    let cluster = Cluster::start(3);
+    let token = acquire(&cluster, "one-each", &[]);
+    // The uncontended path never says HELLO: RESP3 would cost it a round
+    // trip before its request.
+    let hellos = || -> Vec<Option<String>> {
+        cluster
+            .servers
+            .iter()
+            .map(|server| server.info_field("commandstats", "cmdstat_hello"))
+            .collect()
+    };
+    assert_eq!(hellos(), [None, None, None], "HELLO from acquire -n");
+    let waiting = spawn(&mut waiter(&cluster, "one-each", SLOW_POLL_MS));
+    wait_for_listeners(&cluster, &[0, 1, 2], "one-each", 1);
+    assert_clients(&cluster, &[1, 1, 1], "a waiter listening on 3 servers");
+    assert!(
+        hellos().iter().all(Option::is_some),
+        "no HELLO from the waiter"
+    );
+
+    run(cluster.redlock().args(["release", "one-each", &token])).assert_code(0, "release");
+    let (out, took) = finished_after(waiting, Instant::now());
+    out.assert_code(0, "the waiter");
+    assert!(
+        took < Duration::from_secs(1),
+        "the waiter took {took:?} after the release: it waited for its poll\n{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_server_without_hello_is_listened_to_on_a_second_connection() {
+    // Server 2 does not know HELLO (as Redis 5 does not): the waiter
+    // listens there on a connection of its own, as before RESP3, and only
+    // that server announces the release (the waiter's user may not listen
+    // on 0 and 1), so a wake-up can only have come through it.
+    let cluster = Cluster {
+        servers: vec![
+            RedisServer::start(),
+            RedisServer::start(),
+            RedisServer::start_with(&NO_HELLO),
+        ],
+    };
+    let token = acquire(&cluster, "fallback", &[]);
+    let deaf = ["~*", "+@all", "resetchannels"];
+    let urls = [
+        cluster[0].acl_user("deaf", PASSWORD, &deaf),
+        cluster[1].acl_user("deaf", PASSWORD, &deaf),
+        cluster[2].url(),
+    ];
+    let waiting =
+        spawn(waiter(&cluster, "fallback", SLOW_POLL_MS).env("REDLOCK_SERVERS", urls.join(",")));
+    wait_for_listeners(&cluster, &[2], "fallback", 1);
+    assert_clients(&cluster, &[1, 1, 2], "a waiter, HELLO unknown on server 2");
+    assert_eq!(listeners(&cluster[0], "fallback"), 0, "a refused SUBSCRIBE");
+
+    run(cluster.redlock().args(["release", "fallback", &token])).assert_code(0, "release");
+    let (out, took) = finished_after(waiting, Instant::now());
+    out.assert_code(0, "the waiter");
+    assert!(
+        took < Duration::from_secs(1),
+        "the waiter took {took:?} after the release: it waited for its poll\n{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_waiter_with_a_password_holds_one_connection_per_server() {
+    // HELLO 3 carries the credentials (AUTH user pass): an ACL user and the
+    // default user's requirepass both share their connections.
+    let cluster = Cluster::start_with(3, &["--requirepass", PASSWORD]);
+    let rules = ["~*", "&*", "+@all"];
+    let urls = [
+        cluster[0].acl_user("locker", PASSWORD, &rules),
+        format!("redis://:{PASSWORD}@127.0.0.1:{}", cluster[1].port()),
+        format!("redis://default:{PASSWORD}@127.0.0.1:{}", cluster[2].port()),
+    ]
+    .join(",");
+    let out = run(cluster
+        .redlock()
+        .env("REDLOCK_SERVERS", &urls)
+        .args(["acquire", "-n", "authed"]));
+    out.assert_code(0, "acquire");
+    let token = out.stdout.trim().to_owned();
+    let waiting = spawn(waiter(&cluster, "authed", SLOW_POLL_MS).env("REDLOCK_SERVERS", &urls));
+    wait_for_listeners(&cluster, &[0, 1, 2], "authed", 1);
+    assert_clients(&cluster, &[1, 1, 1], "a waiter that logs in");
+
+    run(cluster
+        .redlock()
+        .env("REDLOCK_SERVERS", &urls)
+        .args(["release", "authed", &token]))
+    .assert_code(0, "release");
+    let (out, took) = finished_after(waiting, Instant::now());
+    out.assert_code(0, "the waiter");
+    assert!(
+        took < Duration::from_secs(1),
+        "the waiter took {took:?} after the release\n{}",
         out.stderr
     );
 }

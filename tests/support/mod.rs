@@ -369,6 +369,24 @@ impl RedisServer {
         count
     }
 
+    /// How many other clients are connected (`CLIENT LIST`, less the
+    /// connection that asks).
+    pub fn other_clients(&self) -> usize {
+        let mut con = self.client();
+        let id: i64 = redis::cmd("CLIENT")
+            .arg("ID")
+            .query(&mut con)
+            .unwrap_or_else(|e| self.fail(&format!("CLIENT ID failed: {e}")));
+        let list: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .query(&mut con)
+            .unwrap_or_else(|e| self.fail(&format!("CLIENT LIST failed: {e}")));
+        let own = format!("id={id} ");
+        list.lines()
+            .filter(|line| !line.trim().is_empty() && !line.starts_with(&own))
+            .count()
+    }
+
     /// The field `name` of `INFO section` (`uptime_in_seconds` of
     /// `server`, `cmdstat_set` of `commandstats`), as text.
     pub fn info_field(&self, section: &str, name: &str) -> Option<String> {
