@@ -20,9 +20,25 @@ use super::servers::Server;
 /// every other lock's channel, since no name redlock makes contains NUL.
 const CHANNEL_SUFFIX: &[u8] = b"\0released";
 
-/// The channel releases of `key` are announced on.
+/// The channel releases of `key` are announced on when anyone may try (or
+/// a run of readers): every waiter listens to it.
 pub fn channel(key: &LockKey) -> Vec<u8> {
     [key.bytes(), CHANNEL_SUFFIX].concat()
+}
+
+/// The channels a waiter with `ticket` listens to for `key`: [`channel`],
+/// and its own (`channel`, a NUL, the ticket), on which a release names it
+/// alone when its turn has come (announce, shared.lua). A release wakes one
+/// waiter, not every waiter to let all but one go back to sleep.
+pub fn channels(key: &LockKey, ticket: Option<&str>) -> Vec<Vec<u8>> {
+    let everyone = channel(key);
+    match ticket {
+        Some(ticket) => {
+            let own = [everyone.as_slice(), b"\0", ticket.as_bytes()].concat();
+            vec![everyone, own]
+        }
+        None => vec![everyone],
+    }
 }
 
 /// How long a waiter woken by one server's announcement waits for the
@@ -122,9 +138,10 @@ pub struct Wakeups {
 }
 
 impl Wakeups {
-    /// Subscribes to `key`'s channel on every server, in the background.
-    pub fn subscribe(servers: &[Arc<Server>], key: &LockKey) -> Self {
-        Self::subscribe_all(servers, vec![channel(key)])
+    /// Subscribes to `key`'s channels for the waiter with `ticket` on every
+    /// server, in the background.
+    pub fn subscribe(servers: &[Arc<Server>], key: &LockKey, ticket: Option<&str>) -> Self {
+        Self::subscribe_all(servers, channels(key, ticket))
     }
 
     /// Subscribes to every one of `channels` on every server, in the

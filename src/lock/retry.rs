@@ -124,7 +124,9 @@ async fn acquire(
         }
         on_retry(attempts, &error);
         if wakeups.is_none() && redlock.wakeups {
-            wakeups = Some(Wakeups::subscribe(&redlock.servers, key));
+            let ticket = in_flight.ticket();
+            let ticket = ticket.as_ref().map(|t| t.id.as_str());
+            wakeups = Some(Wakeups::subscribe(&redlock.servers, key, ticket));
         }
         match wakeups.as_mut() {
             Some(wakeups) => {

@@ -113,7 +113,13 @@ async fn take_any(
         }
         on_retry(attempts, &error);
         if wakeups.is_none() && redlock.wakeups {
-            let channels = semaphore.slot_keys().iter().map(notify::channel).collect();
+            let ticket = in_flight.ticket();
+            let ticket = ticket.as_ref().map(|t| t.id.as_str());
+            let channels = semaphore
+                .slot_keys()
+                .iter()
+                .flat_map(|key| notify::channels(key, ticket))
+                .collect();
             wakeups = Some(Wakeups::subscribe_all(&redlock.servers, channels));
         }
         match wakeups.as_mut() {

@@ -548,6 +548,8 @@ fn release_announces_whose_turn_it_is() {
     let mut subscriber = server.client();
     let mut pubsub = subscriber.as_pubsub();
     pubsub.subscribe("turn-chan").unwrap();
+    pubsub.subscribe(&b"turn-chan\0t-1"[..]).unwrap();
+    pubsub.subscribe(&b"turn-chan\0t-2"[..]).unwrap();
     pubsub
         .set_read_timeout(Some(std::time::Duration::from_secs(5)))
         .unwrap();
@@ -558,7 +560,9 @@ fn release_announces_whose_turn_it_is() {
         run(&server, "release", &k, &["tok", "turn-chan"]),
         Value::Int(1)
     );
+    // On the first waiter's own channel only: nobody else wakes.
     let message = pubsub.get_message().unwrap();
+    assert_eq!(message.get_channel_name(), "turn-chan\0t-1");
     assert_eq!(message.get_payload_bytes(), b"t-1", "the first in line");
     server.set_px(&k[0], b"tok", 5000);
     let _: i64 = cmd(&server, &[b"DEL", &k[2], &k[3]]);
@@ -567,6 +571,7 @@ fn release_announces_whose_turn_it_is() {
         Value::Int(1)
     );
     let message = pubsub.get_message().unwrap();
+    assert_eq!(message.get_channel_name(), "turn-chan");
     assert_eq!(message.get_payload_bytes(), b"", "nobody in line: anyone");
 }
 

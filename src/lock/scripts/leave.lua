@@ -8,6 +8,6 @@
 -- Returns 1 (lock/scripts/leave.rs checks it).
 leave_line(ARGV[1])
 if ARGV[2] ~= "" and redis.call("TYPE", KEYS[1])["ok"] == "none" then
-  redis.pcall("PUBLISH", ARGV[2], next_turn())
+  announce(ARGV[2])
 end
 return 1

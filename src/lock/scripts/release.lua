@@ -5,9 +5,10 @@
 -- is given (lock/notify.rs), so that waiters try again at once. pcall: the
 -- announcement is an optimisation, and an ACL without PUBLISH (or without
 -- the channel) must not fail the release. The message is the ticket of
--- the waiter first in line (first_in_line, queue.lua), or empty when nobody
--- stands in line: only that waiter can take the lock, so only it tries at
--- once, and the others wait for their turn. Undoing a failed attempt, the
+-- the waiter first in line (first_in_line, queue.lua), sent on that
+-- waiter's own channel, or empty when nobody stands in line: only that
+-- waiter can take the lock, so only it wakes, and the others wait for
+-- their turn (announce, shared.lua). Undoing a failed attempt, the
 -- waiter's ticket ARGV[3] (score ARGV[4], lingering ARGV[5] ms) goes back
 -- in line, where the attempt took it out (acquire.lua). Returns 1 deleted,
 -- else as not_held_reply says: 0 the key is gone, 2 another value holds it
@@ -31,7 +32,7 @@ if state == "held" then
   end
   local deleted = redis.call("DEL", KEYS[1])
   if ARGV[2] and ARGV[2] ~= "" then
-    redis.pcall("PUBLISH", ARGV[2], next_turn())
+    announce(ARGV[2])
   end
   return deleted
 end

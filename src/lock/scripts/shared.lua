@@ -163,6 +163,21 @@ local function next_turn()
   return "shared<" .. (first_writer(first, "") or "")
 end
 
+-- Announces whose turn it is now (next_turn()) to the waiters listening on
+-- `channel`: one waiter's turn on that waiter's own channel (`channel`, a
+-- NUL, its ticket), so that no other waiter wakes; anyone's turn (nobody
+-- in line) and a run of readers on `channel` itself, where every waiter
+-- listens. pcall: announcing is an optimisation, and an ACL without
+-- PUBLISH (or without the channel) must not fail the caller.
+local function announce(channel)
+  local turn = next_turn()
+  if turn ~= "" and string.sub(turn, 1, 7) ~= "shared<" then
+    redis.pcall("PUBLISH", channel .. "\0" .. turn, turn)
+  else
+    redis.pcall("PUBLISH", channel, turn)
+  end
+end
+
 -- For release.lua and extend.lua, when KEYS[1] does not hold the token
 -- ARGV[1] (`state`, from token_state): whether a reader's does. A lapsed
 -- member is dropped and reads as gone. Returns "held", or `state`.
@@ -189,7 +204,7 @@ local function release_reader()
   redis.call("ZREM", KEYS[9], ARGV[1])
   forget_readers({ARGV[1]})
   if ARGV[2] and ARGV[2] ~= "" then
-    redis.pcall("PUBLISH", ARGV[2], next_turn())
+    announce(ARGV[2])
   end
   return 1
 end
