@@ -419,7 +419,22 @@ impl Server {
         channels: &[Vec<u8>],
     ) -> redis::RedisResult<Listening> {
         connection.subscribe(channels).await?;
-        *self.connection.lock().await = Some(Connection::new(connection.clone(), &self.behind));
+        let mut cached = self.connection.lock().await;
+        let mut replacement = Connection::new(connection.clone(), &self.behind);
+        // The scripts the first connection sent are in this server's
+        // cache: the waiter's next attempt need not send the text again.
+        // A server that restarted in between answers NOSCRIPT, and the
+        // text follows (run_script), a round trip later.
+        if let Some(first) = cached.as_ref() {
+            let sent = first
+                .sent_scripts
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .clone();
+            replacement.sent_scripts = Arc::new(StdMutex::new(sent));
+        }
+        *cached = Some(replacement);
+        drop(cached);
         self.timeouts_in_a_row.store(0, Ordering::Relaxed);
         Ok(Listening::shared(
             pushed,

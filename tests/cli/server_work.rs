@@ -125,3 +125,45 @@ fn an_exec_whose_command_ends_at_once_costs_each_server_two_script_calls() {
     // by then.
     assert_eq!(calls, [2, 2, 2], "script calls per server");
 }
+
+/// Full-text script calls (EVAL) `server` has served since its stats were
+/// reset.
+fn full_text_calls(server: &crate::support::RedisServer) -> u64 {
+    server
+        .info_field("commandstats", "cmdstat_eval")
+        .and_then(|stats| {
+            let calls = stats.split(',').find_map(|f| f.strip_prefix("calls="))?;
+            calls.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_waiter_sends_the_acquire_scripts_text_once_per_server() {
+    let cluster = Cluster::start(3);
+    let token = acquire(&cluster, "text", &[]);
+    for server in &cluster.servers {
+        server.reset_stats();
+    }
+    let waiter = Running::spawn(
+        cluster
+            .redlock()
+            .args(["acquire", "-w", "20s", "text"])
+            .env("REDLOCK_TEST_POLL_DELAY_MS", "60000")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    let ready = wait_until(Duration::from_secs(10), || {
+        listening_everywhere(&cluster, "text", 1)
+    });
+    assert!(ready, "the waiter listens\n{}", cluster.logs());
+    run(cluster.redlock().args(["release", "text", &token])).assert_code(0, "release");
+    waiter
+        .finish(Duration::from_secs(10))
+        .assert_code(0, "the waiter");
+    let texts: Vec<u64> = cluster.servers.iter().map(full_text_calls).collect();
+    // The waiter's first attempt (EVAL), its winning one (EVALSHA, on the
+    // connection it switched to for listening), and the release process's
+    // first and only call (EVAL).
+    assert_eq!(texts, [2, 2, 2], "EVAL calls per server");
+}
