@@ -151,11 +151,11 @@ impl Connection {
             this.sent_scripts
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .contains(script.sha1.as_str())
+                .contains(script.name)
         };
         if sent(self) {
             let reply = redis::cmd("EVALSHA")
-                .arg(&script.sha1)
+                .arg(script.sha1())
                 .arg(keys.len())
                 .arg(keys)
                 .arg(args)
@@ -177,7 +177,7 @@ impl Connection {
             self.sent_scripts
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .insert(script.sha1.as_str());
+                .insert(script.name);
         }
         reply
     }

@@ -5,12 +5,15 @@
 //! test keeps the two in agreement. Comment lines are left out of what is
 //! sent. tests/cli/lua.rs assembles the files on disk by the same rules.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
-/// A script and its SHA1, the name EVALSHA knows it by.
+/// A script, by name, and its text as sent.
 pub struct LuaScript {
+    pub name: &'static str,
     pub source: String,
-    pub sha1: String,
+    /// Worked out on first use only: most runs send each script once, with
+    /// EVAL, and never need it (hashing the ~13 KB is not free).
+    sha1: OnceLock<String>,
 }
 
 /// The files put in front of the scripts that require them.
@@ -81,8 +84,17 @@ impl LuaScript {
             .collect();
         source.push_str(script);
         let source = compact(&source);
-        let sha1 = redis::Script::new(&source).get_hash().to_owned();
-        LuaScript { source, sha1 }
+        LuaScript {
+            name,
+            source,
+            sha1: OnceLock::new(),
+        }
+    }
+
+    /// The script's SHA1, the name EVALSHA knows it by.
+    pub fn sha1(&self) -> &str {
+        self.sha1
+            .get_or_init(|| redis::Script::new(&self.source).get_hash().to_owned())
     }
 }
 
@@ -130,7 +142,11 @@ mod tests {
         .concat();
         assert_eq!(acquire.source, compact(&expected));
         assert!(!acquire.source.contains("\n--"), "a comment line was sent");
-        assert_eq!(acquire.sha1.len(), 40);
+        assert_eq!(acquire.sha1().len(), 40);
+        assert_eq!(
+            acquire.sha1(),
+            sha1_smol::Sha1::from(&acquire.source).digest().to_string()
+        );
         for (name, _) in SCRIPTS {
             let script = LuaScript::assemble(name);
             assert!(script
