@@ -42,6 +42,9 @@ pub fn main() -> ExitCode {
     // it, so the command `exec` runs (and anything it runs) dumps as usual;
     // the watchdog, a fork of this process, inherits it.
     let _ = nix::sys::prctl::set_dumpable(false);
+    if version_asked() {
+        return print_version().into();
+    }
     let parsed = cli::command()
         .try_get_matches()
         .and_then(|matches| Cli::from_arg_matches(&matches));
@@ -71,6 +74,26 @@ pub fn main() -> ExitCode {
         Err(err) => commands::finish(&Output::new(mode), &Err(err)),
     };
     end(ending)
+}
+
+/// The version line, as clap's `--version` prints it.
+const VERSION: &str = concat!("redlock ", env!("CARGO_PKG_VERSION"), "\n");
+
+/// `redlock --version` (or `-V`) alone: answered without building the clap
+/// definition, which costs more than the rest of such a run.
+fn version_asked() -> bool {
+    let mut args = std::env::args_os().skip(1);
+    match (args.next(), args.next()) {
+        (Some(arg), None) => arg == "--version" || arg == "-V",
+        _ => false,
+    }
+}
+
+/// Prints [`VERSION`] as clap would (a closed stdout is not an error).
+fn print_version() -> Exit {
+    use std::io::Write as _;
+    let _ = std::io::stdout().lock().write_all(VERSION.as_bytes());
+    Exit::Success
 }
 
 /// Exits with the status, or dies of the signal that interrupted us, so
@@ -204,7 +227,13 @@ fn one_line(message: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{one_line, subcommands};
+    use super::{one_line, subcommands, VERSION};
+
+    #[test]
+    fn the_quick_version_is_the_one_clap_prints() {
+        let clap = crate::cli::command().render_version();
+        assert_eq!(VERSION, clap);
+    }
 
     #[test]
     fn the_missing_subcommand_message_names_every_visible_one() {
