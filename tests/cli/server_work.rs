@@ -7,7 +7,16 @@ use std::process::Stdio;
 use std::thread;
 use std::time::Duration;
 
-use crate::support::{acquire, proc_state, run, wait_until, Cluster, Running};
+use crate::support::{acquire, proc_state, run, wait_until, Cluster, RedisServer, Running};
+
+/// Script calls each server of `cluster` served since its stats were reset.
+fn script_calls(cluster: &Cluster) -> Vec<u64> {
+    cluster
+        .servers
+        .iter()
+        .map(RedisServer::script_calls)
+        .collect()
+}
 
 #[test]
 fn a_failed_attempt_on_a_busy_lock_costs_each_server_one_script_call() {
@@ -17,11 +26,7 @@ fn a_failed_attempt_on_a_busy_lock_costs_each_server_one_script_call() {
         server.reset_stats();
     }
     run(cluster.redlock().args(["acquire", "-n", "busy"])).assert_code(75, "busy");
-    let calls: Vec<u64> = cluster
-        .servers
-        .iter()
-        .map(|server| server.script_calls())
-        .collect();
+    let calls = script_calls(&cluster);
     // The attempt, and no compare-and-delete where the script said that
     // it did not take the lock.
     assert_eq!(calls, [1, 1, 1], "script calls per server");
@@ -83,11 +88,7 @@ fn a_hand_off_among_eight_waiters_costs_each_server_two_script_calls() {
         token = winner.stdout.trim().to_owned();
         // Whatever the release set off has happened by now.
         thread::sleep(Duration::from_millis(300));
-        let calls: Vec<u64> = cluster
-            .servers
-            .iter()
-            .map(|server| server.script_calls())
-            .collect();
+        let calls = script_calls(&cluster);
         // The release, and the one attempt of the waiter whose turn it
         // was: the others stay asleep, and the winner left the line where
         // it took the lock.
@@ -115,11 +116,7 @@ fn an_exec_whose_command_ends_at_once_costs_each_server_two_script_calls() {
         .redlock()
         .args(["exec", "-n", "quick", "--", "true"]))
     .assert_code(0, "exec");
-    let calls: Vec<u64> = cluster
-        .servers
-        .iter()
-        .map(|server| server.script_calls())
-        .collect();
+    let calls = script_calls(&cluster);
     // The attempt and the release: the command's pid would join the holder
     // record with an extension a second after it started, and it was gone
     // by then.
@@ -128,7 +125,7 @@ fn an_exec_whose_command_ends_at_once_costs_each_server_two_script_calls() {
 
 /// Full-text script calls (EVAL) `server` has served since its stats were
 /// reset.
-fn full_text_calls(server: &crate::support::RedisServer) -> u64 {
+fn full_text_calls(server: &RedisServer) -> u64 {
     server
         .info_field("commandstats", "cmdstat_eval")
         .and_then(|stats| {
