@@ -5,6 +5,16 @@
 //! command) → `commands` on top of `lock` (the protocol) and `supervise`
 //! (processes) → one `Error` or exit status → `output` and `exit_code`.
 
+// First of all, so that it is the first error on another OS rather than one
+// in a wall of unresolved Linux calls (tests/cli/packaging.rs checks that it
+// stays first).
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "redlock builds on Linux only: it needs CLOCK_BOOTTIME, pidfd, PR_SET_PDEATHSIG, \
+     PR_SET_CHILD_SUBREAPER and /proc, which this OS does not have; see docs/platforms.md \
+     for the plan for macOS"
+);
+
 /// Public for the tests: the clap definition is checked and rendered.
 pub mod cli;
 mod clock;
