@@ -238,3 +238,40 @@ fn the_readme_installs_four_ways_each_checked() {
         );
     }
 }
+
+/// `-V` and `--version`, alone (answered before clap) or after other
+/// arguments (answered by clap), at the top or after a subcommand, all print
+/// the one long line: the version, the commit and the build date.
+#[test]
+fn every_version_flag_prints_the_commit_and_the_date() {
+    let commit = if root().join(".git").exists() {
+        let out = Command::new("git")
+            .args(["rev-parse", "--short", "HEAD"])
+            .current_dir(root())
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    } else {
+        "unknown".to_owned()
+    };
+    let head = format!("redlock {} (commit {commit}", env!("CARGO_PKG_VERSION"));
+    for args in [
+        &["--version"][..],
+        &["-V"],
+        &["-q", "--version"],
+        &["-q", "-V"],
+        &["acquire", "-V"],
+        &["exec", "--version"],
+    ] {
+        let out = crate::support::run(crate::support::redlock().args(args));
+        out.assert_code(0, &format!("{args:?}"));
+        let (line_head, date) = out.stdout.split_once(", built ").unwrap_or(("", ""));
+        assert_eq!(line_head, head, "{args:?}: {}", out.stdout);
+        let date = date.trim_end_matches(")\n");
+        assert!(
+            date.len() == 10 && date.chars().filter(|c| *c == '-').count() == 2,
+            "{args:?}: no date in {:?}",
+            out.stdout
+        );
+    }
+}
