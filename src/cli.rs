@@ -159,12 +159,26 @@ pub fn exec_exit_status() -> String {
     )
 }
 
+/// What `-V` and `--version` print after the name: the version, and the
+/// commit and the day it was built from (`build.rs`). The plain version
+/// (`get_version`) is the one the man pages carry, so that they do not
+/// change with every commit.
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("BUILD_COMMIT"),
+    ", built ",
+    env!("BUILD_DATE"),
+    ")"
+);
+
 /// A distributed mutex for shell scripts, cron jobs and CI pipelines: the
 /// Redlock algorithm over N independent Redis masters.
 #[derive(Debug, Parser)]
 #[command(
     name = "redlock",
     version,
+    long_version = LONG_VERSION,
     propagate_version = true,
     after_help = exit_code::help_text(),
     long_about = "A distributed mutex for shell scripts, cron jobs and CI pipelines.\n\n\

@@ -5,6 +5,16 @@
 //! command) → `commands` on top of `lock` (the protocol) and `supervise`
 //! (processes) → one `Error` or exit status → `output` and `exit_code`.
 
+// First of all, so that it is the first error on another OS rather than one
+// in a wall of unresolved Linux calls (tests/cli/packaging.rs checks that it
+// stays first).
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "redlock builds on Linux only: it needs CLOCK_BOOTTIME, pidfd, PR_SET_PDEATHSIG, \
+     PR_SET_CHILD_SUBREAPER and /proc, which this OS does not have; see docs/platforms.md \
+     for the plan for macOS"
+);
+
 /// Public for the tests: the clap definition is checked and rendered.
 pub mod cli;
 mod clock;
@@ -76,8 +86,16 @@ pub fn main() -> ExitCode {
     end(ending)
 }
 
-/// The version line, as clap's `--version` prints it.
-const VERSION: &str = concat!("redlock ", env!("CARGO_PKG_VERSION"), "\n");
+/// The version line, as clap's `--version` prints it (`cli::LONG_VERSION`).
+const VERSION: &str = concat!(
+    "redlock ",
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("BUILD_COMMIT"),
+    ", built ",
+    env!("BUILD_DATE"),
+    ")\n"
+);
 
 /// `redlock --version` (or `-V`) alone: answered without building the clap
 /// definition, which costs more than the rest of such a run.
@@ -106,10 +124,13 @@ fn end(ending: Ending) -> ExitCode {
 }
 
 /// Help and version go to stdout with status 0; any other parse failure is one
-/// line on stderr and status 64, whatever clap's own convention.
+/// line on stderr and status 64, whatever clap's own convention. A version
+/// is always the long one, with the commit and the build date: clap would
+/// print the short one for `-V`, and a subcommand's under its own name.
 fn parse_error(err: &clap::Error) -> Exit {
     match err.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+        ErrorKind::DisplayVersion => print_version(),
+        ErrorKind::DisplayHelp => {
             let _ = err.print();
             Exit::Success
         }
@@ -231,8 +252,10 @@ mod tests {
 
     #[test]
     fn the_quick_version_is_the_one_clap_prints() {
-        let clap = crate::cli::command().render_version();
+        let clap = crate::cli::command().render_long_version();
         assert_eq!(VERSION, clap);
+        let plain = crate::cli::command().render_version();
+        assert_eq!(plain, concat!("redlock ", env!("CARGO_PKG_VERSION"), "\n"));
     }
 
     #[test]

@@ -651,7 +651,7 @@ fn named_key(prefix: &[u8], arg: &cli::NameArg) -> Result<LockKey, Error> {
 
 /// `616d62ff` → `amb\xff`; `None` unless it is pairs of hex digits.
 fn from_hex(hex: &[u8]) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return None;
     }
     hex.chunks(2)

@@ -207,7 +207,11 @@ pub fn man_pages() -> anyhow::Result<Vec<(String, Vec<u8>)>> {
 }
 
 /// The page of `command`, the subcommand `sub` ("" for redlock itself).
+/// The page's VERSION is the plain version: clap_mangen would print the long
+/// one (the commit, the build date), and the committed pages would change
+/// with every commit.
 fn render(command: clap::Command, sub: &str) -> anyhow::Result<Vec<u8>> {
+    let command = command.long_version(None::<&'static str>);
     let man = Man::new(command.clone());
     let mut page = Vec::new();
     man.render_title(&mut page)?;
