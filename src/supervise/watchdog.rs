@@ -288,12 +288,15 @@ struct Watch {
 }
 
 impl Watch {
-    /// Follows the schedule at `now`; returns when to look again, or the
-    /// final report once SIGKILL went out.
-    fn on_clock(&mut self, now: BootInstant) -> Result<BootInstant, Report> {
+    /// Follows the schedule at `now`; returns when to look again (`None`:
+    /// only when the supervisor writes, since there is nothing to stop or
+    /// no time to stop it by yet), or the final report once SIGKILL went
+    /// out. A waiting `exec`'s watchdog so sleeps through the wait instead
+    /// of waking every [`CLOCK_CHECK`].
+    fn on_clock(&mut self, now: BootInstant) -> Result<Option<BootInstant>, Report> {
         let check = now + CLOCK_CHECK;
         let (Some(target), Some(deadline)) = (self.target, self.deadline) else {
-            return Ok(check);
+            return Ok(None);
         };
         let stage = match self.signalled {
             true => Stage::Stopping {
@@ -323,9 +326,9 @@ impl Watch {
             Action::Signal { kill_at } => {
                 stop(target, self.signal);
                 self.signalled = true;
-                Ok(kill_at.min(check))
+                Ok(Some(kill_at.min(check)))
             }
-            Action::Sleep(until) => Ok(until),
+            Action::Sleep(until) => Ok(Some(until)),
         }
     }
 
@@ -368,7 +371,8 @@ fn watch(
             Ok(wake) => wake,
             Err(report) => return Ok(report),
         };
-        let Some(read) = read_within(pipe, wake.saturating_since(now), &mut unread)? else {
+        let wait = wake.map(|wake| wake.saturating_since(now));
+        let Some(read) = read_within(pipe, wait, &mut unread)? else {
             continue;
         };
         if read == 0 {
@@ -390,19 +394,22 @@ fn watch(
     }
 }
 
-/// Waits up to `wait` for input and appends it to `unread`: `None` when
-/// there was none (or a signal interrupted), else the bytes read, 0 at end
-/// of file.
+/// Waits up to `wait` (`None`: for as long as it takes) for input and
+/// appends it to `unread`: `None` when there was none (or a signal
+/// interrupted), else the bytes read, 0 at end of file.
 fn read_within(
     pipe: BorrowedFd<'_>,
-    wait: Duration,
+    wait: Option<Duration>,
     unread: &mut Vec<u8>,
 ) -> io::Result<Option<usize>> {
     let mut fds = [PollFd::new(pipe, PollFlags::POLLIN)];
-    match poll(
-        &mut fds,
-        PollTimeout::try_from(wait).unwrap_or(PollTimeout::ZERO),
-    ) {
+    let timeout = match wait {
+        None => PollTimeout::NONE,
+        // A wait too long for poll is cut to the longest it takes: the
+        // loop looks at the clock again then.
+        Some(wait) => PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX),
+    };
+    match poll(&mut fds, timeout) {
         Ok(0) | Err(Errno::EINTR) => return Ok(None),
         Ok(_) => {}
         Err(err) => return Err(err.into()),

@@ -1607,3 +1607,44 @@ fn the_watchdog_shows_in_ps_as_the_watchdog() {
         String::from_utf8_lossy(&cmdline)
     );
 }
+
+/// How many times `pid` has been switched out (voluntarily or not).
+fn context_switches(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .filter(|line| line.contains("ctxt_switches:"))
+        .filter_map(|line| line.split_whitespace().last()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+fn the_watchdog_of_a_waiting_exec_sleeps_until_there_is_something_to_watch() {
+    // Nothing to stop and no time to stop it by: the watchdog has no reason
+    // to wake until exec writes to it (it woke every 20 ms before, 50 times
+    // a second for every waiting exec on the host).
+    let cluster = Cluster::start(1);
+    let token = acquire(&cluster, "asleep", &[]);
+    let waiter = spawn_exec(&cluster, &["-w", "30s", "asleep", "--", "true"]);
+    let exec = waiter.id();
+    let watchdog = || {
+        children_of(exec).into_iter().find(|&pid| {
+            std::fs::read(format!("/proc/{pid}/comm")).unwrap_or_default() == b"redlock-watch\n"
+        })
+    };
+    let found = wait_until(Duration::from_secs(5), || watchdog().is_some());
+    assert!(found, "no watchdog under exec {exec}");
+    let watchdog = watchdog().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let before = context_switches(watchdog);
+    std::thread::sleep(Duration::from_secs(1));
+    let woke = context_switches(watchdog) - before;
+    run(cluster.redlock().args(["release", "asleep", &token])).assert_code(0, "release");
+    waiter
+        .finish(Duration::from_secs(10))
+        .assert_code(0, "the waiter runs its command");
+    assert!(
+        woke <= 2,
+        "the watchdog woke {woke} times in a second of waiting"
+    );
+}
