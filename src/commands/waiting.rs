@@ -43,12 +43,19 @@ pub async fn acquire_showing_progress<C: Future>(
     progress.borrow_mut().finish();
     if let Ok(Ok(lease)) = &outcome {
         // Once per run: a lock is taken once.
-        for concern in redlock.concerns(&lease.held_on).await {
+        let others = events.verbose().then_some(VERBOSE_PATIENCE);
+        for concern in redlock.concerns(&lease.held_on, others).await {
             events.say(Event::Concern(&concern));
         }
     }
     outcome
 }
+
+/// Under `-v`, how long the answer of a server that did not count is waited
+/// for, so that `-v` reliably says what that server is (a read-only replica
+/// that refused the lock answers behind its refusal, in microseconds); a
+/// hung server costs a verbose run this much, a quiet run nothing.
+const VERBOSE_PATIENCE: Duration = Duration::from_millis(100);
 
 /// Runs `work`, ticking `progress` meanwhile.
 async fn showing<F: Future>(progress: &RefCell<Progress>, work: F) -> F::Output {

@@ -240,14 +240,21 @@ impl Redlock {
     /// policy that evicts keys with an expiry), as they answered behind the
     /// first attempt. For the servers in `held_on` the answer is waited for
     /// (it was pipelined behind the attempt's own and is all but there);
-    /// for the others, only what arrived counts.
-    pub async fn concerns(&self, held_on: &[ServerSpec]) -> Vec<super::Concern> {
+    /// for the others up to `others` (`None`: only what arrived counts).
+    pub async fn concerns(
+        &self,
+        held_on: &[ServerSpec],
+        others: Option<Duration>,
+    ) -> Vec<super::Concern> {
         let mut concerns = Vec::new();
         for server in &self.servers {
             let counted = held_on
                 .iter()
                 .any(|spec| spec.secret_url() == server.spec().secret_url());
-            let wait = counted.then(|| server.timeout());
+            let wait = match counted {
+                true => Some(server.timeout()),
+                false => others.map(|patience| patience.min(server.timeout())),
+            };
             if let Some(info) = server.behind.known(wait).await {
                 concerns.extend(super::server_info::Concern::of(
                     server.spec(),

@@ -38,6 +38,12 @@ impl Events {
         say(self.mode, level, &text);
     }
 
+    /// Whether `-v` asked for the details (what a server that did not count
+    /// said of itself, say), which may be worth a moment's wait.
+    pub fn verbose(&self) -> bool {
+        self.mode.verbose
+    }
+
     /// What a wait for `key` shows while it lasts (nothing without a wait).
     pub fn progress(&self, key: &LockKey, wait: Wait) -> Progress {
         let style = progress::Style::for_stderr(self.mode.quiet, self.mode.verbose);

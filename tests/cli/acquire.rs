@@ -14,8 +14,8 @@ use crate::support::assertions::{
     assert_gone_everywhere, assert_held_everywhere, assert_no_panic, is_token, token_of,
 };
 use crate::support::{
-    self, acquire, port_of, run, timed, wait_until, Cluster, Output, RedisServer, Running,
-    RUN_TIMEOUT,
+    self, acquire, port_of, run, timed, wait_until, Cluster, DelayProxy, Output, RedisServer,
+    Running, RUN_TIMEOUT,
 };
 
 /// How many times `SET` ran on `server` since it started or since the last
@@ -730,48 +730,6 @@ fn a_stopped_server_costs_a_waiting_acquire_and_a_hand_off_nothing() {
             stopped < healthy * 2 + Duration::from_millis(20) && stopped < Duration::from_millis(200),
             "{what} took {stopped:?} with one of five servers stopped, {healthy:?} with all healthy"
         );
-    }
-}
-
-/// A TCP proxy in front of servers that delays every request by `delay_ms`
-/// (scripts/delay-proxy.py); killed on drop.
-struct DelayProxy {
-    child: std::process::Child,
-    ports: Vec<u16>,
-}
-
-impl DelayProxy {
-    fn start(delay_ms: u32, upstreams: &[u16]) -> DelayProxy {
-        let ports: Vec<u16> = upstreams
-            .iter()
-            .map(|_| {
-                let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-                listener.local_addr().unwrap().port()
-            })
-            .collect();
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/delay-proxy.py");
-        let pairs = ports.iter().zip(upstreams).map(|(l, u)| format!("{l}:{u}"));
-        let child = std::process::Command::new("python3")
-            .arg(script)
-            .arg(delay_ms.to_string())
-            .args(pairs)
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("python3 runs the delay proxy");
-        let up = ports.iter().all(|&port| {
-            wait_until(Duration::from_secs(10), || {
-                std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-            })
-        });
-        assert!(up, "the delay proxy does not listen on {ports:?}");
-        DelayProxy { child, ports }
-    }
-}
-
-impl Drop for DelayProxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -7,7 +7,7 @@
 
 use std::process::Command;
 
-use crate::support::{run, Cluster, Output, RedisServer};
+use crate::support::{run, Cluster, DelayProxy, Output, RedisServer};
 
 /// Servers whose AOF is fsynced on every write: nothing about persistence
 /// to say, whatever the restart guard.
@@ -322,6 +322,28 @@ fn acquire_and_exec_warn_of_a_replica_they_count() {
     let replica = format!("{} is a replica of", cluster[2].url());
     assert!(out.stderr.contains(&replica), "{}", out.stderr);
     assert!(!out.stderr.contains(&said), "{}", out.stderr);
+}
+
+/// Under -v, what a server that did not count is gets said even when its
+/// answer comes after the majority's: a read-only replica 30 ms away
+/// refuses the lock well after the two masters took it.
+#[test]
+fn verbose_names_a_far_replica_that_did_not_count() {
+    let cluster = Cluster::start(3);
+    replica_of(&cluster[2], &cluster[0]);
+    let far = DelayProxy::start(30, &[cluster[2].port()]);
+    let urls = [
+        cluster[0].url(),
+        cluster[1].url(),
+        format!("redis://127.0.0.1:{}", far.ports[0]),
+    ];
+    let out = run(cluster
+        .redlock()
+        .env("REDLOCK_SERVERS", urls.join(","))
+        .args(["-v", "acquire", "-n", "far"]));
+    out.assert_code(0, "acquire with a far read-only replica");
+    let replica = format!("{} is a replica of", urls[2]);
+    assert!(out.stderr.contains(&replica), "{}", out.stderr);
 }
 
 #[test]

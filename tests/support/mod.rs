@@ -1362,3 +1362,45 @@ pub fn proc_state(pid: i32) -> Option<char> {
     let after_comm = &stat[stat.rfind(')')? + 1..];
     after_comm.trim_start().chars().next()
 }
+
+/// A TCP proxy in front of servers that delays every request by `delay_ms`
+/// (scripts/delay-proxy.py); killed on drop.
+pub struct DelayProxy {
+    child: std::process::Child,
+    pub ports: Vec<u16>,
+}
+
+impl DelayProxy {
+    pub fn start(delay_ms: u32, upstreams: &[u16]) -> DelayProxy {
+        let ports: Vec<u16> = upstreams
+            .iter()
+            .map(|_| {
+                let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                listener.local_addr().unwrap().port()
+            })
+            .collect();
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/delay-proxy.py");
+        let pairs = ports.iter().zip(upstreams).map(|(l, u)| format!("{l}:{u}"));
+        let child = std::process::Command::new("python3")
+            .arg(script)
+            .arg(delay_ms.to_string())
+            .args(pairs)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("python3 runs the delay proxy");
+        let up = ports.iter().all(|&port| {
+            wait_until(Duration::from_secs(10), || {
+                std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+            })
+        });
+        assert!(up, "the delay proxy does not listen on {ports:?}");
+        DelayProxy { child, ports }
+    }
+}
+
+impl Drop for DelayProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
