@@ -297,7 +297,15 @@ impl Supervisor<'_> {
         if let Some(terminal) = &self.terminal {
             terminal.take_back(Some(self.group), status.signal().is_some());
         }
-        let processes = leftovers(self.group);
+        // During a stop the whole group has had the stop signal: what is
+        // still there is on its way out (or gets SIGKILL on schedule), and
+        // the stop's own message says what happened. Naming it as left
+        // behind, with "SIGINT or SIGTERM to redlock stops them", would
+        // mislead.
+        let processes = match self.state.is_stopping() {
+            true => Vec::new(),
+            false => leftovers(self.group),
+        };
         if !processes.is_empty() {
             (self.report)(Event::HoldingForLeftovers {
                 processes,

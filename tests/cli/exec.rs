@@ -1648,3 +1648,34 @@ fn the_watchdog_of_a_waiting_exec_sleeps_until_there_is_something_to_watch() {
         "the watchdog woke {woke} times in a second of waiting"
     );
 }
+
+#[test]
+fn a_timeout_stop_does_not_name_as_left_behind_what_it_is_stopping() {
+    // At the time limit the whole group gets SIGTERM: the shell dies at
+    // once, its background job takes 300 ms to finish its trap. That job
+    // is being stopped, not left behind.
+    let cluster = Cluster::start(1);
+    let script = "(trap 'sleep 0.3; exit 0' TERM; while :; do sleep 0.05; done) & wait";
+    let out = run(cluster.redlock().args([
+        "exec",
+        "--timeout",
+        "500ms",
+        "slow-stop",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]));
+    out.assert_code(124, "stopped at the time limit");
+    // (The job's shell may say "Terminated" of its own sleep.)
+    let ours: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|line| line.starts_with("redlock:"))
+        .collect();
+    assert_eq!(
+        ours,
+        ["redlock: lock \"slow-stop\": the command ran past --timeout 500ms; it was stopped"]
+    );
+    assert_gone_everywhere(&cluster, b"slow-stop");
+}
