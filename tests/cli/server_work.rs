@@ -18,6 +18,20 @@ fn script_calls(cluster: &Cluster) -> Vec<u64> {
         .collect()
 }
 
+/// Checks that every server saw `each` calls, but for at most `late` more
+/// in all: a round is decided by a majority, and a server whose reply came
+/// after the round's grace (on a loaded machine) gets the clean-up a silent
+/// server gets, one call more.
+#[track_caller]
+fn assert_calls(calls: &[u64], each: u64, late: u64, what: &str) {
+    let extra: u64 = calls.iter().map(|&c| c.saturating_sub(each)).sum();
+    assert!(
+        calls.iter().all(|&c| c >= each) && extra <= late,
+        "{what}: calls per server {calls:?}, expected {each} each (at most {late} more for a \
+         late server)"
+    );
+}
+
 #[test]
 fn a_failed_attempt_on_a_busy_lock_costs_each_server_one_script_call() {
     let cluster = Cluster::start(3);
@@ -26,10 +40,9 @@ fn a_failed_attempt_on_a_busy_lock_costs_each_server_one_script_call() {
         server.reset_stats();
     }
     run(cluster.redlock().args(["acquire", "-n", "busy"])).assert_code(75, "busy");
-    let calls = script_calls(&cluster);
     // The attempt, and no compare-and-delete where the script said that
-    // it did not take the lock.
-    assert_eq!(calls, [1, 1, 1], "script calls per server");
+    // it did not take the lock (2 each before).
+    assert_calls(&script_calls(&cluster), 1, 1, "a busy attempt");
 }
 
 /// How many clients listen for releases of `name` on every server.
@@ -88,15 +101,10 @@ fn a_hand_off_among_eight_waiters_costs_each_server_two_script_calls() {
         token = winner.stdout.trim().to_owned();
         // Whatever the release set off has happened by now.
         thread::sleep(Duration::from_millis(300));
-        let calls = script_calls(&cluster);
         // The release, and the one attempt of the waiter whose turn it
         // was: the others stay asleep, and the winner left the line where
-        // it took the lock.
-        assert_eq!(
-            calls,
-            [2, 2, 2],
-            "hand-off {round}: script calls per server"
-        );
+        // it took the lock (3 each before).
+        assert_calls(&script_calls(&cluster), 2, 1, &format!("hand-off {round}"));
         assert!(cluster.in_line_everywhere("herd", 7 - round));
     }
 }
@@ -116,11 +124,10 @@ fn an_exec_whose_command_ends_at_once_costs_each_server_two_script_calls() {
         .redlock()
         .args(["exec", "-n", "quick", "--", "true"]))
     .assert_code(0, "exec");
-    let calls = script_calls(&cluster);
     // The attempt and the release: the command's pid would join the holder
     // record with an extension a second after it started, and it was gone
-    // by then.
-    assert_eq!(calls, [2, 2, 2], "script calls per server");
+    // by then (3 each before).
+    assert_calls(&script_calls(&cluster), 2, 1, "exec -- true");
 }
 
 /// Full-text script calls (EVAL) `server` has served since its stats were
@@ -162,5 +169,7 @@ fn a_waiter_sends_the_acquire_scripts_text_once_per_server() {
     // The waiter's first attempt (EVAL), its winning one (EVALSHA, on the
     // connection it switched to for listening), and the release process's
     // first and only call (EVAL).
-    assert_eq!(texts, [2, 2, 2], "EVAL calls per server");
+    // (3 each before; a late server may see the failed attempt's clean-up
+    // and the winner's leave, each a first call on its connection.)
+    assert_calls(&texts, 2, 2, "EVAL");
 }
