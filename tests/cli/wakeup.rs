@@ -57,18 +57,25 @@ fn finished_after(waiter: Running, released: Instant) -> (Output, Duration) {
     (out, released.elapsed())
 }
 
+/// Checks that `waiting` takes the lock within a second of `what`: woken,
+/// since its poll is forced far longer.
+#[track_caller]
+fn woken_at_once(waiting: Running, what: &str) {
+    let (out, took) = finished_after(waiting, Instant::now());
+    out.assert_code(0, "the waiter");
+    assert!(
+        took < Duration::from_secs(1),
+        "the waiter took {took:?} after {what}: it waited for its poll\n{}",
+        out.stderr
+    );
+}
+
 /// Releases `name` (held with `token`) and checks that `waiting` takes it
 /// within a second: woken, since its poll is forced far longer.
 #[track_caller]
 fn released_wakes(cluster: &Cluster, name: &str, token: &str, waiting: Running) {
     run(cluster.redlock().args(["release", name, token])).assert_code(0, "release");
-    let (out, took) = finished_after(waiting, Instant::now());
-    out.assert_code(0, "the waiter");
-    assert!(
-        took < Duration::from_secs(1),
-        "the waiter took {took:?} after the release: it waited for its poll\n{}",
-        out.stderr
-    );
+    woken_at_once(waiting, "the release");
 }
 
 /// A waiting acquire on `cluster` with the poll delay forced to `poll_ms`.
@@ -139,13 +146,7 @@ fn a_waiter_holds_one_connection_per_server() {
     );
 
     run(cluster.redlock().args(["release", "one-each", &token])).assert_code(0, "release");
-    let (out, took) = finished_after(waiting, Instant::now());
-    out.assert_code(0, "the waiter");
-    assert!(
-        took < Duration::from_secs(1),
-        "the waiter took {took:?} after the release: it waited for its poll\n{}",
-        out.stderr
-    );
+    woken_at_once(waiting, "the release");
 }
 
 #[test]
@@ -204,13 +205,7 @@ fn a_waiter_with_a_password_holds_one_connection_per_server() {
         .env("REDLOCK_SERVERS", &urls)
         .args(["release", "authed", &token]))
     .assert_code(0, "release");
-    let (out, took) = finished_after(waiting, Instant::now());
-    out.assert_code(0, "the waiter");
-    assert!(
-        took < Duration::from_secs(1),
-        "the waiter took {took:?} after the release\n{}",
-        out.stderr
-    );
+    woken_at_once(waiting, "the release");
 }
 
 #[test]
@@ -265,13 +260,7 @@ fn release_force_wakes_waiters_too() {
         .redlock()
         .args(["release", "--force", "-q", "stale"]))
     .assert_code(0, "release --force");
-    let (out, took) = finished_after(waiting, Instant::now());
-    out.assert_code(0, "the waiter");
-    assert!(
-        took < Duration::from_secs(1),
-        "the waiter took {took:?} after release --force\n{}",
-        out.stderr
-    );
+    woken_at_once(waiting, "release --force");
 }
 
 #[test]
@@ -362,13 +351,7 @@ fn a_server_hung_while_the_waiter_subscribes_does_not_hold_up_its_wake_up() {
         .redlock()
         .args(["--server-timeout", "300ms", "release", "paused", &token]))
     .assert_code(0, "release");
-    let (out, took) = finished_after(waiting, Instant::now());
-    out.assert_code(0, "the waiter");
-    assert!(
-        took < Duration::from_secs(1),
-        "the waiter took {took:?} after the release\n{}",
-        out.stderr
-    );
+    woken_at_once(waiting, "the release");
     cluster[2].resume();
 }
 
