@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::guard::GuardCause;
 use super::holder::HeldBy;
 use super::key::LockKey;
 use super::server_url::ServerSpec;
@@ -145,6 +146,8 @@ pub enum LockError {
         guard: Duration,
         /// When the first of them counts again.
         again_in: Duration,
+        /// Why they are kept out, each cause once.
+        causes: Vec<GuardCause>,
         failures: Failures,
     },
     NotHeld {

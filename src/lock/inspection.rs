@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::error::{Failures, LockError};
+use super::guard::Guarded;
 use super::holder::HeldBy;
 use super::key::LockKey;
 use super::quorum::{no_quorum, KeptOut};
@@ -23,7 +24,7 @@ pub struct KeyState {
     pub pttl_ms: i64,
     /// The server started within the restart guard: it counts again after
     /// this long. What it holds is not evidence either way until then.
-    pub restarting: Option<std::time::Duration>,
+    pub restarting: Option<Guarded>,
     /// The holder record beside the key, as stored (see `holder.rs`).
     pub record: Option<Vec<u8>>,
     /// The server's clock in ms when it answered, for the record's age.
@@ -70,7 +71,7 @@ impl KeyState {
             kind: occupant.kind,
             value: occupant.value,
             pttl_ms: occupant.pttl_ms,
-            restarting: restarting.map(|r| r.left),
+            restarting: restarting.map(|r| r.guarded),
             record: occupant.record,
             now_ms: occupant.clock,
             waiters,
@@ -315,14 +316,14 @@ impl Inspection {
     /// The error for an inspection whose verdict is [`Verdict::Unknown`]:
     /// restarting when servers kept out by the restart guard are why.
     pub fn no_quorum(&self) -> LockError {
-        let again_in: Vec<Duration> = self
+        let again_in: Vec<Guarded> = self
             .servers
             .iter()
             .filter_map(|s| s.state.as_ref().ok()?.restarting)
             .collect();
         let kept_out = self.restart_guard.map(|guard| KeptOut {
             guard,
-            again_in: &again_in,
+            kept: &again_in,
         });
         let servers = (self.servers.len(), self.quorum);
         no_quorum(&self.key, servers, kept_out, self.failures())
@@ -457,7 +458,10 @@ mod tests {
         let mut restarted = inspection(vec![Ok(Some("a")), Ok(None), Ok(None)]);
         for s in &mut restarted.servers[1..] {
             if let Ok(state) = &mut s.state {
-                state.restarting = Some(std::time::Duration::from_secs(1));
+                state.restarting = Some(Guarded {
+                    left: std::time::Duration::from_secs(1),
+                    cause: super::super::guard::GuardCause::Unseen,
+                });
             }
         }
         assert_eq!(restarted.verdict(), Verdict::Unknown);

@@ -192,8 +192,14 @@ pub(super) const READERS_SUFFIX: &[u8] = b"\0readers";
 pub(super) const READER_RECORDS_SUFFIX: &[u8] = b"\0reader-records";
 
 /// Appended to the prefix to name the restart guard's marker (guard.lua):
-/// no lock name is empty or holds NUL, so no lock is called so.
-const GUARD_SUFFIX: &[u8] = b"\0guard";
+/// no lock name is empty or holds NUL, so no lock is called so. The "2" is
+/// the marker's format: builds before it kept another one under
+/// [`LEGACY_GUARD_SUFFIX`], and the two never read each other's (a fleet
+/// that mixes them would otherwise keep rewriting it, and stay kept out).
+const GUARD_SUFFIX: &[u8] = b"\0guard2";
+
+/// The marker of builds before 0.2 (`"<since> <run_id> <evicted>"`).
+const LEGACY_GUARD_SUFFIX: &[u8] = b"\0guard";
 
 /// The restart guard's marker for the locks under `prefix`.
 pub(super) fn guard_marker(prefix: &[u8]) -> Vec<u8> {
@@ -225,6 +231,7 @@ pub fn is_line_key(key: &[u8]) -> bool {
         LAPSE_SUFFIX,
         FREE_SUFFIX,
         GUARD_SUFFIX,
+        LEGACY_GUARD_SUFFIX,
         BROKEN_SUFFIX,
         FENCE_SUFFIX,
         READERS_SUFFIX,
@@ -330,15 +337,16 @@ mod tests {
 
     #[test]
     fn a_hash_tagged_name_keeps_its_marker_in_its_slot() {
-        let marker = |name: &[u8]| marker_for(name, b"\0guard");
-        assert_eq!(marker(b"app:{deploy}:web"), b"app:{deploy}\0guard");
-        assert_eq!(marker(b"{a}{b}"), b"{a}\0guard");
+        let marker = |name: &[u8]| marker_for(name, b"\0guard2");
+        assert_eq!(marker(b"app:{deploy}:web"), b"app:{deploy}\0guard2");
+        assert_eq!(marker(b"{a}{b}"), b"{a}\0guard2");
         assert_eq!(
             marker(b"x{}y{z}"),
-            b"\0guard",
+            b"\0guard2",
             "an empty first tag is no tag"
         );
-        assert_eq!(marker(b"x{y"), b"\0guard");
-        assert_eq!(marker(b"plain"), b"\0guard");
+        assert_eq!(marker(b"x{y"), b"\0guard2");
+        assert_eq!(marker(b"plain"), b"\0guard2");
+        assert!(is_line_key(b"app:\0guard"), "the marker of earlier builds");
     }
 }

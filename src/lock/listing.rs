@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::{Failures, LockError};
+use super::guard::Guarded;
 use super::holder::HeldBy;
 use super::inspection::{Inspection, KeyState, Occupied, ServerState, Verdict};
 use super::key::LockKey;
@@ -191,7 +192,7 @@ pub struct ServerPart {
     /// `Ok(None)`: it answered and counts; `Ok(Some(left))`: it answered,
     /// but the restart guard counts it again only after `left`; `Err`: it
     /// failed, and none of its keys are known.
-    pub state: Result<Option<Duration>, ServerError>,
+    pub state: Result<Option<Guarded>, ServerError>,
 }
 
 /// A listing: handed over a batch of locks at a time while it is read
@@ -231,14 +232,14 @@ impl Listing {
         if counting >= self.quorum {
             return None;
         }
-        let again_in: Vec<Duration> = self
+        let again_in: Vec<Guarded> = self
             .servers
             .iter()
             .filter_map(|part| *part.state.as_ref().ok()?)
             .collect();
         let kept_out = self.restart_guard.map(|guard| KeptOut {
             guard,
-            again_in: &again_in,
+            kept: &again_in,
         });
         let failures = self
             .servers
@@ -373,7 +374,7 @@ impl Redlock {
         })
         .await;
         let keys = query.found(&scans);
-        let mut parts: Vec<Result<Option<Duration>, ServerError>> =
+        let mut parts: Vec<Result<Option<Guarded>, ServerError>> =
             scans.into_iter().map(|scan| scan.map(|_| None)).collect();
         let mut listing = Listing {
             query,
@@ -417,7 +418,7 @@ impl Redlock {
     async fn send_batch(
         &self,
         batch: &[(LockKey, bool)],
-        parts: &[Result<Option<Duration>, ServerError>],
+        parts: &[Result<Option<Guarded>, ServerError>],
         deadline: Deadline,
     ) -> Vec<Reading> {
         let keys: Arc<[(LockKey, bool)]> = batch.into();
@@ -477,7 +478,7 @@ impl Redlock {
     }
 
     /// Each server's part in the listing.
-    fn parts(&self, parts: Vec<Result<Option<Duration>, ServerError>>) -> Vec<ServerPart> {
+    fn parts(&self, parts: Vec<Result<Option<Guarded>, ServerError>>) -> Vec<ServerPart> {
         self.servers
             .iter()
             .zip(parts)
@@ -532,7 +533,7 @@ async fn join(reading: Vec<Reading>) -> Vec<Result<ServerRead, ServerError>> {
 /// now is marked so in `parts`, and stays so.
 fn columns(
     reads: Vec<Result<ServerRead, ServerError>>,
-    parts: &mut [Result<Option<Duration>, ServerError>],
+    parts: &mut [Result<Option<Guarded>, ServerError>],
 ) -> Vec<Column> {
     reads
         .into_iter()
@@ -624,7 +625,7 @@ async fn scan(
 
 /// Whether the restart guard keeps a server out (for how long), and what it
 /// holds for each lock of the listing.
-type ServerRead = (Option<Duration>, Vec<KeyState>);
+type ServerRead = (Option<Guarded>, Vec<KeyState>);
 
 /// What one server holds for each of `keys` (one batch, one script call),
 /// in their order, and whether the restart guard keeps it out.
@@ -641,7 +642,7 @@ async fn read(
     let read = server
         .call(move |mut connection: Connection| async move { connection.invoke(&call).await })
         .await?;
-    let restarting = read.restarting.map(|r| r.left);
+    let restarting = read.restarting.map(|r| r.guarded);
     let states = read
         .occupants
         .into_iter()

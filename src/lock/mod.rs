@@ -9,6 +9,7 @@ mod fence;
 #[cfg(test)]
 mod fence_model;
 mod force;
+mod guard;
 mod holder;
 mod inspection;
 mod keeper;
@@ -33,6 +34,7 @@ mod tried;
 
 pub use error::{Failures, LockError, Said, TokenOp, TokenRound};
 pub use force::{Breaking, Forced};
+pub use guard::{GuardCause, Guarded};
 pub use holder::{host_name, started as process_started, HeldBy, Holder, Recorded};
 pub use inspection::{Broken, Inspection, KeyState, Occupied, Verdict};
 pub use keeper::interval as keeper_interval;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::{Failures, LockError, Said, TokenOp, TokenRound};
+use super::guard::Guarded;
 use super::holder::Holder;
 use super::inspection::{Inspection, KeyState, Occupied, ServerState};
 use super::key::{guard_marker, LockKey, Token};
@@ -70,7 +71,10 @@ pub(super) enum SetReply {
     Queued { waiters: u64, clock: Option<u64> },
     /// It may have lost locks within the guard: counted again after this
     /// long; the server's clock in ms.
-    Restarting { left: Duration, clock: Option<u64> },
+    Restarting {
+        guarded: Guarded,
+        clock: Option<u64>,
+    },
 }
 
 impl SetReply {
@@ -91,7 +95,7 @@ impl From<AcquireReply> for SetReply {
             AcquireReply::Held(seen) => SetReply::Held(Box::new(KeyState::new(*seen, None, 0))),
             AcquireReply::Queued { waiters, clock } => SetReply::Queued { waiters, clock },
             AcquireReply::Restarting(restarting) => SetReply::Restarting {
-                left: restarting.left,
+                guarded: restarting.guarded,
                 clock: restarting.clock,
             },
             AcquireReply::Readers {
@@ -427,7 +431,7 @@ impl Redlock {
         let again_in = replies
             .answered()
             .filter_map(|r| match r {
-                SetReply::Restarting { left, .. } => Some(*left),
+                SetReply::Restarting { guarded, .. } => Some(*guarded),
                 _ => None,
             })
             .collect::<Vec<_>>();
@@ -441,7 +445,7 @@ impl Redlock {
             false if held + in_line < self.quorum => {
                 let kept_out = KeptOut {
                     guard: self.restart_guard,
-                    again_in: &again_in,
+                    kept: &again_in,
                 };
                 no_quorum(key, (self.len(), self.quorum), Some(kept_out), failures)
             }

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use super::error::{Failures, LockError};
+use super::guard::{causes, Guarded};
 use super::key::LockKey;
 
 /// The number of servers that must agree: a strict majority of the servers
@@ -36,8 +37,8 @@ pub fn ttl_millis(ttl: Duration) -> u64 {
 pub(super) struct KeptOut<'a> {
     /// The guard they were judged by.
     pub guard: Duration,
-    /// When each of them counts again.
-    pub again_in: &'a [Duration],
+    /// When each of them counts again, and why it is kept out.
+    pub kept: &'a [Guarded],
 }
 
 /// The one decision of why a round of `total` servers lacks a quorum, for
@@ -51,15 +52,15 @@ pub(super) fn no_quorum(
     kept_out: Option<KeptOut<'_>>,
     failures: Failures,
 ) -> LockError {
-    let soonest =
-        kept_out.and_then(|k| Some((k.guard, k.again_in.iter().min()?, k.again_in.len())));
+    let soonest = kept_out.and_then(|k| Some((k, k.kept.iter().map(|g| g.left).min()?)));
     match soonest {
-        Some((guard, &again_in, restarting)) => LockError::Restarting {
+        Some((kept_out, again_in)) => LockError::Restarting {
             key: key.clone(),
-            restarting,
+            restarting: kept_out.kept.len(),
             total,
-            guard,
+            guard: kept_out.guard,
             again_in,
+            causes: causes(kept_out.kept),
             failures,
         },
         None => failures.into_error(key, total, quorum),
@@ -115,6 +116,7 @@ impl Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lock::GuardCause;
 
     #[test]
     fn quorum_is_a_strict_majority_of_configured_servers() {
@@ -160,22 +162,35 @@ mod tests {
             };
             Failures(vec![(spec, err)])
         };
-        let again_in = [Duration::from_secs(3), Duration::from_secs(1)];
+        let kept = [
+            Guarded {
+                left: Duration::from_secs(3),
+                cause: GuardCause::Replication,
+            },
+            Guarded {
+                left: Duration::from_secs(1),
+                cause: GuardCause::Unseen,
+            },
+        ];
         let kept_out = KeptOut {
             guard: Duration::from_secs(30),
-            again_in: &again_in,
+            kept: &kept,
         };
         match no_quorum(&key, (3, 2), Some(kept_out), failed(false)) {
             LockError::Restarting {
                 restarting: 2,
                 again_in,
+                causes,
                 failures,
                 ..
-            } => assert_eq!((again_in, failures.0.len()), (Duration::from_secs(1), 1)),
+            } => {
+                assert_eq!((again_in, failures.0.len()), (Duration::from_secs(1), 1));
+                assert_eq!(causes, [GuardCause::Unseen, GuardCause::Replication]);
+            }
             other => panic!("{other:?}"),
         }
         let nobody = KeptOut {
-            again_in: &[],
+            kept: &[],
             ..kept_out
         };
         let error = no_quorum(&key, (3, 2), Some(nobody), failed(false));

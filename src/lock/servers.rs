@@ -80,21 +80,30 @@ pub struct Connection {
     inner: MultiplexedConnection,
     sent_scripts: Arc<StdMutex<HashSet<&'static str>>>,
     behind: Arc<Behind>,
+    /// The db index this connection selected, as the restart guard records
+    /// it in its marker (guard.lua): SWAPDB is seen by it.
+    db: Vec<u8>,
 }
 
 impl Connection {
-    fn new(inner: MultiplexedConnection, behind: &Arc<Behind>) -> Self {
+    fn new(inner: MultiplexedConnection, behind: &Arc<Behind>, db: i64) -> Self {
         Connection {
             inner,
             sent_scripts: Arc::default(),
             behind: Arc::clone(behind),
+            db: db.to_string().into_bytes(),
         }
     }
 
     /// Runs one script call, its reply parsed: a reply the script cannot
     /// have sent is an error, and so that server's failure.
     pub async fn invoke<I: Invocation>(&mut self, call: &I) -> redis::RedisResult<I::Reply> {
-        let (keys, args) = (call.keys(), call.args());
+        let (keys, mut args) = (call.keys(), call.args());
+        // The restart guard's last argument is the db this connection
+        // selected: the one fact of the dataset only the connection knows.
+        if call.script().reads_guard {
+            args.push(self.db.clone());
+        }
         let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let reply: redis::Value = self.run_script(call.script(), &keys, &args).await?;
@@ -420,7 +429,7 @@ impl Server {
     ) -> redis::RedisResult<Listening> {
         connection.subscribe(channels).await?;
         let mut cached = self.connection.lock().await;
-        let mut replacement = Connection::new(connection.clone(), &self.behind);
+        let mut replacement = Connection::new(connection.clone(), &self.behind, self.db());
         // The scripts the first connection sent are in this server's
         // cache: the waiter's next attempt need not send the text again.
         // A server that restarted in between answers NOSCRIPT, and the
@@ -465,9 +474,14 @@ impl Server {
             .open(settings, self.config())
             .await
             .map_err(|err| self.failed(&err))?;
-        let connection = Connection::new(inner, &self.behind);
+        let connection = Connection::new(inner, &self.behind, self.db());
         *cached = Some(connection.clone());
         Ok((connection, false))
+    }
+
+    /// The db index its connections select.
+    fn db(&self) -> i64 {
+        self.spec.connection_info().redis_settings().db()
     }
 
     /// How a connection is bounded: the server timeout to connect, and

@@ -524,6 +524,10 @@ enum ServerJson<'a> {
         /// Milliseconds until the restart guard counts this server again;
         /// 0 when it counts.
         restarting_ms: u64,
+        /// Why the restart guard keeps it out (guard.lua's word), when it
+        /// does.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        restarting_cause: Option<&'static str>,
         /// How many live readers (`--shared`) it holds.
         readers: u64,
     },
@@ -558,7 +562,8 @@ impl<'a> StatusJson<'a> {
                     token: value.as_deref().map(Bytes),
                     ttl_ms: *pttl_ms,
                     error: None,
-                    restarting_ms: restarting.map_or(0, millis),
+                    restarting_ms: restarting.map_or(0, |g| millis(g.left)),
+                    restarting_cause: restarting.map(|g| g.cause.as_str()),
                 },
                 Err(err) => ServerJson::Failed {
                     server: s.server.to_string(),
@@ -748,7 +753,10 @@ pub fn list_closing(listing: &Listing) -> io::Result<String> {
         .filter_map(|part| {
             let (error, restarting_ms) = match &part.state {
                 Ok(None) => return None,
-                Ok(Some(left)) => (super::words::server_restarting(*left), Some(millis(*left))),
+                Ok(Some(guarded)) => (
+                    super::words::server_restarting(*guarded),
+                    Some(millis(guarded.left)),
+                ),
                 Err(err) => (err.to_string(), None),
             };
             Some(FailedJson {

@@ -547,9 +547,9 @@ fn server_lines(inspection: &Inspection) -> String {
         };
         let detail = match &s.state {
             Ok(KeyState {
-                restarting: Some(left),
+                restarting: Some(guarded),
                 ..
-            }) => format!("{detail}  ({})", words::server_restarting(*left)),
+            }) => format!("{detail}  ({})", words::server_restarting(*guarded)),
             _ => detail,
         };
         text.push_str(&format!("\n  {name:width$}  {detail}"));
@@ -665,10 +665,10 @@ fn list_row(entry: &Listed<'_>) -> [String; 5] {
 fn list_server(part: &ServerPart) -> Option<String> {
     match &part.state {
         Ok(None) => None,
-        Ok(Some(left)) => Some(format!(
+        Ok(Some(guarded)) => Some(format!(
             "{} does not count: {} (restart guard)",
             part.server,
-            words::server_restarting(*left)
+            words::server_restarting(*guarded)
         )),
         Err(err) => Some(format!(
             "{} failed, its locks are not known: {err}",

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use crate::duration::{exact, rounded};
 use crate::lock::{
-    escape_and_cut, Broken, Failures, HeldBy, Holder, LockError, LockKey, Recorded, Said,
-    Semaphore, ServerError, SharedHolder, Standing, TokenOp, TokenRound, Tried,
+    escape_and_cut, Broken, Failures, GuardCause, Guarded, HeldBy, Holder, LockError, LockKey,
+    Recorded, Said, Semaphore, ServerError, SharedHolder, Standing, TokenOp, TokenRound, Tried,
 };
 
 /// How many characters of each recorded field a one-line summary shows.
@@ -236,7 +236,7 @@ pub fn lock_error(error: &LockError) -> String {
             too_slow(error, Form::Failure)
         ),
         LockError::Restarting { failures, .. } => format!(
-            "{}{}; --restart-guard 0 turns the guard off",
+            "{}{}; it counts again by itself (-w waits for it)",
             restarting(error, Form::Failure),
             list(failures)
         ),
@@ -372,7 +372,7 @@ pub fn unlisted(shown: &str, error: &LockError) -> String {
         ),
         LockError::Refused { .. } => refused(error),
         LockError::Restarting { failures, .. } => format!(
-            "{}{}; --restart-guard 0 turns the guard off",
+            "{}{}; it counts again by itself (-w waits for it)",
             restarting_why(error),
             list(failures)
         ),
@@ -487,16 +487,19 @@ fn restarting_why(error: &LockError) -> String {
         total,
         guard,
         again_in,
+        causes,
         ..
     } = error
     else {
         return String::new();
     };
+    let causes: Vec<&str> = causes.iter().map(|&c| guard_cause(c)).collect();
     format!(
-        "{restarting} of {} may have lost locks less than {} ago (a restart, a flush or an \
-         eviction; restart guard, counted again in {})",
+        "{restarting} of {} may have lost locks less than {} ago ({}; restart guard, counted \
+         again in {})",
         servers(*total),
         exact(*guard),
+        causes.join("; "),
         exact(*again_in)
     )
 }
@@ -514,9 +517,38 @@ pub fn broken(broken: &Broken) -> String {
 }
 
 /// One server that the restart guard keeps out (it may have lost locks
-/// recently), for `status` and `list`: "restarting, counted again in D".
-pub fn server_restarting(left: Duration) -> String {
-    format!("restarting, counted again in {}", exact(left))
+/// recently), for `status` and `list`: "restarting, counted again in D
+/// (why)".
+pub fn server_restarting(guarded: Guarded) -> String {
+    format!(
+        "restarting, counted again in {} ({})",
+        exact(guarded.left),
+        guard_cause(guarded.cause)
+    )
+}
+
+/// Why the restart guard keeps a server out: what its marker saw change in
+/// the data behind the address (guard.lua).
+pub fn guard_cause(cause: GuardCause) -> &'static str {
+    match cause {
+        GuardCause::Unseen => {
+            "first sight, or its data was lost: a restart without persistence or a flush"
+        }
+        GuardCause::Unreadable => "its restart guard marker could not be read",
+        GuardCause::AnotherDb => "it now holds another db's data: SWAPDB",
+        GuardCause::AnotherProcess => {
+            "another server process holds its data: a restart, a failover, or another \
+             server behind the address"
+        }
+        GuardCause::Replication => {
+            "it was a replica in between: REPLICAOF or a failover replaced its data"
+        }
+        GuardCause::Eviction => "it evicted keys",
+        GuardCause::StatsReset => {
+            "its statistics were reset (CONFIG RESETSTAT), so evictions cannot be counted"
+        }
+        GuardCause::Clock => "its clock went back",
+    }
 }
 
 /// A majority agreed, but too late to leave any validity.
@@ -692,13 +724,15 @@ mod tests {
             total: 3,
             guard: Duration::from_secs(30),
             again_in: Duration::from_millis(1500),
+            causes: vec![GuardCause::AnotherProcess, GuardCause::Eviction],
             failures: Failures::default(),
         };
         assert_eq!(
             lock_error(&restarting),
-            "lock \"k\": 2 of 3 servers may have lost locks less than 30s ago (a restart, a \
-             flush or an eviction; restart guard, counted again in 1s 500ms); --restart-guard 0 \
-             turns the guard off"
+            "lock \"k\": 2 of 3 servers may have lost locks less than 30s ago (another server \
+             process holds its data: a restart, a failover, or another server behind the address; \
+             it evicted keys; restart guard, counted again in 1s 500ms); it counts again by itself \
+             (-w waits for it)"
         );
         let server = |port: u16| ServerSpec::parse(&format!("127.0.0.1:{port}")).unwrap();
         let round = TokenRound {

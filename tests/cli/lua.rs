@@ -40,13 +40,38 @@ fn script(name: &str) -> String {
         .collect()
 }
 
-/// EVAL of the script `name` with `keys` and `args`.
+/// Whether the script `name` runs the restart guard: redlock then appends
+/// the db index its connection selected as the last argument.
+fn reads_guard(name: &str) -> bool {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lock/scripts");
+    let body = fs::read_to_string(dir.join(format!("{name}.lua"))).unwrap();
+    body.lines()
+        .next()
+        .is_some_and(|line| line.split_whitespace().any(|word| word == "guard"))
+}
+
+/// EVAL of the script `name` with `keys` and `args` (and db 0 last, for a
+/// script that reads the guard, as a connection to db 0 sends it).
 fn eval(
     server: &RedisServer,
     name: &str,
     keys: &[Vec<u8>],
     args: &[&str],
 ) -> redis::RedisResult<Value> {
+    eval_in_db(server, name, keys, args, "0")
+}
+
+fn eval_in_db(
+    server: &RedisServer,
+    name: &str,
+    keys: &[Vec<u8>],
+    args: &[&str],
+    db: &str,
+) -> redis::RedisResult<Value> {
+    let mut args = args.to_vec();
+    if reads_guard(name) {
+        args.push(db);
+    }
     redis::cmd("EVAL")
         .arg(script(name))
         .arg(keys.len())
@@ -132,11 +157,11 @@ fn occupant(value: Value) -> (String, Option<String>, i64, Option<String>) {
     )
 }
 
-/// `{"restarting", ms, clock}`: the ms.
+/// `{"restarting", ms, clock, cause}`: the ms.
 fn restarting(value: Value) -> i64 {
     let (tag, rest) = tagged(value);
     assert_eq!(tag, "restarting");
-    assert_eq!(rest.len(), 2, "{rest:?}");
+    assert_eq!(rest.len(), 3, "{rest:?}");
     assert!(int(&rest[1]) > 1_600_000_000_000, "the clock: {rest:?}");
     int(&rest[0])
 }
@@ -388,13 +413,54 @@ fn acquire_lets_a_line_that_kept_the_lock_too_long_step_aside() {
     assert_eq!(tag, "queued");
 }
 
-/// The marker as guard.lua writes it: "<since> <run_id> <evicted_keys>".
-fn marker(since: u64, run_id: &str, evicted: &str) -> Vec<u8> {
-    format!("{since} {run_id} {evicted}").into_bytes()
+/// What guard.lua's marker records of the dataset behind the address.
+#[derive(Clone)]
+struct Marker {
+    since: u64,
+    cause: &'static str,
+    db: &'static str,
+    run_id: String,
+    replid: String,
+    evicted: u64,
+    commands: u64,
 }
 
-fn run_id(server: &RedisServer) -> String {
-    server.info_field("server", "run_id").unwrap()
+impl Marker {
+    /// The marker guard.lua would write on `server` now, dated `since`.
+    fn of(server: &RedisServer, since: u64) -> Marker {
+        let stat = |name: &str| server.info_field("stats", name).unwrap().parse().unwrap();
+        Marker {
+            since,
+            cause: "unseen",
+            db: "0",
+            run_id: server.info_field("server", "run_id").unwrap(),
+            replid: server.info_field("replication", "master_replid").unwrap(),
+            evicted: stat("evicted_keys"),
+            commands: stat("total_commands_processed"),
+        }
+    }
+
+    fn value(&self) -> Vec<u8> {
+        let Marker {
+            since,
+            cause,
+            db,
+            run_id,
+            replid,
+            evicted,
+            commands,
+        } = self;
+        format!("2 {since} {cause} {db} {run_id} {replid} {evicted} {commands}").into_bytes()
+    }
+}
+
+/// The cause of a `{"restarting", ms, clock, cause}` reply.
+fn cause_of(reply: Value) -> String {
+    let [_, _, _, cause] = <[Value; 4]>::try_from(items(reply)).unwrap();
+    match cause {
+        Value::BulkString(bytes) => String::from_utf8(bytes).unwrap(),
+        other => panic!("a cause that is not a string: {other:?}"),
+    }
 }
 
 #[test]
@@ -411,40 +477,108 @@ fn acquire_under_the_guard_restarts_without_a_marker() {
     assert_eq!(server.get(&k[0]), None);
     let written = String::from_utf8(server.get(&k[5]).unwrap()).unwrap();
     let fields: Vec<&str> = written.split(' ').collect();
-    assert_eq!(fields[1..], [run_id(&server).as_str(), "0"], "{written}");
+    let now = Marker::of(&server, 0);
+    assert_eq!(
+        [fields[0], fields[2], fields[3], fields[4], fields[5], fields[6]],
+        ["2", "unseen", "0", &now.run_id, &now.replid, "0"],
+        "{written}"
+    );
     // A marker old enough: the server counts.
     let since = now_ms(&server) - 20_000;
-    server.set(&k[5], &marker(since, &run_id(&server), "0"));
+    server.set(&k[5], &Marker::of(&server, since).value());
     assert_eq!(
         run(&server, "acquire", &k, &acquire_args("a", "10000", "", "0")),
         Value::Int(1)
     );
 }
 
+/// Each change of the dataset behind the address that the marker sees is a
+/// loss that happened now: the whole guard is left, however old the marker,
+/// and the reply names the cause.
 #[test]
-fn acquire_under_the_guard_restarts_after_a_restart_or_an_eviction() {
+fn acquire_under_the_guard_restarts_on_every_change_of_the_dataset() {
     let server = RedisServer::start();
+    // One eviction first, so that a marker can have seen one fewer.
+    evict_one(&server);
     let since = now_ms(&server) - 20_000;
-    // Another run_id: lost by the time this run started, which is now.
-    let k = keys("restarted");
-    server.set(&k[5], &marker(since, "an-earlier-run", "0"));
-    let left = restarting(run(
+    let changed: [(&str, fn(&mut Marker)); 7] = [
+        ("another-process", |m| m.run_id = "an-earlier-run".into()),
+        ("replication", |m| m.replid = "0".repeat(40)),
+        ("another-db", |m| m.db = "1"),
+        ("eviction", |m| m.evicted -= 1),
+        ("stats-reset", |m| m.evicted += 1),
+        ("stats-reset", |m| m.commands += 1_000_000),
+        ("clock", |m| m.since += 86_400_000),
+    ];
+    for (i, (cause, change)) in changed.into_iter().enumerate() {
+        let k = keys(&format!("changed-{i}"));
+        let mut marker = Marker::of(&server, since);
+        change(&mut marker);
+        server.set(&k[5], &marker.value());
+        let reply = run(&server, "acquire", &k, &acquire_args("a", "10000", "", "0"));
+        assert_eq!(cause_of(reply.clone()), cause, "case {i}");
+        let left = restarting(reply);
+        assert!((9_000..=10_000).contains(&left), "{cause}: {left} ms left");
+        assert_eq!(server.get(&k[0]), None, "{cause}: the lock was written");
+        // The marker keeps the cause, and the guard counts from now.
+        let written = String::from_utf8(server.get(&k[5]).unwrap()).unwrap();
+        assert!(written.contains(&format!(" {cause} ")), "{written}");
+    }
+    // Unreadable: a marker of another format costs one guard from now.
+    let k = keys("unreadable");
+    server.set(&k[5], format!("{since} run 0").as_bytes());
+    let reply = run(&server, "acquire", &k, &acquire_args("a", "10000", "", "0"));
+    assert_eq!(cause_of(reply), "unreadable");
+}
+
+/// Makes `server` evict one key (a volatile one it is given to evict).
+fn evict_one(server: &RedisServer) {
+    server.set_px(b"evict-me", b"x", 60_000);
+    let config = |args: &[&str]| {
+        let _: () = redis::cmd("CONFIG")
+            .arg(args)
+            .query(&mut server.client())
+            .unwrap();
+    };
+    config(&["SET", "maxmemory-policy", "volatile-lru"]);
+    config(&["SET", "maxmemory", "1"]);
+    let _: redis::RedisResult<()> = redis::cmd("SET")
+        .arg(&["filler", "x"][..])
+        .query(&mut server.client());
+    config(&["SET", "maxmemory", "0"]);
+    config(&["SET", "maxmemory-policy", "noeviction"]);
+    assert_ne!(
+        server.info_field("stats", "evicted_keys").as_deref(),
+        Some("0")
+    );
+}
+
+/// An unchanged dataset keeps the marker's time (and cause): a guard that
+/// has passed stays passed, and one under way goes on from where it was.
+#[test]
+fn acquire_under_the_guard_keeps_the_time_of_an_unchanged_dataset() {
+    let server = RedisServer::start();
+    let k = keys("kept");
+    let mut marker = Marker::of(&server, now_ms(&server) - 4_000);
+    marker.cause = "eviction";
+    server.set(&k[5], &marker.value());
+    let reply = run(&server, "acquire", &k, &acquire_args("a", "10000", "", "0"));
+    assert_eq!(cause_of(reply.clone()), "eviction");
+    let left = restarting(reply);
+    assert!(
+        (5_000..=6_100).contains(&left),
+        "{left} ms left of 10s, 4s in"
+    );
+    // Read from db 1, the same marker is another db's.
+    let reply = eval_in_db(
         &server,
         "acquire",
         &k,
         &acquire_args("a", "10000", "", "0"),
-    ));
-    assert!(left > 5_000, "{left}");
-    // More evicted keys than the marker saw: the guard starts now.
-    let k = keys("evicted");
-    server.set(&k[5], &marker(since, &run_id(&server), "7"));
-    let left = restarting(run(
-        &server,
-        "acquire",
-        &k,
-        &acquire_args("a", "10000", "", "0"),
-    ));
-    assert!((9_000..=10_000).contains(&left), "{left}");
+        "1",
+    )
+    .unwrap();
+    assert_eq!(cause_of(reply), "another-db");
 }
 
 /// How many times INFO ran on `server` since the last `CONFIG RESETSTAT`
@@ -496,7 +630,11 @@ fn acquire_reads_the_guard_only_where_it_would_write_the_lock() {
         &k,
         &acquire_args("c", "10000", "first", "1"),
     ));
-    assert_eq!(info_calls(&server), 2, "INFO server and INFO stats");
+    assert_eq!(
+        info_calls(&server),
+        1,
+        "INFO server replication stats, in one call"
+    );
     assert!(server.get(&k[5]).is_some(), "the marker");
 }
 

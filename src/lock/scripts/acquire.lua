@@ -38,7 +38,7 @@ if first == nil or first == ticket then
   -- only through a SET (or ZADD) made here or a token of ours it kept, and
   -- the guard stands in front of every such write; a marker written later
   -- only starts the guard later.
-  local restarting = lock_takeable(now) and restart_guard(tonumber(ARGV[3]), KEYS[6])
+  local restarting = lock_takeable(now) and restart_guard(tonumber(ARGV[3]), KEYS[6], ARGV[#ARGV])
   if restarting then
     return restarting
   end

@@ -177,7 +177,10 @@ mod tests {
         assert_eq!(
             parse(restarting(250)).unwrap(),
             AcquireReply::Restarting(Restarting {
-                left: Duration::from_millis(250),
+                guarded: crate::lock::Guarded {
+                    left: Duration::from_millis(250),
+                    cause: crate::lock::GuardCause::Unseen,
+                },
                 clock: Some(7)
             })
         );

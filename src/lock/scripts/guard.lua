@@ -1,29 +1,44 @@
 -- required by: acquire inspect list
 -- A prelude: put in front of every script whose first line names it in
 -- "-- requires:" (lock/scripts/source.rs assembles them).
--- The restart guard: a server that may have lost the locks it held (it
--- restarted without persistence, was flushed, evicted keys, or was
--- replaced behind the same address) must not count toward a quorum until
--- every lock it may have lost has expired (antirez, "Distributed locks with
--- Redis": delayed restarts). Every lock's TTL is at most the guard, so the
--- guard, counted from the latest moment the loss can have happened, is
--- enough.
+-- The restart guard: a server that may have lost the locks it held must
+-- not count toward a quorum until every lock it may have lost has expired
+-- (antirez, "Distributed locks with Redis": delayed restarts). Every lock's
+-- TTL is at most the guard, so the guard, counted from the latest moment
+-- the loss can have happened, is enough.
 --
--- That moment is kept in a marker key (`marker`), written without expiry
--- the first time redlock sees the server, so that it goes wherever the
--- locks go: "<since ms> <run_id> <evicted_keys>", in this server's clock.
---   * no marker (a fresh or restarted server without persistence, a
---     FLUSHALL/FLUSHDB, the marker itself evicted, a new server behind the
---     address): the loss may have happened at any time up to now, so the
---     guard starts now. A server never seen before costs one guard too: it
---     cannot be told from one that lost its data.
---   * another run_id (it restarted and reloaded its data, marker included):
---     what it lost, it lost by the time it started, which is before
---     now - (uptime_in_seconds - 1) s, since that uptime is floor(now) -
---     floor(start) in whole seconds and can read 1 a few ms after start.
---   * more evicted_keys than the marker saw: a key may have been a lock, so
---     the guard starts now.
--- Times are this server's TIME in ms, never another host's clock.
+-- The marker witnesses the dataset behind the address, not only the
+-- process: it is a key written without expiry beside the locks, so that it
+-- goes wherever the locks go, and it records what the dataset was when it
+-- was last read:
+--   "2 <since ms> <cause> <db> <run_id> <master_replid> <evicted_keys>
+--    <total_commands_processed>"
+-- in this server's clock, rewritten on every read. Any change the server
+-- cannot explain is a loss that happened now (since = now), and the cause
+-- is kept for the messages:
+--   unseen          no marker: never seen by redlock, or its data was lost
+--                   (a restart without persistence, FLUSHALL/FLUSHDB, the
+--                   marker evicted or deleted, SWAPDB with an empty db)
+--   unreadable      a marker that does not parse
+--   another-db      the marker of another db index (SWAPDB)
+--   another-process another run_id: a restart that reloaded data, a
+--                   failover to a replica, or another server behind the
+--                   address. Its uptime says nothing: a replica promoted
+--                   now has been up for long, and what it missed it lost
+--                   now, so a restart costs the guard from first sight.
+--   replication     another replication ID in the same process: it became
+--                   a replica (a full resync replaced its data) and was
+--                   promoted again (REPLICAOF host port, then NO ONE)
+--   eviction        evicted_keys moved: a key may have been a lock
+--   stats-reset     a counter went down (CONFIG RESETSTAT): evictions
+--                   since the marker can no longer be counted
+--   clock           the marker is dated after now: the server's clock went
+--                   back, or the marker was written by hand; the guard is
+--                   counted from now, never from the future
+-- What the marker cannot see (DEBUG RELOAD of an older RDB in the same
+-- process, a key deleted by hand) is listed in docs/safety.md, with the
+-- setting that prevents it. Times are this server's TIME in ms, never
+-- another host's clock.
 
 -- This server's TIME in ms, as a number (exact in a double for millennia).
 local function time_ms()
@@ -37,35 +52,63 @@ local function info_field(text, name)
     or string.match(text, "^" .. name .. ":([^\r\n]*)")
 end
 
--- When this server may last have lost locks, by its own clock (ms), given
--- the marker's value `old` (false when there is none), updated for what
--- INFO says now. Returns since, the marker's new value, or nil and an error.
-local function loss_since(old, now)
-  local server = redis.call("INFO", "server")
-  local run_id = info_field(server, "run_id")
-  local uptime = tonumber(info_field(server, "uptime_in_seconds") or "")
-  local evicted = info_field(redis.call("INFO", "stats"), "evicted_keys")
-  if not (run_id and uptime and evicted) then
-    return nil, "ERR INFO lacks run_id, uptime_in_seconds or evicted_keys, which the restart guard reads"
+-- The INFO sections the guard reads: in one call where the server takes
+-- several (Redis 7 and later), else one call each.
+local function guard_info()
+  local all = redis.pcall("INFO", "server", "replication", "stats")
+  if type(all) == "string" then
+    return all
   end
-  local since = now
-  local o_since, o_run, o_evicted = string.match(old or "", "^(%d+) (%S+) (%d+)$")
-  if o_since and o_evicted == evicted then
-    since = tonumber(o_since)
-    if o_run ~= run_id then
-      since = math.max(since, now - math.max(uptime - 1, 0) * 1000)
-    end
+  return redis.call("INFO", "server") .. "\n" .. redis.call("INFO", "replication")
+    .. "\n" .. redis.call("INFO", "stats")
+end
+
+-- What the dataset is now: {run_id, replid, evicted, commands}, or nil.
+local function dataset_now()
+  local info = guard_info()
+  local now = {
+    info_field(info, "run_id"), info_field(info, "master_replid"),
+    tonumber(info_field(info, "evicted_keys") or ""),
+    tonumber(info_field(info, "total_commands_processed") or ""),
+  }
+  if now[1] and now[2] and now[3] and now[4] then
+    return now
   end
-  return since, string.format("%.0f %s %s", since, run_id, evicted)
+end
+
+-- Why the dataset the marker `old` saw may not be the one behind the
+-- address now (a cause, see above), or nil when nothing changed.
+local function change(old, db, seen, now)
+  if not old then
+    return "unseen"
+  end
+  local since, cause, o_db, run, replid, evicted, commands = string.match(old,
+    "^2 (%d+) (%S+) (%d+) (%S+) (%S+) (%d+) (%d+)$")
+  if not since then
+    return "unreadable"
+  elseif o_db ~= db then
+    return "another-db"
+  elseif run ~= seen[1] then
+    return "another-process"
+  elseif replid ~= seen[2] then
+    return "replication"
+  elseif seen[3] > tonumber(evicted) then
+    return "eviction"
+  elseif seen[3] < tonumber(evicted) or seen[4] < tonumber(commands) then
+    return "stats-reset"
+  elseif tonumber(since) > now then
+    return "clock"
+  end
+  return nil, tonumber(since), cause
 end
 
 -- The restart guard's word on this server under a guard of `guard` ms (0
--- turns it off), in the one shape every script replies it in: false when
--- the server counts, {"restarting", ms until it counts again, this server's
--- clock in ms} when it does not; or an error reply (a table with `err`) to
--- return as it is. Writes the marker `marker` when it is missing or out of
--- date.
-local function restart_guard(guard, marker)
+-- turns it off), for the db index `db` the caller selected, in the one
+-- shape every script replies it in: false when the server counts,
+-- {"restarting", ms until it counts again, this server's clock in ms,
+-- cause} when it does not; or an error reply (a table with `err`) to
+-- return as it is. Rewrites the marker `marker`.
+local function restart_guard(guard, marker, db)
   if guard <= 0 then
     return false
   end
@@ -73,19 +116,20 @@ local function restart_guard(guard, marker)
   if type(old) == "table" and old.err then
     return redis.error_reply("ERR the restart guard's marker key is not a string: " .. old.err)
   end
+  local seen = dataset_now()
+  if not seen then
+    return redis.error_reply("ERR INFO lacks run_id, master_replid, evicted_keys or "
+      .. "total_commands_processed, which the restart guard reads")
+  end
   local now = time_ms()
-  local since, value = loss_since(old, now)
-  if not since then
-    return redis.error_reply(value)
-  end
-  if value ~= old then
-    redis.call("SET", marker, value)
-  end
-  -- A clock stepped back puts `since` in the future: the guard then runs
-  -- from `since`, which is later, never earlier.
+  local cause, since, kept = change(old, db, seen, now)
+  since = since or now
+  cause = cause or kept
+  redis.call("SET", marker, string.format("2 %.0f %s %s %s %s %.0f %.0f",
+    since, cause, db, seen[1], seen[2], seen[3], seen[4]))
   local left = since + guard - now
   if left > 0 then
-    return {"restarting", left, now}
+    return {"restarting", left, now, cause}
   end
   return false
 end

@@ -10,7 +10,7 @@
 -- the reply. Last, the fencing counter's digits (fence.lua; false when
 -- there is none, or it is not a counter), and the readers (shared.lua's
 -- readers_seen: the first 16, and the token ARGV[2] if it is one of them).
-local restarting = restart_guard(tonumber(ARGV[1]), KEYS[6])
+local restarting = restart_guard(tonumber(ARGV[1]), KEYS[6], ARGV[#ARGV])
 if restarting and restarting.err then
   return restarting
 end

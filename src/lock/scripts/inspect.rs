@@ -144,7 +144,7 @@ mod tests {
         assert_eq!((read.restarting, read.waiters), (None, 2));
         let kept_out = parse(reply(missing(), restarting(300), Value::Int(0))).unwrap();
         assert_eq!(
-            kept_out.restarting.map(|r| r.left),
+            kept_out.restarting.map(|r| r.guarded.left),
             Some(Duration::from_millis(300))
         );
         assert_eq!(kept_out.occupant.kind, "none");

@@ -11,7 +11,7 @@
 -- {occupant(), readers_listed() (reader_records.lua)}: most locks have no
 -- readers, and their reply stays as short as it was.
 -- lock/scripts/list.rs parses the reply.
-local restarting = restart_guard(tonumber(ARGV[1]), KEYS[1])
+local restarting = restart_guard(tonumber(ARGV[1]), KEYS[1], ARGV[#ARGV])
 if restarting and restarting.err then
   return restarting
 end

@@ -157,7 +157,7 @@ mod tests {
         assert_eq!(read.occupants[0].1.count, 0);
         let empty = parse(Value::Array(vec![restarting(40)]), 0).unwrap();
         assert_eq!(
-            empty.restarting.map(|r| r.left),
+            empty.restarting.map(|r| r.guarded.left),
             Some(Duration::from_millis(40))
         );
         assert!(empty.occupants.is_empty());

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use redis::Value;
 
+use super::super::guard::{GuardCause, Guarded};
 use super::super::key::{
     marker_for, record_key, LockKey, BROKEN_SUFFIX, FENCE_SUFFIX, FREE_SUFFIX, LAPSE_SUFFIX,
     LINE_SUFFIX, READERS_SUFFIX, READER_RECORDS_SUFFIX,
@@ -108,8 +109,8 @@ pub struct Occupant {
 /// locks within the guard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Restarting {
-    /// How long until it counts again; never zero.
-    pub left: Duration,
+    /// How long until it counts again (never zero), and why it is kept out.
+    pub guarded: Guarded,
     /// The server's clock in ms when it answered.
     pub clock: Option<u64>,
 }
@@ -235,16 +236,22 @@ impl Reader {
         })
     }
 
-    /// guard.lua's `restart_guard()`: `{"restarting", ms, clock}`.
+    /// guard.lua's `restart_guard()`: `{"restarting", ms, clock, cause}`.
     pub fn restarting(self, value: Value) -> Result<Restarting, ProtocolError> {
-        let [tag, left, clock] = self.array(value, "restarting")?;
+        let [tag, left, clock, cause] = self.array(value, "restarting")?;
         if self.bytes(tag, "the tag")? != b"restarting" {
-            return Err(self.error("a three-element reply not tagged \"restarting\""));
+            return Err(self.error("a four-element reply not tagged \"restarting\""));
         }
         // A server that counts says false: 0 ms is no encoding of it.
         let left = self.int(&left, 1, "the ms until the server counts again")?;
+        let cause = self.bytes(cause, "the cause")?;
+        let cause = GuardCause::parse(&cause)
+            .ok_or_else(|| self.error("a restart guard's cause it never names"))?;
         Ok(Restarting {
-            left: Duration::from_millis(left.unsigned_abs()),
+            guarded: Guarded {
+                left: Duration::from_millis(left.unsigned_abs()),
+                cause,
+            },
             clock: self.clock(clock)?,
         })
     }
@@ -308,7 +315,12 @@ pub(super) mod tests {
     }
 
     pub fn restarting(ms: i64) -> Value {
-        Value::Array(vec![bulk("restarting"), Value::Int(ms), Value::Int(7)])
+        Value::Array(vec![
+            bulk("restarting"),
+            Value::Int(ms),
+            Value::Int(7),
+            bulk("unseen"),
+        ])
     }
 
     const READ: Reader = Reader("test");
@@ -391,7 +403,10 @@ pub(super) mod tests {
         assert_eq!(
             READ.restarting(restarting(250)).unwrap(),
             Restarting {
-                left: Duration::from_millis(250),
+                guarded: Guarded {
+                    left: Duration::from_millis(250),
+                    cause: GuardCause::Unseen
+                },
                 clock: Some(7)
             }
         );
@@ -401,6 +416,18 @@ pub(super) mod tests {
         assert!(READ.restarting(untagged).is_err());
         let short = Value::Array(vec![bulk("restarting"), Value::Int(1)]);
         assert!(READ.restarting(short).is_err());
+        let three = Value::Array(vec![bulk("restarting"), Value::Int(1), Value::Int(7)]);
+        assert!(
+            READ.restarting(three).is_err(),
+            "the old reply without a cause"
+        );
+        let unknown = Value::Array(vec![
+            bulk("restarting"),
+            Value::Int(1),
+            Value::Int(7),
+            bulk("gremlins"),
+        ]);
+        assert!(READ.restarting(unknown).is_err());
         assert_eq!(READ.guard_word(Value::Nil).unwrap(), None);
         assert_eq!(READ.guard_word(Value::Boolean(false)).unwrap(), None);
         assert!(
@@ -447,6 +474,6 @@ pub(super) mod tests {
         ];
         assert_eq!(keys, expected.map(<[u8]>::to_vec));
         let tagged = LockKeys::new(&LockKey::new(b"{d}x".to_vec()), b"app:\0guard").to_vec();
-        assert_eq!(tagged[5], b"{d}\0guard");
+        assert_eq!(tagged[5], b"{d}\0guard2");
     }
 }

@@ -11,6 +11,9 @@ use std::sync::{LazyLock, OnceLock};
 pub struct LuaScript {
     pub name: &'static str,
     pub source: String,
+    /// Whether it runs the restart guard (guard.lua), whose last argument
+    /// is the db index the connection selected (`Connection::invoke`).
+    pub reads_guard: bool,
     /// Worked out on first use only: most runs send each script once, with
     /// EVAL, and never need it (hashing the ~13 KB is not free).
     sha1: OnceLock<String>,
@@ -86,6 +89,7 @@ impl LuaScript {
         let source = compact(&source);
         LuaScript {
             name,
+            reads_guard: preludes.contains(&"guard"),
             source,
             sha1: OnceLock::new(),
         }
