@@ -55,6 +55,8 @@ mod checker;
 mod checks;
 #[path = "torture/clients.rs"]
 mod clients;
+#[path = "torture/failover.rs"]
+mod failover;
 #[path = "torture/faults.rs"]
 mod faults;
 #[path = "torture/history.rs"]

@@ -8,6 +8,7 @@ mod acquire;
 mod causes;
 mod completions;
 mod config_file;
+mod dataset_changes;
 mod doctor;
 mod errors;
 mod escaping;

@@ -23,6 +23,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use crate::clients::{Active, Slots, TTL};
+use crate::failover::Vips;
 use crate::history::{now_ns, History};
 use crate::rig::{LOCK, SERVERS};
 use crate::rng::Rng;
@@ -54,6 +55,9 @@ pub enum Fault {
     FreezeBeforeSpawn,
     /// SIGSTOP one server from the middle of the run to its end.
     HangOne,
+    /// Fail a majority over, behind their addresses, to replicas that
+    /// missed the last writes (failover.rs), every 1.5-3s.
+    Failover,
 }
 
 impl Fault {
@@ -68,7 +72,8 @@ impl Fault {
             | Fault::PauseMinority
             | Fault::PauseMajority
             | Fault::FreezeExec
-            | Fault::FreezeBeforeSpawn => rng.millis(1500, 3000),
+            | Fault::FreezeBeforeSpawn
+            | Fault::Failover => rng.millis(1500, 3000),
         }
     }
 }
@@ -76,6 +81,8 @@ impl Fault {
 /// What the faults act on.
 pub struct Targets<'a> {
     pub cluster: &'a mut Cluster,
+    /// The replicas and addresses of a failover scenario.
+    pub vips: Option<&'a mut Vips>,
     pub history: &'a History,
     pub slots: &'a Slots,
     pub witness: &'a Witness,
@@ -115,6 +122,10 @@ pub fn inject(kinds: &[Fault], rng: &mut Rng, until: Instant, targets: &mut Targ
             Fault::KillHeadWaiter => kill_head_waiter(targets),
             Fault::FreezeBeforeSpawn => freeze_before_spawn(rng, targets),
             Fault::HangOne => hang_one(rng, targets, until),
+            Fault::Failover => {
+                let vips = targets.vips.as_mut().expect("a failover scenario has VIPs");
+                vips.episode(targets.cluster, rng, targets.history);
+            }
         }
         let gap = kind.gap(rng);
         thread::sleep(gap.min(until.saturating_duration_since(Instant::now())));

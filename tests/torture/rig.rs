@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use crate::failover::Vips;
 use crate::history::History;
 use crate::support::{self, Cluster, RedisServer};
 use crate::witness::Witness;
@@ -64,6 +65,9 @@ pub struct Ctx {
 
 pub struct Rig {
     pub cluster: Cluster,
+    /// Under [`Self::start_behind_vips`]: the replicas and the addresses the
+    /// clients know.
+    pub vips: Option<Vips>,
     pub ctx: Arc<Ctx>,
     pub witness: Witness,
     bookkeeping: RedisServer,
@@ -90,6 +94,22 @@ impl Rig {
     /// the servers keep the fencing counters across restarts (AOF with
     /// `appendfsync always`: the assumption fencing rests on).
     pub fn start_with(section: &Path, guard: Guard, faketime: Option<PathBuf>, fence: bool) -> Rig {
+        Rig::start_all(section, guard, faketime, fence, false)
+    }
+
+    /// [`Self::start`], each server a master with a replica behind a
+    /// forwarder (see failover.rs); the clients know the forwarders.
+    pub fn start_behind_vips(section: &Path, guard: Guard) -> Rig {
+        Rig::start_all(section, guard, None, false, true)
+    }
+
+    fn start_all(
+        section: &Path,
+        guard: Guard,
+        faketime: Option<PathBuf>,
+        fence: bool,
+        behind_vips: bool,
+    ) -> Rig {
         let dir = support::temp_dir("redlock-torture-");
         let config_home = match guard {
             Guard::ConfigFile(value) => Some(write_config(dir.path(), value)),
@@ -101,6 +121,7 @@ impl Rig {
             }
             false => Cluster::start(SERVERS),
         };
+        let vips = behind_vips.then(|| Vips::start(&cluster));
         let bookkeeping = RedisServer::start();
         let history = Arc::new(History::create(&dir.path().join("history")));
         let witness = Witness::start(
@@ -109,7 +130,9 @@ impl Rig {
             bookkeeping.url(),
         );
         let ctx = Arc::new(Ctx {
-            servers: cluster.servers_arg(),
+            servers: vips
+                .as_ref()
+                .map_or_else(|| cluster.servers_arg(), Vips::servers_arg),
             guard,
             config_home,
             redlock: redlock_binary(),
@@ -124,6 +147,7 @@ impl Rig {
         thread::sleep(guard.duration());
         Rig {
             cluster,
+            vips,
             ctx,
             witness,
             bookkeeping,

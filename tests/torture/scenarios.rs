@@ -67,6 +67,9 @@ enum Setup {
     Shared,
     /// Every client runs `exec --limit SLOTS` (`clients::SLOTS`).
     Semaphore,
+    /// Each server a master with a replica behind a forwarder, the address
+    /// the clients know ([`Fault::Failover`], failover.rs).
+    BehindVips,
 }
 
 /// The readers of [`Setup::Shared`]: clients `0..READERS`; the other two
@@ -92,7 +95,7 @@ struct Scenario {
     also: Also,
 }
 
-const SCENARIOS: [Scenario; 19] = [
+const SCENARIOS: [Scenario; 20] = [
     Scenario {
         name: "no-faults",
         seconds: (8, 30),
@@ -325,6 +328,20 @@ const SCENARIOS: [Scenario; 19] = [
         setup: Setup::Semaphore,
         also: Also::Slots,
     },
+    // Issue 27: a majority fails over behind its addresses, at once, to
+    // replicas that missed the last writes and have been up for longer
+    // than the guard. Sections span several failovers.
+    Scenario {
+        name: "failover-behind-address",
+        seconds: (16, 45),
+        faults: &[Fault::Failover],
+        lengths: Lengths::Spanning,
+        ttl: RESTART_TTL,
+        guard: Guard::Env(RESTART_TTL),
+        slow_stop: false,
+        setup: Setup::BehindVips,
+        also: Also::Nothing,
+    },
     Scenario {
         name: "checker-self-test",
         seconds: (6, 30),
@@ -381,7 +398,10 @@ fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Out
         }
     };
     let fenced = scenario.setup == Setup::Fenced;
-    let mut rig = Rig::start_with(section, scenario.guard, faketime, fenced);
+    let mut rig = match scenario.setup {
+        Setup::BehindVips => Rig::start_behind_vips(section, scenario.guard),
+        _ => Rig::start_with(section, scenario.guard, faketime, fenced),
+    };
     let slots = Slots::new(CLIENTS);
     let seconds = if settings.long {
         scenario.seconds.1
@@ -411,6 +431,7 @@ fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Out
         }
         let mut targets = Targets {
             cluster: &mut rig.cluster,
+            vips: rig.vips.as_mut(),
             history: &rig.ctx.history,
             slots: &slots,
             witness: &rig.witness,
