@@ -19,8 +19,13 @@ use crate::support::forwarder::Forwarder;
 use crate::support::{wait_until, Cluster, RedisServer};
 
 /// How long the promoted replicas miss the masters' writes before the
-/// addresses move: long enough for sections to be taken in between.
-const MISSED: (u64, u64) = (200, 700);
+/// addresses move: longer than the TTL, so that the keys they kept have
+/// expired there and the lock held at the move is on no replica.
+const MISSED: (u64, u64) = (2100, 2600);
+
+/// How long the replicas run before the clients start (beside the rig's
+/// wait for the guard).
+const UP_BEFORE: Duration = Duration::from_secs(2);
 
 /// The servers of a scenario behind forwarders: pairs of a master and its
 /// replica, and which of the two each address reaches now.
@@ -36,9 +41,18 @@ impl Vips {
     /// each master.
     pub fn start(masters: &Cluster) -> Vips {
         let replicas = Cluster::start(SERVERS);
+        for server in masters.servers.iter().chain(&replicas.servers) {
+            // A full resync at once, not after Redis 7's 5s wait for more
+            // replicas to share a diskless transfer.
+            command(server, &["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
+        }
         for (replica, master) in replicas.servers.iter().zip(&masters.servers) {
             follow(replica, master);
         }
+        // Up for longer than a guard and a second before the first
+        // failover: what a guard that trusts a process's uptime would count
+        // at once (a real replica has been up for days).
+        thread::sleep(UP_BEFORE);
         let forwarders = masters
             .servers
             .iter()

@@ -56,7 +56,7 @@ pub enum Fault {
     /// SIGSTOP one server from the middle of the run to its end.
     HangOne,
     /// Fail a majority over, behind their addresses, to replicas that
-    /// missed the last writes (failover.rs), every 1.5-3s.
+    /// missed the last writes (failover.rs), every 0.3-1s.
     Failover,
 }
 
@@ -72,8 +72,8 @@ impl Fault {
             | Fault::PauseMinority
             | Fault::PauseMajority
             | Fault::FreezeExec
-            | Fault::FreezeBeforeSpawn
-            | Fault::Failover => rng.millis(1500, 3000),
+            | Fault::FreezeBeforeSpawn => rng.millis(1500, 3000),
+            Fault::Failover => rng.millis(300, 1000),
         }
     }
 }

@@ -335,7 +335,7 @@ const SCENARIOS: [Scenario; 20] = [
         name: "failover-behind-address",
         seconds: (16, 45),
         faults: &[Fault::Failover],
-        lengths: Lengths::Spanning,
+        lengths: Lengths::Bounded,
         ttl: RESTART_TTL,
         guard: Guard::Env(RESTART_TTL),
         slow_stop: false,
