@@ -374,8 +374,18 @@ mod tests {
         // prefix, each key is one name's lock, one name's kept key, or a
         // restart guard marker, and never two of these.
         let names: [&[u8]; 12] = [
-            b"job", b"jobholder", b"holder", b"guard", b"{job}", b"{job}x", b"x{job}", b"job#0",
-            b"job#0#1", b"*", b"job:fence", b"\xff\xfe",
+            b"job",
+            b"jobholder",
+            b"holder",
+            b"guard",
+            b"{job}",
+            b"{job}x",
+            b"x{job}",
+            b"job#0",
+            b"job#0#1",
+            b"*",
+            b"job:fence",
+            b"\xff\xfe",
         ];
         for prefix in [b"".as_slice(), b"app:", b"{app}:", b"app{"] {
             let mut owner = std::collections::HashMap::new();

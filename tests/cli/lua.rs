@@ -800,10 +800,16 @@ fn force_never_breaks_a_key_redlock_keeps() {
         let mut k = keys("x");
         k[0] = key.clone();
         for (if_token, any_key) in [("", "1"), ("", "0"), ("9 rec", "1"), ("7", "0")] {
-            let err = eval(&server, "force", &k, &["chan", if_token, any_key, "128", "who"])
-                .expect_err("a key with NUL is refused");
+            let err = eval(
+                &server,
+                "force",
+                &k,
+                &["chan", if_token, any_key, "128", "who"],
+            )
+            .expect_err("a key with NUL is refused");
             assert!(
-                err.to_string().contains("refused to break a key holding a NUL byte"),
+                err.to_string()
+                    .contains("refused to break a key holding a NUL byte"),
                 "{key:?}: {err}"
             );
         }

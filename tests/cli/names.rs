@@ -146,7 +146,11 @@ fn no_command_takes_a_name_holding_nul() {
     let before = snapshot(&cluster);
     let mut names: Vec<Vec<u8>> = KEPT
         .iter()
-        .flat_map(|word| BUSY.iter().chain(&[""]).map(move |lock| [lock, "\0", word].concat()))
+        .flat_map(|word| {
+            BUSY.iter()
+                .chain(&[""])
+                .map(move |lock| [lock, "\0", word].concat())
+        })
         .map(String::into_bytes)
         .collect();
     names.extend([
@@ -190,7 +194,12 @@ fn no_command_takes_a_name_holding_nul() {
         .redlock()
         .args(["acquire", "-n", "--fence", "--json", "job"]));
     out.assert_code(0, "job's next fence");
-    assert_eq!(out.json()["fence"], 2, "the counter was kept: {}", out.stdout);
+    assert_eq!(
+        out.json()["fence"],
+        2,
+        "the counter was kept: {}",
+        out.stdout
+    );
     assert!(cluster.in_line_everywhere("queued", 1), "the line was kept");
 }
 
@@ -232,7 +241,15 @@ fn a_config_files_prefix_holding_nul_is_refused() {
 fn names_that_look_like_kept_keys_are_locks_of_their_own() {
     let (cluster, _) = busy_fleet();
     let names = [
-        "holder", "jobholder", "job:fence", "guard", "{job}", "{tag}", "*", "job?", "job[0]",
+        "holder",
+        "jobholder",
+        "job:fence",
+        "guard",
+        "{job}",
+        "{tag}",
+        "*",
+        "job?",
+        "job[0]",
         "reads readers",
     ];
     for name in names {
@@ -242,7 +259,8 @@ fn names_that_look_like_kept_keys_are_locks_of_their_own() {
         let own = |key: &Vec<u8>| {
             key.as_slice() == name.as_bytes()
                 || key.strip_prefix(name.as_bytes()).is_some_and(|rest| {
-                    KEPT.iter().any(|word| rest == [b"\0", word.as_bytes()].concat())
+                    KEPT.iter()
+                        .any(|word| rest == [b"\0", word.as_bytes()].concat())
                 })
         };
         let touched = changed(&before, &mid);
@@ -260,4 +278,30 @@ fn names_that_look_like_kept_keys_are_locks_of_their_own() {
         .redlock()
         .args(["--prefix", "app:", "release", "x", &token]))
     .assert_code(0, "its holder releases it under either");
+}
+
+/// `list` reads only, and its PATTERN (a glob, from argv, so without NUL)
+/// shows locks, never what redlock keeps beside them: `*` and `?` match a
+/// NUL in a key, but a key kept beside a lock is never listed as one.
+#[test]
+fn list_patterns_show_locks_and_never_the_keys_kept_beside_them() {
+    let (cluster, _) = busy_fleet();
+    let before = snapshot(&cluster);
+    for (pattern, locks) in [
+        ("*", "job\nreads\n"),
+        ("job*", "job\n"),
+        ("*s", "reads\n"),
+        ("*fence*", ""),
+        ("*guard*", ""),
+        ("job?fence", ""),
+        ("?guard", ""),
+        ("*holder", ""),
+        ("*line", ""),
+        ("queued*", ""),
+    ] {
+        let out = run(cluster.redlock().args(["list", "--names", pattern]));
+        out.assert_code(0, pattern);
+        assert_eq!(out.stdout, locks, "list --names {pattern:?}");
+    }
+    assert_eq!(changed(&before, &snapshot(&cluster)), Vec::<Vec<u8>>::new());
 }
