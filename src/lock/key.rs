@@ -341,7 +341,7 @@ mod tests {
         assert!(!is_line_key(b"deploy"));
     }
 
-    /// Every key redlock keeps beside a lock, for the lock `name`.
+    /// Every key redlock keeps beside the lock whose key is `key`.
     fn kept_beside(key: &[u8]) -> Vec<Vec<u8>> {
         [
             RECORD_SUFFIX,

@@ -380,7 +380,7 @@ fn command_on(rng: &mut Rng, name: &[u8], tokens: &[String]) -> (Vec<OsString>, 
     let limit = rng.below(4) == 0;
     let words: Vec<&str> = match rng.below(6) {
         0 | 1 => {
-            let mut words = vec!["acquire", "-n", "--ttl", "300s"];
+            let mut words = vec!["acquire", "-n", "--ttl", "3600s"];
             match (limit, rng.below(3)) {
                 (true, _) => words.extend(["--limit", "2"]),
                 (false, 0) => words.push("--fence"),
@@ -396,7 +396,7 @@ fn command_on(rng: &mut Rng, name: &[u8], tokens: &[String]) -> (Vec<OsString>, 
         },
         3 if limit => vec!["release", "--limit", "2"],
         3 => vec!["release"],
-        4 => vec!["extend", "--ttl", "300s"],
+        4 => vec!["extend", "--ttl", "3600s"],
         _ if limit => vec!["status", "--limit", "2"],
         _ => vec!["status"],
     };
@@ -422,7 +422,8 @@ fn command_on(rng: &mut Rng, name: &[u8], tokens: &[String]) -> (Vec<OsString>, 
 /// pieces above, given as they are or in hex, under a random prefix), the
 /// only keys that change are A's own (its lock's, and what redlock keeps
 /// beside it), never another name's or a restart guard's marker; and a
-/// name holding NUL is refused (64) and changes nothing at all.
+/// name holding NUL is refused (64) and changes nothing at all. Every
+/// lock lives an hour, so that nothing expires during a run.
 #[test]
 fn no_command_on_one_name_changes_another_names_keys() {
     use crate::names::{busy_fleet, changed, snapshot};

@@ -86,8 +86,8 @@ const BUSY: [&str; 3] = ["job", "reads", "queued"];
 /// there, as the guard writes them.
 pub fn busy_fleet() -> (Cluster, String) {
     let cluster = Cluster::start(3);
-    let job = take(&cluster, "job", &["--fence", "--ttl", "300s"]);
-    take(&cluster, "reads", &["--shared", "--ttl", "300s"]);
+    let job = take(&cluster, "job", &["--fence", "--ttl", "3600s"]);
+    take(&cluster, "reads", &["--shared", "--ttl", "3600s"]);
     for server in &cluster.servers {
         server.stand_in_line("queued", 1, "t-1");
     }
