@@ -357,7 +357,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct NameArg {
-    /// The lock's name (any bytes); the Redis key is PREFIX followed by NAME.
+    /// The lock's name (any bytes but NUL); the Redis key is PREFIX followed by NAME.
     #[arg(value_name = "NAME")]
     pub name: OsString,
 

@@ -17,7 +17,7 @@ use std::time::Duration;
 use super::file::{is_there, read_small_file, shown_path};
 use crate::duration;
 use crate::error::Error;
-use crate::lock::escape_and_cut;
+use crate::lock::{escape_and_cut, reserved_in};
 
 /// How many characters of a name or value from the file an error shows.
 const SHOWN: usize = 60;
@@ -102,7 +102,7 @@ fn parse(text: &[u8]) -> Result<Fleet, (usize, String)> {
                 timeout(value).map_err(bad)?,
                 number,
             ),
-            b"prefix" => put(&mut fleet.prefix, value.to_vec(), number),
+            b"prefix" => put(&mut fleet.prefix, prefix(value).map_err(bad)?, number),
             _ => {
                 return Err((
                     number,
@@ -135,6 +135,16 @@ fn put<T>(slot: &mut Option<Setting<T>>, value: T, line: usize) -> Result<(), us
             Ok(())
         }
     }
+}
+
+/// A prefix, as `--prefix` takes it: any bytes but NUL, under which
+/// redlock keeps its own keys (a prefix `job` NUL would make the lock
+/// `holder` the holder record of the lock `job`).
+fn prefix(value: &[u8]) -> Result<Vec<u8>, String> {
+    if reserved_in(value) {
+        return Err("prefix must not hold a NUL byte: redlock keeps its own keys under it".into());
+    }
+    Ok(value.to_vec())
 }
 
 fn guard(value: &[u8]) -> Result<Duration, String> {
@@ -235,6 +245,14 @@ mod tests {
         assert!(why.contains("negative"), "{why}");
         let (_, why) = bad(b"restart-guard = \xff\n");
         assert!(why.contains("\\xff") || why.contains("UTF-8"), "{why}");
+        let (line, why) = bad(b"# c\nprefix = job\0\n");
+        assert_eq!(
+            (line, why.as_str()),
+            (
+                2,
+                "prefix must not hold a NUL byte: redlock keeps its own keys under it"
+            )
+        );
         let (line, why) = bad(b"prefix = a\n\nprefix = b\n");
         assert_eq!(
             (line, why.as_str()),

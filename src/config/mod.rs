@@ -635,6 +635,13 @@ fn lock_key(prefix: &[u8], name: &OsStr) -> Result<LockKey, Error> {
     if name.is_empty() {
         return Err(Error::Usage("the lock NAME must not be empty".into()));
     }
+    if crate::lock::reserved_in(name.as_bytes()) {
+        return Err(Error::Usage(
+            "the lock NAME must not hold a NUL byte (00): redlock keeps its own keys beside \
+             a lock's under it"
+                .into(),
+        ));
+    }
     Ok(LockKey::prefixed(prefix, name.as_bytes()))
 }
 

@@ -159,9 +159,22 @@ impl fmt::Debug for Token {
 // What redlock keeps beside a lock: one layout, named in one place.
 // ---------------------------------------------------------------------------
 
-/// Appended to a lock's key to name its holder record. No name redlock
-/// makes contains NUL (names come from argv), so no lock can collide with a
-/// record.
+/// The byte every key redlock keeps beside a lock starts its suffix with
+/// (the holder record, the line, the fence counter, the readers, …), as do
+/// the restart guard's marker and the wake-up channels: each is a lock's key
+/// (or the prefix), this byte, and a word without it. No name and no prefix
+/// may hold it ([`reserved_in`]), however given (`--hex`, a config file), so
+/// no key a user names is a key redlock keeps, and no two of those are one.
+pub const RESERVED: u8 = 0;
+
+/// Whether a name or a prefix holds [`RESERVED`], and so could name a key
+/// redlock keeps beside a lock (`NAME` `\0holder`, `PREFIX` `\0guard`, …).
+pub fn reserved_in(bytes: &[u8]) -> bool {
+    bytes.contains(&RESERVED)
+}
+
+/// Appended to a lock's key to name its holder record. No name or prefix
+/// may hold NUL ([`reserved_in`]), so no lock can collide with a record.
 pub(super) const RECORD_SUFFIX: &[u8] = b"\0holder";
 
 /// Appended to a lock's key to name its line (ordered by ticket), the
@@ -333,6 +346,75 @@ mod tests {
         }
         assert!(is_line_key(&guard_marker(b"app:")));
         assert!(!is_line_key(b"deploy"));
+    }
+
+    /// Every key redlock keeps beside the lock whose key is `key`.
+    fn kept_beside(key: &[u8]) -> Vec<Vec<u8>> {
+        [
+            RECORD_SUFFIX,
+            LINE_SUFFIX,
+            LAPSE_SUFFIX,
+            FREE_SUFFIX,
+            BROKEN_SUFFIX,
+            FENCE_SUFFIX,
+            READERS_SUFFIX,
+            READER_RECORDS_SUFFIX,
+        ]
+        .iter()
+        .map(|suffix| [key, suffix].concat())
+        .collect()
+    }
+
+    #[test]
+    fn every_suffix_is_the_reserved_byte_and_a_word_without_it() {
+        let mut suffixes = vec![GUARD_SUFFIX.to_vec()];
+        suffixes.extend(kept_beside(b""));
+        for suffix in suffixes {
+            assert_eq!(suffix.first(), Some(&RESERVED), "{suffix:?}");
+            assert!(suffix.len() > 1 && !reserved_in(&suffix[1..]), "{suffix:?}");
+        }
+    }
+
+    #[test]
+    fn no_name_without_the_reserved_byte_reaches_another_names_keys() {
+        // Names that look like suffixes, hash tags, slots, globs: under one
+        // prefix, each key is one name's lock, one name's kept key, or a
+        // restart guard marker, and never two of these.
+        let names: [&[u8]; 12] = [
+            b"job",
+            b"jobholder",
+            b"holder",
+            b"guard",
+            b"{job}",
+            b"{job}x",
+            b"x{job}",
+            b"job#0",
+            b"job#0#1",
+            b"*",
+            b"job:fence",
+            b"\xff\xfe",
+        ];
+        for prefix in [b"".as_slice(), b"app:", b"{app}:", b"app{"] {
+            let mut owner = std::collections::HashMap::new();
+            let mut claim = |key: Vec<u8>, who: String| {
+                if let Some(before) = owner.insert(key.clone(), who.clone()) {
+                    let markers = before.starts_with("marker") && who.starts_with("marker");
+                    assert!(markers, "{key:?} is both {before} and {who}");
+                }
+            };
+            let marker = guard_marker(prefix);
+            claim(marker.clone(), "marker".into());
+            for name in names {
+                let key = LockKey::prefixed(prefix, name);
+                assert!(!reserved_in(name) && !is_record_key(key.bytes()), "{key}");
+                claim(key.bytes().to_vec(), format!("lock {key}"));
+                for kept in kept_beside(key.bytes()) {
+                    assert!(is_record_key(&kept), "{kept:?}");
+                    claim(kept, format!("kept beside {key}"));
+                }
+                claim(marker_for(key.bytes(), &marker), format!("marker of {key}"));
+            }
+        }
     }
 
     #[test]

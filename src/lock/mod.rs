@@ -39,7 +39,9 @@ pub use holder::{host_name, started as process_started, HeldBy, Holder, Recorded
 pub use inspection::{Broken, Inspection, KeyState, Occupied, Verdict};
 pub use keeper::interval as keeper_interval;
 pub use keeper::{keep, Keeping};
-pub use key::{escape_and_cut, escape_bytes, is_hidden, LockKey, Token, SERVER_TEXT_SHOWN};
+pub use key::{
+    escape_and_cut, escape_bytes, is_hidden, reserved_in, LockKey, Token, SERVER_TEXT_SHOWN,
+};
 pub use listing::{
     glob_problem, oldest_reader, GlobProblem, ListQuery, Listed, Listing, ServerPart, Standing,
 };

@@ -10,8 +10,9 @@ use std::os::unix::ffi::OsStringExt as _;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::support::assertions::assert_no_panic;
 use crate::support::fake_server::FakeServer;
-use crate::support::{self, Ended, Output, Running};
+use crate::support::{self, run, Ended, Output, Running};
 
 /// The password in every URL the fuzzer writes; it must never be shown.
 const SECRET: &str = "s3cretFuzzPW";
@@ -327,4 +328,148 @@ fn random_server_replies() {
         );
         check(&mut cmd, &what);
     }
+}
+
+// ---------------------------------------------------------------------------
+// No name reaches another's keys
+// ---------------------------------------------------------------------------
+
+/// What random names are made of: words, the words redlock keeps beside a
+/// lock after a NUL (and a NUL alone), the same words without it, hash
+/// tags, a semaphore's slots, glob characters and bytes that are not UTF-8.
+const PIECES: &[&[u8]] = &[
+    b"job",
+    b"a",
+    b"\0holder",
+    b"\0fence",
+    b"\0readers",
+    b"\0reader-records",
+    b"\0line",
+    b"\0broken",
+    b"\0guard",
+    b"\0",
+    b"holder",
+    b"fence",
+    b"{t}",
+    b"#0",
+    b"#1",
+    b"*",
+    b"?",
+    b"\xff",
+    b":",
+];
+
+/// Who a key belongs to: the key up to its first NUL. A lock's key is its
+/// own; every key redlock keeps beside it is that key, a NUL and a word;
+/// a restart guard's marker is a prefix (or a hash tag's key), a NUL and
+/// `guard`, and belongs to no lock.
+fn owner(key: &[u8]) -> &[u8] {
+    key.split(|&b| b == 0).next().unwrap_or_default()
+}
+
+/// One random command on the name `name` (its bytes in hex with `--hex`
+/// when they hold NUL, else as they are): its argv, and the keys of the
+/// locks it may change (the lock's, or a semaphore's slots').
+fn command_on(rng: &mut Rng, name: &[u8], tokens: &[String]) -> (Vec<OsString>, Vec<Vec<u8>>) {
+    let prefix = *rng.pick(&["", "p:", "{t}"]);
+    let mut argv: Vec<OsString> = vec!["--prefix".into(), prefix.into()];
+    let token = match rng.below(3) {
+        0 => "0123456789abcdef0123456789abcdef".to_owned(),
+        _ => rng.pick(tokens).clone(),
+    };
+    let limit = rng.below(4) == 0;
+    let words: Vec<&str> = match rng.below(6) {
+        0 | 1 => {
+            let mut words = vec!["acquire", "-n", "--ttl", "3600s"];
+            match (limit, rng.below(3)) {
+                (true, _) => words.extend(["--limit", "2"]),
+                (false, 0) => words.push("--fence"),
+                (false, 1) => words.push("--shared"),
+                _ => {}
+            }
+            words
+        }
+        2 => match rng.below(3) {
+            0 => vec!["release", "--force", "--any-key"],
+            1 => vec!["release", "--force", "--if-token", &token],
+            _ => vec!["release", "--force"],
+        },
+        3 if limit => vec!["release", "--limit", "2"],
+        3 => vec!["release"],
+        4 => vec!["extend", "--ttl", "3600s"],
+        _ if limit => vec!["status", "--limit", "2"],
+        _ => vec!["status"],
+    };
+    argv.extend(words.iter().map(OsString::from));
+    if name.contains(&0) || rng.below(2) == 0 {
+        let hex: String = name.iter().map(|b| format!("{b:02x}")).collect();
+        argv.extend(["--hex".into(), hex.into()]);
+    } else {
+        argv.push(OsString::from_vec(name.to_vec()));
+    }
+    if matches!(words[0], "release" | "extend") && words.get(1) != Some(&"--force") {
+        argv.push(token.into());
+    }
+    let key = [prefix.as_bytes(), name].concat();
+    let mut own = vec![key.clone()];
+    if limit {
+        own.extend((0..2).map(|i| [key.as_slice(), format!("#{i}").as_bytes()].concat()));
+    }
+    (argv, own)
+}
+
+/// The property: whatever command runs on a name A (random names of the
+/// pieces above, given as they are or in hex, under a random prefix), the
+/// only keys that change are A's own (its lock's, and what redlock keeps
+/// beside it), never another name's or a restart guard's marker; and a
+/// name holding NUL is refused (64) and changes nothing at all. Every
+/// lock lives an hour, so that nothing expires during a run.
+#[test]
+fn no_command_on_one_name_changes_another_names_keys() {
+    use crate::names::{busy_fleet, changed, snapshot};
+    let seed = seed();
+    let mut rng = Rng(seed);
+    let (cluster, job) = busy_fleet();
+    for server in &cluster.servers {
+        for marker in [&b"p:\0guard"[..], b"{t}\0guard", b"job\0guard"] {
+            server.set(marker, b"a marker");
+        }
+    }
+    let mut tokens = vec![job];
+    let (mut refused, mut changes) = (0, 0);
+    for case in 0..cases(150) {
+        let pieces = 1 + rng.below(3);
+        let name: Vec<u8> = (0..pieces)
+            .flat_map(|_| *rng.pick(PIECES))
+            .copied()
+            .collect();
+        let (argv, own) = command_on(&mut rng, &name, &tokens);
+        let before = snapshot(&cluster);
+        let out = run(cluster.redlock().args(&argv));
+        let what = format!("seed {seed} case {case}: {argv:?}");
+        assert_no_panic(&out, &what);
+        if let Some(token) = out.stdout.split_whitespace().next() {
+            tokens.push(token.to_owned());
+        }
+        let touched = changed(&before, &snapshot(&cluster));
+        for key in &touched {
+            assert!(
+                own.iter().any(|own| owner(key) == own.as_slice()),
+                "{what} changed {:?}, not its own\n{}",
+                String::from_utf8_lossy(key),
+                out.stderr
+            );
+        }
+        if name.contains(&0) {
+            out.assert_code(64, &what);
+            assert!(touched.is_empty(), "{what} changed {touched:?}");
+            refused += 1;
+        }
+        changes += usize::from(!touched.is_empty());
+    }
+    // Not vacuous: names with NUL came up, and commands changed keys.
+    assert!(
+        refused > 0 && changes > 0,
+        "seed {seed}: {refused} {changes}"
+    );
 }

@@ -920,6 +920,44 @@ fn force_leaves_a_key_of_another_type_alone() {
     }
 }
 
+/// A key with NUL in it is one redlock keeps beside a lock (or the guard's
+/// marker), never a lock: force.lua refuses it whatever the flags, even
+/// from a client that did not refuse the name itself.
+#[test]
+fn force_never_breaks_a_key_redlock_keeps() {
+    let server = RedisServer::start();
+    let job = keys("job");
+    server.set_px(&job[0], b"holder-token", 60_000);
+    server.set_px(&job[1], b"9 rec", 60_000);
+    server.set(&job[7], b"7");
+    server.set(b"\0guard", b"marker");
+    let before: Vec<_> = [&job[0], &job[1], &job[7], &b"\0guard".to_vec()]
+        .map(|key| server.get(key))
+        .to_vec();
+    for key in [&job[1], &job[7], &b"\0guard".to_vec(), &b"job\0".to_vec()] {
+        let mut k = keys("x");
+        k[0] = key.clone();
+        for (if_token, any_key) in [("", "1"), ("", "0"), ("9 rec", "1"), ("7", "0")] {
+            let err = eval(
+                &server,
+                "force",
+                &k,
+                &["chan", if_token, any_key, "128", "who"],
+            )
+            .expect_err("a key with NUL is refused");
+            assert!(
+                err.to_string()
+                    .contains("refused to break a key holding a NUL byte"),
+                "{key:?}: {err}"
+            );
+        }
+    }
+    let after: Vec<_> = [&job[0], &job[1], &job[7], &b"\0guard".to_vec()]
+        .map(|key| server.get(key))
+        .to_vec();
+    assert_eq!(before, after);
+}
+
 #[test]
 fn leave_takes_a_ticket_out_of_line() {
     let server = RedisServer::start();

@@ -28,6 +28,7 @@ mod keeper;
 mod list;
 mod list_scale;
 mod lua;
+mod names;
 mod packaging;
 mod progress;
 mod queue;

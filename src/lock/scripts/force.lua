@@ -36,6 +36,16 @@ local function verdict(seen)
   return "deleted"
 end
 
+-- A key with a NUL byte in it is one redlock keeps beside a lock (a holder
+-- record, a line, a fence counter, readers, the restart guard's marker), or
+-- beside one under another prefix, never a lock: it is refused whatever
+-- the flags, before anything is read or deleted. The client refuses such a
+-- name first (lock/key.rs, reserved_in); this is for one that did not.
+if string.find(KEYS[1], "\0", 1, true) then
+  return redis.error_reply("redlock: refused to break a key holding a NUL byte: " ..
+    "it is one of redlock's own keys, not a lock")
+end
+
 local seen = occupant()
 local done = verdict(seen)
 local waiters = 0
