@@ -388,8 +388,11 @@ impl Server {
             })?;
             for key in keys {
                 match marker_prefix(&key) {
-                    Some(theirs) if !is_ours(theirs, prefix) && !others.contains(&theirs.to_vec()) => {
-                        others.push(theirs.to_vec())
+                    Some(theirs) if !is_ours(theirs, prefix) => {
+                        let theirs = untagged(theirs).to_vec();
+                        if !others.contains(&theirs) {
+                            others.push(theirs);
+                        }
                     }
                     _ => {}
                 }
@@ -498,6 +501,16 @@ fn is_ours(theirs: &[u8], ours: &[u8]) -> bool {
     }
 }
 
+/// Another fleet's marker prefix without the name's hash tag part, if it
+/// is one (`billing:{web}` is `billing:`'s): what its prefix is, as far as
+/// the key tells.
+fn untagged(theirs: &[u8]) -> &[u8] {
+    match theirs.iter().position(|&b| b == b'{') {
+        Some(open) if theirs.ends_with(b"}") => &theirs[..open],
+        _ => theirs,
+    }
+}
+
 /// Every future of `futures`, run at once on this task, and their outputs
 /// in order.
 async fn all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
@@ -603,5 +616,7 @@ mod tests {
         assert!(!ours(b"app:x:\0guard", b"app:"));
         assert!(!ours(b"app:\0guard", b""));
         assert_eq!(marker_prefix(b"no marker"), None);
+        assert_eq!(untagged(b"billing:{web}"), b"billing:");
+        assert_eq!(untagged(b"billing:"), b"billing:");
     }
 }

@@ -125,7 +125,11 @@ fn replicas_words(attached: u64, replicas: &[String], accepted: bool) -> Said {
         n => format!("{n} replicas attached"),
     };
     match (attached, accepted) {
-        (0, _) => said("replicas", "none attached: no failover can promote one".into(), None),
+        (0, _) => said(
+            "replicas",
+            "none attached: no failover can promote one".into(),
+            None,
+        ),
         (_, true) => said(
             "replicas",
             format!(
@@ -258,7 +262,9 @@ fn shared(
         ),
         false if parts.is_empty() => said(
             "shared",
-            format!("no other db holds keys, and no other prefix's guard marker is in db {db}{partly}"),
+            format!(
+                "no other db holds keys, and no other prefix's guard marker is in db {db}{partly}"
+            ),
             None,
         ),
         false => said(
