@@ -339,9 +339,8 @@ pub enum Command {
 
     /// Check the servers against what Redlock's safety rests on: masters, distinct,
     /// enough of them, no eviction, persistence or the restart guard, clocks, round
-    /// trips, cluster mode and ACLs; and what the restart guard cannot see: replicas a
-    /// failover promotes, several servers behind one address, DEBUG enabled, a server
-    /// shared with another db or prefix. Exits 0 when nothing is unsafe, 1 when something
+    /// trips, cluster mode, ACLs, and what the restart guard cannot see: replicas, servers
+    /// behind one address, DEBUG, a shared server. Exits 0 when nothing is unsafe, 1 when something
     /// is (with --strict, a warning too), 69 when too few servers answer.
     #[command(after_help = examples_help("doctor"))]
     Doctor(DoctorArgs),
