@@ -289,3 +289,49 @@ fn median_offset(probes: &[Probe]) -> Option<i64> {
     offsets.sort_unstable();
     offsets.get(offsets.len() / 2).copied()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(debug_command: Result<String, Unknown>) -> Facts {
+        let refused = || Unknown("not asked".into());
+        Facts {
+            rtt: Duration::ZERO,
+            info: Err(refused()),
+            clock_offset_ms: Err(refused()),
+            appendfsync: Err(refused()),
+            missing: Err(refused()),
+            db: 0,
+            debug_command,
+            reached: Err(refused()),
+            markers: Err(refused()),
+        }
+    }
+
+    fn version(v: &str) -> Info {
+        Info {
+            version: Some(v.into()),
+            ..Info::default()
+        }
+    }
+
+    #[test]
+    fn before_redis_7_debug_is_always_enabled() {
+        // Redis 6 has no enable-debug-command: CONFIG GET gives nothing.
+        let none = facts(Err(Unknown(
+            "CONFIG GET enable-debug-command gave no value".into(),
+        )));
+        let finding = debug(&Ok(&version("6.2.14")), &none);
+        assert!(matches!(&finding, Finding::DebugAlways(v) if v == "6.2.14"));
+        assert_eq!(finding.level(), crate::outcome::report::Level::Warning);
+        let no = facts(Ok("no".into()));
+        let finding = debug(&Ok(&version("7.2.4")), &no);
+        assert!(matches!(&finding, Finding::Debug(s) if s == "no"));
+        assert_eq!(finding.level(), crate::outcome::report::Level::Ok);
+        // Refused, with no version known: unknown, not an error.
+        let refused = facts(Err(Unknown("not permitted: the user lacks +config".into())));
+        let finding = debug(&Err(Unknown("no INFO".into())), &refused);
+        assert!(matches!(finding, Finding::DebugUnknown(_)));
+    }
+}

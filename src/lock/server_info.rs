@@ -165,7 +165,8 @@ enum Asked {
     #[default]
     No,
     Sent(tokio::task::JoinHandle<Option<Info>>),
-    Known(Option<Info>),
+    /// Boxed: an `Info` is large beside a handle.
+    Known(Option<Box<Info>>),
 }
 
 impl Behind {
@@ -194,7 +195,7 @@ impl Behind {
                 Asked::Sent(handle) if wait.is_some() || handle.is_finished() => handle,
                 other => {
                     let known = match &other {
-                        Asked::Known(info) => info.clone(),
+                        Asked::Known(info) => info.as_deref().cloned(),
                         _ => None,
                     };
                     *asked = other;
@@ -207,7 +208,8 @@ impl Behind {
             .ok()
             .and_then(Result::ok)
             .flatten();
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Asked::Known(info.clone());
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) =
+            Asked::Known(info.clone().map(Box::new));
         info
     }
 }

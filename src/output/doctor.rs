@@ -81,25 +81,10 @@ fn words(finding: &Finding) -> Said {
             accepted,
         } => replicas_words(*attached, replicas, *accepted),
         Finding::Address(reached) => address(reached),
-        Finding::AddressUnknown(why) => unknown(
-            "address",
-            why,
-            Some("make sure one server alone answers at this address (no DNS round robin or pool)"),
-        ),
+        Finding::AddressUnknown(why) => unknown("address", why, Some(ADDRESS_BY_HAND)),
         Finding::Debug(setting) => debug(setting),
-        Finding::DebugAlways(version) => said(
-            "debug",
-            format!("Redis {version}: before Redis 7, DEBUG is always enabled; {DEBUG_RELOAD}"),
-            Some(
-                "remove +debug from every user's ACL (or rename-command DEBUG \"\" in \
-                 redis.conf), or upgrade to Redis 7 with enable-debug-command no",
-            ),
-        ),
-        Finding::DebugUnknown(why) => unknown(
-            "debug",
-            why,
-            Some("check by hand that redis.conf has enable-debug-command no (Redis 7's default)"),
-        ),
+        Finding::DebugAlways(version) => debug_always(version),
+        Finding::DebugUnknown(why) => unknown("debug", why, Some(DEBUG_BY_HAND)),
         Finding::Shared {
             db,
             other_dbs,
@@ -181,6 +166,25 @@ fn address(reached: &crate::lock::Reached) -> Said {
             run_ids.join(", ")
         ),
         Some("list an address that reaches one server only (each pod or host's own), once each"),
+    )
+}
+
+/// How to check by hand what the address check could not.
+const ADDRESS_BY_HAND: &str =
+    "make sure one server alone answers at this address (no DNS round robin or pool)";
+
+/// How to check by hand what the debug check could not.
+const DEBUG_BY_HAND: &str =
+    "check by hand that redis.conf has enable-debug-command no (Redis 7's default)";
+
+fn debug_always(version: &str) -> Said {
+    said(
+        "debug",
+        format!("Redis {version}: before Redis 7, DEBUG is always enabled; {DEBUG_RELOAD}"),
+        Some(
+            "remove +debug from every user's ACL (or rename-command DEBUG \"\" in redis.conf), \
+             or upgrade to Redis 7 with enable-debug-command no",
+        ),
     )
 }
 
