@@ -250,8 +250,8 @@ pub struct Markers {
 }
 
 /// How many new connections `doctor` opens at once to each address: a pool
-/// of two servers behind it goes unseen with odds of 2 in 2^9 (these and
-/// the probe's own), about 0.4%.
+/// of two servers that picks one at random goes unseen with odds of 2 in
+/// 2^8, under 1%; one that alternates, never.
 pub const CONNECTIONS: usize = 8;
 
 /// The most of a db the marker SCAN reads: pages of [`SCAN_COUNT`], and
