@@ -312,15 +312,15 @@ impl Server {
         let clock_offset_ms = self.clock_offset().await;
         let appendfsync = self.config_get("appendfsync").await;
         let missing = self.missing(prefix).await;
-        let debug_command = self.config_get("enable-debug-command").await;
-        let reached = self.reached().await;
-        let markers = self.markers(prefix).await;
         if let (Err(refused), Err(_), Err(_)) = (&info, &clock_offset_ms, &missing) {
             // Nothing answered after the PINGs: a server that went away.
             if refused.0.starts_with(GONE) {
                 return Err(ServerError::Unreachable(refused.0.clone()));
             }
         }
+        let debug_command = self.config_get("enable-debug-command").await;
+        let reached = self.reached().await;
+        let markers = self.markers(prefix).await;
         Ok(Facts {
             rtt,
             info,
