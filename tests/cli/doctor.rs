@@ -617,3 +617,15 @@ fn a_server_shared_with_another_db_or_prefix_is_a_warning() {
     let shared = line_of(&out, &cluster[1].url(), "shared");
     assert!(shared.contains(r#"other prefixes (""):"#), "{shared}");
 }
+
+/// A key is anyone's text: another prefix's marker is shown escaped.
+#[test]
+fn another_prefix_is_shown_escaped() {
+    let cluster = Cluster::start_with(3, DURABLE);
+    cluster[0].set(b"\x1b[2Jevil:\0guard", b"1");
+    let out = doctor(&mut cluster.redlock(), &[]);
+    let shared = line_of(&out, &cluster[0].url(), "shared");
+    assert!(shared.starts_with("  warning"), "{shared}");
+    assert!(shared.contains("[2Jevil:"), "{shared}");
+    assert!(!out.stdout.contains('\x1b'), "{}", out.stdout);
+}
