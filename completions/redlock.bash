@@ -203,7 +203,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__doctor)
-            opts="-s -q -v -h -V --ttl --single --strict --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --ttl --single --strict --accept-replicas --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -40,7 +40,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand extend 'Push the lock''s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
             cand status 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free'
             cand list 'List the locks on the servers (under --prefix) with their holders, as a majority sees them'
-            cand doctor 'Check the servers against what Redlock''s safety rests on: masters, distinct, enough of them, no eviction, persistence or the restart guard, clocks, round trips, cluster mode and ACLs. Exits 0 when nothing is unsafe, 1 when something is (with --strict, a warning too), 69 when too few servers answer'
+            cand doctor 'Check the servers against what Redlock''s safety rests on: masters, distinct, enough of them, no eviction, persistence or the restart guard, clocks, round trips, cluster mode, ACLs, and what the restart guard cannot see: replicas, servers behind one address, DEBUG, a shared server. Exits 0 when nothing is unsafe, 1 when something is (with --strict, a warning too), 69 when too few servers answer'
             cand exec 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -178,6 +178,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --prefix 'Prepended to the lock names to form the Redis keys'
             cand --single 'Accept single-instance semantics: one server, which is no failure-tolerant Redlock, is then no finding'
             cand --strict 'Count warnings too: exit 1 when there is any'
+            cand --accept-replicas 'Accept masters with replicas attached: you know that no failover promotes a replica behind a master''s address sooner than the longest TTL after the master stopped (a delayed failover), or at all (replicas for backups or reads)'
             cand --json 'Print the result as one JSON object'
             cand -q 'No table, only errors'
             cand --quiet 'No table, only errors'
@@ -231,7 +232,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand extend 'Push the lock''s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
             cand status 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free'
             cand list 'List the locks on the servers (under --prefix) with their holders, as a majority sees them'
-            cand doctor 'Check the servers against what Redlock''s safety rests on: masters, distinct, enough of them, no eviction, persistence or the restart guard, clocks, round trips, cluster mode and ACLs. Exits 0 when nothing is unsafe, 1 when something is (with --strict, a warning too), 69 when too few servers answer'
+            cand doctor 'Check the servers against what Redlock''s safety rests on: masters, distinct, enough of them, no eviction, persistence or the restart guard, clocks, round trips, cluster mode, ACLs, and what the restart guard cannot see: replicas, servers behind one address, DEBUG, a shared server. Exits 0 when nothing is unsafe, 1 when something is (with --strict, a warning too), 69 when too few servers answer'
             cand exec 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
             cand help 'Print this message or the help of the given subcommand(s)'
         }

@@ -339,7 +339,8 @@ pub enum Command {
 
     /// Check the servers against what Redlock's safety rests on: masters, distinct,
     /// enough of them, no eviction, persistence or the restart guard, clocks, round
-    /// trips, cluster mode and ACLs. Exits 0 when nothing is unsafe, 1 when something
+    /// trips, cluster mode, ACLs, and what the restart guard cannot see: replicas, servers
+    /// behind one address, DEBUG, a shared server. Exits 0 when nothing is unsafe, 1 when something
     /// is (with --strict, a warning too), 69 when too few servers answer.
     #[command(after_help = examples_help("doctor"))]
     Doctor(DoctorArgs),
@@ -571,6 +572,12 @@ pub struct DoctorArgs {
     /// Count warnings too: exit 1 when there is any.
     #[arg(long)]
     pub strict: bool,
+
+    /// Accept masters with replicas attached: you know that no failover promotes a
+    /// replica behind a master's address sooner than the longest TTL after the master
+    /// stopped (a delayed failover), or at all (replicas for backups or reads).
+    #[arg(long)]
+    pub accept_replicas: bool,
 }
 
 #[derive(Debug, Args)]

@@ -14,6 +14,8 @@ struct Against {
     guard: Duration,
     timeout: Duration,
     clock_bound: Duration,
+    /// `--accept-replicas`.
+    accept_replicas: bool,
 }
 
 pub async fn run(redlock: &Redlock, job: DoctorJob, prefix: &[u8]) -> Result<Outcome, Error> {
@@ -25,6 +27,7 @@ pub async fn run(redlock: &Redlock, job: DoctorJob, prefix: &[u8]) -> Result<Out
         // clock read over the network cannot tell apart from less than
         // a few ms.
         clock_bound: (job.ttl / 100).max(Duration::from_millis(5)),
+        accept_replicas: job.accept_replicas,
     };
     let median = median_offset(&probes);
     let mut servers: Vec<ServerReport> = Vec::with_capacity(probes.len());
@@ -92,6 +95,13 @@ fn server_report(
     let info = facts.info.as_ref().map_err(Clone::clone);
     let mut findings = vec![role(&info)];
     findings.extend(duplicate.map(|of| Finding::Duplicate { of }));
+    if let (Finding::Master, Ok(info)) = (&findings[0], &info) {
+        findings.extend(replicas(info, against.accept_replicas));
+    }
+    findings.push(match &facts.reached {
+        Ok(reached) => Finding::Address(reached.clone()),
+        Err(why) => Finding::AddressUnknown(why.clone()),
+    });
     findings.push(eviction(&info));
     findings.push(persistence(&info, facts, against.guard));
     if let Ok(Some(uptime)) = info.as_ref().map(|i| i.uptime) {
@@ -109,6 +119,10 @@ fn server_report(
         findings.push(Finding::Cluster(cluster));
     }
     findings.push(acl(facts, !against.guard.is_zero()));
+    findings.push(debug(&info, facts));
+    if let Ok(info) = &info {
+        findings.push(shared(info, facts));
+    }
     ServerReport {
         spec: probe.spec.clone(),
         version: info.as_ref().ok().and_then(|i| i.version.clone()),
@@ -126,6 +140,43 @@ fn role(info: &Result<&Info, Unknown>) -> Finding {
         Ok(info) if info.role.is_some() => Finding::Master,
         Ok(_) => Finding::RoleUnknown(Unknown("INFO has no role".into())),
         Err(why) => Finding::RoleUnknown(why.clone()),
+    }
+}
+
+/// A master's replicas, if INFO says how many.
+fn replicas(info: &Info, accepted: bool) -> Option<Finding> {
+    Some(Finding::Replicas {
+        attached: info.connected_replicas?,
+        replicas: info.replicas.clone(),
+        accepted,
+    })
+}
+
+/// `enable-debug-command`: before Redis 7 there is none, and DEBUG is
+/// always enabled.
+fn debug(info: &Result<&Info, Unknown>, facts: &Facts) -> Finding {
+    let version = info.as_ref().ok().and_then(|i| i.version.clone());
+    let major = version
+        .as_deref()
+        .and_then(|v| v.split('.').next()?.parse::<u32>().ok());
+    match (&facts.debug_command, major, version) {
+        (_, Some(major), Some(version)) if major < 7 => Finding::DebugAlways(version),
+        (Ok(setting), _, _) => Finding::Debug(setting.clone()),
+        (Err(why), _, _) => Finding::DebugUnknown(why.clone()),
+    }
+}
+
+/// Other dbs with keys (INFO keyspace), and other prefixes' markers here.
+fn shared(info: &Info, facts: &Facts) -> Finding {
+    Finding::Shared {
+        db: facts.db,
+        other_dbs: info
+            .keyspace
+            .iter()
+            .filter(|(db, _)| i64::from(*db) != facts.db)
+            .copied()
+            .collect(),
+        markers: facts.markers.clone(),
     }
 }
 
@@ -237,4 +288,50 @@ fn median_offset(probes: &[Probe]) -> Option<i64> {
         .collect();
     offsets.sort_unstable();
     offsets.get(offsets.len() / 2).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(debug_command: Result<String, Unknown>) -> Facts {
+        let refused = || Unknown("not asked".into());
+        Facts {
+            rtt: Duration::ZERO,
+            info: Err(refused()),
+            clock_offset_ms: Err(refused()),
+            appendfsync: Err(refused()),
+            missing: Err(refused()),
+            db: 0,
+            debug_command,
+            reached: Err(refused()),
+            markers: Err(refused()),
+        }
+    }
+
+    fn version(v: &str) -> Info {
+        Info {
+            version: Some(v.into()),
+            ..Info::default()
+        }
+    }
+
+    #[test]
+    fn before_redis_7_debug_is_always_enabled() {
+        // Redis 6 has no enable-debug-command: CONFIG GET gives nothing.
+        let none = facts(Err(Unknown(
+            "CONFIG GET enable-debug-command gave no value".into(),
+        )));
+        let finding = debug(&Ok(&version("6.2.14")), &none);
+        assert!(matches!(&finding, Finding::DebugAlways(v) if v == "6.2.14"));
+        assert_eq!(finding.level(), crate::outcome::report::Level::Warning);
+        let no = facts(Ok("no".into()));
+        let finding = debug(&Ok(&version("7.2.4")), &no);
+        assert!(matches!(&finding, Finding::Debug(s) if s == "no"));
+        assert_eq!(finding.level(), crate::outcome::report::Level::Ok);
+        // Refused, with no version known: unknown, not an error.
+        let refused = facts(Err(Unknown("not permitted: the user lacks +config".into())));
+        let finding = debug(&Err(Unknown("no INFO".into())), &refused);
+        assert!(matches!(finding, Finding::DebugUnknown(_)));
+    }
 }

@@ -124,6 +124,9 @@ pub struct DoctorJob {
     pub single: bool,
     /// `--strict`: warnings count.
     pub strict: bool,
+    /// `--accept-replicas`: no failover promotes a master's replica behind
+    /// its address within the longest TTL.
+    pub accept_replicas: bool,
 }
 
 /// A validated `redlock acquire` invocation.
@@ -231,6 +234,7 @@ impl Config {
                 ttl: ttl(args.ttl, MIN_TTL)?,
                 single: args.single,
                 strict: args.strict,
+                accept_replicas: args.accept_replicas,
             }),
         };
         let (servers, notices) = servers_for(

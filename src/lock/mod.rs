@@ -46,7 +46,7 @@ pub use listing::{
     glob_problem, oldest_reader, GlobProblem, ListQuery, Listed, Listing, ServerPart, Standing,
 };
 pub use mutex::{Lease, Redlock, Released};
-pub use probe::{Facts, Feature, Missing, Probe, Unknown};
+pub use probe::{Facts, Feature, Markers, Missing, Probe, Reached, Unknown, CONNECTIONS};
 #[cfg(test)]
 pub use quorum::drift;
 pub use retry::{acquire_or_cancel, Wait};

@@ -1,8 +1,12 @@
 //! Everything `redlock doctor` asks a server about the conditions Redlock's
 //! safety rests on ([`Server::probe`]): its INFO, a round trip, its clock,
-//! CONFIG and what its ACL allows of every command redlock sends.
+//! CONFIG, what its ACL allows of every command redlock sends, who answers
+//! on several new connections, and whose restart-guard markers its db holds.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::key::{escape_and_cut, record_key, LockKey, SERVER_TEXT_SHOWN};
 use super::server_info::Info;
@@ -214,7 +218,56 @@ pub struct Facts {
     /// `ACL DRYRUN` of every command redlock sends (Redis ≥ 7): those the
     /// user lacks.
     pub missing: Known<Vec<Missing>>,
+    /// The db the URL selects (0 unless it says `/N`).
+    pub db: i64,
+    /// `CONFIG GET enable-debug-command` (Redis ≥ 7 has it).
+    pub debug_command: Known<String>,
+    /// Who answered on [`CONNECTIONS`] new connections opened at once.
+    pub reached: Known<Reached>,
+    /// The restart-guard markers of other prefixes in this db.
+    pub markers: Known<Markers>,
 }
+
+/// The servers (`run_id`) that answered on new connections to one address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reached {
+    /// The connections that answered.
+    pub answered: usize,
+    /// The distinct run_ids among them, escaped, in the order first seen.
+    pub run_ids: Vec<String>,
+}
+
+/// What a bounded SCAN of this db found of other fleets' restart guards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Markers {
+    /// The prefixes of other redlock fleets whose guard marker is here,
+    /// escaped; at most [`PREFIXES_SHOWN`].
+    pub others: Vec<String>,
+    /// More such prefixes than those shown.
+    pub more: usize,
+    /// Whether the SCAN went through the whole db within its bounds.
+    pub complete: bool,
+}
+
+/// How many new connections `doctor` opens at once to each address: a pool
+/// of two servers that picks one at random goes unseen with odds of 2 in
+/// 2^8, under 1%; one that alternates, never.
+pub const CONNECTIONS: usize = 8;
+
+/// The most of a db the marker SCAN reads: pages of [`SCAN_COUNT`], and
+/// a time bound. A db of more keys than that is looked at in part, and
+/// the report says so.
+const SCAN_PAGES: usize = 100;
+const SCAN_COUNT: usize = 1000;
+const SCAN_TIME: Duration = Duration::from_secs(1);
+
+/// How many other prefixes the report names.
+pub const PREFIXES_SHOWN: usize = 3;
+
+/// What every restart-guard marker's key holds, after its prefix: the
+/// marker is `PREFIX\0guard` (and is to become `PREFIX\0guard@DB`);
+/// key.rs makes it (`guard_marker`).
+const GUARD_TAG: &[u8] = b"\0guard";
 
 /// How many PINGs measure the round trip (the first also connects).
 const PINGS: usize = 3;
@@ -265,12 +318,100 @@ impl Server {
                 return Err(ServerError::Unreachable(refused.0.clone()));
             }
         }
+        let debug_command = self.config_get("enable-debug-command").await;
+        let reached = self.reached().await;
+        let markers = self.markers(prefix).await;
         Ok(Facts {
             rtt,
             info,
             clock_offset_ms,
             appendfsync,
             missing,
+            db: self.spec().connection_info().redis_settings().db(),
+            debug_command,
+            reached,
+            markers,
+        })
+    }
+
+    /// The run_ids that answer `INFO server` on [`CONNECTIONS`] new
+    /// connections, opened at once: behind a DNS round robin, a Service of
+    /// several pods or a proxy pool, each connection may reach another
+    /// server.
+    async fn reached(&self) -> Known<Reached> {
+        let mut cmd = redis::cmd("INFO");
+        cmd.arg("server");
+        let asked = (0..CONNECTIONS).map(|_| self.on_new_connection::<String>(&cmd));
+        let mut answered = 0;
+        let mut run_ids: Vec<String> = Vec::new();
+        let mut failure = None;
+        for reply in all(asked.collect()).await {
+            match reply.map(|text| Info::parse(&text).run_id) {
+                Ok(Some(run_id)) => {
+                    answered += 1;
+                    if !run_ids.contains(&run_id) {
+                        run_ids.push(run_id);
+                    }
+                }
+                Ok(None) => failure = Some(Unknown("INFO has no run_id".into())),
+                Err(ServerError::Refused(why)) if why.starts_with(NOT_PERMITTED) => {
+                    failure = Some(Unknown(format!("{NOT_PERMITTED}: the user lacks +info")))
+                }
+                Err(err) => failure = Some(unknown(err)),
+            }
+        }
+        match (answered, failure) {
+            (0 | 1, Some(why)) => Err(why),
+            _ => Ok(Reached { answered, run_ids }),
+        }
+    }
+
+    /// The prefixes of the restart-guard markers in this db that are not
+    /// `prefix`'s: SCAN for keys holding [`GUARD_TAG`], within
+    /// [`SCAN_PAGES`] pages and [`SCAN_TIME`].
+    async fn markers(&self, prefix: &[u8]) -> Known<Markers> {
+        let pattern = [b"*".as_slice(), GUARD_TAG, b"*"].concat();
+        let started = Instant::now();
+        let mut others: Vec<Vec<u8>> = Vec::new();
+        let mut cursor = 0;
+        let mut complete = false;
+        for _ in 0..SCAN_PAGES {
+            let pattern = pattern.clone();
+            let page = move |mut c: super::servers::Connection| async move {
+                c.scan_page(cursor, &pattern, SCAN_COUNT).await
+            };
+            let (next, keys) = self.call(page).await.map_err(|err| match err {
+                ServerError::Refused(why) if why.starts_with(NOT_PERMITTED) => {
+                    Unknown(format!("{NOT_PERMITTED}: the user lacks +scan"))
+                }
+                err => unknown(err),
+            })?;
+            for key in keys {
+                match marker_prefix(&key) {
+                    Some(theirs) if !is_ours(theirs, prefix) => {
+                        let theirs = untagged(theirs).to_vec();
+                        if !others.contains(&theirs) {
+                            others.push(theirs);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            cursor = next;
+            complete = cursor == 0;
+            if complete || started.elapsed() > SCAN_TIME {
+                break;
+            }
+        }
+        others.sort();
+        Ok(Markers {
+            more: others.len().saturating_sub(PREFIXES_SHOWN),
+            others: others
+                .iter()
+                .take(PREFIXES_SHOWN)
+                .map(|p| escape_and_cut(p, SERVER_TEXT_SHOWN))
+                .collect(),
+            complete,
         })
     }
 
@@ -341,6 +482,59 @@ impl Server {
     }
 }
 
+/// The prefix of a restart-guard marker's key: what comes before its
+/// [`GUARD_TAG`].
+fn marker_prefix(key: &[u8]) -> Option<&[u8]> {
+    key.windows(GUARD_TAG.len())
+        .position(|w| w == GUARD_TAG)
+        .map(|at| &key[..at])
+}
+
+/// Whether a marker with this prefix is one of `ours`: `ours` itself, or
+/// the marker of a name with a hash tag under it (`ours` then the name up
+/// to the tag's `}`, key.rs `marker_for`).
+fn is_ours(theirs: &[u8], ours: &[u8]) -> bool {
+    match theirs.strip_prefix(ours) {
+        Some([]) => true,
+        Some(rest) => rest.ends_with(b"}") && rest.contains(&b'{'),
+        None => false,
+    }
+}
+
+/// Another fleet's marker prefix without the name's hash tag part, if it
+/// is one (`billing:{web}` is `billing:`'s): what its prefix is, as far as
+/// the key tells.
+fn untagged(theirs: &[u8]) -> &[u8] {
+    match theirs.iter().position(|&b| b == b'{') {
+        Some(open) if theirs.ends_with(b"}") => &theirs[..open],
+        _ => theirs,
+    }
+}
+
+/// Every future of `futures`, run at once on this task, and their outputs
+/// in order.
+async fn all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(done) => *output = Some(done),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        match pending {
+            true => Poll::Pending,
+            false => Poll::Ready(()),
+        }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
+}
+
 /// `ACL sub args…`.
 fn acl(args: &[&str]) -> redis::Cmd {
     let mut cmd = redis::cmd("ACL");
@@ -404,4 +598,25 @@ fn wall_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_of_this_prefix_and_its_hash_tags_are_ours() {
+        let ours = |key: &[u8], prefix: &[u8]| is_ours(marker_prefix(key).unwrap(), prefix);
+        // The marker key.rs makes, today's and a db-suffixed one.
+        assert!(ours(&super::super::key::guard_marker(b"app:"), b"app:"));
+        assert!(ours(&super::super::key::guard_marker(b""), b""));
+        assert!(ours(b"app:\0guard@3", b"app:"));
+        assert!(ours(b"app:{deploy}\0guard", b"app:"));
+        assert!(!ours(b"billing:\0guard", b"app:"));
+        assert!(!ours(b"app:x:\0guard", b"app:"));
+        assert!(!ours(b"app:\0guard", b""));
+        assert_eq!(marker_prefix(b"no marker"), None);
+        assert_eq!(untagged(b"billing:{web}"), b"billing:");
+        assert_eq!(untagged(b"billing:"), b"billing:");
+    }
 }

@@ -28,6 +28,12 @@ pub struct Info {
     pub maxmemory: Option<u64>,
     pub aof_enabled: Option<bool>,
     pub cluster_enabled: Option<bool>,
+    /// A master's `connected_slaves`: the replicas a failover can promote.
+    pub connected_replicas: Option<u64>,
+    /// Those replicas, `ip:port` (`slaveN` lines), in order.
+    pub replicas: Vec<String>,
+    /// `INFO keyspace`: each db that holds keys, and how many, by index.
+    pub keyspace: Vec<(u32, u64)>,
 }
 
 impl Info {
@@ -58,12 +64,45 @@ impl Info {
             maxmemory: number("maxmemory"),
             aof_enabled: flag("aof_enabled"),
             cluster_enabled: flag("cluster_enabled"),
+            connected_replicas: number("connected_slaves"),
+            replicas: numbered(&fields, "slave")
+                .into_iter()
+                .map(|(_, value)| {
+                    let part = |name| sub_field(value, name).unwrap_or("?");
+                    let address = format!("{}:{}", part("ip"), part("port"));
+                    escape_and_cut(address.as_bytes(), SERVER_TEXT_SHOWN)
+                })
+                .collect(),
+            keyspace: numbered(&fields, "db")
+                .into_iter()
+                .filter_map(|(db, value)| Some((db, sub_field(value, "keys")?.parse().ok()?)))
+                .collect(),
         }
     }
 
     pub fn is_replica(&self) -> bool {
         matches!(self.role.as_deref(), Some("slave" | "replica"))
     }
+}
+
+/// The fields named `stem` and a number (`slave0`, `db3`), by number.
+fn numbered<'a>(fields: &HashMap<&'a str, &'a str>, stem: &str) -> Vec<(u32, &'a str)> {
+    let mut found: Vec<(u32, &str)> = fields
+        .iter()
+        .filter_map(|(name, value)| Some((name.strip_prefix(stem)?.parse().ok()?, *value)))
+        .collect();
+    found.sort_unstable();
+    found
+}
+
+/// `name`'s value in a field of `name=value` pairs separated by commas
+/// (`keys=3,expires=0`, `ip=10.0.0.2,port=6379,state=online`).
+fn sub_field<'a>(value: &'a str, name: &str) -> Option<&'a str> {
+    value
+        .split(',')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.trim())
 }
 
 /// Whether `policy` (maxmemory-policy) may evict a key with an expiry, as
@@ -126,7 +165,8 @@ enum Asked {
     #[default]
     No,
     Sent(tokio::task::JoinHandle<Option<Info>>),
-    Known(Option<Info>),
+    /// Boxed: an `Info` is large beside a handle.
+    Known(Option<Box<Info>>),
 }
 
 impl Behind {
@@ -155,7 +195,7 @@ impl Behind {
                 Asked::Sent(handle) if wait.is_some() || handle.is_finished() => handle,
                 other => {
                     let known = match &other {
-                        Asked::Known(info) => info.clone(),
+                        Asked::Known(info) => info.as_deref().cloned(),
                         _ => None,
                     };
                     *asked = other;
@@ -168,7 +208,8 @@ impl Behind {
             .ok()
             .and_then(Result::ok)
             .flatten();
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Asked::Known(info.clone());
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) =
+            Asked::Known(info.clone().map(Box::new));
         info
     }
 }
@@ -190,6 +231,22 @@ mod tests {
         assert_eq!(info.read_only, Some(false));
         assert_eq!(info.maxmemory_policy.as_deref(), Some("allkeys-lru"));
         assert_eq!(info.cluster_enabled, None);
+    }
+
+    #[test]
+    fn replicas_and_keyspace_are_read() {
+        let text = "# Replication\r\nrole:master\r\nconnected_slaves:2\r\n\
+                    slave0:ip=10.0.0.2,port=6380,state=online,offset=1,lag=0\r\n\
+                    slave1:ip=10.0.0.3,port=6381,state=online,offset=1,lag=1\r\n\
+                    # Keyspace\r\ndb0:keys=3,expires=1,avg_ttl=0\r\n\
+                    db12:keys=40,expires=0,avg_ttl=0\r\n";
+        let info = Info::parse(text);
+        assert_eq!(info.connected_replicas, Some(2));
+        assert_eq!(info.replicas, ["10.0.0.2:6380", "10.0.0.3:6381"]);
+        assert_eq!(info.keyspace, [(0, 3), (12, 40)]);
+        let none = Info::parse("role:master\r\nconnected_slaves:0\r\n");
+        assert_eq!(none.connected_replicas, Some(0));
+        assert!(none.replicas.is_empty() && none.keyspace.is_empty());
     }
 
     #[test]

@@ -278,6 +278,25 @@ impl Server {
         }
     }
 
+    /// One command on a connection of its own, opened for it and dropped
+    /// after it, within the server timeout for the connect and again for
+    /// the reply: `doctor` asks on several at once, since each new
+    /// connection to one address may reach another server.
+    pub async fn on_new_connection<T: FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+    ) -> Result<T, ServerError> {
+        let asked = async {
+            let settings = self.spec.connection_info().redis_settings();
+            let mut connection = self.open(settings, self.config()).await?;
+            cmd.query_async(&mut connection).await
+        };
+        match tokio::time::timeout(self.timeout.saturating_mul(2), asked).await {
+            Ok(reply) => reply.map_err(|err| self.failed(&err)),
+            Err(_) => Err(ServerError::Timeout(self.timeout)),
+        }
+    }
+
     /// A connection, within the server timeout and `give_up_at`; and whether
     /// it was open already.
     async fn connect_within(

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::exit_code::Exit;
-use crate::lock::{Missing, ServerError, ServerSpec, Unknown};
+use crate::lock::{Markers, Missing, Reached, ServerError, ServerSpec, Unknown};
 
 /// How much a finding matters, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -100,6 +100,28 @@ pub enum Finding {
         complete: bool,
     },
     AclUnknown(Unknown),
+    /// A master's replicas (`connected_slaves`), what a failover promotes;
+    /// `accepted`: `--accept-replicas`.
+    Replicas {
+        attached: u64,
+        replicas: Vec<String>,
+        accepted: bool,
+    },
+    /// Who answered on several new connections to this address.
+    Address(Reached),
+    AddressUnknown(Unknown),
+    /// `enable-debug-command` (Redis ≥ 7).
+    Debug(String),
+    /// Before Redis 7 (this version), DEBUG is always enabled.
+    DebugAlways(String),
+    DebugUnknown(Unknown),
+    /// Other dbs that hold keys, and other prefixes' guard markers in
+    /// this one (`db`).
+    Shared {
+        db: i64,
+        other_dbs: Vec<(u32, u64)>,
+        markers: Result<Markers, Unknown>,
+    },
     /// N servers; `single`: the user accepts single-instance semantics.
     Count {
         servers: usize,
@@ -124,7 +146,22 @@ impl Finding {
             | Finding::EvictionUnknown(_)
             | Finding::PersistenceUnknown(_)
             | Finding::ClockUnknown(_)
-            | Finding::AclUnknown(_) => Unknown,
+            | Finding::AclUnknown(_)
+            | Finding::AddressUnknown(_)
+            | Finding::DebugUnknown(_) => Unknown,
+            Finding::Replicas {
+                attached, accepted, ..
+            } => level_if(*attached > 0 && !accepted, Unsafe),
+            Finding::Address(reached) => level_if(reached.run_ids.len() > 1, Unsafe),
+            Finding::Debug(setting) => level_if(setting != "no", Warning),
+            Finding::DebugAlways(_) => Warning,
+            Finding::Shared {
+                other_dbs, markers, ..
+            } => match markers {
+                Result::Ok(m) if other_dbs.is_empty() && m.others.is_empty() => Ok,
+                Err(_) if other_dbs.is_empty() => Unknown,
+                _ => Warning,
+            },
             Finding::Eviction { evicts, .. } => level_if(*evicts, Unsafe),
             Finding::Persistence { aof, fsync, guard } => {
                 match (*aof, fsync.as_deref(), guard.is_zero()) {

@@ -75,12 +75,207 @@ fn words(finding: &Finding) -> Said {
             complete,
         } => acl(missing, *guard_on, *complete),
         Finding::AclUnknown(why) => unknown("acl", why, Some(ACL_BY_HAND)),
+        Finding::Replicas {
+            attached,
+            replicas,
+            accepted,
+        } => replicas_words(*attached, replicas, *accepted),
+        Finding::Address(reached) => address(reached),
+        Finding::AddressUnknown(why) => unknown("address", why, Some(ADDRESS_BY_HAND)),
+        Finding::Debug(setting) => debug(setting),
+        Finding::DebugAlways(version) => debug_always(version),
+        Finding::DebugUnknown(why) => unknown("debug", why, Some(DEBUG_BY_HAND)),
+        Finding::Shared {
+            db,
+            other_dbs,
+            markers,
+        } => shared(*db, other_dbs, markers),
         Finding::Count { servers, single } => count(*servers, *single, finding.level()),
         Finding::Quorum {
             masters,
             answered,
             quorum,
         } => quorum_words(*masters, *answered, *quorum, bad),
+    }
+}
+
+fn replicas_words(attached: u64, replicas: &[String], accepted: bool) -> Said {
+    let which = match replicas {
+        [] => String::new(),
+        [a, b, c, _, ..] => format!(" ({a}, {b}, {c}, …)"),
+        shown => format!(" ({})", shown.join(", ")),
+    };
+    let count = match attached {
+        1 => "1 replica attached".to_owned(),
+        n => format!("{n} replicas attached"),
+    };
+    match (attached, accepted) {
+        (0, _) => said(
+            "replicas",
+            "none attached: no failover can promote one".into(),
+            None,
+        ),
+        (_, true) => said(
+            "replicas",
+            format!(
+                "{count}{which}, accepted with --accept-replicas: no failover may promote one \
+                 behind this address sooner than the longest --ttl"
+            ),
+            None,
+        ),
+        (_, false) => said(
+            "replicas",
+            format!(
+                "{count}{which}: a failover (Sentinel, a managed Redis) promotes one behind \
+                 this address, and it may have missed the last writes, so a lock it lost can be \
+                 taken twice, and a --fence counter hands a number out again"
+            ),
+            Some(
+                "list independent masters with no failover behind their addresses; or, if a \
+                 failover waits longer than the longest --ttl (or never happens), keep the \
+                 restart guard on and pass --accept-replicas",
+            ),
+        ),
+    }
+}
+
+fn address(reached: &crate::lock::Reached) -> Said {
+    let connections = crate::lock::CONNECTIONS;
+    if reached.run_ids.len() <= 1 {
+        return said(
+            "address",
+            format!(
+                "{} of {connections} new connections answered, all from the same server (run_id)",
+                reached.answered
+            ),
+            None,
+        );
+    }
+    let run_ids: Vec<&str> = reached
+        .run_ids
+        .iter()
+        .map(|id| id.get(..8).unwrap_or(id))
+        .collect();
+    said(
+        "address",
+        format!(
+            "{connections} new connections reached {} servers (run_id {}): several servers \
+             behind one address (DNS round robin, a proxy pool, a Service of several pods) \
+             each take locks the others do not see, so two clients can hold one lock",
+            run_ids.len(),
+            run_ids.join(", ")
+        ),
+        Some("list an address that reaches one server only (each pod or host's own), once each"),
+    )
+}
+
+/// How to check by hand what the address check could not.
+const ADDRESS_BY_HAND: &str =
+    "make sure one server alone answers at this address (no DNS round robin or pool)";
+
+/// How to check by hand what the debug check could not.
+const DEBUG_BY_HAND: &str =
+    "check by hand that redis.conf has enable-debug-command no (Redis 7's default)";
+
+fn debug_always(version: &str) -> Said {
+    said(
+        "debug",
+        format!("Redis {version}: before Redis 7, DEBUG is always enabled; {DEBUG_RELOAD}"),
+        Some(
+            "remove +debug from every user's ACL (or rename-command DEBUG \"\" in redis.conf), \
+             or upgrade to Redis 7 with enable-debug-command no",
+        ),
+    )
+}
+
+/// What DEBUG enabled lets a client do.
+const DEBUG_RELOAD: &str = "a client with +debug can run DEBUG RELOAD, which loads an older \
+    dataset into the live process: the restart guard cannot see it, and a lock it drops can be \
+    taken twice";
+
+fn debug(setting: &str) -> Said {
+    match setting {
+        "no" => said(
+            "debug",
+            "enable-debug-command no: DEBUG RELOAD, which the restart guard cannot see, is refused"
+                .into(),
+            None,
+        ),
+        setting => said(
+            "debug",
+            format!(
+                "enable-debug-command {setting}: {}{DEBUG_RELOAD}",
+                match setting {
+                    "local" => "from the server's own host, ",
+                    _ => "",
+                }
+            ),
+            Some("set enable-debug-command no in redis.conf and restart (CONFIG SET cannot)"),
+        ),
+    }
+}
+
+fn shared(
+    db: i64,
+    other_dbs: &[(u32, u64)],
+    markers: &Result<crate::lock::Markers, crate::lock::Unknown>,
+) -> Said {
+    let mut parts = Vec::new();
+    if !other_dbs.is_empty() {
+        let dbs: Vec<String> = other_dbs
+            .iter()
+            .map(|(db, keys)| format!("db {db} ({keys} key{})", if *keys == 1 { "" } else { "s" }))
+            .collect();
+        parts.push(format!(
+            "{} also hold{} keys: SWAPDB {db} {} (by any user of this server) puts other data \
+             in place of this db's locks",
+            dbs.join(", "),
+            if dbs.len() == 1 { "s" } else { "" },
+            other_dbs[0].0
+        ));
+    }
+    let partly = match markers {
+        Ok(m) if !m.complete => " (the scan looked at part of this db only)",
+        _ => "",
+    };
+    match markers {
+        Ok(m) if !m.others.is_empty() => {
+            let prefixes: Vec<String> = m.others.iter().map(|p| format!("\"{p}\"")).collect();
+            let more = match m.more {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
+            parts.push(format!(
+                "db {db} holds the restart guard markers of other prefixes ({}{more}){partly}: \
+                 another fleet's FLUSHDB or SWAPDB replaces these locks too",
+                prefixes.join(", ")
+            ));
+        }
+        Ok(_) => {}
+        Err(why) => parts.push(format!("other prefixes in db {db} unknown ({})", why.0)),
+    }
+    let found = !other_dbs.is_empty() || matches!(markers, Ok(m) if !m.others.is_empty());
+    match found {
+        true => said(
+            "shared",
+            parts.join("; "),
+            Some(
+                "give each fleet a server of its own, or deny the other users SWAPDB, FLUSHDB \
+                 and FLUSHALL (ACL SETUSER <user> -swapdb -flushdb -flushall)",
+            ),
+        ),
+        false if parts.is_empty() => said(
+            "shared",
+            format!(
+                "no other db holds keys, and no other prefix's guard marker is in db {db}{partly}"
+            ),
+            None,
+        ),
+        false => said(
+            "shared",
+            format!("no other db holds keys; {}", parts.join("; ")),
+            Some("grant +scan, or check by hand that no other fleet uses this server"),
+        ),
     }
 }
 

@@ -1,13 +1,18 @@
 //! `redlock doctor` against real servers set up with each misconfiguration
 //! Redlock's safety cannot stand: a replica, one server listed twice, an
 //! eviction policy, an even count, a server that has just restarted, an ACL
-//! user without +info, a paused or dead server; and the healthy case. Then
-//! the warning `acquire` and `exec` give when a server they count is a
-//! replica or evicts keys with an expiry.
+//! user without +info, a paused or dead server; and the healthy case. What
+//! the restart guard cannot see: a master with a replica attached, two
+//! servers behind one address (a round-robin forwarder), DEBUG enabled, a
+//! server shared with another db or another fleet's prefix. Then the
+//! warning `acquire` and `exec` give when a server they count is a replica
+//! or evicts keys with an expiry.
 
 use std::process::Command;
+use std::time::Duration;
 
-use crate::support::{run, Cluster, DelayProxy, Output, RedisServer};
+use crate::support::round_robin::RoundRobin;
+use crate::support::{run, wait_until, Cluster, DelayProxy, Output, RedisServer};
 
 /// Servers whose AOF is fsynced on every write: nothing about persistence
 /// to say, whatever the restart guard.
@@ -272,8 +277,23 @@ fn json_has_one_object_per_server_and_a_verdict() {
             );
         }
     }
-    assert_eq!(servers[0]["verdict"], "ok");
+    assert_eq!(servers[1]["verdict"], "ok");
     assert_eq!(servers[2]["verdict"], "unsafe");
+    // The master of that replica is unsafe too: a failover promotes it.
+    assert_eq!(servers[0]["verdict"], "unsafe");
+    let check = |server: &serde_json::Value, name: &str| -> serde_json::Value {
+        server["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == name)
+            .unwrap_or_else(|| panic!("no {name} check: {server}"))
+            .clone()
+    };
+    assert_eq!(check(&servers[0], "replicas")["level"], "unsafe");
+    for name in ["replicas", "address", "debug", "shared"] {
+        assert_eq!(check(&servers[1], name)["level"], "ok", "{name}");
+    }
     let role = servers[2]["checks"]
         .as_array()
         .unwrap()
@@ -394,4 +414,218 @@ fn a_user_without_zadd_is_told_that_shared_locks_are_refused() {
         );
         assert!(!line.contains("pw"), "{line}");
     }
+}
+
+/// Waits until `master` has `n` replicas connected (INFO replication).
+fn wait_for_replicas(master: &RedisServer, n: usize) {
+    let attached = || master.info_field("replication", "connected_slaves") == Some(n.to_string());
+    assert!(
+        wait_until(Duration::from_secs(10), attached),
+        "{} replicas never attached to {}",
+        n,
+        master.url()
+    );
+}
+
+/// Found by review (issue 27): doctor said "ok role a master" of a master
+/// with a replica attached, which is what a failover behind its address
+/// promotes, without the last writes.
+#[test]
+fn a_master_with_a_replica_attached_is_unsafe_unless_accepted() {
+    let cluster = Cluster::start_with(3, DURABLE);
+    let replica = RedisServer::start_with(DURABLE);
+    replica_of(&replica, &cluster[0]);
+    wait_for_replicas(&cluster[0], 1);
+    let out = doctor(&mut cluster.redlock(), &[]);
+    out.assert_code(1, "a master with a replica");
+    let replicas = line_of(&out, &cluster[0].url(), "replicas");
+    assert!(replicas.starts_with("  UNSAFE"), "{replicas}");
+    assert!(
+        replicas.contains(&format!(
+            "1 replica attached (127.0.0.1:{})",
+            replica.port()
+        )),
+        "{replicas}"
+    );
+    assert!(replicas.contains("a failover"), "{replicas}");
+    assert!(
+        replicas.contains("fix: list independent masters with no failover"),
+        "{replicas}"
+    );
+    assert!(replicas.contains("--accept-replicas"), "{replicas}");
+    let none = line_of(&out, &cluster[1].url(), "replicas");
+    assert!(none.starts_with("  ok"), "{none}");
+    assert!(none.contains("none attached"), "{none}");
+    // Knowingly accepted (a delayed failover, or none): no finding.
+    let out = doctor(&mut cluster.redlock(), &["--accept-replicas", "--strict"]);
+    out.assert_code(0, "--accept-replicas");
+    let replicas = line_of(&out, &cluster[0].url(), "replicas");
+    assert!(replicas.starts_with("  ok"), "{replicas}");
+    assert!(
+        replicas.contains("accepted with --accept-replicas"),
+        "{replicas}"
+    );
+}
+
+/// Found by review (issue 27): two live servers behind one address (DNS
+/// round robin, a proxy pool) each took the lock for another client, and
+/// nothing noticed.
+#[test]
+fn two_servers_behind_one_address_are_unsafe() {
+    let cluster = Cluster::start_with(4, DURABLE);
+    let pool = RoundRobin::start(&[cluster[0].port(), cluster[3].port()]);
+    let servers = format!("{},{},{}", pool.url(), cluster[1].url(), cluster[2].url());
+    let out = doctor(
+        crate::support::redlock().env("REDLOCK_SERVERS", &servers),
+        &[],
+    );
+    out.assert_code(1, "two servers behind one address");
+    let address = line_of(&out, &pool.url(), "address");
+    assert!(address.starts_with("  UNSAFE"), "{address}");
+    assert!(
+        address.contains("8 new connections reached 2 servers"),
+        "{address}"
+    );
+    assert!(address.contains("fix: list an address that reaches one server"));
+    assert!(line_of(&out, &cluster[1].url(), "address").starts_with("  ok"));
+    // The control: the same forwarder in front of one server.
+    let alone = RoundRobin::start(&[cluster[0].port()]);
+    let servers = format!("{},{},{}", alone.url(), cluster[1].url(), cluster[2].url());
+    let out = doctor(
+        crate::support::redlock().env("REDLOCK_SERVERS", &servers),
+        &["--strict"],
+    );
+    out.assert_code(0, "one server behind the forwarder");
+    let address = line_of(&out, &alone.url(), "address");
+    assert!(
+        address.contains("8 of 8 new connections answered, all from the same server"),
+        "{address}"
+    );
+}
+
+/// Found by review (issue 27): DEBUG RELOAD loads an older dataset into the
+/// live process, and the restart guard cannot see it. Redis 7 refuses DEBUG
+/// unless enable-debug-command says otherwise.
+#[test]
+fn debug_enabled_is_a_warning_and_an_acl_without_config_is_unknown() {
+    let cluster = Cluster::start_with(2, DURABLE);
+    let yes = RedisServer::start_with(&[DURABLE, &["--enable-debug-command", "yes"]].concat());
+    let local = RedisServer::start_with(&[DURABLE, &["--enable-debug-command", "local"]].concat());
+    let servers = format!("{},{},{}", yes.url(), local.url(), cluster[0].url());
+    let out = doctor(
+        crate::support::redlock().env("REDLOCK_SERVERS", &servers),
+        &[],
+    );
+    out.assert_code(0, "DEBUG enabled is a warning");
+    let debug = line_of(&out, &yes.url(), "debug");
+    assert!(debug.starts_with("  warning"), "{debug}");
+    assert!(
+        debug.contains("enable-debug-command yes: a client with +debug can run DEBUG RELOAD"),
+        "{debug}"
+    );
+    assert!(debug.contains("the restart guard cannot see it"), "{debug}");
+    assert!(
+        debug.contains("fix: set enable-debug-command no in redis.conf"),
+        "{debug}"
+    );
+    let debug = line_of(&out, &local.url(), "debug");
+    assert!(debug.starts_with("  warning"), "{debug}");
+    assert!(
+        debug.contains("enable-debug-command local: from the server's own host"),
+        "{debug}"
+    );
+    let debug = line_of(&out, &cluster[0].url(), "debug");
+    assert!(debug.starts_with("  ok"), "{debug}");
+    assert!(debug.contains("enable-debug-command no"), "{debug}");
+    doctor(
+        crate::support::redlock().env("REDLOCK_SERVERS", &servers),
+        &["--strict"],
+    )
+    .assert_code(1, "DEBUG enabled, --strict");
+    // A user that may not run CONFIG: the check could not be made, and
+    // doctor says so rather than failing.
+    let url = yes.acl_user("noconfig", "pw", &["~*", "&*", "+@all", "-config"]);
+    let servers = format!("{url},{},{}", cluster[0].url(), cluster[1].url());
+    let out = doctor(
+        crate::support::redlock().env("REDLOCK_SERVERS", &servers),
+        &[],
+    );
+    out.assert_code(0, "no +config");
+    let debug = out
+        .stdout
+        .lines()
+        .find(|l| l.contains(" debug "))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(debug.starts_with("  unknown"), "{debug}");
+    assert!(
+        debug.contains("not permitted: the user lacks +config"),
+        "{debug}"
+    );
+    assert!(debug.contains("enable-debug-command no"), "{debug}");
+}
+
+/// Found by review (issue 27): `SWAPDB 0 1`, where a second fleet uses db 1,
+/// gave two holders. A server shared with another db, or with another
+/// fleet's prefix in this db, is named, with what the other fleet can do.
+#[test]
+fn a_server_shared_with_another_db_or_prefix_is_a_warning() {
+    let cluster = Cluster::start_with(3, DURABLE);
+    // Another fleet's redlock, under another prefix: its acquire writes
+    // its restart guard's marker (the servers are new: it gets 69).
+    run(cluster
+        .redlock()
+        .env("REDLOCK_RESTART_GUARD", "30s")
+        .args(["--prefix", "billing:", "acquire", "-n", "x"]))
+    .assert_code(69, "the other fleet's first acquire");
+    // This fleet's own markers, the plain one and a hash tag's, are no
+    // finding.
+    for name in ["deploy", "{web}a"] {
+        run(cluster
+            .redlock()
+            .env("REDLOCK_RESTART_GUARD", "30s")
+            .args(["acquire", "-n", name]))
+        .assert_code(69, "this fleet's first acquire");
+    }
+    let mut db1 = cluster[0].client();
+    redis::cmd("SELECT").arg(1).query::<()>(&mut db1).unwrap();
+    redis::cmd("SET")
+        .arg("cache:x")
+        .arg("1")
+        .query::<()>(&mut db1)
+        .unwrap();
+    let out = doctor(&mut cluster.redlock(), &[]);
+    out.assert_code(0, "a shared server is a warning");
+    for (i, server) in cluster.urls().iter().enumerate() {
+        let shared = line_of(&out, server, "shared");
+        assert!(shared.starts_with("  warning"), "{i}: {shared}");
+        assert!(
+            shared
+                .contains(r#"db 0 holds the restart guard markers of other prefixes ("billing:")"#),
+            "{i}: {shared}"
+        );
+        assert!(shared.contains("fix: give each fleet a server"), "{shared}");
+    }
+    let shared = line_of(&out, &cluster[0].url(), "shared");
+    assert!(
+        shared.contains("db 1 (1 key) also holds keys: SWAPDB 0 1"),
+        "{shared}"
+    );
+    doctor(&mut cluster.redlock(), &["--strict"]).assert_code(1, "shared, --strict");
+    // Seen from the other fleet, this fleet's markers, the hash tag's
+    // too, are of the other prefix (the empty one), and its own are not.
+    let out = doctor(cluster.redlock().args(["--prefix", "billing:"]), &[]);
+    let shared = line_of(&out, &cluster[1].url(), "shared");
+    assert!(shared.contains(r#"other prefixes (""):"#), "{shared}");
+}
+
+/// A key is anyone's text: another prefix's marker is shown escaped.
+#[test]
+fn another_prefix_is_shown_escaped() {
+    let cluster = Cluster::start_with(3, DURABLE);
+    cluster[0].set(b"\x1b[2Jevil:\0guard", b"1");
+    let out = doctor(&mut cluster.redlock(), &[]);
+    let shared = line_of(&out, &cluster[0].url(), "shared");
+    assert!(shared.starts_with("  warning"), "{shared}");
+    assert!(shared.contains("[2Jevil:"), "{shared}");
+    assert!(!out.stdout.contains('\x1b'), "{}", out.stdout);
 }

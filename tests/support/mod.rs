@@ -13,6 +13,7 @@
 pub mod assertions;
 pub mod fake_server;
 pub mod forwarder;
+pub mod round_robin;
 
 use std::collections::HashSet;
 use std::ffi::OsString;
