@@ -856,3 +856,173 @@ fn a_script_that_takes_its_own_lock_twice_is_told_at_once() {
         "{said}"
     );
 }
+
+/// A process stopped with SIGSTOP for a test, continued whatever happens
+/// to the test, so that a failure leaves nothing stopped behind.
+struct Stopped(i32);
+
+impl Stopped {
+    fn stop(pid: i32) -> Stopped {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGSTOP).unwrap();
+        Stopped(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.0), Signal::SIGCONT);
+    }
+}
+
+/// Waits until the lock's key on `cluster[0]` has just been extended (its
+/// TTL jumped back up), so that its validity ends about a TTL from now.
+fn just_extended(cluster: &Cluster) {
+    let mut last = cluster[0].pttl(b"job");
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let now = cluster[0].pttl(b"job");
+        if now > last || Instant::now() > deadline {
+            return;
+        }
+        last = now;
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// When each of `processes` ended, polled until all have or `limit` passed.
+fn ends(processes: &mut [&mut Running], limit: Duration) -> Vec<Option<Instant>> {
+    let mut ended = vec![None; processes.len()];
+    let give_up = Instant::now() + limit;
+    while ended.iter().any(Option::is_none) && Instant::now() < give_up {
+        for (process, end) in processes.iter_mut().zip(&mut ended) {
+            if end.is_none() && process.try_wait().is_ok_and(|status| status.is_some()) {
+                *end = Some(Instant::now());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    ended
+}
+
+/// The keeper is frozen (SIGSTOP) at the start of a long section, for
+/// longer than the TTL: it can neither extend the lock nor tell the script.
+/// Its watchdog signals the script on the keeper's own schedule, before the
+/// validity ends, so that the script has stopped before a second client,
+/// waiting all along, can take the lock.
+#[test]
+fn a_frozen_keeper_s_watchdog_stops_the_script_before_anyone_else_takes_the_lock() {
+    let cluster = Cluster::start(3);
+    let scene = Scene::new(&cluster.servers_arg());
+    let ttl = Duration::from_secs(3);
+    let (mut script, _) = scene.token(scene.start("bash", "--ttl 3s", WAITS_ON_A_CHILD));
+    assert!(wait_until(LIMIT, || scene.read("child").ends_with('\n')));
+    let (keeper, _) = keeper_of(&scene);
+    just_extended(&cluster);
+    let frozen = Stopped::stop(keeper);
+    let since = Instant::now();
+    let mut waiter = Running::spawn(
+        cluster
+            .redlock()
+            .args(["acquire", "-w", "20s", "--ttl", "10s", "job"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    let ended = ends(&mut [&mut script, &mut waiter], ttl * 3);
+    drop(frozen);
+    let out = script.finish(LIMIT);
+    let waited = waiter.finish(LIMIT);
+    waited.assert_code(0, "the second client");
+    let (Some(script_end), Some(taken)) = (ended[0], ended[1]) else {
+        panic!(
+            "the script ended {:?}, the second client took the lock {:?} after the keeper \
+             froze: {out:?}",
+            ended[0].map(|at| at - since),
+            ended[1].map(|at| at - since),
+        );
+    };
+    assert!(
+        script_end < taken,
+        "a second holder took the lock {:?} after the keeper froze, while the script ran \
+         until {:?}",
+        taken - since,
+        script_end - since
+    );
+    out.assert_code(3, "the script's TERM trap");
+    assert_eq!(scene.read("trapped").trim(), "TERM");
+    // The validity the keeper last confirmed ends 2/3 of a TTL (the freeze
+    // came before it read the extension's reply) to a TTL after the freeze.
+    // The script was signalled on the keeper's schedule, -k (here TTL/3) and
+    // a margin (TTL/20) before that, and had stopped before the lock's kill
+    // time, TTL/20 before its end.
+    let stopped_after = script_end - since;
+    assert!(
+        stopped_after > ttl / 4 && stopped_after < ttl - ttl / 20,
+        "the script stopped {stopped_after:?} after the keeper froze, with a TTL of {ttl:?}"
+    );
+    // Continued, the keeper finds the lock gone and ends, without taking
+    // the second client's lock away.
+    assert!(
+        wait_until(LIMIT, || !pid_alive(keeper)),
+        "the keeper lives on"
+    );
+    assert!(scene.is_held(), "the second client's lock went");
+}
+
+/// `release` asks the keeper to stand down and waits for its answer; a
+/// keeper that is stopped cannot give one. Release gives up after a bound
+/// and leaves the lock alone (the keeper's watchdog still covers the
+/// script), saying why with exit 70; the keeper, continued, stands down and
+/// releases the lock.
+#[test]
+fn a_release_does_not_wait_for_a_stopped_keeper() {
+    let cluster = Cluster::start(3);
+    let scene = Scene::new(&cluster.servers_arg());
+    let body = "while [ ! -e \"$D/go\" ]; do sleep 0.05; done\n\
+                redlock release job \"$tok\"; echo $? > \"$D/released\"\n\
+                while [ ! -e \"$D/end\" ]; do sleep 0.05; done";
+    // A TTL long enough that the watchdog's stop time comes after the
+    // release gave up.
+    let (script, _) = scene.token(scene.start("bash", "--ttl 12s", body));
+    let (keeper, _) = keeper_of(&scene);
+    just_extended(&cluster);
+    let frozen = Stopped::stop(keeper);
+    let asked = Instant::now();
+    fs::write(scene.path("go"), "").unwrap();
+    let answered = wait_until(Duration::from_secs(5), || {
+        scene.read("released").ends_with('\n')
+    });
+    let took = asked.elapsed();
+    assert!(
+        answered,
+        "release still waits for the stopped keeper after {took:?}"
+    );
+    assert!(took < Duration::from_secs(4), "release took {took:?}");
+    assert_eq!(scene.read("released").trim(), "70", "release's status");
+    assert!(scene.is_held(), "released under a stopped keeper");
+    drop(frozen);
+    // Continued, the keeper finds the request, stands down without
+    // signalling the script, and releases the lock itself.
+    assert!(
+        freed_within(&scene, Duration::from_secs(3)).is_some(),
+        "the keeper, continued, did not release the lock"
+    );
+    assert!(
+        wait_until(LIMIT, || !pid_alive(keeper)),
+        "the keeper lives on"
+    );
+    fs::write(scene.path("end"), "").unwrap();
+    let out = script.finish(LIMIT);
+    assert!(
+        !scene.exists("trapped"),
+        "the script was signalled: {out:?}"
+    );
+    out.assert_code(0, "the script");
+    assert!(
+        out.stderr.contains(
+            "redlock: the lock was not released: its keeper (acquire --while, \
+             process "
+        ),
+        "{}",
+        out.stderr
+    );
+}
