@@ -154,8 +154,9 @@ fn descriptors(pid: i32) -> Vec<String> {
 }
 
 /// The keeper runs as `redlock keeper` in a session of its own, with no
-/// password in its argv or environment and nothing of the script's open.
-fn assert_keeper_is_private(keeper: i32, scene: &Scene) {
+/// password in its argv or environment and nothing of the script's open
+/// (its one pipe is to its watchdog).
+fn assert_keeper_is_private(keeper: i32, script: i32, scene: &Scene) {
     let cmdline = fs::read(format!("/proc/{keeper}/cmdline")).unwrap();
     assert_eq!(cmdline, b"redlock\0keeper\0", "the keeper's argv");
     // Unreadable (not dumpable, another user) is as good as empty.
@@ -171,8 +172,15 @@ fn assert_keeper_is_private(keeper: i32, scene: &Scene) {
     assert_eq!(fields[3], keeper.to_string(), "its own session: {stat}");
     let open = descriptors(keeper);
     let fd9 = scene.path("fd9").display().to_string();
+    let scripts = descriptors(script);
     assert!(
-        !open.iter().any(|t| t.starts_with("pipe:") || *t == fd9),
+        scripts.iter().any(|t| t.starts_with("pipe:")),
+        "the script has no pipe to compare with: {scripts:?}"
+    );
+    assert!(
+        !open
+            .iter()
+            .any(|t| (t.starts_with("pipe:") && scripts.contains(t)) || *t == fd9),
         "the keeper holds the script's pipe or descriptor: {open:?}"
     );
 }
@@ -190,7 +198,7 @@ fn a_script_keeps_the_lock_until_it_releases_it(shell: &str) {
     let (script, _token) = scene.token(scene.start(shell, "--ttl 1s", body));
     let (keeper, watched) = keeper_of(&scene);
     assert_eq!(watched as u32, script.id(), "the record names the script");
-    assert_keeper_is_private(keeper, &scene);
+    assert_keeper_is_private(keeper, watched, &scene);
     // Three and a half TTLs while the script sleeps.
     std::thread::sleep(Duration::from_millis(3500));
     assert!(scene.is_held(), "{shell}: the lock lapsed while kept");
@@ -801,7 +809,9 @@ fn a_keeper_that_is_gone_is_named_with_the_countdown() {
     let scene = Scene::new(&cluster.servers_arg());
     let body = "while [ ! -e \"$D/go\" ]; do sleep 0.05; done\n\
                 redlock release job \"$tok\"";
-    let (script, _) = scene.token(scene.start("bash", "--ttl 20s", body));
+    // No signal, so no watchdog: the script lives on without its keeper.
+    let acquire = "--ttl 20s --while-signal none";
+    let (script, _) = scene.token(scene.start("bash", acquire, body));
     let (keeper, watched) = keeper_of(&scene);
     let said = format!("kept alive while pid {watched} lives");
     let first_line = || {
@@ -1024,5 +1034,32 @@ fn a_release_does_not_wait_for_a_stopped_keeper() {
         ),
         "{}",
         out.stderr
+    );
+}
+
+/// A keeper that dies (the OOM killer, a stray `kill -9`) extends the lock
+/// no more: its watchdog signals the script at once, as exec's stops the
+/// command when exec dies, instead of leaving it to run on past the lock.
+#[test]
+fn a_killed_keeper_s_watchdog_signals_the_script_at_once() {
+    let cluster = Cluster::start(3);
+    let scene = Scene::new(&cluster.servers_arg());
+    let (script, _) = scene.token(scene.start("dash", "--ttl 20s", WAITS_ON_A_CHILD));
+    assert!(wait_until(LIMIT, || scene.read("child").ends_with('\n')));
+    let (keeper, _) = keeper_of(&scene);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(keeper), Signal::SIGKILL).unwrap();
+    let killed = Instant::now();
+    assert!(
+        wait_until(Duration::from_secs(5), || scene.exists("trapped")),
+        "the script was not signalled when its keeper died"
+    );
+    let signalled_after = killed.elapsed();
+    script
+        .finish(LIMIT)
+        .assert_code(3, "the script's TERM trap");
+    assert_eq!(scene.read("trapped").trim(), "TERM");
+    assert!(
+        signalled_after < Duration::from_secs(2),
+        "signalled {signalled_after:?} after the keeper died, with 20s of validity left"
     );
 }
