@@ -237,7 +237,8 @@ fn stopped_while_keeper_frozen(parsed: &Parsed) -> Findings {
         match run.exit.or(run.gone) {
             Some(ended) if ended < thawed => lead.push(ms(thawed - ended)),
             ended => problems.push(format!(
-                "script {}/{}'s keeper was frozen for longer than the TTL, and its section                  ran on until {}: nothing stopped it while the keeper was frozen",
+                "script {}/{}'s keeper was frozen for longer than the TTL, and its section \
+                 ran on until {}: nothing stopped it while the keeper was frozen",
                 id.0,
                 id.1,
                 ended.map_or("the end".to_string(), |at| format!(
