@@ -664,4 +664,42 @@ mod tests {
         assert_eq!(findings.problems.len(), 1, "{:?}", findings.problems);
         assert!(findings.problems[0].contains("exec 2/1"));
     }
+
+    #[test]
+    fn a_section_under_a_frozen_keeper_must_end_before_the_thaw() {
+        let frozen = |id: &str, from: u64, to: u64| {
+            [
+                format!("fault {} freeze-keeper {id}", from * MS),
+                format!("heal {} thaw-keeper {id}", to * MS),
+            ]
+        };
+        let mut lines = Vec::new();
+        lines.extend(section_of("kept", 0, 1, (0, 10), 1300));
+        lines.extend(frozen("0 1", 100, 2500));
+        let check = |lines: &[String]| {
+            let parsed = parse(lines);
+            Also::StoppedWhileKeeperFrozen.check(
+                &parsed,
+                &Analysis::of(&parsed, (0, 5000 * MS)),
+                &Bookkeeping::default(),
+                2,
+            )
+        };
+        let findings = check(&lines);
+        assert!(findings.problems.is_empty(), "{:?}", findings.problems);
+        assert_eq!(
+            findings.figures[0],
+            "keepers_frozen=1 stopped_while_frozen=1 least_before_thaw_ms=1200"
+        );
+        // Stopped only once its keeper was thawed (it signalled on resume).
+        lines.extend(section_of("kept", 1, 1, (2600, 2600), 4800));
+        lines.extend(frozen("1 1", 2700, 4500));
+        let findings = check(&lines);
+        assert_eq!(findings.problems.len(), 1, "{:?}", findings.problems);
+        assert!(findings.problems[0].contains("script 1/1's keeper"));
+        assert!(findings.problems[0].contains("300ms after the keeper was thawed"));
+        // No keeper frozen at all: the scenario tested nothing.
+        let findings = check(&section_of("kept", 0, 1, (0, 10), 1300));
+        assert_eq!(findings.problems.len(), 1, "{:?}", findings.problems);
+    }
 }
