@@ -1063,3 +1063,37 @@ fn a_killed_keeper_s_watchdog_signals_the_script_at_once() {
         "signalled {signalled_after:?} after the keeper died, with 20s of validity left"
     );
 }
+
+/// The keeper and its watchdog follow one schedule; whichever comes first
+/// signals, and the script gets the signal once: a keeper thawed after its
+/// watchdog signalled asks it, and does not signal again (a cleanup trap
+/// must not run twice).
+#[test]
+fn a_script_gets_the_signal_once_when_its_keeper_was_frozen() {
+    let cluster = Cluster::start(3);
+    let scene = Scene::new(&cluster.servers_arg());
+    let script = "trap 'echo TERM >> \"$D/terms\"' TERM\n\
+                  tok=$(redlock acquire --ttl 3s --while $$ job) || exit\n\
+                  echo \"$tok\" > \"$D/token.tmp\" && mv \"$D/token.tmp\" \"$D/token\"\n\
+                  while [ ! -e \"$D/end\" ]; do sleep 0.05; done";
+    let (script, _) = scene.token(scene.spawn("bash", script));
+    let (keeper, _) = keeper_of(&scene);
+    just_extended(&cluster);
+    let frozen = Stopped::stop(keeper);
+    assert!(
+        wait_until(Duration::from_secs(5), || scene.exists("terms")),
+        "the frozen keeper's script was not signalled"
+    );
+    // Thawed once the validity is surely over: the keeper finds its lock
+    // gone, which is a loss, and must not signal a second time.
+    std::thread::sleep(Duration::from_millis(2500));
+    drop(frozen);
+    assert!(
+        wait_until(LIMIT, || !pid_alive(keeper)),
+        "the keeper lives on"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    fs::write(scene.path("end"), "").unwrap();
+    let out = script.finish(LIMIT);
+    assert_eq!(scene.read("terms"), "TERM\n", "{out:?}");
+}
