@@ -18,6 +18,9 @@ pub enum Error {
     /// `acquire` took the lock, but its validity ran out before the token
     /// was written (a stalled stdout); the lock was released.
     Expired { key: LockKey, validity: Duration },
+    /// `release` found the keeper of `acquire --while` stopped for `waited`
+    /// without answering, and so left the lock alone: exit 70.
+    KeeperStopped { pid: i32, waited: Duration },
     /// Anything else: a bug or the environment (stdout closed, fork failed).
     Internal(anyhow::Error),
 }

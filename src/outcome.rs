@@ -181,6 +181,9 @@ pub enum Failed<'a> {
         key: &'a LockKey,
         validity: Duration,
     },
+    /// `release` left the lock alone: its keeper, process `pid`, was
+    /// stopped for `waited`.
+    KeeperStopped { pid: i32, waited: Duration },
     /// Usage, configuration or internal errors: one line.
     Said(String),
 }
@@ -296,7 +299,7 @@ impl Error {
             Error::Lock { error, .. } => lock_exit(error),
             // As for a majority that agreed too late: no usable lock.
             Error::Expired { .. } => Exit::NoQuorum,
-            Error::Internal(_) => Exit::Internal,
+            Error::KeeperStopped { .. } | Error::Internal(_) => Exit::Internal,
         }
     }
 
@@ -311,6 +314,10 @@ impl Error {
             Error::Expired { key, validity } => Failed::Expired {
                 key,
                 validity: *validity,
+            },
+            Error::KeeperStopped { pid, waited } => Failed::KeeperStopped {
+                pid: *pid,
+                waited: *waited,
             },
             Error::Internal(cause) => Failed::Said(format!("{cause:#}")),
         }

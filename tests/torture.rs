@@ -6,7 +6,8 @@
 //! while faults are injected: servers killed and restarted empty (also just
 //! before the wall clock's second ticks over), servers paused or hung,
 //! `redlock exec` itself frozen (also between taking the lock and spawning)
-//! or killed while it waits in line, the wall clock shifted. Every section
+//! or killed while it waits in line, the keeper of a script's
+//! `acquire --while` frozen, the wall clock shifted. Every section
 //! writes when it entered and left into one history, on the machine-wide
 //! CLOCK_MONOTONIC, and keeps count on a sixth server that is never faulted.
 //! The checker then looks for two sections inside at once, and prints one
@@ -19,7 +20,8 @@
 //!
 //! where FIGURES are a scenario's own (`free_while_waiting_ms`, `shares`,
 //! `handoff_ms`, `frozen_before_spawn`, `readers_max`, `writer_wait_ms`,
-//! `holders_max`), checked against its bounds (see `torture/checks.rs`).
+//! `holders_max`, `keepers_frozen`), checked against its bounds (see
+//! `torture/checks.rs`).
 //!
 //! Two scenarios share the lock on purpose. In `shared`, six clients run
 //! `exec --shared` (readers) and two plain `exec` (writers): readers may be

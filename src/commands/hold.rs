@@ -13,6 +13,19 @@
 //!   or the validity is about to run out with no extension confirmed; the
 //!   lock is then released once the group is gone or the validity over.
 //!
+//! A keeper that stops extending because it is frozen (SIGSTOP, a
+//! debugger, starved of CPU) or killed cannot signal anyone. So that the
+//! script never outlives the lock unwarned, the keeper forks a watchdog
+//! (`exec`'s, [`Watchdog::fork_for`]) before it builds its runtime, and
+//! sends it each new deadline once the script holds the token. If no
+//! extension comes, the watchdog sends the `--while-signal` on the keeper's
+//! own schedule ([`stop_lead`] before the validity ends), to the same
+//! processes, and SIGCONT after it; if the keeper dies, it sends it at once.
+//! Like the keeper, it sends no SIGKILL: PID is the caller's shell. Whoever
+//! comes first signals; the keeper asks the watchdog before it does, so
+//! that the script gets the signal once. With `--while-signal none` there
+//! is nothing to send and no watchdog.
+//!
 //! The keeper is spawned from `/proc/self/exe` with an empty environment
 //! and `redlock keeper` as its whole command line; the servers (passwords
 //! included) come over a pipe on its stdin. It gets a session of its own
@@ -28,6 +41,7 @@
 //! `commit` (end of file, the validity gone) the keeper releases the lock
 //! and exits: no token is left running that nobody was given.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::io::{self, Write as _};
 use std::os::fd::{AsFd, AsRawFd as _, BorrowedFd, FromRawFd as _, OwnedFd};
@@ -48,10 +62,11 @@ use crate::clock::BootInstant;
 use crate::config::{KeepWhile, Servers};
 use crate::error::Error;
 use crate::exit_code::Exit;
-use crate::lock::{keep, Holder, Lease, LockKey, Redlock, ServerSpec, Token};
+use crate::lock::{keep, Holder, Keeping, Lease, LockKey, Redlock, ServerSpec, Token};
 use crate::signals::Listener;
 use crate::supervise::schedule::StopPlan;
-use crate::supervise::{WatchError, Watched};
+use crate::supervise::watchdog::{Report, Target};
+use crate::supervise::{WatchError, Watchdog, Watched};
 
 /// What the keeper needs besides the lease: the servers and what to watch.
 #[derive(Debug, Serialize, Deserialize)]
@@ -379,11 +394,45 @@ fn take_over() -> Result<(), String> {
         fence: None,
     };
     let signal = setup.signal.and_then(|n| Signal::try_from(n).ok());
+    // Forked now, while the keeper has one thread (see `Watchdog::fork`);
+    // it does nothing until it gets a deadline, once the token is given.
+    let watchdog = match signal {
+        Some(signal) => Some(fork_watchdog(&watched, signal, lease.ttl)?),
+        None => None,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|err| err.to_string())?;
-    runtime.block_on(hold(&redlock, &lease, (&watched, signal), stdin))
+    let watchdog = RefCell::new(watchdog);
+    runtime.block_on(hold(&redlock, &lease, (&watched, signal, &watchdog), stdin))
+}
+
+/// The script, as the watchdog sees it: signalled as [`Holding::lose`]
+/// signals it, through the same pidfd, and never killed.
+struct Script(Watched);
+
+impl Target for Script {
+    fn stop(&self, signal: Signal) {
+        self.0.signal(signal);
+    }
+
+    fn kills(&self) -> bool {
+        false
+    }
+
+    fn has_live_members(&self) -> bool {
+        self.0.is_alive() || !self.0.others_in_group(&[]).is_empty()
+    }
+}
+
+/// The keeper's watchdog, on the schedule the keeper itself follows.
+fn fork_watchdog(watched: &Watched, signal: Signal, ttl: Duration) -> Result<Watchdog, String> {
+    let script = watched
+        .try_clone()
+        .map_err(|err| format!("cannot watch the --while process: {err}"))?;
+    Watchdog::fork_for(Box::new(Script(script)), signal, stop_plan(ttl))
+        .map_err(|err| format!("cannot start the watchdog process: {err}"))
 }
 
 fn redlock_of(setup: &Setup) -> Result<Redlock, String> {
@@ -430,11 +479,15 @@ enum End {
     Stopped,
 }
 
+/// The keeper's watchdog, if it has one: fed each new deadline while the
+/// lock is kept, and told `done` once it is not.
+type Dog = RefCell<Option<Watchdog>>;
+
 /// Says `ready`, waits for `commit`, detaches, and keeps the lock.
 async fn hold(
     redlock: &Redlock,
     lease: &Lease,
-    (watched, signal): (&Watched, Option<Signal>),
+    (watched, signal, watchdog): (&Watched, Option<Signal>, &Dog),
     mut stdin: Lines<io::Stdin>,
 ) -> Result<(), String> {
     let rendezvous = Rendezvous::listen(&lease.key, &lease.token)
@@ -453,11 +506,19 @@ async fn hold(
     answer(b"keeping\n")?;
     detach().map_err(|err| err.to_string())?;
     let (deadlines, deadline) = watch::channel(lease.deadline);
+    // The script holds the token from now on: the watchdog is armed.
+    feed(watchdog, lease.deadline);
     let (_holder, no_new_holder) = watch::channel(None);
-    let keeping = keep(redlock, lease, deadlines, no_new_holder, |_| {});
+    let extended = deadline.clone();
+    let keeping = keep(redlock, lease, deadlines, no_new_holder, |event| {
+        if let Keeping::Extended = event {
+            feed(watchdog, *extended.borrow());
+        }
+    });
     tokio::pin!(keeping);
     let mut holding = Holding {
         watched,
+        watchdog,
         rendezvous: &rendezvous,
         deadline,
         lead: stop_lead(lease.ttl),
@@ -468,11 +529,17 @@ async fn hold(
     };
     let end = holding.until_end(&mut keeping, &mut signals).await;
     holding.drain(end, &mut keeping).await;
+    // Nothing extends the lock any more, and the script was signalled if
+    // it had to be: the watchdog's work is over.
+    if let Some(watchdog) = watchdog.borrow_mut().take() {
+        watchdog.done();
+    }
     let Holding { asked, lost, .. } = holding;
-    // The one who asked deletes the key once answered; else the keeper.
-    let deleted_by_asker = !lost && !asked.is_empty();
+    // The one who asked deletes the key once answered; else the keeper
+    // (also when the asker gave up waiting for a stopped keeper).
+    let mut deleted_by_asker = false;
     for stream in asked {
-        rendezvous::acknowledge(stream).await;
+        deleted_by_asker |= rendezvous::acknowledge(stream).await && !lost;
     }
     if !deleted_by_asker {
         let _ = redlock.release(&lease.key, &lease.token).await;
@@ -487,13 +554,28 @@ async fn hold(
 /// else can take the lock. No SIGKILL follows: the process is the caller's
 /// shell (--while-signal KILL asks for a hard stop).
 fn stop_lead(ttl: Duration) -> Duration {
-    let plan = StopPlan::new(ttl, EXEC_KILL_AFTER);
+    let plan = stop_plan(ttl);
     plan.margin + plan.grace
+}
+
+/// The schedule the keeper and its watchdog both follow: the stop signal
+/// at the plan's stop time (see [`stop_lead`]); its SIGKILL is never sent.
+fn stop_plan(ttl: Duration) -> StopPlan {
+    StopPlan::new(ttl, EXEC_KILL_AFTER)
+}
+
+/// Tells the watchdog the lock's new deadline. One that cannot hear it
+/// (it died) is left be: the keeper still signals on its own schedule.
+fn feed(watchdog: &Dog, deadline: BootInstant) {
+    if let Some(watchdog) = watchdog.borrow_mut().as_mut() {
+        let _ = watchdog.deadline(deadline);
+    }
 }
 
 /// The keeper's state once it keeps the lock.
 struct Holding<'a> {
     watched: &'a Watched,
+    watchdog: &'a Dog,
     rendezvous: &'a Rendezvous,
     deadline: watch::Receiver<BootInstant>,
     lead: Duration,
@@ -554,10 +636,16 @@ impl Holding<'_> {
         self.excepted.extend(crate::supervise::with_ancestors(pid));
     }
 
-    /// Signals the script, once, and stops extending.
+    /// Signals the script, once, and stops extending. The watchdog is told
+    /// first: if it signalled already (the keeper was late, frozen or
+    /// starved), the script has had the signal.
     fn lose(&mut self) {
         if !self.lost {
             self.lost = true;
+            let watchdog = self.watchdog.borrow_mut().take().map(Watchdog::done);
+            if matches!(watchdog, Some(Report::Stopped | Report::EndedInTime)) {
+                return;
+            }
             if let Some(signal) = self.signal {
                 self.watched.signal(signal);
             }

@@ -1,6 +1,7 @@
 //! `redlock release`: delete the lock if the token still holds it, or with
 //! `--force` whoever holds it.
 
+use super::rendezvous::{Stood, STOPPED_FOR};
 use crate::error::Error;
 use crate::lock::{Breaking, LockKey, Redlock, Semaphore, Token};
 use crate::outcome::Outcome;
@@ -8,7 +9,7 @@ use crate::outcome::Outcome;
 pub async fn run(redlock: &Redlock, key: &LockKey, token: &Token) -> Result<Outcome, Error> {
     // A keeper left by `acquire --while` on this host stands down first, so
     // that it does not take the release for a loss.
-    super::rendezvous::stop_keeper(key, token);
+    stand_down(key, token)?;
     let released = redlock.release(key, token).await?;
     Ok(Outcome::Released {
         key: key.clone(),
@@ -23,10 +24,24 @@ pub async fn slot(
     token: &Token,
 ) -> Result<Outcome, Error> {
     for key in semaphore.slot_keys() {
-        super::rendezvous::stop_keeper(&key, token);
+        stand_down(&key, token)?;
     }
     let (key, released) = redlock.release_slot(semaphore, token).await?;
     Ok(Outcome::Released { key, released })
+}
+
+/// Asks the keeper of `key` and `token`, if there is one on this host, to
+/// stand down. A keeper that is stopped cannot: the lock is left alone (it
+/// may still cover what the script left running, which only the keeper and
+/// its watchdog see), rather than wait for as long as it stays stopped.
+fn stand_down(key: &LockKey, token: &Token) -> Result<(), Error> {
+    match super::rendezvous::stop_keeper(key, token) {
+        Stood::Down => Ok(()),
+        Stood::Stopped { pid } => Err(Error::KeeperStopped {
+            pid,
+            waited: STOPPED_FOR,
+        }),
+    }
 }
 
 /// `release --force`: delete the lock whoever holds it (with `--if-token`,

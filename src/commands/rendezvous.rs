@@ -14,7 +14,12 @@
 //! processes the script left in its process group (other than the one that
 //! asks and its shells) have ended, as `exec` holds its lock until its
 //! command's group has; a keeper that dies ends the wait too. Only then
-//! does `release` delete the key. The name is visible in
+//! does `release` delete the key. A keeper that is stopped (SIGSTOP, a
+//! debugger) cannot answer: once `release` has seen it stopped for
+//! [`STOPPED_FOR`] it gives up and leaves the lock alone (see
+//! [`Stood::Stopped`]). The request waits in the socket: a keeper that
+//! continues stands down then, and releases the lock itself since nobody
+//! is left to take its answer. The name is visible in
 //! /proc/net/unix, the token is not: only a process that holds the token
 //! can make the keeper stand down. A release that cannot
 //! reach the keeper (another host, another network namespace, another user)
@@ -126,31 +131,81 @@ impl Rendezvous {
     }
 }
 
-/// Tells `release` that the keeper has stopped.
-pub async fn acknowledge(mut stream: tokio::net::UnixStream) {
-    let _ = tokio::time::timeout(ACK_WITHIN, stream.write_all(ACK)).await;
+/// Tells `release` that the keeper has stopped: whether it heard, and so
+/// deletes the key (not when it gave up waiting).
+pub async fn acknowledge(mut stream: tokio::net::UnixStream) -> bool {
+    matches!(
+        tokio::time::timeout(ACK_WITHIN, stream.write_all(ACK)).await,
+        Ok(Ok(()))
+    )
+}
+
+/// How long `release` waits for a keeper it sees stopped.
+pub const STOPPED_FOR: Duration = Duration::from_secs(2);
+
+/// How often `release`, waiting, looks whether the keeper is stopped.
+const LOOK_EVERY: Duration = Duration::from_millis(20);
+
+/// What became of the keeper `release` asked to stand down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stood {
+    /// It answered, or there is none on this host (or it died meanwhile):
+    /// the release goes ahead.
+    Down,
+    /// Process `pid`, the keeper, was stopped for [`STOPPED_FOR`] without
+    /// answering. Deleting the key now would free the lock while the
+    /// script's job may still run under it, unwatched: the release is left
+    /// undone. The request stays queued for the keeper.
+    Stopped { pid: i32 },
 }
 
 /// `release`'s end: asks the keeper of `key` and `token` on this host, if
-/// there is one, to stand down, and waits for its answer. Whether there was
-/// one changes nothing for the release itself.
-pub fn stop_keeper(key: &LockKey, token: &Token) {
+/// there is one, to stand down, and waits for its answer.
+pub fn stop_keeper(key: &LockKey, token: &Token) -> Stood {
     let Ok(address) = address(key, token) else {
-        return;
+        return Stood::Down;
     };
     // No keeper listens: ECONNREFUSED.
     let Ok(mut stream) = UnixStream::connect_addr(&address) else {
-        return;
+        return Stood::Down;
     };
-    if !same_user(&stream) {
-        return;
-    }
-    // No read timeout: the keeper answers once the processes the script
-    // left in its group have ended (the lock is theirs until then), or it
-    // has exited; either ends the wait.
+    let Some(keeper) = peer(&stream).filter(|cred| cred.uid == nix::unistd::geteuid().as_raw())
+    else {
+        return Stood::Down;
+    };
+    // The keeper answers once the processes the script left in its group
+    // have ended (the lock is theirs until then), or it has exited; either
+    // ends the wait, however long. Only a keeper that cannot run does not.
     let _ = stream.set_write_timeout(Some(ACK_WITHIN));
-    if stream.write_all(&request(token)).is_ok() {
-        let mut ack = [0u8; ACK.len()];
-        let _ = stream.read_exact(&mut ack);
+    if stream.write_all(&request(token)).is_err() {
+        return Stood::Down;
+    }
+    let _ = stream.set_read_timeout(Some(LOOK_EVERY));
+    let mut stopped_since = None;
+    let mut ack = [0u8; 1];
+    loop {
+        match stream.read(&mut ack) {
+            // The answer's first byte, or end of file: the keeper is done.
+            Ok(_) => return Stood::Down,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err)
+                if !matches!(
+                    err.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Stood::Down
+            }
+            Err(_) => {}
+        }
+        match crate::supervise::is_stopped(keeper.pid) {
+            false => stopped_since = None,
+            true => {
+                let since = *stopped_since.get_or_insert_with(std::time::Instant::now);
+                if since.elapsed() >= STOPPED_FOR {
+                    return Stood::Stopped { pid: keeper.pid };
+                }
+            }
+        }
     }
 }

@@ -57,7 +57,7 @@ impl Format for Json {
     fn failure(&self, failed: &Failed<'_>) -> io::Result<Option<String>> {
         match failed {
             Failed::Lock { error, tried } => Ok(Some(to_line(&FailureJson::new(error, *tried))?)),
-            Failed::Expired { .. } | Failed::Said(_) => Ok(None),
+            Failed::Expired { .. } | Failed::KeeperStopped { .. } | Failed::Said(_) => Ok(None),
         }
     }
 }

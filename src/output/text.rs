@@ -240,6 +240,7 @@ pub(super) fn failure(failed: &Failed<'_>) -> String {
              the lock was released: the token printed is no lock",
             human(*validity)
         ),
+        Failed::KeeperStopped { pid, waited } => words::keeper_stopped(*pid, *waited),
         Failed::Said(message) => message.clone(),
     }
 }

@@ -516,6 +516,17 @@ pub fn broken(broken: &Broken) -> String {
     )
 }
 
+/// `release` found the keeper of `acquire --while` stopped.
+pub fn keeper_stopped(pid: i32, waited: Duration) -> String {
+    format!(
+        "the lock was not released: its keeper (acquire --while, process {pid}) has been \
+         stopped for {} and cannot stand down; it releases the lock once continued \
+         (kill -CONT {pid}); until then nothing extends the lock, and the script gets \
+         --while-signal before it runs out",
+        rounded(waited)
+    )
+}
+
 /// One server that the restart guard keeps out (it may have lost locks
 /// recently), for `status` and `list`: "restarting, counted again in D
 /// (why)".

@@ -114,6 +114,12 @@ pub async fn run(
         .await
 }
 
+/// Whether process `pid` is stopped (SIGSTOP, or a debugger's stop), as
+/// /proc says now.
+pub fn is_stopped(pid: i32) -> bool {
+    proc::stat(pid).is_some_and(|stat| matches!(stat.state, 'T' | 't'))
+}
+
 /// The processes left in `group` that still run, as `ps` shows them.
 fn leftovers(group: Group) -> Vec<state::Leftover> {
     group

@@ -19,6 +19,12 @@
 //! It exits with its [`Report`]. It is a copy of `exec` and never executes
 //! anything; so that `ps` and `pgrep` tell it from `exec`, it renames itself
 //! [`NAME`] and rewrites its command line to say whose watchdog it is.
+//!
+//! The keeper of `acquire --while` forks one too ([`Watchdog::fork_for`]),
+//! with its [`Target`] known at the fork: the script, signalled as the
+//! keeper signals it on a loss. Its pipe carries only `deadline` and `done`,
+//! and it does nothing before the first `deadline`: the keeper sends one
+//! once the script was given the token.
 
 use std::fs::File;
 use std::io::{self, Write as _};
@@ -69,6 +75,38 @@ impl Report {
     }
 }
 
+/// Whom a watchdog stops, and how: `exec`'s command group, or the script
+/// of `acquire --while` (see the keeper).
+pub trait Target {
+    /// Sends the stop signal, then SIGCONT so that a stopped process
+    /// handles it.
+    fn stop(&self, signal: Signal);
+    /// Whether SIGKILL follows the stop signal at the kill time.
+    fn kills(&self) -> bool;
+    /// Sends SIGKILL, for a target that [`Self::kills`].
+    fn kill(&self) {}
+    /// Whether a process of the target still runs.
+    fn has_live_members(&self) -> bool;
+}
+
+impl Target for Group {
+    fn stop(&self, signal: Signal) {
+        stop(*self, signal);
+    }
+
+    fn kills(&self) -> bool {
+        true
+    }
+
+    fn kill(&self) {
+        self.signal(Signal::SIGKILL);
+    }
+
+    fn has_live_members(&self) -> bool {
+        Group::has_live_members(*self)
+    }
+}
+
 /// The supervisor's handle on its watchdog.
 pub struct Watchdog {
     pid: Pid,
@@ -88,6 +126,20 @@ impl Watchdog {
     /// runs [`watch`] and exits without returning into the caller's code.
     /// This is checked: with more than one thread it refuses.
     pub fn fork(signal: Signal, plan: StopPlan) -> io::Result<Self> {
+        Self::fork_with(None, signal, plan)
+    }
+
+    /// [`Self::fork`] for a `target` known now (the keeper's script), which
+    /// the watchdog owns: the caller keeps its own copy. Same rules.
+    pub fn fork_for(target: Box<dyn Target>, signal: Signal, plan: StopPlan) -> io::Result<Self> {
+        Self::fork_with(Some(target), signal, plan)
+    }
+
+    fn fork_with(
+        target: Option<Box<dyn Target>>,
+        signal: Signal,
+        plan: StopPlan,
+    ) -> io::Result<Self> {
         if threads_of_this_process()? != 1 {
             return Err(io::Error::other("the process is no longer single-threaded"));
         }
@@ -99,7 +151,7 @@ impl Watchdog {
         match unsafe { fork() }? {
             ForkResult::Child => {
                 drop(write);
-                let code = match watchdog_process(read, signal, plan) {
+                let code = match watchdog_process(read, target, signal, plan) {
                     Ok(report) => report.code(),
                     Err(err) => {
                         let _ = writeln!(io::stderr(), "redlock: the watchdog failed: {err}");
@@ -112,6 +164,7 @@ impl Watchdog {
                 unsafe { nix::libc::_exit(code.into()) }
             }
             ForkResult::Parent { child } => {
+                drop(target);
                 // The child moves to a group of its own too, but maybe only
                 // after exec looks for the members of its own group (to tell
                 // whether it is alone in its job and may give the command the
@@ -193,12 +246,21 @@ pub const NAME: &std::ffi::CStr = c"redlock-watch";
 /// The forked watchdog, up to its report: named for `ps`, out of the
 /// terminal's signals, its output away from whatever reads `exec`'s, then
 /// [`watch`].
-fn watchdog_process(pipe: OwnedFd, signal: Signal, plan: StopPlan) -> io::Result<Report> {
-    let exec = nix::unistd::getppid();
+fn watchdog_process(
+    pipe: OwnedFd,
+    target: Option<Box<dyn Target>>,
+    signal: Signal,
+    plan: StopPlan,
+) -> io::Result<Report> {
+    let parent = nix::unistd::getppid();
     // Best effort: a watchdog that `ps` shows as `exec` still works.
     let _ = nix::sys::prctl::set_name(NAME);
+    let whose = match target {
+        Some(_) => "the redlock keeper",
+        None => "redlock exec",
+    };
     let title = format!(
-        "{} (the watchdog of redlock exec, pid {exec})",
+        "{} (the watchdog of {whose}, pid {parent})",
         NAME.to_string_lossy()
     );
     let _ = retitle(title.as_bytes());
@@ -216,7 +278,7 @@ fn watchdog_process(pipe: OwnedFd, signal: Signal, plan: StopPlan) -> io::Result
     // schedule, as a watchdog does that wins the race to the stop time.
     let early = super::child::test_pause_ms("REDLOCK_TEST_WATCHDOG_EARLY_MS")
         .map_or(Duration::ZERO, Duration::from_millis);
-    watch(pipe.as_fd(), signal, plan, early)
+    watch(pipe.as_fd(), target, signal, plan, early)
 }
 
 /// Shows this process to `ps -f` and `pgrep -f` as `title`: the area its
@@ -278,7 +340,7 @@ impl Message {
 struct Watch {
     signal: Signal,
     plan: StopPlan,
-    target: Option<Group>,
+    target: Option<Box<dyn Target>>,
     deadline: Option<BootInstant>,
     /// The stop signal went out for the current deadline.
     signalled: bool,
@@ -295,7 +357,7 @@ impl Watch {
     /// of waking every [`CLOCK_CHECK`].
     fn on_clock(&mut self, now: BootInstant) -> Result<Option<BootInstant>, Report> {
         let check = now + CLOCK_CHECK;
-        let (Some(target), Some(deadline)) = (self.target, self.deadline) else {
+        let (Some(target), Some(deadline)) = (self.target.as_deref(), self.deadline) else {
             return Ok(None);
         };
         let stage = match self.signalled {
@@ -320,11 +382,17 @@ impl Watch {
         }
         match action {
             Action::Kill => {
-                target.signal(Signal::SIGKILL);
+                match target.kills() {
+                    true => target.kill(),
+                    // Woken after the kill time, a target that gets no
+                    // SIGKILL still gets the stop signal.
+                    false if !self.signalled => target.stop(self.signal),
+                    false => {}
+                }
                 Err(self.report)
             }
             Action::Signal { kill_at } => {
-                stop(target, self.signal);
+                target.stop(self.signal);
                 self.signalled = true;
                 Ok(Some(kill_at.min(check)))
             }
@@ -336,7 +404,7 @@ impl Watch {
     fn on_message(&mut self, message: Message) -> Option<Report> {
         match message {
             Message::Done => return Some(self.report),
-            Message::Group(group) => self.target = Some(group),
+            Message::Group(group) => self.target = Some(Box::new(group)),
             Message::Deadline(new) => {
                 self.deadline = Some(new - self.early);
                 self.signalled = false;
@@ -351,6 +419,7 @@ impl Watch {
 /// command.
 fn watch(
     pipe: BorrowedFd<'_>,
+    target: Option<Box<dyn Target>>,
     signal: Signal,
     plan: StopPlan,
     early: Duration,
@@ -358,7 +427,7 @@ fn watch(
     let mut watch = Watch {
         signal,
         plan,
-        target: None,
+        target,
         deadline: None,
         signalled: false,
         report: Report::Quiet,
@@ -376,13 +445,16 @@ fn watch(
             continue;
         };
         if read == 0 {
-            // The supervisor died without saying `done`.
-            return Ok(match watch.target {
-                Some(target) => {
-                    stop_now(target, signal, plan, watch.deadline);
+            // The supervisor died without saying `done`: with nothing left
+            // to extend the lock, the target is stopped at once, unless
+            // there was nothing to stop yet (no deadline: `exec`'s command
+            // did not start, or the keeper's script never got the token).
+            return Ok(match (watch.target.as_deref(), watch.deadline) {
+                (Some(target), Some(deadline)) => {
+                    stop_now(target, signal, plan, deadline);
                     Report::Stopped
                 }
-                None => watch.report,
+                _ => watch.report,
             });
         }
         while let Some(end) = unread.iter().position(|&b| b == b'\n') {
@@ -433,18 +505,18 @@ pub fn stop(target: Group, signal: Signal) {
     }
 }
 
-/// Signal now, SIGKILL after the grace period or just before the deadline.
-fn stop_now(target: Group, signal: Signal, plan: StopPlan, deadline: Option<BootInstant>) {
-    stop(target, signal);
-    let now = BootInstant::now();
-    let kill_at = match deadline {
-        Some(deadline) => (now + plan.grace).min(plan.kill_at(deadline)),
-        None => now + plan.grace,
-    };
-    while BootInstant::now() < kill_at && !target.is_gone() {
+/// Signal now, SIGKILL (for a target that gets it) after the grace period
+/// or just before the deadline.
+fn stop_now(target: &dyn Target, signal: Signal, plan: StopPlan, deadline: BootInstant) {
+    target.stop(signal);
+    if !target.kills() {
+        return;
+    }
+    let kill_at = (BootInstant::now() + plan.grace).min(plan.kill_at(deadline));
+    while BootInstant::now() < kill_at && target.has_live_members() {
         std::thread::sleep(kill_at.remaining().min(CLOCK_CHECK));
     }
-    target.signal(Signal::SIGKILL);
+    target.kill();
 }
 
 #[cfg(test)]

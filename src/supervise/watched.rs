@@ -109,6 +109,16 @@ impl Watched {
         self.pid
     }
 
+    /// A second handle on the same process, with a descriptor of its own
+    /// (for a watchdog forked off the keeper).
+    pub fn try_clone(&self) -> io::Result<Watched> {
+        Ok(Watched {
+            pid: self.pid,
+            fd: self.fd.try_clone()?,
+            leads_group: self.leads_group,
+        })
+    }
+
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
     }

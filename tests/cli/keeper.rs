@@ -154,8 +154,9 @@ fn descriptors(pid: i32) -> Vec<String> {
 }
 
 /// The keeper runs as `redlock keeper` in a session of its own, with no
-/// password in its argv or environment and nothing of the script's open.
-fn assert_keeper_is_private(keeper: i32, scene: &Scene) {
+/// password in its argv or environment and nothing of the script's open
+/// (its one pipe is to its watchdog).
+fn assert_keeper_is_private(keeper: i32, script: i32, scene: &Scene) {
     let cmdline = fs::read(format!("/proc/{keeper}/cmdline")).unwrap();
     assert_eq!(cmdline, b"redlock\0keeper\0", "the keeper's argv");
     // Unreadable (not dumpable, another user) is as good as empty.
@@ -171,8 +172,15 @@ fn assert_keeper_is_private(keeper: i32, scene: &Scene) {
     assert_eq!(fields[3], keeper.to_string(), "its own session: {stat}");
     let open = descriptors(keeper);
     let fd9 = scene.path("fd9").display().to_string();
+    let scripts = descriptors(script);
     assert!(
-        !open.iter().any(|t| t.starts_with("pipe:") || *t == fd9),
+        scripts.iter().any(|t| t.starts_with("pipe:")),
+        "the script has no pipe to compare with: {scripts:?}"
+    );
+    assert!(
+        !open
+            .iter()
+            .any(|t| (t.starts_with("pipe:") && scripts.contains(t)) || *t == fd9),
         "the keeper holds the script's pipe or descriptor: {open:?}"
     );
 }
@@ -190,7 +198,7 @@ fn a_script_keeps_the_lock_until_it_releases_it(shell: &str) {
     let (script, _token) = scene.token(scene.start(shell, "--ttl 1s", body));
     let (keeper, watched) = keeper_of(&scene);
     assert_eq!(watched as u32, script.id(), "the record names the script");
-    assert_keeper_is_private(keeper, &scene);
+    assert_keeper_is_private(keeper, watched, &scene);
     // Three and a half TTLs while the script sleeps.
     std::thread::sleep(Duration::from_millis(3500));
     assert!(scene.is_held(), "{shell}: the lock lapsed while kept");
@@ -801,7 +809,9 @@ fn a_keeper_that_is_gone_is_named_with_the_countdown() {
     let scene = Scene::new(&cluster.servers_arg());
     let body = "while [ ! -e \"$D/go\" ]; do sleep 0.05; done\n\
                 redlock release job \"$tok\"";
-    let (script, _) = scene.token(scene.start("bash", "--ttl 20s", body));
+    // No signal, so no watchdog: the script lives on without its keeper.
+    let acquire = "--ttl 20s --while-signal none";
+    let (script, _) = scene.token(scene.start("bash", acquire, body));
     let (keeper, watched) = keeper_of(&scene);
     let said = format!("kept alive while pid {watched} lives");
     let first_line = || {
@@ -855,4 +865,235 @@ fn a_script_that_takes_its_own_lock_twice_is_told_at_once() {
             && said.contains("by an earlier `acquire --while`"),
         "{said}"
     );
+}
+
+/// A process stopped with SIGSTOP for a test, continued whatever happens
+/// to the test, so that a failure leaves nothing stopped behind.
+struct Stopped(i32);
+
+impl Stopped {
+    fn stop(pid: i32) -> Stopped {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGSTOP).unwrap();
+        Stopped(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.0), Signal::SIGCONT);
+    }
+}
+
+/// Waits until the lock's key on `cluster[0]` has just been extended (its
+/// TTL jumped back up), so that its validity ends about a TTL from now.
+fn just_extended(cluster: &Cluster) {
+    let mut last = cluster[0].pttl(b"job");
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let now = cluster[0].pttl(b"job");
+        if now > last || Instant::now() > deadline {
+            return;
+        }
+        last = now;
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// When each of `processes` ended, polled until all have or `limit` passed.
+fn ends(processes: &mut [&mut Running], limit: Duration) -> Vec<Option<Instant>> {
+    let mut ended = vec![None; processes.len()];
+    let give_up = Instant::now() + limit;
+    while ended.iter().any(Option::is_none) && Instant::now() < give_up {
+        for (process, end) in processes.iter_mut().zip(&mut ended) {
+            if end.is_none() && process.try_wait().is_ok_and(|status| status.is_some()) {
+                *end = Some(Instant::now());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    ended
+}
+
+/// The keeper is frozen (SIGSTOP) at the start of a long section, for
+/// longer than the TTL: it can neither extend the lock nor tell the script.
+/// Its watchdog signals the script on the keeper's own schedule, before the
+/// validity ends, so that the script has stopped before a second client,
+/// waiting all along, can take the lock.
+#[test]
+fn a_frozen_keeper_s_watchdog_stops_the_script_before_anyone_else_takes_the_lock() {
+    let cluster = Cluster::start(3);
+    let scene = Scene::new(&cluster.servers_arg());
+    let ttl = Duration::from_secs(3);
+    let (mut script, _) = scene.token(scene.start("bash", "--ttl 3s", WAITS_ON_A_CHILD));
+    assert!(wait_until(LIMIT, || scene.read("child").ends_with('\n')));
+    let (keeper, _) = keeper_of(&scene);
+    just_extended(&cluster);
+    let frozen = Stopped::stop(keeper);
+    let since = Instant::now();
+    let mut waiter = Running::spawn(
+        cluster
+            .redlock()
+            .args(["acquire", "-w", "20s", "--ttl", "10s", "job"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    let ended = ends(&mut [&mut script, &mut waiter], ttl * 3);
+    drop(frozen);
+    let out = script.finish(LIMIT);
+    let waited = waiter.finish(LIMIT);
+    waited.assert_code(0, "the second client");
+    let (Some(script_end), Some(taken)) = (ended[0], ended[1]) else {
+        panic!(
+            "the script ended {:?}, the second client took the lock {:?} after the keeper \
+             froze: {out:?}",
+            ended[0].map(|at| at - since),
+            ended[1].map(|at| at - since),
+        );
+    };
+    assert!(
+        script_end < taken,
+        "a second holder took the lock {:?} after the keeper froze, while the script ran \
+         until {:?}",
+        taken - since,
+        script_end - since
+    );
+    out.assert_code(3, "the script's TERM trap");
+    assert_eq!(scene.read("trapped").trim(), "TERM");
+    // The validity the keeper last confirmed ends 2/3 of a TTL (the freeze
+    // came before it read the extension's reply) to a TTL after the freeze.
+    // The script was signalled on the keeper's schedule, -k (here TTL/3) and
+    // a margin (TTL/20) before that, and had stopped before the lock's kill
+    // time, TTL/20 before its end.
+    let stopped_after = script_end - since;
+    assert!(
+        stopped_after > ttl / 4 && stopped_after < ttl - ttl / 20,
+        "the script stopped {stopped_after:?} after the keeper froze, with a TTL of {ttl:?}"
+    );
+    // Continued, the keeper finds the lock gone and ends, without taking
+    // the second client's lock away.
+    assert!(
+        wait_until(LIMIT, || !pid_alive(keeper)),
+        "the keeper lives on"
+    );
+    assert!(scene.is_held(), "the second client's lock went");
+}
+
+/// `release` asks the keeper to stand down and waits for its answer; a
+/// keeper that is stopped cannot give one. Release gives up after a bound
+/// and leaves the lock alone (the keeper's watchdog still covers the
+/// script), saying why with exit 70; the keeper, continued, stands down and
+/// releases the lock.
+#[test]
+fn a_release_does_not_wait_for_a_stopped_keeper() {
+    let cluster = Cluster::start(3);
+    let scene = Scene::new(&cluster.servers_arg());
+    let body = "while [ ! -e \"$D/go\" ]; do sleep 0.05; done\n\
+                redlock release job \"$tok\"; echo $? > \"$D/released\"\n\
+                while [ ! -e \"$D/end\" ]; do sleep 0.05; done";
+    // A TTL long enough that the watchdog's stop time comes after the
+    // release gave up.
+    let (script, _) = scene.token(scene.start("bash", "--ttl 12s", body));
+    let (keeper, _) = keeper_of(&scene);
+    just_extended(&cluster);
+    let frozen = Stopped::stop(keeper);
+    let asked = Instant::now();
+    fs::write(scene.path("go"), "").unwrap();
+    let answered = wait_until(Duration::from_secs(5), || {
+        scene.read("released").ends_with('\n')
+    });
+    let took = asked.elapsed();
+    assert!(
+        answered,
+        "release still waits for the stopped keeper after {took:?}"
+    );
+    assert!(took < Duration::from_secs(4), "release took {took:?}");
+    assert_eq!(scene.read("released").trim(), "70", "release's status");
+    assert!(scene.is_held(), "released under a stopped keeper");
+    drop(frozen);
+    // Continued, the keeper finds the request, stands down without
+    // signalling the script, and releases the lock itself.
+    assert!(
+        freed_within(&scene, Duration::from_secs(3)).is_some(),
+        "the keeper, continued, did not release the lock"
+    );
+    assert!(
+        wait_until(LIMIT, || !pid_alive(keeper)),
+        "the keeper lives on"
+    );
+    fs::write(scene.path("end"), "").unwrap();
+    let out = script.finish(LIMIT);
+    assert!(
+        !scene.exists("trapped"),
+        "the script was signalled: {out:?}"
+    );
+    out.assert_code(0, "the script");
+    assert!(
+        out.stderr.contains(
+            "redlock: the lock was not released: its keeper (acquire --while, \
+             process "
+        ),
+        "{}",
+        out.stderr
+    );
+}
+
+/// A keeper that dies (the OOM killer, a stray `kill -9`) extends the lock
+/// no more: its watchdog signals the script at once, as exec's stops the
+/// command when exec dies, instead of leaving it to run on past the lock.
+#[test]
+fn a_killed_keeper_s_watchdog_signals_the_script_at_once() {
+    let cluster = Cluster::start(3);
+    let scene = Scene::new(&cluster.servers_arg());
+    let (script, _) = scene.token(scene.start("dash", "--ttl 20s", WAITS_ON_A_CHILD));
+    assert!(wait_until(LIMIT, || scene.read("child").ends_with('\n')));
+    let (keeper, _) = keeper_of(&scene);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(keeper), Signal::SIGKILL).unwrap();
+    let killed = Instant::now();
+    assert!(
+        wait_until(Duration::from_secs(5), || scene.exists("trapped")),
+        "the script was not signalled when its keeper died"
+    );
+    let signalled_after = killed.elapsed();
+    script
+        .finish(LIMIT)
+        .assert_code(3, "the script's TERM trap");
+    assert_eq!(scene.read("trapped").trim(), "TERM");
+    assert!(
+        signalled_after < Duration::from_secs(2),
+        "signalled {signalled_after:?} after the keeper died, with 20s of validity left"
+    );
+}
+
+/// The keeper and its watchdog follow one schedule; whichever comes first
+/// signals, and the script gets the signal once: a keeper thawed after its
+/// watchdog signalled asks it, and does not signal again (a cleanup trap
+/// must not run twice).
+#[test]
+fn a_script_gets_the_signal_once_when_its_keeper_was_frozen() {
+    let cluster = Cluster::start(3);
+    let scene = Scene::new(&cluster.servers_arg());
+    let script = "trap 'echo TERM >> \"$D/terms\"' TERM\n\
+                  tok=$(redlock acquire --ttl 3s --while $$ job) || exit\n\
+                  echo \"$tok\" > \"$D/token.tmp\" && mv \"$D/token.tmp\" \"$D/token\"\n\
+                  while [ ! -e \"$D/end\" ]; do sleep 0.05; done";
+    let (script, _) = scene.token(scene.spawn("bash", script));
+    let (keeper, _) = keeper_of(&scene);
+    just_extended(&cluster);
+    let frozen = Stopped::stop(keeper);
+    assert!(
+        wait_until(Duration::from_secs(5), || scene.exists("terms")),
+        "the frozen keeper's script was not signalled"
+    );
+    // Thawed once the validity is surely over: the keeper finds its lock
+    // gone, which is a loss, and must not signal a second time.
+    std::thread::sleep(Duration::from_millis(2500));
+    drop(frozen);
+    assert!(
+        wait_until(LIMIT, || !pid_alive(keeper)),
+        "the keeper lives on"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    fs::write(scene.path("end"), "").unwrap();
+    let out = script.finish(LIMIT);
+    assert_eq!(scene.read("terms"), "TERM\n", "{out:?}");
 }

@@ -62,6 +62,9 @@ pub enum Also {
     /// At most [`SLOTS`] slot holders (`exec --limit`) inside at once, that
     /// many at some point, and every client got in.
     Slots,
+    /// Every section whose keeper was frozen past the lock's validity ended
+    /// while the keeper was still frozen; at least one keeper was frozen.
+    StoppedWhileKeeperFrozen,
 }
 
 impl Also {
@@ -80,6 +83,7 @@ impl Also {
             Also::NoStartAfterFreeze => no_start_after_freeze(parsed),
             Also::ReadersAndWriters => readers_and_writers(parsed, analysis, bookkeeping),
             Also::Slots => slots(parsed, analysis, bookkeeping, clients),
+            Also::StoppedWhileKeeperFrozen => stopped_while_keeper_frozen(parsed),
         }
     }
 }
@@ -214,6 +218,53 @@ fn first(notes: &[Noted], kind: &str) -> Option<u64> {
         .iter()
         .find(|n| n.what.first().is_some_and(|w| w == kind))
         .map(|n| n.at)
+}
+
+/// A keeper frozen for longer than the TTL cannot signal its script: only
+/// its watchdog can, and only while the keeper is still frozen. A section
+/// that ended only once the keeper was thawed ran on past its lock, whether
+/// or not another section overlapped it.
+fn stopped_while_keeper_frozen(parsed: &Parsed) -> Findings {
+    let thaws: Vec<(RunId, u64)> = parsed
+        .heals
+        .iter()
+        .filter_map(|heal| Some((heal.run("thaw-keeper")?, heal.at)))
+        .collect();
+    let mut problems = Vec::new();
+    let mut lead = Vec::new();
+    for &(id, thawed) in &thaws {
+        let run = parsed.runs.get(&id).cloned().unwrap_or_default();
+        match run.exit.or(run.gone) {
+            Some(ended) if ended < thawed => lead.push(ms(thawed - ended)),
+            ended => problems.push(format!(
+                "script {}/{}'s keeper was frozen for longer than the TTL, and its section \
+                 ran on until {}: nothing stopped it while the keeper was frozen",
+                id.0,
+                id.1,
+                ended.map_or("the end".to_string(), |at| format!(
+                    "{:.0}ms after the keeper was thawed",
+                    ms(at.saturating_sub(thawed))
+                ))
+            )),
+        }
+    }
+    if thaws.is_empty() {
+        problems.push("no keeper was frozen: the scenario tested nothing".to_string());
+    }
+    let least = lead.iter().copied().fold(f64::INFINITY, f64::min);
+    Findings {
+        figures: vec![format!(
+            "keepers_frozen={} stopped_while_frozen={} least_before_thaw_ms={}",
+            thaws.len(),
+            lead.len(),
+            if lead.is_empty() {
+                "-".to_string()
+            } else {
+                format!("{least:.0}")
+            }
+        )],
+        problems,
+    }
 }
 
 fn no_start_after_freeze(parsed: &Parsed) -> Findings {
@@ -612,5 +663,43 @@ mod tests {
         );
         assert_eq!(findings.problems.len(), 1, "{:?}", findings.problems);
         assert!(findings.problems[0].contains("exec 2/1"));
+    }
+
+    #[test]
+    fn a_section_under_a_frozen_keeper_must_end_before_the_thaw() {
+        let frozen = |id: &str, from: u64, to: u64| {
+            [
+                format!("fault {} freeze-keeper {id}", from * MS),
+                format!("heal {} thaw-keeper {id}", to * MS),
+            ]
+        };
+        let mut lines = Vec::new();
+        lines.extend(section_of("kept", 0, 1, (0, 10), 1300));
+        lines.extend(frozen("0 1", 100, 2500));
+        let check = |lines: &[String]| {
+            let parsed = parse(lines);
+            Also::StoppedWhileKeeperFrozen.check(
+                &parsed,
+                &Analysis::of(&parsed, (0, 5000 * MS)),
+                &Bookkeeping::default(),
+                2,
+            )
+        };
+        let findings = check(&lines);
+        assert!(findings.problems.is_empty(), "{:?}", findings.problems);
+        assert_eq!(
+            findings.figures[0],
+            "keepers_frozen=1 stopped_while_frozen=1 least_before_thaw_ms=1200"
+        );
+        // Stopped only once its keeper was thawed (it signalled on resume).
+        lines.extend(section_of("kept", 1, 1, (2600, 2600), 4800));
+        lines.extend(frozen("1 1", 2700, 4500));
+        let findings = check(&lines);
+        assert_eq!(findings.problems.len(), 1, "{:?}", findings.problems);
+        assert!(findings.problems[0].contains("script 1/1's keeper"));
+        assert!(findings.problems[0].contains("300ms after the keeper was thawed"));
+        // No keeper frozen at all: the scenario tested nothing.
+        let findings = check(&section_of("kept", 0, 1, (0, 10), 1300));
+        assert_eq!(findings.problems.len(), 1, "{:?}", findings.problems);
     }
 }

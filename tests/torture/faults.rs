@@ -58,6 +58,11 @@ pub enum Fault {
     /// Fail a majority over, behind their addresses, to replicas that
     /// missed the last writes (failover.rs), every 0.3-1s.
     Failover,
+    /// SIGSTOP the keeper of a script (`acquire --while`) whose section has
+    /// just started and would outlast the lock, for longer than the TTL:
+    /// the keeper can neither extend the lock nor tell the script, so its
+    /// watchdog must stop the section before the validity ends.
+    FreezeKeeper,
 }
 
 impl Fault {
@@ -72,7 +77,8 @@ impl Fault {
             | Fault::PauseMinority
             | Fault::PauseMajority
             | Fault::FreezeExec
-            | Fault::FreezeBeforeSpawn => rng.millis(1500, 3000),
+            | Fault::FreezeBeforeSpawn
+            | Fault::FreezeKeeper => rng.millis(1500, 3000),
             Fault::Failover => rng.millis(300, 1000),
         }
     }
@@ -126,6 +132,7 @@ pub fn inject(kinds: &[Fault], rng: &mut Rng, until: Instant, targets: &mut Targ
                 let vips = targets.vips.as_mut().expect("a failover scenario has VIPs");
                 vips.episode(targets.cluster, rng, targets.history);
             }
+            Fault::FreezeKeeper => freeze_keeper(rng, targets),
         }
         let gap = kind.gap(rng);
         thread::sleep(gap.min(until.saturating_duration_since(Instant::now())));
@@ -191,6 +198,74 @@ fn freeze_exec(rng: &mut Rng, targets: &mut Targets) {
     kill(pid, Signal::SIGCONT).expect("SIGCONT to a client's exec");
     drop(slot);
     targets.history.heal(&format!("thaw-exec {client} {seq}"));
+}
+
+/// Freezes the keeper of a script whose section started within the last
+/// [`FRESH`] and has more than a TTL and [`OUTLASTS`] to go, found through
+/// the holder record (it names the script and its keeper), for longer than
+/// the TTL: `freeze-keeper CLIENT SEQ`, then `thaw-keeper CLIENT SEQ`.
+/// Waits up to 3s for such a section.
+fn freeze_keeper(rng: &mut Rng, targets: &mut Targets) {
+    let give_up = Instant::now() + Duration::from_secs(3);
+    let (client, active, keeper) = loop {
+        if let Some(found) = fresh_kept_section(targets) {
+            break found;
+        }
+        if Instant::now() >= give_up {
+            return;
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    // Holding the slot keeps the client from reaping its script.
+    let slot = targets.slots.lock(client);
+    if slot.is_none_or(|a| a.seq != active.seq) {
+        return; // it ended meanwhile
+    }
+    let comm = std::fs::read_to_string(format!("/proc/{keeper}/comm")).unwrap_or_default();
+    if comm.trim() != "redlock-keeper" || !stop(Pid::from_raw(keeper)) {
+        return; // the keeper is gone
+    }
+    let id = format!("{client} {}", active.seq);
+    targets.history.fault(&format!("freeze-keeper {id}"));
+    thread::sleep(TTL + rng.millis(500, 1500));
+    kill(Pid::from_raw(keeper), Signal::SIGCONT).expect("SIGCONT to a keeper");
+    targets.history.heal(&format!("thaw-keeper {id}"));
+    drop(slot);
+}
+
+/// How recently a section entered for [`freeze_keeper`] to take it as just
+/// started.
+const FRESH: Duration = Duration::from_millis(1000);
+
+/// How much longer than the TTL a section must still have to go for
+/// [`freeze_keeper`]: it surely outlasts a lock nobody extends.
+const OUTLASTS: Duration = Duration::from_millis(1000);
+
+/// A client whose script's section entered within [`FRESH`] and has more
+/// than TTL + [`OUTLASTS`] to go, and the pid of its keeper, named beside
+/// the script's pid in the holder record on a majority.
+fn fresh_kept_section(targets: &Targets) -> Option<(u32, Active, i32)> {
+    let records = holder_records(&*targets.cluster);
+    let now = now_ns();
+    targets
+        .witness
+        .live()
+        .into_iter()
+        .find_map(|((client, seq), entered)| {
+            let active = (*targets.slots.lock(client)).filter(|a| a.seq == seq)?;
+            let fresh = Duration::from_nanos(now.saturating_sub(entered)) <= FRESH;
+            if !fresh || left(entered, active.section) < TTL + OUTLASTS {
+                return None;
+            }
+            let keepers: Vec<i32> = records
+                .values()
+                .filter(|r| r.pid == active.pid)
+                .filter_map(|r| r.keeper_pid)
+                .collect();
+            let keeper = *keepers.first()?;
+            let votes = keepers.iter().filter(|&&k| k == keeper).count();
+            (votes > SERVERS / 2).then_some((client, active, keeper))
+        })
 }
 
 /// A section inside now, to be cut short by a fault. Where sections can
@@ -556,6 +631,8 @@ struct Record {
     pid: i32,
     token: String,
     command_pid: Option<i64>,
+    /// The keeper of `acquire --while`, which holds the lock for `pid`.
+    keeper_pid: Option<i32>,
 }
 
 /// The holder record on every running server, by server.
@@ -583,6 +660,10 @@ fn parse_record(value: &[u8]) -> Option<Record> {
             .unwrap_or_default()
             .to_string(),
         command_pid: json.get("command_pid").and_then(serde_json::Value::as_i64),
+        keeper_pid: json
+            .get("keeper_pid")
+            .and_then(serde_json::Value::as_i64)
+            .and_then(|pid| i32::try_from(pid).ok()),
     })
 }
 

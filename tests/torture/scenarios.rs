@@ -95,7 +95,7 @@ struct Scenario {
     also: Also,
 }
 
-const SCENARIOS: [Scenario; 20] = [
+const SCENARIOS: [Scenario; 21] = [
     Scenario {
         name: "no-faults",
         seconds: (8, 30),
@@ -281,6 +281,23 @@ const SCENARIOS: [Scenario; 20] = [
         slow_stop: false,
         setup: Setup::KeptByScripts,
         also: Also::Nothing,
+    },
+    // The same recipe, its keeper frozen (SIGSTOP) for longer than the TTL
+    // at the start of a section that outlasts the lock: the keeper can
+    // neither extend the lock nor tell the script, so its watchdog must
+    // signal the script in time for its job to stop (300ms) before the
+    // validity ends, while the keeper is still frozen. The script's EXIT
+    // trap then asks the frozen keeper for the release.
+    Scenario {
+        name: "keeper-frozen",
+        seconds: (10, 35),
+        faults: &[Fault::FreezeKeeper],
+        lengths: Lengths::Spanning,
+        ttl: TTL,
+        guard: Guard::Off,
+        slow_stop: false,
+        setup: Setup::KeptByScripts,
+        also: Also::StoppedWhileKeeperFrozen,
     },
     // Fencing tokens (`exec --fence`) on servers with AOF and `appendfsync
     // always`: a minority killed and restarted (counters kept), paused, and

@@ -48,8 +48,10 @@ const DESCRIPTIONS: &[(&str, &str)] = &[
          the lock; redlock release NAME TOKEN on this host tells it to stand down first, and \
          waits for the same. If the lock is lost, PID and its group get --while-signal \
          (TERM by default; none sends nothing) when exec would send its stop signal, -k (5s, \
-         at most a third of --ttl) before the validity ends. No SIGKILL follows. If PID exits \
-         while acquire still waits, the wait ends with 75.\n\n\
+         at most a third of --ttl) before the validity ends. No SIGKILL follows. A watchdog \
+         process beside the keeper sends the same signal on the same schedule if the keeper \
+         is frozen or starved and stops extending, and at once if the keeper is killed. If \
+         PID exits while acquire still waits, the wait ends with 75.\n\n\
          With -n, or when the -w wait runs out, acquire exits 75, or the -E code; -E 0 skips \
          quietly and prints no token. SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM \
          during the wait release whatever was taken, and acquire dies of the signal.",
@@ -59,6 +61,9 @@ const DESCRIPTIONS: &[(&str, &str)] = &[
         "Deletes the lock on every server where TOKEN still holds it. If TOKEN no longer holds \
          a majority (the lock expired, or someone else took it since), release exits 79: the \
          work done under the lock may have overlapped with another holder's.\n\n\
+         If the keeper of acquire --while on this host is stopped (SIGSTOP) and cannot stand \
+         down, release gives up after seeing it stopped for 2s, leaves the lock alone (the \
+         keeper releases it once continued) and exits 70.\n\n\
          With --force, release deletes the lock whoever holds it, and says whose it was: for a \
          stale lock whose holder is known to be dead, never to hurry a live one. --if-token \
          breaks it only while the dead holder's token still holds it.",
