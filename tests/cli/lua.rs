@@ -501,7 +501,7 @@ fn acquire_under_the_guard_restarts_on_every_change_of_the_dataset() {
     // One eviction first, so that a marker can have seen one fewer.
     evict_one(&server);
     let since = now_ms(&server) - 20_000;
-    let changed: [(&str, fn(&mut Marker)); 7] = [
+    let changed: [(&str, Change); 7] = [
         ("another-process", |m| m.run_id = "an-earlier-run".into()),
         ("replication", |m| m.replid = "0".repeat(40)),
         ("another-db", |m| m.db = "1"),
@@ -530,6 +530,9 @@ fn acquire_under_the_guard_restarts_on_every_change_of_the_dataset() {
     let reply = run(&server, "acquire", &k, &acquire_args("a", "10000", "", "0"));
     assert_eq!(cause_of(reply), "unreadable");
 }
+
+/// A change of the dataset, as the marker would see it.
+type Change = fn(&mut Marker);
 
 /// Makes `server` evict one key (a volatile one it is given to evict).
 fn evict_one(server: &RedisServer) {
