@@ -46,7 +46,7 @@ pub use probe::{Facts, Feature, Missing, Probe, Unknown};
 #[cfg(test)]
 pub use quorum::drift;
 pub use retry::{acquire_or_cancel, Wait};
-pub use scripts::{ForceVerdict, MAX_TOKEN};
+pub use scripts::{ForceVerdict, MAX_FENCE, MAX_TOKEN};
 pub use semaphore::acquire_slot_or_cancel;
 pub use server_info::{evicts_locks, Concern, ConcernKind, Info};
 pub use server_url::{redact_url, ServerSpec};

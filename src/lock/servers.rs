@@ -541,7 +541,11 @@ impl Server {
         if err.is_timeout() {
             return ServerError::Timeout(self.timeout);
         }
-        let message = self.spec.scrub(&err.to_string());
+        // A plain error reply ("ERR …", what scripts send) is its text:
+        // redis-rs would put "ResponseError: " in front of it.
+        let text = err.to_string();
+        let text = text.strip_prefix("ResponseError: ").unwrap_or(&text);
+        let message = self.spec.scrub(text);
         let refusal = refusal(err, &message);
         // The text is the server's, or quotes it: escaped, on one line, and
         // cut, whatever it sent.

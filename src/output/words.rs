@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::duration::{exact, rounded};
 use crate::lock::{
     escape_and_cut, Broken, Failures, HeldBy, Holder, LockError, LockKey, Recorded, Said,
-    Semaphore, ServerError, SharedHolder, Standing, TokenOp, TokenRound, Tried,
+    Semaphore, ServerError, SharedHolder, Standing, TokenOp, TokenRound, Tried, MAX_FENCE,
 };
 
 /// How many characters of each recorded field a one-line summary shows.
@@ -239,6 +239,15 @@ pub fn lock_error(error: &LockError) -> String {
             "{}{}; --restart-guard 0 turns the guard off",
             restarting(error, Form::Failure),
             list(failures)
+        ),
+        LockError::NoFenceLeft { key, on } => format!(
+            "no fencing token is left for lock {key}: the last one handed out is {MAX_FENCE} \
+             (2^63-2, the highest redlock hands out) on {}; use another name, or delete \
+             the counter on every server once nobody uses the name",
+            on.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         LockError::NotHeld {
             key,

@@ -20,6 +20,14 @@
 -- holds it, {"held", occupant()}. The clock is this server's in ms (false
 -- without TIME): a waiter takes its place in line by the servers' clocks,
 -- not its own. lock/scripts/acquire.rs parses the reply.
+-- A fenced attempt takes no server whose counter cannot be used: that
+-- server's failure, before its key is written (fence_read's error).
+if ARGV[8] == "1" then
+  local counter = fence_read()
+  if type(counter) == "table" then
+    return counter
+  end
+end
 local ticket = ARGV[5]
 local linger = tonumber(ARGV[7])
 local now = now_ms()

@@ -160,8 +160,8 @@ mod tests {
     fn each_reply_reads_as_its_outcome() {
         assert_eq!(parse(Value::Int(1)).unwrap(), AcquireReply::Taken(None));
         assert_eq!(
-            parse(array(vec![bulk("taken"), bulk("18446744073709551615")])).unwrap(),
-            AcquireReply::Taken(Some(u64::MAX))
+            parse(array(vec![bulk("taken"), bulk("9223372036854775806")])).unwrap(),
+            AcquireReply::Taken(Some((1 << 63) - 2))
         );
         assert_eq!(
             parse(array(vec![bulk("taken"), bulk("0")])).unwrap(),
@@ -194,6 +194,11 @@ mod tests {
             assert!(parse(Value::Int(n)).is_err(), "{n}");
         }
         assert!(parse(Value::Nil).is_err());
+        // A counter above the highest fence redlock hands out.
+        for counter in ["9223372036854775807", "18446744073709551615"] {
+            let err = parse(array(vec![bulk("taken"), bulk(counter)])).unwrap_err();
+            assert!(err.to_string().contains("at or above 2^63-1"), "{err}");
+        }
         assert!(parse(bulk("1")).is_err());
         assert!(parse(Value::Okay).is_err());
         assert!(parse(array(vec![])).is_err(), "empty");
