@@ -52,5 +52,5 @@ pub use server_info::{evicts_locks, Concern, ConcernKind, Info};
 pub use server_url::{redact_url, ServerSpec};
 pub use servers::ServerError;
 pub use shared::SharedHolder;
-pub use slot::{Semaphore, MAX_LIMIT};
+pub use slot::{Semaphore, Slot, MAX_LIMIT};
 pub use tried::Tried;

@@ -27,6 +27,9 @@ pub struct Acquire {
     pub fence: bool,
     /// A shared attempt (`--shared`): one reader among many.
     pub shared: bool,
+    /// A semaphore's slot: where the servers record its K, and this
+    /// client's K, which a server that records another refuses (limit.lua).
+    pub limit: Option<(Vec<u8>, u32)>,
 }
 
 /// What acquire.lua answered.
@@ -61,7 +64,7 @@ impl Invocation for Acquire {
     }
 
     fn keys(&self) -> Vec<Vec<u8>> {
-        self.keys.to_vec()
+        super::token::with_limit_key(self.keys.to_vec(), self.limit.as_ref())
     }
 
     fn args(&self) -> Vec<Vec<u8>> {
@@ -84,6 +87,10 @@ impl Invocation for Acquire {
             } else {
                 b"0".to_vec()
             },
+            self.limit
+                .as_ref()
+                .map(|(_, k)| k.to_string().into_bytes())
+                .unwrap_or_default(),
         ]
     }
 
@@ -254,9 +261,10 @@ mod tests {
             linger_ms: 1000,
             fence: false,
             shared: false,
+            limit: None,
         };
         let args: Vec<&[u8]> = vec![
-            b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0", b"0",
+            b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0", b"0", b"",
         ];
         assert_eq!(
             call.args(),
@@ -272,11 +280,19 @@ mod tests {
             fence: true,
             ..without.clone()
         };
-        assert_eq!(fenced.args()[7..], [b"1".to_vec(), b"0".to_vec()]);
+        assert_eq!(fenced.args()[7..9], [b"1".to_vec(), b"0".to_vec()]);
         let shared = Acquire {
             shared: true,
+            ..without.clone()
+        };
+        assert_eq!(shared.args()[7..9], [b"0".to_vec(), b"1".to_vec()]);
+        // A semaphore's slot: its K last, and where it is recorded as KEYS[11].
+        let slot = Acquire {
+            limit: Some((b"k\0limit".to_vec(), 3)),
             ..without
         };
-        assert_eq!(shared.args()[7..], [b"0".to_vec(), b"1".to_vec()]);
+        assert_eq!(slot.args()[9], b"3");
+        assert_eq!(slot.keys().len(), 11);
+        assert_eq!(slot.keys()[10], b"k\0limit");
     }
 }

@@ -25,6 +25,7 @@ const PRELUDES: &[(&str, &str)] = &[
     ("reader_records", include_str!("reader_records.lua")),
     ("shared", include_str!("shared.lua")),
     ("token", include_str!("token.lua")),
+    ("limit", include_str!("limit.lua")),
 ];
 
 /// The scripts redlock runs.
@@ -137,6 +138,7 @@ mod tests {
             include_str!("fence.lua"),
             include_str!("reader_records.lua"),
             include_str!("shared.lua"),
+            include_str!("limit.lua"),
             include_str!("acquire.lua"),
         ]
         .concat();
