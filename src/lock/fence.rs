@@ -35,7 +35,9 @@ use crate::clock::BootInstant;
 /// (a counter above it is that server's failure before it gets here:
 /// fence.lua and the reply's parser refuse it).
 pub(super) fn next_fence(counters: impl IntoIterator<Item = u64>) -> Option<u64> {
-    Some(counters.into_iter().max().unwrap_or(0) + 1).filter(|&fence| fence <= MAX_FENCE)
+    (counters.into_iter().max().unwrap_or(0))
+        .checked_add(1)
+        .filter(|&fence| fence <= MAX_FENCE)
 }
 
 impl Redlock {
@@ -155,6 +157,7 @@ mod tests {
         assert_eq!(next_fence([3, 7, 5]), Some(8));
         assert_eq!(next_fence([MAX_FENCE - 1, 1]), Some(MAX_FENCE));
         assert_eq!(next_fence([MAX_FENCE, 1]), None);
+        assert_eq!(next_fence([u64::MAX]), None);
         assert_eq!(MAX_FENCE, 9_223_372_036_854_775_806);
     }
 }

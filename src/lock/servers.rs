@@ -541,11 +541,11 @@ impl Server {
         if err.is_timeout() {
             return ServerError::Timeout(self.timeout);
         }
-        // A plain error reply ("ERR …", what scripts send) is its text:
-        // redis-rs would put "ResponseError: " in front of it.
         if let Some(limit) = limit_conflict(err) {
             return ServerError::Refused(limit);
         }
+        // A plain error reply ("ERR …", what scripts send) is its text:
+        // redis-rs would put "ResponseError: " in front of it.
         let text = err.to_string();
         let text = text.strip_prefix("ResponseError: ").unwrap_or(&text);
         let message = self.spec.scrub(text);

@@ -20,9 +20,9 @@
 -- again, clock} (restart_guard's), {"queued", waiters in line, clock} when
 -- the lock is free but others are first in line, or, when another value
 -- holds it, {"held", occupant()}; the error "LIMIT …" when the servers
--- record another K for this slot's semaphore. The clock is this server's in ms (false
--- without TIME): a waiter takes its place in line by the servers' clocks,
--- not its own. lock/scripts/acquire.rs parses the reply.
+-- record another K for this slot's semaphore. The clock is this server's
+-- in ms (false without TIME): a waiter takes its place in line by the
+-- servers' clocks, not its own. lock/scripts/acquire.rs parses the reply.
 -- A semaphore's slot (ARGV[10] is its K, limit.lua) is refused where the
 -- servers record another K (an error reply: limit_conflict).
 local other_limit = limit_conflict(ARGV[10])
