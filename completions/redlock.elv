@@ -52,7 +52,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --conflict-exit-code 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out); -E 0 skips quietly, the cron idiom (acquire then prints no token)'
             cand -m 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"'
             cand --message 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"'
-            cand --limit 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Give every client of NAME the same K'
+            cand --limit 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot''s TTL has passed'
             cand --while 'Keep the lock while process PID lives: `tok=$(redlock acquire --while $$ NAME)` in a script. A keeper process extends the lock every third of --ttl, releases it once PID and what it left in its process group have exited, and stops quietly when `redlock release NAME "$tok"` runs on this host; if the lock is lost, PID gets --while-signal'
             cand --while-signal 'With --while: the signal sent to PID, and to its process group if it leads one, when the lock is lost, e.g. TERM, INT or USR1; none sends nothing'
             cand -s 'A Redis master, e.g. redis://host:6379; repeat it for N masters'
@@ -80,7 +80,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;release'= {
             cand --if-token 'With --force: break the lock only while TOKEN still holds it (the token status showed for the dead holder), never a holder that took it since'
-            cand --limit 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Give every client of NAME the same K'
+            cand --limit 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot''s TTL has passed'
             cand -s 'A Redis master, e.g. redis://host:6379; repeat it for N masters'
             cand --server 'A Redis master, e.g. redis://host:6379; repeat it for N masters'
             cand --servers-file 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS'
@@ -104,7 +104,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;extend'= {
             cand --ttl 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds); at most the restart guard (--restart-guard)'
-            cand --limit 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Give every client of NAME the same K'
+            cand --limit 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot''s TTL has passed'
             cand -s 'A Redis master, e.g. redis://host:6379; repeat it for N masters'
             cand --server 'A Redis master, e.g. redis://host:6379; repeat it for N masters'
             cand --servers-file 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS'
@@ -125,7 +125,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --version 'Print version'
         }
         &'redlock;status'= {
-            cand --limit 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Give every client of NAME the same K'
+            cand --limit 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot''s TTL has passed'
             cand -s 'A Redis master, e.g. redis://host:6379; repeat it for N masters'
             cand --server 'A Redis master, e.g. redis://host:6379; repeat it for N masters'
             cand --servers-file 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS'
@@ -195,7 +195,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --wait 'Retry for at most DUR, then exit with the last attempt''s status: 75 busy, 69 no quorum (-w 0 is -n)'
             cand -m 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"'
             cand --message 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"'
-            cand --limit 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Give every client of NAME the same K'
+            cand --limit 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot''s TTL has passed'
             cand -k 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse'
             cand --kill-after 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse'
             cand --timeout 'Stop the command (the stop signal, then SIGKILL after --kill-after) and release the lock if it still runs this long after it started, counting what it leaves behind; exec then exits 124, as timeout(1) does'

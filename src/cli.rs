@@ -374,7 +374,8 @@ pub struct LimitArg {
     /// NAME is a counting semaphore: up to K holders at once, each in one of the slots
     /// NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives
     /// the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows
-    /// every slot. Give every client of NAME the same K.
+    /// every slot. Every client of NAME must pass the same K: the servers record it, and
+    /// refuse another (exit 78) until the last slot's TTL has passed.
     #[arg(long, value_name = "K", value_parser = parse_limit, allow_hyphen_values = true)]
     pub limit: Option<u32>,
 }

@@ -282,9 +282,10 @@ pub fn lock_exit(error: &LockError) -> Exit {
         LockError::Busy { .. } => Exit::Busy,
         // A majority that agrees too slowly to leave any validity is, for
         // the caller, the same as servers that do not answer.
-        LockError::NoQuorum { .. } | LockError::TooSlow { .. } | LockError::Restarting { .. } => {
-            Exit::NoQuorum
-        }
+        LockError::NoQuorum { .. }
+        | LockError::TooSlow { .. }
+        | LockError::Restarting { .. }
+        | LockError::NoFenceLeft { .. } => Exit::NoQuorum,
         LockError::NotHeld { .. } => Exit::Lost,
         LockError::Refused { .. } => Exit::Config,
     }

@@ -62,7 +62,7 @@ use crate::clock::BootInstant;
 use crate::config::{KeepWhile, Servers};
 use crate::error::Error;
 use crate::exit_code::Exit;
-use crate::lock::{keep, Holder, Keeping, Lease, LockKey, Redlock, ServerSpec, Token};
+use crate::lock::{keep, Holder, Keeping, Lease, LockKey, Redlock, ServerSpec, Slot, Token};
 use crate::signals::Listener;
 use crate::supervise::schedule::StopPlan;
 use crate::supervise::watchdog::{Report, Target};
@@ -96,6 +96,10 @@ struct Handed {
     ttl_ms: u64,
     /// The validity's end on CLOCK_BOOTTIME, which is system-wide.
     deadline_ns: u64,
+    /// `--limit`: the semaphore's key, the slot and K, so that the keeper's
+    /// extensions keep K recorded on the servers.
+    #[serde(default)]
+    slot: Option<(Vec<u8>, u32, u32)>,
 }
 
 /// Longer lines are not ours (a PEM bundle is a few hundred kilobytes at most).
@@ -189,6 +193,10 @@ impl Keeper {
             token: lease.token.as_str().to_owned(),
             ttl_ms: millis(lease.ttl),
             deadline_ns: lease.deadline.as_nanos(),
+            slot: lease
+                .slot
+                .as_ref()
+                .map(|slot| (slot.semaphore.bytes().to_vec(), slot.index, slot.limit)),
         };
         // A keeper that already failed has said why: read it either way.
         let _ = self.send(&json_line(&handed));
@@ -390,7 +398,11 @@ fn take_over() -> Result<(), String> {
         deadline: BootInstant::from_nanos(handed.deadline_ns),
         held_on: Vec::new(),
         attempts: 1,
-        slot: None,
+        slot: handed.slot.map(|(semaphore, index, limit)| Slot {
+            semaphore: LockKey::new(semaphore),
+            index,
+            limit,
+        }),
         fence: None,
     };
     let signal = setup.signal.and_then(|n| Signal::try_from(n).ok());

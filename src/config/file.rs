@@ -77,9 +77,10 @@ fn dangling_link(path: &Path) -> Option<String> {
 }
 
 /// The contents and permission bits of a regular file of at most
-/// [`MAX_FILE_BYTES`]. Opened without blocking, so that a FIFO cannot hang
-/// us, and checked on the open file, so that what is read is what was
-/// checked.
+/// [`MAX_FILE_BYTES`] that only its owner can change, and that is owned by
+/// this user or root ([`untrusted`]). Opened without blocking, so that a
+/// FIFO cannot hang us, and checked on the open file, so that what is read
+/// is what was checked.
 pub fn read_small_file(path: &Path) -> std::io::Result<(Vec<u8>, u32)> {
     let file = File::options()
         .read(true)
@@ -88,6 +89,14 @@ pub fn read_small_file(path: &Path) -> std::io::Result<(Vec<u8>, u32)> {
     let metadata = file.metadata()?;
     if !metadata.is_file() {
         return Err(std::io::Error::other("not a regular file"));
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    if let Some(why) = untrusted(metadata.mode(), metadata.uid(), me) {
+        return Err(std::io::Error::other(format!(
+            "{why}; whoever can change it could point the locks at servers of their own or \
+             turn their safety off, so it is not used: {}",
+            advice(metadata.mode(), metadata.uid(), me, path)
+        )));
     }
     if metadata.len() > MAX_FILE_BYTES {
         return Err(std::io::Error::other("larger than 1 MiB"));
@@ -98,6 +107,40 @@ pub fn read_small_file(path: &Path) -> std::io::Result<(Vec<u8>, u32)> {
         return Err(std::io::Error::other("larger than 1 MiB"));
     }
     Ok((contents, metadata.mode()))
+}
+
+/// The one rule for every file redlock takes servers, settings or trust
+/// from (the servers file, the config file, the CA file): it is refused
+/// when anyone but its owner can write it (group or others), or when its
+/// owner is neither `me` (the effective user) nor root. `Some` of why.
+fn untrusted(mode: u32, owner: u32, me: u32) -> Option<String> {
+    if mode & 0o022 != 0 {
+        let who = match mode & 0o022 {
+            0o002 => "others",
+            0o020 => "its group",
+            _ => "its group and others",
+        };
+        return Some(format!(
+            "it can be written by {who} (mode {:04o})",
+            mode & 0o7777
+        ));
+    }
+    if owner != me && owner != 0 {
+        return Some(format!(
+            "it is owned by uid {owner}, neither this user (uid {me}) nor root"
+        ));
+    }
+    None
+}
+
+/// What to do about an untrusted file.
+fn advice(mode: u32, owner: u32, me: u32, path: &Path) -> String {
+    let path = shown_path(path);
+    match (mode & 0o022 != 0, owner != me && owner != 0) {
+        (true, false) => format!("chmod go-w {path}"),
+        (false, _) => format!("make it yours or root's (chown {me} {path}), or use a copy"),
+        (true, true) => format!("chmod go-w {path} and chown {me} {path}, or use a copy"),
+    }
 }
 
 /// A path in a message: escaped, so that a name cannot break the line, and
@@ -130,6 +173,31 @@ mod tests {
         let big = dir.path().join("big");
         std::fs::write(&big, vec![b'#'; 1024 * 1024 + 1]).unwrap();
         assert!(read_small_file(&big).is_err());
+    }
+
+    #[test]
+    fn a_file_others_can_change_or_own_is_untrusted() {
+        let me = 1000;
+        for mode in [0o100600, 0o100644, 0o100400, 0o100755] {
+            assert_eq!(untrusted(mode, me, me), None, "{mode:o}");
+            assert_eq!(untrusted(mode, 0, me), None, "root's: {mode:o}");
+        }
+        let why = untrusted(0o100666, me, me).unwrap();
+        assert_eq!(why, "it can be written by its group and others (mode 0666)");
+        assert!(untrusted(0o100664, 0, me)
+            .unwrap()
+            .contains("its group (mode 0664)"));
+        assert!(untrusted(0o100646, me, me)
+            .unwrap()
+            .contains("by others (mode 0646)"));
+        let why = untrusted(0o100600, 1234, me).unwrap();
+        assert_eq!(
+            why,
+            "it is owned by uid 1234, neither this user (uid 1000) nor root"
+        );
+        // Root reads only its own files and no one else's.
+        assert!(untrusted(0o100600, 1000, 0).is_some());
+        assert_eq!(untrusted(0o100600, 0, 0), None);
     }
 
     #[test]

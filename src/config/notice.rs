@@ -1,5 +1,6 @@
 //! What the user should hear about how the command was given: secrets
-//! where others can read them, server lists others can change. Data only:
+//! where others can read them (a file others can change is refused, not
+//! noticed: config/file.rs). Data only:
 //! `output` words it.
 
 /// Something about how the command was given that the user should hear.
@@ -9,7 +10,4 @@ pub enum Notice {
     PasswordOnCommandLine,
     /// This servers file holds a password and is readable by others.
     ReadableSecretFile(std::path::PathBuf),
-    /// This servers file can be written by group or others, who could
-    /// point the lock at servers of their own.
-    WritableServersFile(std::path::PathBuf),
 }

@@ -214,9 +214,10 @@ fn has_own_password(piece: &str) -> bool {
 /// `#` are skipped, and so is a ` # comment` after a URL (a URL holds no
 /// whitespace; a `#` in a password is written %23); a UTF-8 byte order mark
 /// is ignored. A control character (a NUL, say) on a line is refused. A
-/// file that holds a password should be readable by its owner only, and
-/// any servers file writable by its owner only (whoever can change it can
-/// point the lock at servers of their own); if not, the user hears of it.
+/// file that holds a password should be readable by its owner only; if not,
+/// the user hears of it. One that others can change, or that another user
+/// owns, is refused (`read_small_file`: whoever can change it can point
+/// the lock at servers of their own).
 fn from_file(path: &Path) -> Result<ServerList, Error> {
     let source = ServerSource::File(path.to_path_buf());
     let name = source.describe();
@@ -232,9 +233,6 @@ fn from_file(path: &Path) -> Result<ServerList, Error> {
     let mut notices = Vec::new();
     if mode & 0o044 != 0 && specs.iter().any(ServerSpec::has_secret) {
         notices.push(Notice::ReadableSecretFile(path.to_path_buf()));
-    }
-    if mode & 0o022 != 0 {
-        notices.push(Notice::WritableServersFile(path.to_path_buf()));
     }
     list(specs, source, notices)
 }
@@ -451,19 +449,12 @@ mod tests {
         );
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(resolve(&file).unwrap().notices, []);
-        // Writable, not readable: said as it is.
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o622)).unwrap();
-        assert_eq!(
-            resolve(&file).unwrap().notices,
-            [Notice::WritableServersFile(path.clone())]
-        );
-        // Without a password too: whoever writes it picks the servers.
-        std::fs::write(&path, "127.0.0.1:1\n").unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
-        assert_eq!(
-            resolve(&file).unwrap().notices,
-            [Notice::WritableServersFile(path.clone())]
-        );
+        // Writable by others: refused, whatever it holds.
+        for mode in [0o622, 0o666, 0o620] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let err = resolve(&file).unwrap_err().message();
+            assert!(err.contains("it can be written by"), "{mode:o}: {err}");
+        }
     }
 
     #[test]

@@ -150,6 +150,13 @@ pub enum LockError {
         causes: Vec<GuardCause>,
         failures: Failures,
     },
+    /// `--fence`: the counter a locking server read is at the last fencing
+    /// token redlock hands out (2^63 − 2), so no higher one can be given.
+    NoFenceLeft {
+        key: LockKey,
+        /// The servers whose counter is there.
+        on: Vec<ServerSpec>,
+    },
     NotHeld {
         key: LockKey,
         held: usize,
@@ -170,6 +177,7 @@ impl LockError {
             | LockError::Refused { key, .. }
             | LockError::TooSlow { key, .. }
             | LockError::Restarting { key, .. }
+            | LockError::NoFenceLeft { key, .. }
             | LockError::NotHeld { key, .. } => key,
         }
     }

@@ -26,14 +26,18 @@
 use super::error::{LockError, Said, TokenOp, TokenRound};
 use super::mutex::{Lease, Redlock, SetReply};
 use super::round::Replies;
-use super::scripts::RaiseFence;
+use super::scripts::{RaiseFence, MAX_FENCE};
 use super::servers::Connection;
 use crate::clock::BootInstant;
 
 /// The token step 2 computes from the counters the locking servers read:
-/// one more than the highest; `None` when the counter is at its maximum.
+/// one more than the highest; `None` when that would pass [`MAX_FENCE`]
+/// (a counter above it is that server's failure before it gets here:
+/// fence.lua and the reply's parser refuse it).
 pub(super) fn next_fence(counters: impl IntoIterator<Item = u64>) -> Option<u64> {
-    counters.into_iter().max().unwrap_or(0).checked_add(1)
+    (counters.into_iter().max().unwrap_or(0))
+        .checked_add(1)
+        .filter(|&fence| fence <= MAX_FENCE)
 }
 
 impl Redlock {
@@ -52,7 +56,10 @@ impl Redlock {
             _ => None,
         });
         let Some(fence) = next_fence(counters) else {
-            return Err(self.unfenced(&lease, vec![]));
+            return Err(LockError::NoFenceLeft {
+                key: lease.key.clone(),
+                on: self.at_the_last_fence(taken),
+            });
         };
         stop_before_fence_for_tests();
         let call = RaiseFence {
@@ -85,6 +92,17 @@ impl Redlock {
             fence: Some(fence),
             ..lease
         })
+    }
+
+    /// The servers whose counter is at the last fence redlock hands out.
+    fn at_the_last_fence(&self, taken: &Replies<SetReply>) -> Vec<super::ServerSpec> {
+        let last = |reply: &Option<Result<SetReply, _>>| {
+            matches!(reply, Some(Ok(SetReply::Taken(Some(MAX_FENCE)))))
+        };
+        (taken.answers.iter().zip(&self.servers))
+            .filter(|(reply, _)| last(reply))
+            .map(|(_, server)| server.spec().clone())
+            .collect()
     }
 
     /// The fencing write did not reach a majority: as a majority that
@@ -137,7 +155,9 @@ mod tests {
         assert_eq!(next_fence([0, 0]), Some(1));
         assert_eq!(next_fence([10, 1]), Some(11));
         assert_eq!(next_fence([3, 7, 5]), Some(8));
-        assert_eq!(next_fence([u64::MAX - 1]), Some(u64::MAX));
-        assert_eq!(next_fence([u64::MAX, 1]), None);
+        assert_eq!(next_fence([MAX_FENCE - 1, 1]), Some(MAX_FENCE));
+        assert_eq!(next_fence([MAX_FENCE, 1]), None);
+        assert_eq!(next_fence([u64::MAX]), None);
+        assert_eq!(MAX_FENCE, 9_223_372_036_854_775_806);
     }
 }

@@ -59,7 +59,12 @@ pub async fn keep(
             }
         }
         let extended = redlock
-            .extend_as(&lease.key, &lease.token, lease.ttl, record.as_ref())
+            .extend_as(
+                &lease.key,
+                &lease.token,
+                lease.ttl,
+                (record.as_ref(), lease.slot.as_ref()),
+            )
             .await;
         match extended {
             Ok(extended) => {

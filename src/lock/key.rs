@@ -204,6 +204,11 @@ pub(super) const READERS_SUFFIX: &[u8] = b"\0readers";
 /// (`"<since ms> <record>"`), expiring with the readers' set.
 pub(super) const READER_RECORDS_SUFFIX: &[u8] = b"\0reader-records";
 
+/// Appended to a semaphore's key (`--limit K`, the name without a slot) to
+/// name the K its holders use, recorded on each server beside the slots
+/// for as long as one is held there (limit.lua).
+pub(super) const LIMIT_SUFFIX: &[u8] = b"\0limit";
+
 /// Appended to the prefix to name the restart guard's marker (guard.lua):
 /// no lock name is empty or holds NUL, so no lock is called so. The "2" is
 /// the marker's format: builds before it kept another one under
@@ -249,6 +254,7 @@ pub fn is_line_key(key: &[u8]) -> bool {
         FENCE_SUFFIX,
         READERS_SUFFIX,
         READER_RECORDS_SUFFIX,
+        LIMIT_SUFFIX,
     ]
     .iter()
     .any(|suffix| key.ends_with(suffix))
@@ -341,6 +347,7 @@ mod tests {
             BROKEN_SUFFIX,
             READERS_SUFFIX,
             READER_RECORDS_SUFFIX,
+            LIMIT_SUFFIX,
         ] {
             assert!(is_line_key(&[b"deploy", suffix].concat()));
         }

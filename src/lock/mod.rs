@@ -50,11 +50,11 @@ pub use probe::{Facts, Feature, Markers, Missing, Probe, Reached, Unknown, CONNE
 #[cfg(test)]
 pub use quorum::drift;
 pub use retry::{acquire_or_cancel, Wait};
-pub use scripts::{ForceVerdict, MAX_TOKEN};
+pub use scripts::{ForceVerdict, MAX_FENCE, MAX_TOKEN};
 pub use semaphore::acquire_slot_or_cancel;
 pub use server_info::{evicts_locks, Concern, ConcernKind, Info};
 pub use server_url::{redact_url, ServerSpec};
 pub use servers::ServerError;
 pub use shared::SharedHolder;
-pub use slot::{Semaphore, MAX_LIMIT};
+pub use slot::{Semaphore, Slot, MAX_LIMIT};
 pub use tried::Tried;

@@ -20,7 +20,7 @@ use super::scripts::{
 };
 use super::server_url::{ServerSpec, SpecError};
 use super::servers::{tls_config, Connection, Server, ServerError};
-use super::slot::Slot;
+use super::slot::{LimitRecord, Slot};
 use crate::clock::BootInstant;
 
 /// A lock this process holds.
@@ -316,12 +316,14 @@ impl Redlock {
     /// servers' clock as the attempt saw it
     /// (the median of the clocks the servers that answered gave, in ms since
     /// the Unix epoch), which a waiter takes its place in line by.
+    /// A semaphore's slot passes `limit`: where the servers record its K,
+    /// and this client's K (a server that records another refuses it).
     pub(super) async fn attempt(
         &self,
         key: &LockKey,
         token: &Token,
         ttl: Duration,
-        ticket: Option<&Ticket>,
+        (ticket, limit): (Option<&Ticket>, Option<LimitRecord>),
     ) -> (Result<Lease, LockError>, Option<u64>) {
         let started = BootInstant::now();
         let call = Acquire {
@@ -334,6 +336,7 @@ impl Redlock {
             linger_ms: ttl_millis(queue::linger()),
             fence: self.fence,
             shared: self.shared,
+            limit,
         };
         let replies = self
             .decided_round(move |mut connection: Connection| async move {
@@ -490,17 +493,18 @@ impl Redlock {
         token: &Token,
         ttl: Duration,
     ) -> Result<Lease, LockError> {
-        self.extend_as(key, token, ttl, None).await
+        self.extend_as(key, token, ttl, (None, None)).await
     }
 
     /// [`Self::extend`], replacing the holder record with `holder` when one
-    /// is given (the time the lock was taken stays).
+    /// is given (the time the lock was taken stays); a semaphore's `slot`
+    /// keeps its K recorded on the servers as long as it is held.
     pub async fn extend_as(
         &self,
         key: &LockKey,
         token: &Token,
         ttl: Duration,
-        holder: Option<&Holder>,
+        (holder, slot): (Option<&Holder>, Option<&Slot>),
     ) -> Result<Lease, LockError> {
         let started = BootInstant::now();
         let call = Extend {
@@ -508,6 +512,7 @@ impl Redlock {
             token: token.as_str().to_owned(),
             ttl_ms: ttl_millis(ttl),
             record: holder.map(|h| h.encode(token)).unwrap_or_default(),
+            limit: slot.map(Slot::limit_record),
         };
         let replies = self
             .decided_round(move |mut connection: Connection| async move {

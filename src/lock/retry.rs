@@ -105,7 +105,9 @@ async fn acquire(
         if let Some(wakeups) = wakeups.as_mut() {
             wakeups.attempt_starts(ticket.as_ref().map(|t| t.id.as_str()));
         }
-        let (outcome, servers_clock) = redlock.attempt(key, &token, ttl, ticket.as_ref()).await;
+        let (outcome, servers_clock) = redlock
+            .attempt(key, &token, ttl, (ticket.as_ref(), None))
+            .await;
         let error = match outcome {
             Ok(lease) => return Ok(Lease { attempts, ..lease }),
             Err(error) if error.is_transient() => error,

@@ -7,10 +7,19 @@
 //! a majority.
 //!
 //! `--limit 1` is the slot `NAME#0`, not the lock `NAME`: the key a client
-//! holds depends only on the name and the slot, so clients that pass
-//! different K for one name share the slots they have in common, and no
-//! more than the largest K in use hold at once (a client with a smaller K
-//! only ever tries the first K slots).
+//! holds depends only on the name and the slot.
+//!
+//! # One K per semaphore
+//! Clients that passed different K shared the slots they had in common,
+//! which let more than the smaller K in (3 × `--limit 3` and 1 ×
+//! `--limit 4` made 4 holders). So each server records K beside the slots
+//! (`NAME\0limit`, limit.lua): the script that takes a slot refuses a K
+//! other than the one recorded (a refusal: exit 78), and writes it where
+//! it takes the slot; taking and extending a slot keep the record for at
+//! least the TTL. While a holder holds a slot on a majority, that majority
+//! records its K, and any majority another K could take meets it: no
+//! client with another K can hold a slot beside it. The record lapses with
+//! the last slot held, and K may change after that.
 //!
 //! # Waiting, and the line
 //! A waiter tries the slots in a random order, so that clients that arrive
@@ -158,7 +167,8 @@ async fn pass(
         let key = semaphore.slot_key(index);
         let token = Token::generate();
         in_flight.set(key.clone(), token.clone());
-        let (outcome, servers_clock) = redlock.attempt(&key, &token, ttl, ticket).await;
+        let limit = Some(semaphore.limit_record());
+        let (outcome, servers_clock) = redlock.attempt(&key, &token, ttl, (ticket, limit)).await;
         clock = clock.or(servers_clock);
         match outcome {
             Ok(lease) => {
@@ -265,7 +275,8 @@ impl Redlock {
         let mut not_held = None;
         for index in 0..semaphore.limit {
             let key = semaphore.slot_key(index);
-            match self.extend(&key, token, ttl).await {
+            let slot = semaphore.slot(index);
+            match self.extend_as(&key, token, ttl, (None, Some(&slot))).await {
                 Ok(lease) => {
                     return Ok(Lease {
                         slot: Some(semaphore.slot(index)),

@@ -574,7 +574,14 @@ impl Server {
         if err.is_timeout() {
             return ServerError::Timeout(self.timeout);
         }
-        let message = self.spec.scrub(&err.to_string());
+        if let Some(limit) = limit_conflict(err) {
+            return ServerError::Refused(limit);
+        }
+        // A plain error reply ("ERR …", what scripts send) is its text:
+        // redis-rs would put "ResponseError: " in front of it.
+        let text = err.to_string();
+        let text = text.strip_prefix("ResponseError: ").unwrap_or(&text);
+        let message = self.spec.scrub(text);
         let refusal = refusal(err, &message);
         // The text is the server's, or quotes it: escaped, on one line, and
         // cut, whatever it sent.
@@ -601,6 +608,22 @@ pub fn after(now: tokio::time::Instant, wait: Duration) -> tokio::time::Instant 
     const NEVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
     now.checked_add(wait)
         .unwrap_or_else(|| now + NEVER.min(wait))
+}
+
+/// limit.lua's `LIMIT <asked> <recorded>`: this server records another K
+/// for the semaphore than the client's `--limit`, a refusal no retry can
+/// fix. What to say of it, with the recorded K escaped and cut.
+fn limit_conflict(err: &RedisError) -> Option<String> {
+    if err.code() != Some("LIMIT") {
+        return None;
+    }
+    let (asked, recorded) = err.detail()?.split_once(' ')?;
+    Some(format!(
+        "this server records --limit {} for the semaphore, and this client asked for \
+         --limit {}: every client of a semaphore must pass the same K",
+        escape_and_cut(recorded.as_bytes(), 40),
+        escape_and_cut(asked.as_bytes(), 12),
+    ))
 }
 
 /// The kind of the I/O error behind `err`, if there is one.

@@ -2,7 +2,11 @@
 //! holds: value types only, which mutex.rs (the lease) and semaphore.rs
 //! (taking a slot) both use.
 
-use super::key::LockKey;
+use super::key::{LockKey, LIMIT_SUFFIX};
+
+/// Where the servers record a semaphore's K, and the K: what a slot's
+/// attempt and extension pass (limit.lua).
+pub(super) type LimitRecord = (Vec<u8>, u32);
 
 /// The most slots one semaphore may have: each waiter tries every slot in
 /// a pass, and listens to every slot's channel.
@@ -45,11 +49,23 @@ impl Semaphore {
         (0..self.limit).map(|i| self.slot_key(i)).collect()
     }
 
+    /// The servers' record of this semaphore's K, and this client's K.
+    pub(super) fn limit_record(&self) -> LimitRecord {
+        ([self.key.bytes(), LIMIT_SUFFIX].concat(), self.limit)
+    }
+
     pub(super) fn slot(&self, index: u32) -> Slot {
         Slot {
             semaphore: self.key.clone(),
             index,
             limit: self.limit,
         }
+    }
+}
+
+impl Slot {
+    /// The servers' record of its semaphore's K, and the K it was taken with.
+    pub(super) fn limit_record(&self) -> LimitRecord {
+        Semaphore::new(self.semaphore.clone(), self.limit).limit_record()
     }
 }

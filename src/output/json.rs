@@ -259,7 +259,7 @@ impl CauseJson {
             | LockError::Busy { failures, .. }
             | LockError::Refused { failures, .. }
             | LockError::Restarting { failures, .. } => failures,
-            LockError::TooSlow { .. } => return Vec::new(),
+            LockError::TooSlow { .. } | LockError::NoFenceLeft { .. } => return Vec::new(),
         };
         failures
             .0
@@ -430,6 +430,7 @@ fn failure_kind(error: &LockError) -> &'static str {
         LockError::Busy { .. } => "busy",
         LockError::NoQuorum { .. } => "no_quorum",
         LockError::TooSlow { .. } => "too_slow",
+        LockError::NoFenceLeft { .. } => "no_fence_left",
         LockError::NotHeld { .. } => "not_held",
         LockError::Refused { .. } => "refused",
         LockError::Restarting { .. } => "restarting",

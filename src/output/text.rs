@@ -443,13 +443,6 @@ fn notice(notice: &Notice) -> String {
                  chmod 600 {path}"
             )
         }
-        Notice::WritableServersFile(path) => {
-            let path = escape_bytes(path.as_os_str().as_encoded_bytes());
-            format!(
-                "servers file {path} can be changed by group or others, who could point the \
-                 lock at servers of their own; chmod go-w {path}"
-            )
-        }
     }
 }
 

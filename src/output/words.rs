@@ -10,6 +10,7 @@ use crate::duration::{exact, rounded};
 use crate::lock::{
     escape_and_cut, Broken, Failures, GuardCause, Guarded, HeldBy, Holder, LockError, LockKey,
     Recorded, Said, Semaphore, ServerError, SharedHolder, Standing, TokenOp, TokenRound, Tried,
+    MAX_FENCE,
 };
 
 /// How many characters of each recorded field a one-line summary shows.
@@ -239,6 +240,15 @@ pub fn lock_error(error: &LockError) -> String {
             "{}{}; it counts again by itself (-w waits for it)",
             restarting(error, Form::Failure),
             list(failures)
+        ),
+        LockError::NoFenceLeft { key, on } => format!(
+            "no fencing token is left for lock {key}: the last one handed out is {MAX_FENCE} \
+             (2^63-2, the highest redlock hands out) on {}; use another name, or delete \
+             the counter on every server once nobody uses the name",
+            on.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         LockError::NotHeld {
             key,

@@ -188,3 +188,113 @@ fn a_bad_config_file_is_a_configuration_error_naming_the_file_and_line() {
         "a dangling link as the user's config file",
     );
 }
+
+/// Sets `path`'s permission bits to `mode`.
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A config file that group or others can write was used silently: any
+/// local user could set `prefix` (or `restart-guard = 0`) for everyone.
+/// It is refused with 78, naming the file, who can write it and the fix,
+/// and nothing is taken.
+#[test]
+fn a_config_file_others_can_write_is_refused_with_78() {
+    let cluster = Cluster::start(3);
+    let dir = open_temp_dir("redlock-test-config-");
+    let file = write_file(dir.path(), "config", "prefix = evil:\n");
+    for (mode, who) in [
+        (0o666, "its group and others (mode 0666)"),
+        (0o646, "others (mode 0646)"),
+        (0o664, "its group (mode 0664)"),
+    ] {
+        chmod(&file, mode);
+        let out = run(with_config(&cluster, &file).args(["acquire", "-n", "x"]));
+        let shown = file.display().to_string();
+        let fix = format!("chmod go-w {shown}");
+        assert_one_line_error(
+            &out,
+            78,
+            &[
+                &format!("config file {shown}: it can be written by {who}"),
+                "so it is not used",
+                &fix,
+            ],
+            "a config file others can write",
+        );
+        assert_eq!(out.stdout, "");
+        assert_eq!(
+            cluster.dbsizes(),
+            [0, 0, 0],
+            "{mode:o}: something was taken"
+        );
+    }
+    chmod(&file, 0o644);
+    let out = run(with_config(&cluster, &file).args(["acquire", "-n", "x"]));
+    out.assert_code(0, "the owner's file that only it can write");
+    assert!(held_as(&cluster, "evil:x"));
+}
+
+/// A config or servers file owned by another user (neither this user nor
+/// root) is refused as well: its owner can change it. A root-owned file is
+/// fine for every user (run as uid 65534 here, which needs root; skipped
+/// otherwise), and a user's own file is fine for that user but not for
+/// root.
+#[test]
+fn a_file_another_user_owns_is_refused_and_roots_is_fine_for_anyone() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: owning files as another user needs root");
+        return;
+    }
+    use std::os::unix::process::CommandExt as _;
+    let cluster = Cluster::start(3);
+    let dir = open_temp_dir("redlock-test-config-");
+    let config = write_file(dir.path(), "config", "prefix = app:\n");
+    let servers = write_file(dir.path(), "servers", &cluster.urls().join("\n"));
+    chmod(&servers, 0o644);
+    let nobody = nix::unistd::Uid::from_raw(65534);
+    let chown = |path: &Path, uid: u32| {
+        std::os::unix::fs::chown(path, Some(uid), None).unwrap();
+    };
+    // As root: root's files are used; another user's are refused.
+    let as_root = |key: &str| {
+        let mut cmd = crate::support::redlock();
+        cmd.env("REDLOCK_CONFIG_FILE", &config)
+            .env("REDLOCK_SERVERS_FILE", &servers)
+            .args(["acquire", "-n", key]);
+        run(&mut cmd)
+    };
+    as_root("r1").assert_code(0, "root's files, as root");
+    assert!(held_as(&cluster, "app:r1"));
+    for (file, name) in [(&config, "config file"), (&servers, "servers file")] {
+        chown(file, nobody.as_raw());
+        let out = as_root("r2");
+        let shown = file.display().to_string();
+        assert_one_line_error(
+            &out,
+            78,
+            &[&format!(
+                "{name} {shown}: it is owned by uid 65534, neither this user (uid 0) nor root"
+            )],
+            "another user's file",
+        );
+        chown(file, 0);
+    }
+    assert!(!held_as(&cluster, "app:r2"));
+    // As uid 65534: root's files are fine, and so are its own.
+    let as_nobody = |key: &str| {
+        let mut cmd = crate::support::redlock();
+        cmd.env("REDLOCK_CONFIG_FILE", &config)
+            .env("REDLOCK_SERVERS_FILE", &servers)
+            .args(["acquire", "-n", key])
+            .uid(nobody.as_raw());
+        run(&mut cmd)
+    };
+    as_nobody("n1").assert_code(0, "root's files, as another user");
+    assert!(held_as(&cluster, "app:n1"));
+    chown(&config, nobody.as_raw());
+    chown(&servers, nobody.as_raw());
+    as_nobody("n2").assert_code(0, "its own files");
+    assert!(held_as(&cluster, "app:n2"));
+}

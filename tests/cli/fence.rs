@@ -331,3 +331,112 @@ fn a_fenced_exec_nested_in_an_unfenced_one_is_refused_not_run_without_a_fence() 
     out.assert_code(0, "fenced inside fenced");
     assert!(out.stdout.contains("ran [1]"), "{}", out.stdout);
 }
+
+/// Server values are checked before they are used: a fencing counter at or
+/// above 2^63 − 1 (what no redlock ever writes) is that server's failure;
+/// the other servers still count, and the fence handed out comes from them.
+#[test]
+fn an_implausible_counter_on_one_server_is_that_servers_failure_not_everyones() {
+    let cluster = Cluster::start(3);
+    for value in ["18446744073709551615", "9223372036854775807"] {
+        cluster.servers[0].set(&counter_key("job"), value.as_bytes());
+        let out = run(cluster
+            .redlock()
+            .args(["acquire", "--fence", "-v", "-n", "job"]));
+        let (token, fence) = token_and_fence(&out);
+        assert!(fence < 1 << 62, "{value}: handed out {fence}");
+        assert!(
+            !out.stderr.contains(&cluster.servers[0].url()),
+            "{value}: the server with the bad counter counted: {}",
+            out.stderr
+        );
+        assert_eq!(cluster.servers[0].get(b"job"), None, "{value}: taken there");
+        run(cluster.redlock().args(["release", "job", &token])).assert_code(0, "release");
+        // The bad counter is left as it was: redlock never lowers one.
+        assert_eq!(
+            cluster.servers[0].get(&counter_key("job")).unwrap(),
+            value.as_bytes()
+        );
+    }
+    let fences: Vec<u64> = (0..2).map(|_| hold_once(&cluster, "job", &[])).collect();
+    assert_eq!(fences, [3, 4], "no fence twice, none lower");
+}
+
+/// Counters at or above 2^63 − 1 on two of three servers: no majority,
+/// exit 69, and the message names both servers and their values.
+#[test]
+fn implausible_counters_on_a_majority_give_69_naming_each_server_and_value() {
+    let cluster = Cluster::start(3);
+    cluster.servers[0].set(&counter_key("job"), b"9223372036854775807");
+    cluster.servers[1].set(&counter_key("job"), b"99999999999999999999");
+    let out = run(cluster.redlock().args(["acquire", "--fence", "-n", "job"]));
+    out.assert_code(69, "two implausible counters");
+    assert_eq!(out.stdout, "", "no token, no fence");
+    for (server, shown) in [(0, "9223372036854775807"), (1, "99999999999999999999")] {
+        let needle = format!(
+            "{} failed (the fencing counter {shown} is at or above 2^63-1, \
+             which redlock never hands out)",
+            cluster.servers[server].url()
+        );
+        assert!(out.stderr.contains(&needle), "{needle}\n{}", out.stderr);
+    }
+    assert_eq!(
+        cluster.get_all(b"job"),
+        vec![None; 3],
+        "released everywhere"
+    );
+}
+
+/// The highest fence redlock hands out is 2^63 − 2: a counter there
+/// (which a holder of that fence left) gives no higher one, and no fence is
+/// handed out twice.
+#[test]
+fn no_fence_above_2_63_minus_2_is_handed_out() {
+    let cluster = Cluster::start(3);
+    for server in &cluster.servers {
+        server.set(&counter_key("job"), b"9223372036854775805");
+    }
+    assert_eq!(hold_once(&cluster, "job", &[]), (1 << 63) - 2);
+    let out = run(cluster.redlock().args(["acquire", "--fence", "-n", "job"]));
+    out.assert_code(69, "no fence left");
+    assert_eq!(out.stdout, "");
+    assert!(
+        out.stderr.contains(
+            "no fencing token is left for lock \"job\": the last one handed out is \
+             9223372036854775806 (2^63-2, the highest redlock hands out) on redis://"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        cluster.get_all(b"job"),
+        vec![None; 3],
+        "released everywhere"
+    );
+}
+
+/// A counter that is not a number: that server's failure, named with the
+/// value it holds, escaped and cut short, in words (it read
+/// `("the": fencing counter of this lock is not a number)`).
+#[test]
+fn a_counter_that_is_not_a_number_is_named_escaped_and_bounded() {
+    let cluster = Cluster::start(3);
+    let junk = format!("x\x1b[31m{}", "y".repeat(500));
+    cluster.servers[1].set(&counter_key("job"), junk.as_bytes());
+    cluster.servers[2].set(&counter_key("job"), junk.as_bytes());
+    let out = run(cluster.redlock().args(["acquire", "--fence", "-n", "job"]));
+    out.assert_code(69, "two counters that are not numbers");
+    let needle = format!(
+        "{} failed (the fencing counter is not a number: 'x\\u{{1b}}[31myyy",
+        cluster.servers[2].url()
+    );
+    assert!(out.stderr.contains(&needle), "{needle}\n{}", out.stderr);
+    assert!(
+        out.stderr.contains("...[+466 bytes]'"),
+        "not cut: {}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains('\x1b'), "{:?}", out.stderr);
+    assert!(out.stderr.len() < 700, "not bounded: {}", out.stderr);
+    assert!(!out.stderr.contains("\"the\""), "{}", out.stderr);
+}

@@ -996,11 +996,31 @@ fn a_fenced_acquire_says_the_counter_and_a_plain_one_does_not() {
     };
     assert_eq!(taken(fenced_acquire(&server, &k, "tok")), "0", "none yet");
     // Our own SET retried says it too.
-    server.set(&k[7], b"18446744073709551615");
+    server.set(&k[7], b"9223372036854775806");
     assert_eq!(
         taken(fenced_acquire(&server, &k, "tok")),
-        "18446744073709551615"
+        "9223372036854775806"
     );
+    // A counter no redlock writes (at or above 2^63 - 1) is an error that
+    // names it, and the lock is not taken there.
+    for bad in ["9223372036854775807", "18446744073709551615"] {
+        server.set(&k[7], bad.as_bytes());
+        let mut k2 = keys("fenced2");
+        k2[7] = k[7].clone();
+        let err = eval(
+            &server,
+            "acquire",
+            &k2,
+            &["tok2", "10000", GUARD_OFF, "", "", "0", "1000", "1"],
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&format!("the fencing counter {bad} is at or above 2^63-1")),
+            "{err}"
+        );
+        assert_eq!(server.get(&k2[0]), None, "{bad}: taken anyway");
+    }
     server.set(&k[7], b"not a counter");
     let err = eval(
         &server,

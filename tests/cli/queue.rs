@@ -555,3 +555,33 @@ fn a_waiter_keeps_its_place_where_its_attempt_won() {
         "the holder left the line"
     );
 }
+
+/// Server values are checked before they are used: the line's "kept the
+/// free lock since" (`NAME\0free`) that is not a number failed every
+/// acquire of the name on that server (a Lua error), and one in the
+/// future kept the free lock from callers for as long as the key stayed.
+/// Both now start the count afresh.
+#[test]
+fn a_lines_since_that_is_not_a_number_or_in_the_future_starts_afresh() {
+    let cluster = Cluster::start(3);
+    for (name, since) in [("junk", "abc"), ("ahead", "99999999999999")] {
+        let free = [name.as_bytes(), b"\0free"].concat();
+        for server in &cluster.servers {
+            server.stand_in_line(name, 1, "000000000000001-first");
+            server.set(&free, since.as_bytes());
+        }
+        let out = run(cluster.redlock().args(["acquire", "-n", name]));
+        out.assert_code(75, "the line keeps the free lock");
+        assert!(
+            out.stderr.contains("1 waiter is in line for it"),
+            "{name}: {}",
+            out.stderr
+        );
+        for server in &cluster.servers {
+            assert!(server.pttl(&free) > 0, "{name}: not started afresh");
+        }
+        // The line keeps it for a bounded time only: a waiter gets it.
+        let out = run(cluster.redlock().args(["acquire", "-w", "10s", name]));
+        out.assert_code(0, "the line stepped aside in the end");
+    }
+}

@@ -415,21 +415,23 @@ fn servers_files_say_what_is_wrong_with_them() {
         out.stderr
     );
     assert!(!out.stderr.contains("***"), "{}", out.stderr);
+    // A servers file others can write is refused (it once only warned):
+    // whoever writes it picks the servers.
     let secret = format!("redis://:pw@127.0.0.1:{}\n", cluster[0].port());
     let out = with_file(&secret, 0o622);
+    out.assert_code(78, "a servers file others can write");
     assert!(
-        out.stderr.contains("can be changed by group or others"),
+        out.stderr
+            .contains("it can be written by its group and others (mode 0622)"),
         "{}",
         out.stderr
     );
-    assert!(!out.stderr.contains("read"), "{}", out.stderr);
+    assert!(!out.stderr.contains("pw"), "{}", out.stderr);
     let out = with_file(&format!("{url}\n"), 0o666);
+    out.assert_code(78, "refused, whatever it holds");
+    assert!(out.stderr.contains("chmod go-w"), "{}", out.stderr);
+    let out = with_file(&format!("{url}\n"), 0o644);
     out.assert_code(75, "the lock is still held");
-    assert!(
-        out.stderr.contains("can be changed by group or others"),
-        "{}",
-        out.stderr
-    );
     let out = run(crate::support::redlock()
         .args(["status", "x"])
         .env("REDLOCK_SERVERS_FILE", ""));

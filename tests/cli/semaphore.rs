@@ -375,3 +375,169 @@ fn acquire_while_keeps_a_slot_until_release_limit_finds_it() {
     sleeper.kill().unwrap();
     sleeper.wait().unwrap();
 }
+
+/// The servers' record of a semaphore's K, beside its slots.
+fn limit_key(name: &str) -> Vec<u8> {
+    [name.as_bytes(), b"\0limit"].concat()
+}
+
+/// Clients that disagree on K: `--limit 3` three times and `--limit 4`
+/// once made 4 holders. The servers record K beside the slots; a client
+/// with another K is refused (78, no retry under `-w`), told the K the
+/// servers hold, and takes nothing.
+#[test]
+fn a_client_with_another_limit_is_refused_naming_the_k_the_servers_hold() {
+    let cluster = Cluster::start(3);
+    let tokens: Vec<String> = (0..3)
+        .map(|_| {
+            take(&cluster, "pool", "3")["token"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    for wait in [&["-n"][..], &["-w", "5s"]] {
+        let out = run(cluster
+            .redlock()
+            .args(["acquire", "--limit", "4"])
+            .args(wait)
+            .arg("pool"));
+        out.assert_code(78, "another K");
+        assert_eq!(out.stdout, "");
+        assert!(
+            out.stderr.contains(
+                "refused us (this server records --limit 3 for the semaphore, and this client \
+                 asked for --limit 4: every client of a semaphore must pass the same K)"
+            ),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            !out.stderr.contains("waiting"),
+            "-w retried: {}",
+            out.stderr
+        );
+    }
+    assert_eq!(cluster.get_all(b"pool#3"), vec![None; 3], "a fourth holder");
+    for server in &cluster.servers {
+        assert_eq!(server.get(&limit_key("pool")).as_deref(), Some(&b"3"[..]));
+        let ttl = server.pttl(&limit_key("pool"));
+        assert!(
+            ttl > 20_000 && ttl <= 30_000,
+            "the record lives as a slot: {ttl}"
+        );
+    }
+    // A smaller K is refused too, even for a slot that is free.
+    run(cluster
+        .redlock()
+        .args(["release", "--limit", "3", "pool", &tokens[0]]))
+    .assert_code(0, "release");
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "-n", "--limit", "2", "pool"]));
+    out.assert_code(78, "a smaller K");
+    assert!(out.stderr.contains("records --limit 3"), "{}", out.stderr);
+    // The same K still gets the free slot.
+    take(&cluster, "pool", "3");
+}
+
+/// The record lives as long as a slot is held: extensions keep it alive
+/// past the first TTL (here `acquire --while`'s keeper, in another
+/// process, and `extend --limit`); once the last holder is gone and its TTL
+/// has passed, the record is gone and another K may be used.
+#[test]
+fn the_limit_record_lives_while_a_slot_is_held_and_then_lapses() {
+    let cluster = Cluster::start(3);
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = sleeper.id().to_string();
+    let out = run(cluster.redlock().args([
+        "acquire", "--json", "-n", "--limit", "2", "--ttl", "1s", "--while", &pid, "kept",
+    ]));
+    out.assert_code(0, "acquire --limit --while");
+    let kept = out.json()["token"].as_str().unwrap().to_owned();
+    let out = run(cluster.redlock().args([
+        "acquire", "--json", "-n", "--limit", "2", "--ttl", "1s", "extended",
+    ]));
+    let extended = out.json()["token"].as_str().unwrap().to_owned();
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(2500) {
+        run(cluster.redlock().args([
+            "extend", "--limit", "2", "--ttl", "1s", "extended", &extended,
+        ]))
+        .assert_code(0, "extend --limit");
+        thread::sleep(Duration::from_millis(300));
+    }
+    for name in ["kept", "extended"] {
+        let out = run(cluster
+            .redlock()
+            .args(["acquire", "-n", "--limit", "3", name]));
+        out.assert_code(78, "another K while a slot is held past its first TTL");
+    }
+    run(cluster
+        .redlock()
+        .args(["release", "--limit", "2", "kept", &kept]))
+    .assert_code(0, "release");
+    run(cluster
+        .redlock()
+        .args(["release", "--limit", "2", "extended", &extended]))
+    .assert_code(0, "release");
+    assert!(
+        wait_until(Duration::from_secs(5), || cluster
+            .get_all(&limit_key("kept"))
+            .iter()
+            .chain(&cluster.get_all(&limit_key("extended")))
+            .all(Option::is_none)),
+        "the record outlived the last slot's TTL"
+    );
+    for name in ["kept", "extended"] {
+        let out = run(cluster
+            .redlock()
+            .args(["acquire", "-n", "--limit", "3", name]));
+        out.assert_code(0, "another K once every holder is gone");
+    }
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+}
+
+/// A K recorded on only a minority of servers (a leftover of an attempt
+/// that failed, say) refuses on those servers only: the others still make
+/// a majority, and the record there follows the new holder's K.
+#[test]
+fn a_k_recorded_on_a_minority_keeps_only_those_servers_out() {
+    let cluster = Cluster::start(3);
+    cluster.servers[0].set_px(&limit_key("few"), b"5", 30_000);
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "-n", "--json", "--limit", "2", "few"]));
+    out.assert_code(0, "a majority records no other K");
+    let held_on = out.json()["held_on"].as_array().unwrap().len();
+    assert_eq!(held_on, 2, "{}", out.stdout);
+    assert_eq!(
+        cluster.servers[0].get(&limit_key("few")).as_deref(),
+        Some(&b"5"[..])
+    );
+    for server in &cluster.servers[1..] {
+        assert_eq!(server.get(&limit_key("few")).as_deref(), Some(&b"2"[..]));
+    }
+    // A record that is not a number is shown escaped and cut.
+    for server in &cluster.servers {
+        server.set_px(
+            &limit_key("odd"),
+            "x\u{1b}]0;\u{7}".repeat(20).as_bytes(),
+            30_000,
+        );
+    }
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "-n", "--limit", "2", "odd"]));
+    out.assert_code(78, "a record that is no K of ours");
+    assert!(
+        out.stderr.contains("records --limit x\\u{1b}]0;\\u{7}x"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains('\u{1b}'), "{:?}", out.stderr);
+}

@@ -1,4 +1,4 @@
--- requires: guard holder queue fence reader_records shared
+-- requires: guard holder queue fence reader_records shared limit
 -- Take the lock: SET key token NX PX ttl, unless others are in line before
 -- the caller, or this server may have lost locks within the restart guard
 -- (ARGV[3] ms, 0 turns it off; the marker is KEYS[6]), read only when the
@@ -11,15 +11,32 @@
 -- ARGV[7] how long a ticket stays without its waiter, which is also how
 -- long the line may keep a free lock from callers in a row. ARGV[8] is "1"
 -- for a fenced attempt (fence.lua), ARGV[9] "1" for a shared one
--- (shared.lua: the attempt adds its token to the readers KEYS[9]).
+-- (shared.lua: the attempt adds its token to the readers KEYS[9]),
+-- ARGV[10] a semaphore slot's K ("" or none for any other lock; its record
+-- is KEYS[11]: limit.lua).
 -- Returns 1 taken ({"taken", counter} when fenced: taken_reply, fence.lua)
 -- (or already ours: a request retried after a dropped
 -- connection may find its own SET done), {"restarting", ms until counted
 -- again, clock} (restart_guard's), {"queued", waiters in line, clock} when
 -- the lock is free but others are first in line, or, when another value
--- holds it, {"held", occupant()}. The clock is this server's in ms (false
--- without TIME): a waiter takes its place in line by the servers' clocks,
--- not its own. lock/scripts/acquire.rs parses the reply.
+-- holds it, {"held", occupant()}; the error "LIMIT …" when the servers
+-- record another K for this slot's semaphore. The clock is this server's
+-- in ms (false without TIME): a waiter takes its place in line by the
+-- servers' clocks, not its own. lock/scripts/acquire.rs parses the reply.
+-- A semaphore's slot (ARGV[10] is its K, limit.lua) is refused where the
+-- servers record another K (an error reply: limit_conflict).
+local other_limit = limit_conflict(ARGV[10])
+if other_limit then
+  return other_limit
+end
+-- A fenced attempt takes no server whose counter cannot be used: that
+-- server's failure, before its key is written (fence_read's error).
+if ARGV[8] == "1" then
+  local counter = fence_read()
+  if type(counter) == "table" then
+    return counter
+  end
+end
 local ticket = ARGV[5]
 local linger = tonumber(ARGV[7])
 local now = now_ms()
@@ -58,9 +75,11 @@ if first == nil or first == ticket then
     elseif ticket ~= "" then
       leave_line(ticket)
     end
+    limit_live_for(ARGV[10], tonumber(ARGV[2]))
     return taken_reply()
   end
   if holds_value(KEYS[1], ARGV[1]) then
+    limit_live_for(ARGV[10], tonumber(ARGV[2]))
     return taken_reply()
   end
 end

@@ -27,6 +27,9 @@ pub struct Acquire {
     pub fence: bool,
     /// A shared attempt (`--shared`): one reader among many.
     pub shared: bool,
+    /// A semaphore's slot: where the servers record its K, and this
+    /// client's K, which a server that records another refuses (limit.lua).
+    pub limit: Option<(Vec<u8>, u32)>,
 }
 
 /// What acquire.lua answered.
@@ -61,7 +64,7 @@ impl Invocation for Acquire {
     }
 
     fn keys(&self) -> Vec<Vec<u8>> {
-        self.keys.to_vec()
+        super::token::with_limit_key(self.keys.to_vec(), self.limit.as_ref())
     }
 
     fn args(&self) -> Vec<Vec<u8>> {
@@ -84,6 +87,10 @@ impl Invocation for Acquire {
             } else {
                 b"0".to_vec()
             },
+            self.limit
+                .as_ref()
+                .map(|(_, k)| k.to_string().into_bytes())
+                .unwrap_or_default(),
         ]
     }
 
@@ -160,8 +167,8 @@ mod tests {
     fn each_reply_reads_as_its_outcome() {
         assert_eq!(parse(Value::Int(1)).unwrap(), AcquireReply::Taken(None));
         assert_eq!(
-            parse(array(vec![bulk("taken"), bulk("18446744073709551615")])).unwrap(),
-            AcquireReply::Taken(Some(u64::MAX))
+            parse(array(vec![bulk("taken"), bulk("9223372036854775806")])).unwrap(),
+            AcquireReply::Taken(Some((1 << 63) - 2))
         );
         assert_eq!(
             parse(array(vec![bulk("taken"), bulk("0")])).unwrap(),
@@ -197,6 +204,11 @@ mod tests {
             assert!(parse(Value::Int(n)).is_err(), "{n}");
         }
         assert!(parse(Value::Nil).is_err());
+        // A counter above the highest fence redlock hands out.
+        for counter in ["9223372036854775807", "18446744073709551615"] {
+            let err = parse(array(vec![bulk("taken"), bulk(counter)])).unwrap_err();
+            assert!(err.to_string().contains("at or above 2^63-1"), "{err}");
+        }
         assert!(parse(bulk("1")).is_err());
         assert!(parse(Value::Okay).is_err());
         assert!(parse(array(vec![])).is_err(), "empty");
@@ -252,9 +264,10 @@ mod tests {
             linger_ms: 1000,
             fence: false,
             shared: false,
+            limit: None,
         };
         let args: Vec<&[u8]> = vec![
-            b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0", b"0",
+            b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0", b"0", b"",
         ];
         assert_eq!(
             call.args(),
@@ -270,11 +283,19 @@ mod tests {
             fence: true,
             ..without.clone()
         };
-        assert_eq!(fenced.args()[7..], [b"1".to_vec(), b"0".to_vec()]);
+        assert_eq!(fenced.args()[7..9], [b"1".to_vec(), b"0".to_vec()]);
         let shared = Acquire {
             shared: true,
+            ..without.clone()
+        };
+        assert_eq!(shared.args()[7..9], [b"0".to_vec(), b"1".to_vec()]);
+        // A semaphore's slot: its K last, and where it is recorded as KEYS[11].
+        let slot = Acquire {
+            limit: Some((b"k\0limit".to_vec(), 3)),
             ..without
         };
-        assert_eq!(shared.args()[7..], [b"0".to_vec(), b"1".to_vec()]);
+        assert_eq!(slot.args()[9], b"3");
+        assert_eq!(slot.keys().len(), 11);
+        assert_eq!(slot.keys()[10], b"k\0limit");
     }
 }

@@ -1,10 +1,11 @@
--- requires: token holder queue reader_records shared
+-- requires: token holder queue reader_records shared limit
 -- Compare-and-expire: push the expiry out to ARGV[2] ms from now, only while
 -- the key still holds our token. Never shortens it: a process that extends
 -- with a shorter TTL must not cut short a lease its supervisor relies on.
 -- A missing key is never re-created: once it expired, it may already belong
 -- to someone else on the other servers. The holder record follows the lock's
 -- expiry; a non-empty ARGV[3] replaces it (exec adds the command's pid).
+-- ARGV[4], when given, is a semaphore slot's K (limit.lua).
 -- Returns 1 if the token holds the key, 0 if the key is gone, 2 if another
 -- value holds it (lock/scripts/token.rs parses it). (token_state and
 -- not_held_reply come from token.lua, the holder functions from
@@ -24,6 +25,9 @@ if left >= 0 and left < wanted then
   redis.call("PEXPIRE", KEYS[1], wanted)
   left = wanted
 end
+-- A semaphore's slot (ARGV[4] its K, KEYS[11] the record) keeps its K
+-- recorded as long as it is held (limit.lua).
+limit_live_for(ARGV[4], left)
 if ARGV[3] ~= "" then
   write_holder(ARGV[3], left, true)
 else

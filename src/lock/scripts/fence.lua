@@ -8,18 +8,33 @@
 -- numbers are doubles.
 
 -- The counter: its digits, false when there is none, or an error reply
--- when the key holds anything but a counter (another type, or a string
--- that is not one): never read as 0, which would hand out a lower token.
+-- when the key holds anything but a counter redlock can have written
+-- (another type, a string that is not one, or a number at or above
+-- 2^63 - 1, FENCE_CEILING: redlock hands out at most 2^63 - 2): never read
+-- as 0, which would hand out a lower token, nor used, which would hand out
+-- one that storage keeping signed 64-bit numbers cannot hold. The error
+-- names the value (cut to 40 bytes; the client escapes it), and starts
+-- with an error code, as a Redis error does.
+local FENCE_CEILING = "9223372036854775807"
+
 local function fence_read()
   local raw = redis.pcall("GET", KEYS[8])
   if type(raw) == "table" and raw.err then
-    return redis.error_reply("the fencing counter " .. raw.err)
+    return redis.error_reply("ERR the fencing counter cannot be read: " .. raw.err)
   end
   if raw == false then
     return false
   end
   if #raw > 20 or not (raw == "0" or string.match(raw, "^[1-9]%d*$")) then
-    return redis.error_reply("the fencing counter of this lock is not a number")
+    local shown = string.sub(raw, 1, 40)
+    if #raw > 40 then
+      shown = shown .. "...[+" .. (#raw - 40) .. " bytes]"
+    end
+    return redis.error_reply("ERR the fencing counter is not a number: '" .. shown .. "'")
+  end
+  if #raw > #FENCE_CEILING or (#raw == #FENCE_CEILING and raw >= FENCE_CEILING) then
+    return redis.error_reply("ERR the fencing counter " .. raw
+      .. " is at or above 2^63-1, which redlock never hands out")
   end
   return raw
 end

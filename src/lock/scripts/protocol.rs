@@ -15,6 +15,12 @@ use super::super::key::{
 };
 use super::source::LuaScript;
 
+/// The highest fencing token redlock hands out, and so the highest counter
+/// a server can hold: 2^63 − 2. A counter at or above 2^63 − 1 is no
+/// counter of redlock's (fence.lua refuses it as that server's failure),
+/// and every token fits storage that keeps signed 64-bit numbers.
+pub const MAX_FENCE: u64 = (1 << 63) - 2;
+
 /// A reply that no version of the script sends: the server (or something
 /// between it and us) is not speaking the protocol, so its answer counts as
 /// that server's failure, as an error reply does.
@@ -181,17 +187,24 @@ impl Reader {
     }
 
     /// A fencing counter: its decimal digits (fence.lua keeps them as
-    /// text, so that every u64 is exact), or a number.
+    /// text, so that every u64 is exact), or a number; never one above
+    /// [`MAX_FENCE`], which fence.lua refuses to give.
     pub fn counter(self, value: Value) -> Result<u64, ProtocolError> {
-        match value {
-            Value::Int(_) => self.count(&value, "the fencing counter"),
+        let counter = match value {
+            Value::Int(_) => self.count(&value, "the fencing counter")?,
             Value::BulkString(digits) => std::str::from_utf8(&digits)
                 .ok()
                 .filter(|text| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
                 .and_then(|text| text.parse().ok())
-                .ok_or_else(|| self.error("the fencing counter: not a u64")),
-            other => Err(self.error(format!("the fencing counter: {}", shape(&other)))),
+                .ok_or_else(|| self.error("the fencing counter: not a u64"))?,
+            other => return Err(self.error(format!("the fencing counter: {}", shape(&other)))),
+        };
+        if counter > MAX_FENCE {
+            return Err(self.error(format!(
+                "the fencing counter {counter} is at or above 2^63-1"
+            )));
         }
+        Ok(counter)
     }
 
     /// A server's clock in ms (a number, or its digits as text), or nothing

@@ -70,16 +70,21 @@ end
 -- lock from callers for `bound` ms in a row. Waiters that die one after
 -- another each keep their place for a linger; this caps the sum, so that a
 -- storm of dead waiters costs a free lock at most `bound` at a time.
+-- A `since` that is not a number, or lies in this server's future (its
+-- clock stepped back, or someone wrote it), starts the count afresh, with
+-- an expiry: it would otherwise fail every acquire here, or keep the lock
+-- from callers for as long as the key stays.
 local function line_steps_aside(now, bound)
   local since = redis.pcall("GET", KEYS[5])
   if failed(since) then
     return true
   end
-  if not since then
+  since = since and tonumber(since)
+  if not since or since ~= since or since > tonumber(now) then
     redis.pcall("SET", KEYS[5], string.format("%.0f", now), "PX", bound * 2)
     return false
   end
-  return now - tonumber(since) >= bound
+  return now - since >= bound
 end
 
 -- Puts `ticket` in line (or keeps it there) until `now + linger` ms, at

@@ -28,6 +28,7 @@ const PRELUDES: &[(&str, &str)] = &[
     ("reader_records", include_str!("reader_records.lua")),
     ("shared", include_str!("shared.lua")),
     ("token", include_str!("token.lua")),
+    ("limit", include_str!("limit.lua")),
 ];
 
 /// The scripts redlock runs.
@@ -141,6 +142,7 @@ mod tests {
             include_str!("fence.lua"),
             include_str!("reader_records.lua"),
             include_str!("shared.lua"),
+            include_str!("limit.lua"),
             include_str!("acquire.lua"),
         ]
         .concat();

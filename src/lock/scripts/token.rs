@@ -37,6 +37,9 @@ pub struct Extend {
     pub ttl_ms: u64,
     /// A holder record to replace the old one with (empty: keep it).
     pub record: Vec<u8>,
+    /// A semaphore's slot: where the servers record its K, and the K, kept
+    /// recorded as long as the slot is held (limit.lua).
+    pub limit: Option<(Vec<u8>, u32)>,
 }
 
 impl Invocation for Release {
@@ -75,20 +78,32 @@ impl Invocation for Extend {
     }
 
     fn keys(&self) -> Vec<Vec<u8>> {
-        self.keys.to_vec()
+        with_limit_key(self.keys.to_vec(), self.limit.as_ref())
     }
 
     fn args(&self) -> Vec<Vec<u8>> {
-        vec![
+        let mut args = vec![
             self.token.clone().into_bytes(),
             self.ttl_ms.to_string().into_bytes(),
             self.record.clone(),
-        ]
+        ];
+        args.extend(self.limit.as_ref().map(|(_, k)| k.to_string().into_bytes()));
+        args
     }
 
     fn parse(&self, reply: Value) -> Result<TokenReply, ProtocolError> {
         token_reply(Reader("extend"), reply)
     }
+}
+
+/// The lock's keys, then, for a semaphore's slot, where the servers record
+/// its K (KEYS[11], limit.lua).
+pub(super) fn with_limit_key(
+    mut keys: Vec<Vec<u8>>,
+    limit: Option<&(Vec<u8>, u32)>,
+) -> Vec<Vec<u8>> {
+    keys.extend(limit.map(|(key, _)| key.clone()));
+    keys
 }
 
 /// 1 (held), 0 (gone) or 2 (taken), nothing else.
@@ -148,8 +163,16 @@ mod tests {
             token: "tok".into(),
             ttl_ms: 30,
             record: Vec::new(),
+            limit: None,
         };
         assert_eq!(extend.args(), [b"tok".to_vec(), b"30".to_vec(), Vec::new()]);
         assert_eq!(extend.keys()[0], b"k");
+        assert_eq!(extend.keys().len(), 10);
+        let slot = Extend {
+            limit: Some((b"k\0limit".to_vec(), 4)),
+            ..extend
+        };
+        assert_eq!(slot.args()[3], b"4");
+        assert_eq!(slot.keys()[10], b"k\0limit");
     }
 }
