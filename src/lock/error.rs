@@ -146,8 +146,8 @@ pub enum LockError {
         guard: Duration,
         /// When the first of them counts again.
         again_in: Duration,
-        /// Why they are kept out, each cause once.
-        causes: Vec<GuardCause>,
+        /// Each of them, and why it is kept out.
+        causes: Vec<(ServerSpec, GuardCause)>,
         failures: Failures,
     },
     /// `--fence`: the counter a locking server read is at the last fencing

@@ -67,14 +67,6 @@ pub struct Guarded {
     pub cause: GuardCause,
 }
 
-/// The distinct causes among `kept`, in a stable order.
-pub(super) fn causes<'a>(kept: impl IntoIterator<Item = &'a Guarded>) -> Vec<GuardCause> {
-    let mut causes: Vec<GuardCause> = kept.into_iter().map(|g| g.cause).collect();
-    causes.sort();
-    causes.dedup();
-    causes
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -316,10 +316,10 @@ impl Inspection {
     /// The error for an inspection whose verdict is [`Verdict::Unknown`]:
     /// restarting when servers kept out by the restart guard are why.
     pub fn no_quorum(&self) -> LockError {
-        let again_in: Vec<Guarded> = self
+        let again_in: Vec<(ServerSpec, Guarded)> = self
             .servers
             .iter()
-            .filter_map(|s| s.state.as_ref().ok()?.restarting)
+            .filter_map(|s| Some((s.server.clone(), s.state.as_ref().ok()?.restarting?)))
             .collect();
         let kept_out = self.restart_guard.map(|guard| KeptOut {
             guard,

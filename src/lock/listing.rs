@@ -232,10 +232,10 @@ impl Listing {
         if counting >= self.quorum {
             return None;
         }
-        let again_in: Vec<Guarded> = self
+        let again_in: Vec<(ServerSpec, Guarded)> = self
             .servers
             .iter()
-            .filter_map(|part| *part.state.as_ref().ok()?)
+            .filter_map(|part| Some((part.server.clone(), (*part.state.as_ref().ok()?)?)))
             .collect();
         let kept_out = self.restart_guard.map(|guard| KeptOut {
             guard,

@@ -432,9 +432,13 @@ impl Redlock {
             .collect();
         let in_line = queued.len();
         let again_in = replies
-            .answered()
-            .filter_map(|r| match r {
-                SetReply::Restarting { guarded, .. } => Some(*guarded),
+            .answers
+            .iter()
+            .zip(&self.servers)
+            .filter_map(|(answer, server)| match answer {
+                Some(Ok(SetReply::Restarting { guarded, .. })) => {
+                    Some((server.spec().clone(), *guarded))
+                }
                 _ => None,
             })
             .collect::<Vec<_>>();

@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use super::error::{Failures, LockError};
-use super::guard::{causes, Guarded};
+use super::guard::Guarded;
 use super::key::LockKey;
+use super::server_url::ServerSpec;
 
 /// The number of servers that must agree: a strict majority of the servers
 /// that are *configured*, whatever number of them happens to answer.
@@ -37,8 +38,8 @@ pub fn ttl_millis(ttl: Duration) -> u64 {
 pub(super) struct KeptOut<'a> {
     /// The guard they were judged by.
     pub guard: Duration,
-    /// When each of them counts again, and why it is kept out.
-    pub kept: &'a [Guarded],
+    /// Each of them, when it counts again, and why it is kept out.
+    pub kept: &'a [(ServerSpec, Guarded)],
 }
 
 /// The one decision of why a round of `total` servers lacks a quorum, for
@@ -52,7 +53,7 @@ pub(super) fn no_quorum(
     kept_out: Option<KeptOut<'_>>,
     failures: Failures,
 ) -> LockError {
-    let soonest = kept_out.and_then(|k| Some((k, k.kept.iter().map(|g| g.left).min()?)));
+    let soonest = kept_out.and_then(|k| Some((k, k.kept.iter().map(|(_, g)| g.left).min()?)));
     match soonest {
         Some((kept_out, again_in)) => LockError::Restarting {
             key: key.clone(),
@@ -60,7 +61,11 @@ pub(super) fn no_quorum(
             total,
             guard: kept_out.guard,
             again_in,
-            causes: causes(kept_out.kept),
+            causes: kept_out
+                .kept
+                .iter()
+                .map(|(server, g)| (server.clone(), g.cause))
+                .collect(),
             failures,
         },
         None => failures.into_error(key, total, quorum),
@@ -162,15 +167,22 @@ mod tests {
             };
             Failures(vec![(spec, err)])
         };
+        let server = |port: u16| ServerSpec::parse(&format!("127.0.0.1:{port}")).unwrap();
         let kept = [
-            Guarded {
-                left: Duration::from_secs(3),
-                cause: GuardCause::Replication,
-            },
-            Guarded {
-                left: Duration::from_secs(1),
-                cause: GuardCause::Unseen,
-            },
+            (
+                server(7001),
+                Guarded {
+                    left: Duration::from_secs(3),
+                    cause: GuardCause::Replication,
+                },
+            ),
+            (
+                server(7002),
+                Guarded {
+                    left: Duration::from_secs(1),
+                    cause: GuardCause::Unseen,
+                },
+            ),
         ];
         let kept_out = KeptOut {
             guard: Duration::from_secs(30),
@@ -185,7 +197,8 @@ mod tests {
                 ..
             } => {
                 assert_eq!((again_in, failures.0.len()), (Duration::from_secs(1), 1));
-                assert_eq!(causes, [GuardCause::Unseen, GuardCause::Replication]);
+                let causes: Vec<GuardCause> = causes.into_iter().map(|(_, c)| c).collect();
+                assert_eq!(causes, [GuardCause::Replication, GuardCause::Unseen]);
             }
             other => panic!("{other:?}"),
         }

@@ -503,7 +503,19 @@ fn restarting_why(error: &LockError) -> String {
     else {
         return String::new();
     };
-    let causes: Vec<&str> = causes.iter().map(|&c| guard_cause(c)).collect();
+    // Grouped by cause, each naming its servers: "a, b: why; c: why".
+    let mut by_cause: Vec<(GuardCause, Vec<String>)> = Vec::new();
+    for (server, cause) in causes {
+        match by_cause.iter_mut().find(|(c, _)| c == cause) {
+            Some((_, servers)) => servers.push(server.to_string()),
+            None => by_cause.push((*cause, vec![server.to_string()])),
+        }
+    }
+    by_cause.sort_by_key(|(cause, _)| *cause);
+    let causes: Vec<String> = by_cause
+        .iter()
+        .map(|(cause, servers)| format!("{}: {}", servers.join(", "), guard_cause(*cause)))
+        .collect();
     format!(
         "{restarting} of {} may have lost locks less than {} ago ({}; restart guard, counted \
          again in {})",
@@ -739,23 +751,27 @@ mod tests {
             ttl: Duration::from_secs(1),
         };
         assert!(lock_error(&too_slow).ends_with("; use a longer --ttl or faster servers"));
+        let server = |port: u16| ServerSpec::parse(&format!("127.0.0.1:{port}")).unwrap();
         let restarting = LockError::Restarting {
             key: key.clone(),
             restarting: 2,
             total: 3,
             guard: Duration::from_secs(30),
             again_in: Duration::from_millis(1500),
-            causes: vec![GuardCause::AnotherProcess, GuardCause::Eviction],
+            causes: vec![
+                (server(7001), GuardCause::Eviction),
+                (server(7000), GuardCause::AnotherProcess),
+            ],
             failures: Failures::default(),
         };
         assert_eq!(
             lock_error(&restarting),
-            "lock \"k\": 2 of 3 servers may have lost locks less than 30s ago (another server \
-             process holds its data: a restart, a failover, or another server behind the address; \
-             it evicted keys; restart guard, counted again in 1s 500ms); it counts again by itself \
-             (-w waits for it)"
+            "lock \"k\": 2 of 3 servers may have lost locks less than 30s ago \
+             (redis://127.0.0.1:7000: another server process holds its data: a restart, a \
+             failover, or another server behind the address; redis://127.0.0.1:7001: it evicted \
+             keys; restart guard, counted again in 1s 500ms); it counts again by itself (-w waits \
+             for it)"
         );
-        let server = |port: u16| ServerSpec::parse(&format!("127.0.0.1:{port}")).unwrap();
         let round = TokenRound {
             op: TokenOp::Extend,
             said: vec![
