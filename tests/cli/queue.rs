@@ -161,10 +161,12 @@ fn a_caller_that_does_not_wait_never_cuts_in_line() {
     }
     let out = run(cluster.redlock().args(["acquire", "-n", "line"]));
     out.assert_code(75, "-n does not cut in");
+    // "at least 2" where the round was decided before the third answer
+    // (it was on a loaded CI machine).
     assert!(
-        out.stderr.contains(
-            "\"line\" is free, but 1 waiter is in line for it (on at least 3 of 3 servers)"
-        ),
+        ["2", "3"].iter().any(|n| out.stderr.contains(&format!(
+            "\"line\" is free, but 1 waiter is in line for it (on at least {n} of 3 servers)"
+        ))),
         "{}",
         out.stderr
     );
