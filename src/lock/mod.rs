@@ -14,6 +14,9 @@ mod holder;
 mod inspection;
 mod keeper;
 mod key;
+mod line;
+#[cfg(test)]
+mod line_model;
 mod listening;
 mod listing;
 mod mutex;

@@ -11,6 +11,7 @@ use super::guard::Guarded;
 use super::holder::Holder;
 use super::inspection::{Inspection, KeyState, Occupied, ServerState};
 use super::key::{guard_marker, LockKey, Token};
+use super::line;
 use super::notify;
 use super::queue::{self, Ticket};
 use super::quorum::{drift, no_quorum, quorum, ttl_millis, validity, KeptOut, Tally};
@@ -67,8 +68,12 @@ pub(super) enum SetReply {
     /// Another value holds the key: what the server holds.
     Held(Box<KeyState>),
     /// The lock is free, but this many waiters stand in line before the
-    /// caller; the server's clock in ms.
-    Queued { waiters: u64, clock: Option<u64> },
+    /// caller; the server's clock in ms; the tickets ahead of the caller's.
+    Queued {
+        waiters: u64,
+        clock: Option<u64>,
+        ahead: Vec<String>,
+    },
     /// It may have lost locks within the guard: counted again after this
     /// long; the server's clock in ms.
     Restarting {
@@ -93,7 +98,15 @@ impl From<AcquireReply> for SetReply {
         match reply {
             AcquireReply::Taken(counter) => SetReply::Taken(counter),
             AcquireReply::Held(seen) => SetReply::Held(Box::new(KeyState::new(*seen, None, 0))),
-            AcquireReply::Queued { waiters, clock } => SetReply::Queued { waiters, clock },
+            AcquireReply::Queued {
+                waiters,
+                clock,
+                ahead,
+            } => SetReply::Queued {
+                waiters,
+                clock,
+                ahead,
+            },
             AcquireReply::Restarting(restarting) => SetReply::Restarting {
                 guarded: restarting.guarded,
                 clock: restarting.clock,
@@ -325,6 +338,20 @@ impl Redlock {
         ttl: Duration,
         (ticket, limit): (Option<&Ticket>, Option<LimitRecord>),
     ) -> (Result<Lease, LockError>, Option<u64>) {
+        let (outcome, clock, _) = self.attempt_in_line(key, token, ttl, (ticket, limit)).await;
+        (outcome, clock)
+    }
+
+    /// [`Self::attempt`], and whether the waiter's next attempt goes past a
+    /// split line (lock/line.rs): its attempt failed though the lock was
+    /// free on a majority, and no ticket ahead of its own stands on one.
+    pub(super) async fn attempt_in_line(
+        &self,
+        key: &LockKey,
+        token: &Token,
+        ttl: Duration,
+        (ticket, limit): (Option<&Ticket>, Option<LimitRecord>),
+    ) -> (Result<Lease, LockError>, Option<u64>, bool) {
         let started = BootInstant::now();
         let call = Acquire {
             keys: self.keys_of(key),
@@ -337,6 +364,7 @@ impl Redlock {
             fence: self.fence,
             shared: self.shared,
             limit,
+            past_a_split_line: ticket.is_some_and(|t| t.past_a_split_line),
         };
         let replies = self
             .decided_round(move |mut connection: Connection| async move {
@@ -346,10 +374,10 @@ impl Redlock {
         let clock = median(replies.answered().filter_map(SetReply::clock).collect());
         let too_slow = match self.lease(key, token, ttl, started, &replies) {
             Ok(lease) if self.fence => match self.fence(lease, &replies).await {
-                Ok(fenced) => return (Ok(fenced), clock),
+                Ok(fenced) => return (Ok(fenced), clock, false),
                 Err(unfenced) => Some(unfenced),
             },
-            Ok(lease) => return (Ok(lease), clock),
+            Ok(lease) => return (Ok(lease), clock, false),
             Err(too_slow) => too_slow,
         };
         // Unlock wherever the key may be: a server that timed out may still
@@ -362,10 +390,16 @@ impl Redlock {
         let unlocked = self.release_round(&may_hold, key, token, undo).await;
         let unlock_failures = Failures(unlocked.failures(&may_hold));
         if let Some(refused) = unlock_failures.refusal(key, self.len(), self.quorum) {
-            return (Err(refused), clock);
+            return (Err(refused), clock, false);
         }
+        let seen = replies.answered().map(|reply| match reply {
+            SetReply::Taken(_) => line::Seen::Took,
+            SetReply::Queued { ahead, .. } => line::Seen::Refused(ahead),
+            _ => line::Seen::Neither,
+        });
+        let split = ticket.is_some_and(|t| line::split_for(&t.id, self.quorum, seen));
         let error = too_slow.unwrap_or_else(|| self.not_taken(key, &replies));
-        (Err(error), clock)
+        (Err(error), clock, split)
     }
 
     /// Takes `ticket` out of `key`'s line on every server but those in

@@ -41,6 +41,9 @@ pub struct Ticket {
     /// The score, zero-padded, and a random suffix: unique, and ordered
     /// like the score where scores tie.
     pub id: String,
+    /// The waiter's last attempt found the servers' lines split: its next
+    /// one takes a free lock wherever it is free (lock/line.rs).
+    pub past_a_split_line: bool,
 }
 
 impl Ticket {
@@ -63,6 +66,7 @@ impl Ticket {
         let suffix: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         Ticket {
             score,
+            past_a_split_line: false,
             id: format!(
                 "{score:015}-{suffix}{}",
                 if shared {

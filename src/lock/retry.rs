@@ -105,18 +105,24 @@ async fn acquire(
         if let Some(wakeups) = wakeups.as_mut() {
             wakeups.attempt_starts(ticket.as_ref().map(|t| t.id.as_str()));
         }
-        let (outcome, servers_clock) = redlock
-            .attempt(key, &token, ttl, (ticket.as_ref(), None))
+        let (outcome, servers_clock, split) = redlock
+            .attempt_in_line(key, &token, ttl, (ticket.as_ref(), None))
             .await;
         let error = match outcome {
             Ok(lease) => return Ok(Lease { attempts, ..lease }),
             Err(error) if error.is_transient() => error,
             Err(error) => return Err(error),
         };
+        in_flight.past_a_split_line(split);
         if ticket.is_none() && wait != Wait::No {
             in_flight.stand_in_line(Ticket::draw(servers_clock, redlock.shared));
         }
-        let mut pause = retry_delay(ttl);
+        // Past a split line the lock is free now: no pause (lock/line.rs).
+        let mut pause = if split {
+            Duration::ZERO
+        } else {
+            retry_delay(ttl)
+        };
         if let Some(give_up_at) = give_up_at {
             let left = give_up_at.remaining();
             if left.is_zero() {
@@ -168,6 +174,13 @@ impl InFlight {
 
     fn ticket(&self) -> Option<Ticket> {
         self.state().1.clone()
+    }
+
+    /// Whether the next attempt goes past a split line (lock/line.rs).
+    fn past_a_split_line(&self, split: bool) {
+        if let Some(ticket) = self.state().1.as_mut() {
+            ticket.past_a_split_line = split;
+        }
     }
 }
 

@@ -73,7 +73,7 @@ fn eval_in_db(
         // The db comes after every argument the script names, as the
         // Rust calls send them all: those a test leaves out are empty.
         let named = match name {
-            "acquire" => 10,
+            "acquire" => 11,
             _ => 2,
         };
         args.resize(args.len().max(named), "");
@@ -418,6 +418,35 @@ fn acquire_lets_a_line_that_kept_the_lock_too_long_step_aside() {
         &acquire_args("a", GUARD_OFF, "", "0"),
     ));
     assert_eq!(tag, "queued");
+}
+
+/// Issue 28: a refused waiter learns the tickets ahead of its own; with
+/// ARGV[11] "1" (its last attempt found the servers' lines split) it takes
+/// a free lock where another is first, and never a held one.
+#[test]
+fn acquire_names_the_tickets_ahead_and_goes_past_a_split_line_when_told() {
+    let server = RedisServer::start();
+    let k = keys("split");
+    in_line(&server, &k, "t-100", 100, NEVER);
+    in_line(&server, &k, "t-200", 200, NEVER);
+    let (tag, rest) = tagged(run(
+        &server,
+        "acquire",
+        &k,
+        &acquire_args("c", GUARD_OFF, "t-300", "300"),
+    ));
+    assert_eq!(tag, "queued");
+    let ahead: Vec<String> = items(rest[2].clone()).iter().map(text).collect();
+    assert_eq!(ahead, ["t-100", "t-200"], "only the tickets before t-300");
+    let mut past = acquire_args("c", GUARD_OFF, "t-300", "300").to_vec();
+    past.extend(["0", "0", "", "1"]);
+    assert_eq!(run(&server, "acquire", &k, &past), Value::Int(1));
+    assert_eq!(line(&server, &k), ["t-100", "t-200"], "it left the line");
+    // Never past a holder.
+    let mut other = acquire_args("d", GUARD_OFF, "t-400", "400").to_vec();
+    other.extend(["0", "0", "", "1"]);
+    let (tag, _) = tagged(run(&server, "acquire", &k, &other));
+    assert_eq!(tag, "held");
 }
 
 /// What guard.lua's marker records of the dataset behind the address.

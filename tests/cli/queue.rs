@@ -240,6 +240,33 @@ fn servers_that_disagree_on_the_line_still_let_the_earliest_waiter_through() {
     assert_eq!(held_on.len(), 2, "{held_on:?}");
 }
 
+/// Issue 28: servers that missed calls while cut off name different
+/// waiters first (here two that reached one server each and never came
+/// back), so none is first on a majority. A waiter that sees no ticket
+/// ahead of its own on a majority goes past them at once; before, it waited
+/// for each server's step-aside, a linger (5s here) started at different
+/// moments on each.
+#[test]
+fn a_waiter_goes_past_a_line_split_between_servers_at_once() {
+    let cluster = Cluster::start(3);
+    cluster[0].stand_in_line("split", 1, "000000000000001-only-on-0");
+    cluster[1].stand_in_line("split", 2, "000000000000002-only-on-1");
+    let started = Instant::now();
+    let out = run(cluster
+        .redlock()
+        .env("REDLOCK_TEST_LINGER_MS", "5000")
+        .args(["acquire", "-w", "20s", "split"]));
+    let took = started.elapsed();
+    out.assert_code(0, "the lock is free on every server");
+    assert!(
+        took < Duration::from_secs(2),
+        "took {took:?}: the split line kept a free lock for its step-aside"
+    );
+    // Every server took it: the split heads were gone past, not waited for.
+    let held = cluster.get_all(b"split");
+    assert!(held.iter().all(Option::is_some), "{held:?}");
+}
+
 #[test]
 fn other_redlock_clients_ignore_the_line_and_are_still_excluded() {
     let cluster = Cluster::start(3);

@@ -17,8 +17,9 @@
 -- Returns 1 taken ({"taken", counter} when fenced: taken_reply, fence.lua)
 -- (or already ours: a request retried after a dropped
 -- connection may find its own SET done), {"restarting", ms until counted
--- again, clock} (restart_guard's), {"queued", waiters in line, clock} when
--- the lock is free but others are first in line, or, when another value
+-- again, clock} (restart_guard's), {"queued", waiters in line, clock,
+-- the tickets ahead of the caller's (queue.lua's tickets_ahead)} when the
+-- lock is free but others are first in line, or, when another value
 -- holds it, {"held", occupant()}; the error "LIMIT …" when the servers
 -- record another K for this slot's semaphore. The clock is this server's
 -- in ms (false without TIME): a waiter takes its place in line by the
@@ -44,8 +45,13 @@ local first = nil
 if now then
   first = writer_ahead(first_in_line(now), ticket)
 end
+-- ARGV[11] is "1" when the caller's last attempt found the lock free on a
+-- majority and no ticket ahead of its own standing on a majority of the
+-- servers that answered: a server that names another first missed calls a
+-- majority saw (it was cut off), and the caller takes the free lock here
+-- too, first or not (lock/line.rs; the model is lock/line_model.rs).
 if first ~= nil and first ~= ticket and lock_free(now)
-  and line_steps_aside(now, linger) then
+  and (ARGV[11] == "1" or line_steps_aside(now, linger)) then
   first = nil
 end
 if first == nil or first == ticket then
@@ -90,6 +96,6 @@ local seen = readers_reply(now) or occupant()
 if seen[1] == "readers" then
   return seen
 elseif seen[1] == "none" then
-  return {"queued", waiters_in_line(now), now}
+  return {"queued", waiters_in_line(now), now, tickets_ahead(ticket)}
 end
 return {"held", seen}

@@ -30,6 +30,10 @@ pub struct Acquire {
     /// A semaphore's slot: where the servers record its K, and this
     /// client's K, which a server that records another refuses (limit.lua).
     pub limit: Option<(Vec<u8>, u32)>,
+    /// Takes a free lock wherever it is free, first in line there or not
+    /// (ARGV[11]): the caller's last attempt found the servers' lines split
+    /// (lock/line.rs).
+    pub past_a_split_line: bool,
 }
 
 /// What acquire.lua answered.
@@ -40,9 +44,14 @@ pub enum AcquireReply {
     Taken(Option<u64>),
     /// `{"held", occupant()}`: another value (or another type) holds it.
     Held(Box<Occupant>),
-    /// `{"queued", waiters, clock}`: the lock is free, but this many
-    /// waiters stand in line before the caller.
-    Queued { waiters: u64, clock: Option<u64> },
+    /// `{"queued", waiters, clock, ahead}`: the lock is free, but this
+    /// many waiters stand in line before the caller; `ahead` are the
+    /// tickets before the caller's (the first 16 at most).
+    Queued {
+        waiters: u64,
+        clock: Option<u64>,
+        ahead: Vec<String>,
+    },
     /// `{"restarting", ms, clock}`.
     Restarting(Restarting),
     /// `{"readers", count, PTTL, clock}`: an exclusive attempt found live
@@ -91,6 +100,11 @@ impl Invocation for Acquire {
                 .as_ref()
                 .map(|(_, k)| k.to_string().into_bytes())
                 .unwrap_or_default(),
+            if self.past_a_split_line {
+                b"1".to_vec()
+            } else {
+                b"0".to_vec()
+            },
         ]
     }
 
@@ -131,10 +145,17 @@ fn tagged(items: Vec<Value>) -> Result<AcquireReply, ProtocolError> {
             Ok(AcquireReply::Held(Box::new(seen)))
         }
         b"queued" => {
-            let [_, waiters, clock] = READ.array(Value::Array(items), "queued")?;
+            let [_, waiters, clock, ahead] = READ.array(Value::Array(items), "queued")?;
+            let ahead = READ
+                .items(ahead, "the tickets ahead")?
+                .into_iter()
+                .map(|ticket| READ.bytes(ticket, "a ticket ahead"))
+                .map(|ticket| ticket.map(|t| String::from_utf8_lossy(&t).into_owned()))
+                .collect::<Result<_, _>>()?;
             Ok(AcquireReply::Queued {
                 waiters: READ.count(&waiters, "the waiters in line")?,
                 clock: READ.clock(clock)?,
+                ahead,
             })
         }
         b"readers" => {
@@ -175,12 +196,21 @@ mod tests {
             AcquireReply::Taken(Some(0))
         );
         assert_eq!(
-            parse(array(vec![bulk("queued"), Value::Int(3), bulk("17")])).unwrap(),
+            parse(array(vec![
+                bulk("queued"),
+                Value::Int(3),
+                bulk("17"),
+                array(vec![bulk("t-1"), bulk("t-2")])
+            ]))
+            .unwrap(),
             AcquireReply::Queued {
                 waiters: 3,
-                clock: Some(17)
+                clock: Some(17),
+                ahead: vec!["t-1".into(), "t-2".into()],
             }
         );
+        let without_ahead = array(vec![bulk("queued"), Value::Int(3), bulk("17")]);
+        assert!(parse(without_ahead).is_err(), "the reply before issue 28");
         assert_eq!(
             parse(restarting(250)).unwrap(),
             AcquireReply::Restarting(Restarting {
@@ -265,9 +295,10 @@ mod tests {
             fence: false,
             shared: false,
             limit: None,
+            past_a_split_line: false,
         };
         let args: Vec<&[u8]> = vec![
-            b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0", b"0", b"",
+            b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0", b"0", b"", b"0",
         ];
         assert_eq!(
             call.args(),

@@ -48,6 +48,24 @@ local function first_in_line(now)
   return first[1]
 end
 
+-- The tickets ahead of `ticket` in line, the first 16 at most: a waiter
+-- refused here tells from them whether the servers' lines disagree
+-- (lock/line.rs). All of the first 16 when `ticket` is not among them.
+local function tickets_ahead(ticket)
+  local first = redis.pcall("ZRANGE", KEYS[3], 0, 15)
+  if failed(first) then
+    return {}
+  end
+  local ahead = {}
+  for _, t in ipairs(first) do
+    if t == ticket then
+      break
+    end
+    ahead[#ahead + 1] = t
+  end
+  return ahead
+end
+
 -- What a release announces: the ticket of the waiter first in line, who
 -- alone may take the lock now, or "" when nobody stands in line (then
 -- everyone may try). now_ms comes from holder.lua.
