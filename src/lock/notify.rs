@@ -2,13 +2,16 @@
 //! release publishes (release.lua, force.lua), so that it tries again as soon
 //! as a lock is freed instead of at its next poll. Listening is an
 //! optimisation only: a server that cannot be subscribed to (down, paused,
-//! an ACL without SUBSCRIBE), a connection that drops, an expiry or a client
-//! that does not publish are all left to the poll in `retry.rs`.
+//! an ACL without SUBSCRIBE), an expiry or a client that does not publish
+//! are all left to the poll in `retry.rs`. A subscription that is lost (a
+//! proxy's idle timeout, `CLIENT KILL`, a server restart) is made again,
+//! after a bounded, jittered backoff ([`Backoff`]); until it is, that
+//! server is not counted as listened to, and is left to the poll too.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::mpsc::{self, UnboundedSender};
 use tokio::task::JoinSet;
 
 use super::key::LockKey;
@@ -100,17 +103,104 @@ impl WakeBudget {
     }
 }
 
+/// How long a listener waits before it subscribes again, the first time
+/// after its subscription was lost or could not be made, and at most: the
+/// wait doubles at each failure in a row, and each is cut to a random point
+/// in its upper half, so that waiters dropped together (a proxy that
+/// restarts) do not all come back at the same moment.
+const RESUBSCRIBE_FIRST: Duration = Duration::from_millis(50);
+const RESUBSCRIBE_MOST: Duration = Duration::from_secs(2);
+
+/// When one listener tries to subscribe again.
+#[derive(Debug, Default)]
+struct Backoff {
+    /// Failures in a row: the next wait is [`RESUBSCRIBE_FIRST`] doubled
+    /// this many times, up to [`RESUBSCRIBE_MOST`].
+    failures: u32,
+}
+
+impl Backoff {
+    /// The wait before the next try, counting one more failure.
+    fn next(&mut self, random: f64) -> Duration {
+        let full = RESUBSCRIBE_FIRST
+            .saturating_mul(1 << self.failures.min(16))
+            .min(RESUBSCRIBE_MOST);
+        self.failures = self.failures.saturating_add(1);
+        full / 2 + (full / 2).mul_f64(random.clamp(0.0, 1.0))
+    }
+
+    /// A subscription that was confirmed and lasted `lasted` was lost: one
+    /// that lasted longer than the longest wait starts the backoff again,
+    /// one that keeps dropping at once goes on backing off.
+    fn dropped_after(&mut self, lasted: Duration) {
+        if lasted > RESUBSCRIBE_MOST {
+            self.failures = 0;
+        }
+    }
+}
+
+/// A random number in [0, 1): jitter, of no cryptographic quality (a
+/// failure of the system's source just means none).
+fn random_fraction() -> f64 {
+    let mut bytes = [0u8; 8];
+    let _ = getrandom::fill(&mut bytes);
+    (u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64
+}
+
 /// What one server's listener (by its index) reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Event {
     /// The subscription is confirmed: every release on this server from now
     /// on is announced to us.
     Listening(usize),
-    /// The subscription failed; this server is left to the poll.
-    Failed,
+    /// The subscription could not be made; this server is left to the poll
+    /// (and tried again, unless it was refused).
+    Failed(usize),
+    /// The subscription was lost (its connection dropped): this server is
+    /// left to the poll until it is made again.
+    Dropped(usize),
     /// A release was announced, naming the waiter whose turn it is (its
     /// ticket), or nobody (empty): then anyone may try.
     Released(usize, Vec<u8>),
+}
+
+/// One server's listener: subscribes to `channels` on `server`, reports to
+/// `events` as `index`, and subscribes again whenever the subscription is
+/// lost or could not be made, after a [`Backoff`]. A refusal (an ACL
+/// without SUBSCRIBE) is final: no retry can change it. Ends when the
+/// waiter stops listening (its receiver is gone).
+async fn listen(
+    index: usize,
+    server: Arc<Server>,
+    channels: Arc<[Vec<u8>]>,
+    events: UnboundedSender<Event>,
+) {
+    let mut backoff = Backoff::default();
+    loop {
+        match server.subscribe(&channels).await {
+            Ok(mut messages) => {
+                if events.send(Event::Listening(index)).is_err() {
+                    return;
+                }
+                let since = tokio::time::Instant::now();
+                while let Some(turn) = messages.next().await {
+                    if events.send(Event::Released(index, turn)).is_err() {
+                        return;
+                    }
+                }
+                if events.send(Event::Dropped(index)).is_err() {
+                    return;
+                }
+                backoff.dropped_after(since.elapsed());
+            }
+            Err(error) => {
+                if events.send(Event::Failed(index)).is_err() || error.is_refusal() {
+                    return;
+                }
+            }
+        }
+        tokio::time::sleep(backoff.next(random_fraction())).await;
+    }
 }
 
 /// The subscriptions of one waiter, one a server (on the connection its
@@ -120,9 +210,9 @@ pub struct Wakeups {
     events: mpsc::UnboundedReceiver<Event>,
     /// The listeners; dropping them ends the subscriptions.
     _listeners: JoinSet<()>,
-    /// Subscriptions neither confirmed nor failed yet.
-    unsettled: usize,
-    /// The servers listened to.
+    /// The servers whose first subscription was confirmed or failed.
+    settled: Vec<bool>,
+    /// The servers listened to now: confirmed, and not lost since.
     listening_on: Vec<bool>,
     /// The servers that announced a release since the attempt started.
     announced: Vec<bool>,
@@ -153,28 +243,18 @@ impl Wakeups {
         let channels: Arc<[Vec<u8>]> = channels.into();
         for (index, server) in servers.iter().enumerate() {
             let (server, sender, channels) = (server.clone(), sender.clone(), channels.clone());
-            listeners.spawn(async move {
-                let mut messages = match server.subscribe(&channels).await {
-                    Ok(messages) => messages,
-                    Err(_) => {
-                        let _ = sender.send(Event::Failed);
-                        return;
-                    }
-                };
-                let _ = sender.send(Event::Listening(index));
-                while let Some(turn) = messages.next().await {
-                    if sender.send(Event::Released(index, turn)).is_err() {
-                        return;
-                    }
-                }
-            });
+            listeners.spawn(listen(index, server, channels, sender));
         }
+        Self::new(events, listeners, servers.len())
+    }
+
+    fn new(events: mpsc::UnboundedReceiver<Event>, listeners: JoinSet<()>, servers: usize) -> Self {
         Wakeups {
             events,
             _listeners: listeners,
-            unsettled: servers.len(),
-            listening_on: vec![false; servers.len()],
-            announced: vec![false; servers.len()],
+            settled: vec![false; servers],
+            listening_on: vec![false; servers],
+            announced: vec![false; servers],
             settle_until: None,
             listening: false,
             budget: WakeBudget::new(tokio::time::Instant::now()),
@@ -243,18 +323,23 @@ impl Wakeups {
             .all(|(&listening, &announced)| announced || !listening);
         match self.settle_until {
             Some(until) => all_announced || tokio::time::Instant::now() >= until,
-            None => self.listening && self.unsettled == 0,
+            None => self.listening && self.settled.iter().all(|&settled| settled),
         }
     }
 
     fn note(&mut self, event: Event) {
         match event {
+            // Confirmed again after it was lost: a release in between went
+            // unheard, and the next attempt finds it.
             Event::Listening(index) => {
-                self.unsettled -= 1;
+                self.settled[index] = true;
                 self.listening = true;
                 self.listening_on[index] = true;
             }
-            Event::Failed => self.unsettled -= 1,
+            Event::Failed(index) => self.settled[index] = true,
+            // Not waited for until it listens again: a wake-up from the
+            // others does not wait out the settle for it.
+            Event::Dropped(index) => self.listening_on[index] = false,
             // Another waiter's turn: this one could not take the lock, and
             // waits for its own turn or its poll. A run of readers at the
             // head of the line is woken together (shared.rs).
@@ -304,6 +389,85 @@ mod tests {
             assert_eq!(budget.next_at(later), later);
             budget.spend(later);
         }
+    }
+
+    /// A waiter's wake-ups on `servers` servers, fed by hand.
+    fn fed(servers: usize) -> (Wakeups, mpsc::UnboundedSender<Event>) {
+        let (sender, events) = mpsc::unbounded_channel();
+        (Wakeups::new(events, JoinSet::new(), servers), sender)
+    }
+
+    fn arrive(wakeups: &mut Wakeups, events: impl IntoIterator<Item = Event>) {
+        for event in events {
+            wakeups.note(event);
+        }
+    }
+
+    #[test]
+    fn a_lost_subscription_is_not_waited_for() {
+        let (mut wakeups, _sender) = fed(3);
+        arrive(&mut wakeups, (0..3).map(Event::Listening));
+        wakeups.attempt_starts(None);
+        arrive(&mut wakeups, [Event::Dropped(2)]);
+        arrive(&mut wakeups, [Event::Released(0, vec![])]);
+        assert!(!wakeups.due(), "server 1 listens and has not announced");
+        arrive(&mut wakeups, [Event::Released(1, vec![])]);
+        assert!(
+            wakeups.due(),
+            "every server listened to announced: no settle for a lost one"
+        );
+    }
+
+    #[test]
+    fn a_subscription_made_again_wakes_the_waiter() {
+        // A release while server 2 was not listened to went unheard there.
+        let (mut wakeups, _sender) = fed(3);
+        arrive(&mut wakeups, (0..3).map(Event::Listening));
+        arrive(&mut wakeups, [Event::Dropped(2), Event::Failed(2)]);
+        wakeups.attempt_starts(None);
+        assert!(!wakeups.due());
+        arrive(&mut wakeups, [Event::Listening(2)]);
+        assert!(wakeups.due());
+        wakeups.attempt_starts(None);
+        arrive(
+            &mut wakeups,
+            [Event::Released(0, vec![]), Event::Released(1, vec![])],
+        );
+        assert!(!wakeups.due(), "server 2 listens again and is waited for");
+        arrive(&mut wakeups, [Event::Released(2, vec![])]);
+        assert!(wakeups.due());
+    }
+
+    #[test]
+    fn the_first_wake_up_waits_for_every_first_subscription() {
+        let (mut wakeups, _sender) = fed(2);
+        arrive(&mut wakeups, [Event::Listening(0)]);
+        assert!(!wakeups.due(), "server 1 has not answered yet");
+        arrive(&mut wakeups, [Event::Failed(1), Event::Failed(1)]);
+        assert!(wakeups.due());
+    }
+
+    #[test]
+    fn resubscribing_backs_off_within_bounds_and_starts_over_after_a_long_wait() {
+        let mut backoff = Backoff::default();
+        let first = backoff.next(0.0);
+        assert_eq!(first, RESUBSCRIBE_FIRST / 2);
+        let waits: Vec<_> = (0..20).map(|_| backoff.next(1.0)).collect();
+        assert!(waits.windows(2).all(|pair| pair[0] <= pair[1]), "{waits:?}");
+        assert_eq!(waits.last(), Some(&RESUBSCRIBE_MOST));
+        assert_eq!(
+            backoff.next(0.0),
+            RESUBSCRIBE_MOST / 2,
+            "jitter: its upper half"
+        );
+        backoff.dropped_after(Duration::from_millis(10));
+        assert_eq!(
+            backoff.next(1.0),
+            RESUBSCRIBE_MOST,
+            "dropped at once: no reset"
+        );
+        backoff.dropped_after(RESUBSCRIBE_MOST * 2);
+        assert_eq!(backoff.next(1.0), RESUBSCRIBE_FIRST);
     }
 
     #[test]

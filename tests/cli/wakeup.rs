@@ -420,3 +420,128 @@ fn no_waiter_takes_the_lock_while_it_is_held() {
     }
     assert!(!inside.exists(), "a section never left");
 }
+
+/// Waits up to `within` until every server of `cluster` has one listener
+/// on `name`'s channel, on another client than `killed` (by server):
+/// subscribed again. Panics with what they had and the logs if not.
+#[track_caller]
+fn subscribed_again(cluster: &Cluster, name: &str, killed: &[Vec<i64>], within: Duration) {
+    let again = |(server, killed): (&RedisServer, &Vec<i64>)| {
+        let subscribed = server.subscribed_clients();
+        listeners(server, name) == 1 && subscribed.len() == 1 && !killed.contains(&subscribed[0])
+    };
+    let all_again = || cluster.servers.iter().zip(killed).all(again);
+    assert!(
+        wait_until(within, all_again),
+        "not subscribed again within {within:?} of the kill: {:?} listening (was {killed:?})\n{}",
+        cluster
+            .servers
+            .iter()
+            .map(RedisServer::subscribed_clients)
+            .collect::<Vec<_>>(),
+        cluster.logs()
+    );
+}
+
+/// `waiting` subscribed again within a second of losing its subscriptions
+/// on every server (`killed`, by server), holds `clients` connections per
+/// server as before, and is woken by the next release of `name`.
+#[track_caller]
+fn comes_back(
+    cluster: &Cluster,
+    (name, token): (&str, &str),
+    killed: &[Vec<i64>],
+    clients: &[usize],
+    waiting: Running,
+) {
+    subscribed_again(cluster, name, killed, Duration::from_secs(1));
+    assert_clients(cluster, clients, "a waiter subscribed again");
+    run(cluster.redlock().args(["release", name, token])).assert_code(0, "release");
+    woken_at_once(waiting, "the release after its subscriptions were killed");
+}
+
+#[test]
+fn a_waiter_whose_subscriptions_are_killed_subscribes_again() {
+    // A proxy's idle timeout or an output-buffer limit closes the waiter's
+    // listening connection, which on RESP3 is also the one its attempts
+    // use: the waiter comes back on a new one, still one per server, and
+    // the next release wakes it (its poll is forced far longer).
+    let cluster = Cluster::start(3);
+    let token = acquire(&cluster, "killed", &[]);
+    let waiting = spawn(&mut waiter(&cluster, "killed", SLOW_POLL_MS));
+    wait_for_listeners(&cluster, &[0, 1, 2], "killed", 1);
+    assert_clients(&cluster, &[1, 1, 1], "a waiter listening on 3 servers");
+    let killed: Vec<_> = cluster
+        .servers
+        .iter()
+        .map(RedisServer::subscribed_clients)
+        .collect();
+    for server in &cluster.servers {
+        assert_eq!(server.kill_clients(&["TYPE", "pubsub"]), 1, "CLIENT KILL");
+    }
+
+    comes_back(&cluster, ("killed", &token), &killed, &[1, 1, 1], waiting);
+}
+
+#[test]
+fn a_waiter_whose_own_subscription_connection_is_killed_subscribes_again() {
+    // Server 2 does not know HELLO: there the waiter listens on a
+    // connection of its own. Each subscribed client is killed by its id.
+    let cluster = Cluster {
+        servers: vec![
+            RedisServer::start(),
+            RedisServer::start(),
+            RedisServer::start_with(&NO_HELLO),
+        ],
+    };
+    let token = acquire(&cluster, "killed-by-id", &[]);
+    let waiting = spawn(&mut waiter(&cluster, "killed-by-id", SLOW_POLL_MS));
+    wait_for_listeners(&cluster, &[0, 1, 2], "killed-by-id", 1);
+    assert_clients(&cluster, &[1, 1, 2], "a waiter, HELLO unknown on server 2");
+    let killed: Vec<_> = cluster
+        .servers
+        .iter()
+        .map(RedisServer::subscribed_clients)
+        .collect();
+    for (server, ids) in cluster.servers.iter().zip(&killed) {
+        assert_eq!(ids.len(), 1, "one subscribed client: {ids:?}");
+        let id = ids[0].to_string();
+        assert_eq!(server.kill_clients(&["ID", &id]), 1, "CLIENT KILL ID");
+    }
+
+    comes_back(
+        &cluster,
+        ("killed-by-id", &token),
+        &killed,
+        &[1, 1, 2],
+        waiting,
+    );
+}
+
+#[test]
+fn a_server_restarted_while_a_waiter_waits_is_listened_to_again() {
+    let mut cluster = Cluster::start(3);
+    acquire(&cluster, "restarted", &[]);
+    let waiting = spawn(&mut waiter(&cluster, "restarted", SLOW_POLL_MS));
+    wait_for_listeners(&cluster, &[0, 1, 2], "restarted", 1);
+
+    cluster[2].restart();
+    wait_for_listeners(&cluster, &[2], "restarted", 1);
+    // The wake-up of the subscription made again finds the lock held.
+    thread::sleep(Duration::from_millis(300));
+    // Freed without a word on servers 0 and 1 (restarted, 2 has no key);
+    // only server 2 announces it, so only its subscription can wake the
+    // waiter before its poll.
+    for server in &cluster.servers[..2] {
+        redis::cmd("DEL")
+            .arg("restarted")
+            .exec(&mut server.client())
+            .unwrap();
+    }
+    redis::cmd("PUBLISH")
+        .arg(b"restarted\0released")
+        .arg("")
+        .exec(&mut cluster[2].client())
+        .unwrap();
+    woken_at_once(waiting, "server 2 came back and announced a release");
+}

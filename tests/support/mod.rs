@@ -371,6 +371,28 @@ impl RedisServer {
         count
     }
 
+    /// The ids of the clients subscribed to a channel (`CLIENT LIST`:
+    /// those with `sub=` above 0), in RESP2 or RESP3.
+    pub fn subscribed_clients(&self) -> Vec<i64> {
+        let list: String = self.query(redis::cmd("CLIENT").arg("LIST"), "CLIENT LIST");
+        let field = |line: &str, name: &str| -> Option<i64> {
+            line.split(' ')
+                .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))?
+                .parse()
+                .ok()
+        };
+        list.lines()
+            .filter(|line| field(line, "sub").is_some_and(|subs| subs > 0))
+            .filter_map(|line| field(line, "id"))
+            .collect()
+    }
+
+    /// `CLIENT KILL` with the new-style filter `args` (`TYPE pubsub`,
+    /// `ID 12`): how many clients it closed.
+    pub fn kill_clients(&self, args: &[&str]) -> i64 {
+        self.query(redis::cmd("CLIENT").arg("KILL").arg(args), "CLIENT KILL")
+    }
+
     /// How many other clients are connected (`CLIENT LIST`, less the
     /// connection that asks).
     pub fn other_clients(&self) -> usize {
