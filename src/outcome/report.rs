@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::exit_code::Exit;
-use crate::lock::{Markers, Missing, Reached, ServerError, ServerSpec, Unknown};
+use crate::lock::{ClusterNode, Guarded, Markers, Missing, Reached, ServerError, ServerSpec, Unknown};
 
 /// How much a finding matters, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -133,6 +133,69 @@ pub enum Finding {
         answered: usize,
         quorum: usize,
     },
+    /// Whether a lock can count this server at this moment.
+    Now(Now),
+    /// Whether a lock can be taken at this moment: the servers usable now
+    /// against the quorum.
+    Ready(Ready),
+}
+
+/// Whether a lock can count one server at this moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Now {
+    Usable,
+    /// Usable as far as doctor can tell, but the restart guard's word
+    /// could not be read (a cluster node: the guard is kept per hash tag).
+    GuardUnknown(ServerError),
+    /// The restart guard keeps it out: for how long yet, and why.
+    Guarded(Guarded),
+    /// A cluster node that is down or serves no slots: every lock fails
+    /// on it.
+    NoSlots(ClusterNode),
+    /// It cannot count: a replica, or the same server as another.
+    Out(&'static str),
+    /// The lock's script fails on it.
+    Fails(ServerError),
+}
+
+/// The servers usable now, against the quorum.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ready {
+    pub usable: usize,
+    /// How long the restart guard keeps each server out that only it
+    /// keeps out, shortest first.
+    pub guarded: Vec<Duration>,
+    pub total: usize,
+    pub quorum: usize,
+}
+
+/// What the servers usable now allow, the three kinds a monitoring check
+/// tells apart from an unsafe configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Every server is usable.
+    Ready,
+    /// A majority is usable, not every server: a lock can be taken.
+    Degraded,
+    /// Too few usable now, but the restart guard is why: ready in this
+    /// long, when enough servers come out of it.
+    NotReady(Duration),
+    /// Too few usable, and waiting for the guard would not be enough.
+    Unavailable,
+}
+
+impl Ready {
+    pub fn state(&self) -> State {
+        let needed = self.quorum.saturating_sub(self.usable);
+        match needed {
+            0 if self.usable >= self.total => State::Ready,
+            0 => State::Degraded,
+            n => match self.guarded.get(n - 1) {
+                Some(left) => State::NotReady(*left),
+                None => State::Unavailable,
+            },
+        }
+    }
 }
 
 impl Finding {
@@ -167,7 +230,8 @@ impl Finding {
                 match (*aof, fsync.as_deref(), guard.is_zero()) {
                     (true, Result::Ok("always"), _) => Ok,
                     (true, Err(_), true) => Unknown,
-                    (_, _, false) => Warning,
+                    // The restart guard covers what a restart can lose.
+                    (_, _, false) => Ok,
                     (_, _, true) => Unsafe,
                 }
             }
@@ -196,6 +260,10 @@ impl Finding {
             Finding::Quorum {
                 masters, quorum, ..
             } => level_if(masters < quorum, Unsafe),
+            Finding::Now(Now::Usable) => Ok,
+            Finding::Now(Now::GuardUnknown(_)) => Unknown,
+            Finding::Now(_) => Warning,
+            Finding::Ready(ready) => level_if(ready.state() != State::Ready, Warning),
         }
     }
 }
@@ -212,6 +280,13 @@ impl ServerReport {
     /// The worst of its findings.
     pub fn level(&self) -> Level {
         worst(&self.findings)
+    }
+
+    /// Whether a lock can count it now (as far as doctor can tell).
+    pub fn usable(&self) -> bool {
+        self.findings
+            .iter()
+            .any(|f| matches!(f, Finding::Now(Now::Usable | Now::GuardUnknown(_))))
     }
 }
 
@@ -239,6 +314,32 @@ impl Report {
         self.answered < self.quorum
     }
 
+    /// How many servers a lock can count now.
+    pub fn usable(&self) -> usize {
+        self.servers.iter().filter(|s| s.usable()).count()
+    }
+
+    /// What the servers usable now allow.
+    pub fn state(&self) -> State {
+        self.overall
+            .iter()
+            .find_map(|f| match f {
+                Finding::Ready(ready) => Some(ready.state()),
+                _ => None,
+            })
+            .unwrap_or(State::Unavailable)
+    }
+
+    /// Whether anything Redlock's safety rests on is unsafe, as set up
+    /// (too few masters answering is the state's to say).
+    pub fn unsafe_configuration(&self) -> bool {
+        self.servers
+            .iter()
+            .flat_map(|s| &s.findings)
+            .chain(&self.overall)
+            .any(|f| f.level() == Level::Unsafe && !matches!(f, Finding::Quorum { .. }))
+    }
+
     /// How many findings of `level` there are.
     pub fn count(&self, level: Level) -> usize {
         self.servers
@@ -249,13 +350,18 @@ impl Report {
             .count()
     }
 
-    /// 69 when too few servers answer, 1 when something is unsafe (a
-    /// warning too with `--strict`), else 0.
+    /// Whether a lock can be taken now comes first: 69 when too few
+    /// servers are usable, and waiting for the restart guard would not
+    /// help; 75 when it would (not ready yet). Then 1 when something is
+    /// unsafe, 2 when a majority is usable but not every server
+    /// (degraded), 1 for a warning with `--strict`, else 0.
     pub fn exit(&self) -> Exit {
-        match self.level() {
-            _ if self.too_few() => Exit::NoQuorum,
-            Level::Unsafe => Exit::Free,
-            Level::Warning if self.strict => Exit::Free,
+        match (self.state(), self.level()) {
+            (State::Unavailable, _) => Exit::NoQuorum,
+            (State::NotReady(_), _) => Exit::Busy,
+            (_, Level::Unsafe) => Exit::Free,
+            (State::Degraded, _) => Exit::Degraded,
+            (_, Level::Warning) if self.strict => Exit::Free,
             _ => Exit::Success,
         }
     }
