@@ -350,18 +350,19 @@ impl Report {
             .count()
     }
 
-    /// Whether a lock can be taken now comes first: 69 when too few
-    /// servers are usable, and waiting for the restart guard would not
-    /// help; 75 when it would (not ready yet). Then 1 when something is
-    /// unsafe, 2 when a majority is usable but not every server
-    /// (degraded), 1 for a warning with `--strict`, else 0.
+    /// 69 when too few servers are usable now and waiting for the restart
+    /// guard would not help; 1 when something is unsafe (it needs a person,
+    /// where the guard passes by itself); 75 when too few are usable until
+    /// the guard lets them count (not ready yet); 2 when a majority is
+    /// usable but not every server (degraded); 1 for a warning with
+    /// `--strict`; else 0.
     pub fn exit(&self) -> Exit {
-        match (self.state(), self.level()) {
-            (State::Unavailable, _) => Exit::NoQuorum,
-            (State::NotReady(_), _) => Exit::Busy,
-            (_, Level::Unsafe) => Exit::Free,
-            (State::Degraded, _) => Exit::Degraded,
-            (_, Level::Warning) if self.strict => Exit::Free,
+        match self.state() {
+            State::Unavailable => Exit::NoQuorum,
+            _ if self.unsafe_configuration() => Exit::Free,
+            State::NotReady(_) => Exit::Busy,
+            State::Degraded => Exit::Degraded,
+            _ if self.strict && self.level() >= Level::Warning => Exit::Free,
             _ => Exit::Success,
         }
     }

@@ -156,9 +156,12 @@ fn ready_words(ready: &Ready) -> Said {
         State::Degraded => said(
             "ready",
             format!(
-                "degraded: {of}: a lock can be taken, and {} more server{} can fail",
-                usable - quorum,
-                if usable - quorum == 1 { "" } else { "s" }
+                "degraded: {of}: a lock can be taken, and {}",
+                match usable - quorum {
+                    0 => "no other server can fail".to_owned(),
+                    1 => "1 more server can fail".to_owned(),
+                    n => format!("{n} more servers can fail"),
+                }
             ),
             Some("bring the other servers back (see their now checks)"),
         ),
@@ -651,14 +654,14 @@ fn level_word(level: Level) -> &'static str {
     }
 }
 
-/// The verdict of the whole report: whether a lock can be taken now comes
-/// first, then what is unsafe.
+/// The verdict of the whole report, in the order of the exit status: no
+/// lock can be taken, unsafe, not ready yet, degraded, then the worst level.
 fn verdict(report: &Report) -> &'static str {
     match (report.too_few(), report.state()) {
         (true, _) => "unreachable",
         (_, State::Unavailable) => "unavailable",
-        (_, State::NotReady(_)) => "not-ready",
         _ if report.unsafe_configuration() => "unsafe",
+        (_, State::NotReady(_)) => "not-ready",
         (_, State::Degraded) => "degraded",
         _ => level_word(report.level()),
     }
