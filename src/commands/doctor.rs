@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use crate::config::DoctorJob;
 use crate::error::Error;
-use crate::lock::{Facts, Info, KeyState, LockKey, Probe, Redlock, ServerError, ServerSpec, Unknown};
+use crate::lock::{
+    Facts, Info, KeyState, LockKey, Probe, Redlock, ServerError, ServerSpec, Unknown,
+};
 use crate::outcome::report::{Finding, Now, Ready, Report, ServerReport};
 use crate::outcome::Outcome;
 

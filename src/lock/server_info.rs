@@ -106,9 +106,10 @@ impl ClusterNode {
             .lines()
             .filter_map(|line| line.trim_end_matches('\r').split_once(':'))
             .find(|(name, _)| *name == "cluster_state")
-            .map_or_else(|| "unknown".to_owned(), |(_, v)| {
-                escape_and_cut(v.trim().as_bytes(), SERVER_TEXT_SHOWN)
-            });
+            .map_or_else(
+                || "unknown".to_owned(),
+                |(_, v)| escape_and_cut(v.trim().as_bytes(), SERVER_TEXT_SHOWN),
+            );
         let myself = nodes.lines().find(|line| {
             line.split(' ')
                 .nth(2)

@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use crate::exit_code::Exit;
-use crate::lock::{ClusterNode, Guarded, Markers, Missing, Reached, ServerError, ServerSpec, Unknown};
+use crate::lock::{
+    ClusterNode, Guarded, Markers, Missing, Reached, ServerError, ServerSpec, Unknown,
+};
 
 /// How much a finding matters, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
