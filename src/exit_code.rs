@@ -77,7 +77,7 @@ pub const TABLE: [Row; 10] = [
     Row {
         exit: Exit::Success,
         name: "success",
-        help: "success (status: the lock is held; doctor: nothing unsafe)",
+        help: "success (status: the lock is held; doctor: ready, nothing unsafe)",
         commands: &["acquire", "release", "extend", "status", "list", "doctor"],
     },
     Row {
@@ -113,8 +113,7 @@ pub const TABLE: [Row; 10] = [
     Row {
         exit: Exit::Busy,
         name: "busy",
-        help: "busy: held by someone else (-n), or the -w wait ran out; doctor: not ready yet \
-               (the restart guard)",
+        help: "busy: held by someone else (-n), or the -w wait ran out; doctor: not ready yet",
         commands: &["acquire", "exec", "doctor"],
     },
     Row {
@@ -274,7 +273,7 @@ mod tests {
         assert_eq!(lines.len(), TABLE.len() + 1);
         assert_eq!(
             lines[1],
-            "  0   success (status: the lock is held; doctor: nothing unsafe)"
+            "  0   success (status: the lock is held; doctor: ready, nothing unsafe)"
         );
         assert_eq!(
             lines[4],
