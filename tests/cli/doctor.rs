@@ -871,3 +871,124 @@ fn aof_everysec_passes_strict_once_the_guard_is_out_of_the_way() {
     // Without the guard nothing covers it.
     doctor(&mut cluster.redlock(), &[]).assert_code(1, "everysec, guard off");
 }
+
+/// The first code block under `heading` in docs/operations.md, as printed.
+fn operations_snippet(heading: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/operations.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines().skip_while(|line| *line != heading);
+    assert!(
+        lines.next().is_some(),
+        "docs/operations.md has no {heading:?}"
+    );
+    let mut lines = lines.skip_while(|line| !line.starts_with("```"));
+    assert!(lines.next().is_some(), "no code block under {heading:?}");
+    let mut code = String::new();
+    for line in lines.take_while(|line| !line.starts_with("```")) {
+        code.push_str(line);
+        code.push('\n');
+    }
+    code
+}
+
+/// `script` run by `sh` as a monitoring system runs it: `redlock` on the
+/// PATH (the binary under test), the servers in `REDLOCK_SERVERS`.
+fn monitor(cluster: &Cluster, script: &str, guard: &str) -> Output {
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_redlock"))
+        .parent()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    run(crate::support::redlock_at(std::path::Path::new("/bin/sh"))
+        .args(["-c", script])
+        .env("PATH", path)
+        .env("REDLOCK_SERVERS", cluster.servers_arg())
+        .env("REDLOCK_RESTART_GUARD", guard))
+}
+
+/// Issue 28: the documented Nagios check, as printed, maps doctor's exit
+/// status and JSON to OK, WARNING and CRITICAL.
+#[test]
+fn the_documented_nagios_check_tells_the_kinds_apart() {
+    let check = operations_snippet("### A Nagios check");
+    let mut cluster = Cluster::start_with(3, DURABLE);
+    let expect = |out: &Output, code: i32, starts: &str| {
+        out.assert_code(code, starts);
+        assert!(out.stdout.starts_with(starts), "{starts}: {}", out.stdout);
+        assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
+    };
+    let out = monitor(&cluster, &check, "0");
+    expect(
+        &out,
+        0,
+        "REDLOCK OK - 3 of 3 servers usable, quorum 2 | usable=3;;;0;3",
+    );
+    let out = monitor(&cluster, &check, GUARD);
+    expect(
+        &out,
+        1,
+        "REDLOCK WARNING - not ready yet: 0 of 3 servers usable, quorum 2, ready in ",
+    );
+    assert!(out.stdout.contains("ms | usable=0;;;0;3"), "{}", out.stdout);
+    config_set(&cluster[0], "maxmemory-policy", "allkeys-lru");
+    let out = monitor(&cluster, &check, "0");
+    expect(&out, 2, "REDLOCK CRITICAL - unsafe configuration");
+    config_set(&cluster[0], "maxmemory-policy", "noeviction");
+    cluster[2].kill();
+    let out = monitor(&cluster, &check, "0");
+    expect(&out, 1, "REDLOCK WARNING - degraded: 2 of 3 servers usable");
+    cluster[1].kill();
+    let out = monitor(&cluster, &check, "0");
+    expect(
+        &out,
+        2,
+        "REDLOCK CRITICAL - no lock can be taken: 1 of 3 servers usable",
+    );
+}
+
+/// Issue 28: the documented Prometheus textfile snippet, as printed but for
+/// its directory, writes well-formed metrics of each kind.
+#[test]
+fn the_documented_prometheus_metrics_are_written() {
+    let snippet = operations_snippet("### A Prometheus metric");
+    let dir = crate::support::temp_dir("redlock-test-prom-");
+    let from = "dir=/var/lib/node_exporter/textfile_collector";
+    assert_eq!(snippet.matches(from).count(), 1, "{snippet}");
+    let script = snippet.replace(from, &format!("dir='{}'", dir.path().display()));
+    let mut cluster = Cluster::start_with(3, DURABLE);
+    let metrics = |cluster: &Cluster, guard: &str| -> std::collections::HashMap<String, String> {
+        monitor(cluster, &script, guard).assert_code(0, "the snippet");
+        let text = std::fs::read_to_string(dir.path().join("redlock.prom")).unwrap();
+        let mut found = std::collections::HashMap::new();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let (name, value) = line.split_once(' ').unwrap_or_else(|| panic!("{line}"));
+            assert!(
+                value == "NaN" || value.parse::<f64>().is_ok(),
+                "not a number: {line}\n{text}"
+            );
+            found.insert(name.to_owned(), value.to_owned());
+        }
+        found
+    };
+    let ready = metrics(&cluster, "0");
+    assert_eq!(ready["redlock_doctor_exit_status"], "0");
+    assert_eq!(ready["redlock_usable_servers"], "3");
+    assert_eq!(ready["redlock_quorum"], "2");
+    assert_eq!(ready["redlock_unsafe"], "0");
+    assert_eq!(ready["redlock_ready_in_seconds"], "NaN");
+    let guarded = metrics(&cluster, GUARD);
+    assert_eq!(guarded["redlock_doctor_exit_status"], "75");
+    assert_eq!(guarded["redlock_not_ready"], "1");
+    assert_eq!(guarded["redlock_usable_servers"], "0");
+    let left: f64 = guarded["redlock_ready_in_seconds"].parse().unwrap();
+    assert!((20.0..=30.0).contains(&left), "{left}");
+    cluster[2].kill();
+    let degraded = metrics(&cluster, "0");
+    assert_eq!(degraded["redlock_doctor_exit_status"], "2");
+    assert_eq!(degraded["redlock_degraded"], "1");
+    assert_eq!(degraded["redlock_not_ready"], "0");
+    assert_eq!(degraded["redlock_usable_servers"], "2");
+}
