@@ -369,3 +369,78 @@ impl Report {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ready(usable: usize, guarded: &[u64], total: usize) -> Ready {
+        Ready {
+            usable,
+            guarded: guarded.iter().map(|s| Duration::from_secs(*s)).collect(),
+            total,
+            quorum: total / 2 + 1,
+        }
+    }
+
+    #[test]
+    fn the_state_counts_the_usable_servers_and_when_the_guard_lets_enough_in() {
+        assert_eq!(ready(3, &[], 3).state(), State::Ready);
+        assert_eq!(ready(2, &[], 3).state(), State::Degraded);
+        assert_eq!(ready(2, &[10], 3).state(), State::Degraded);
+        // Two more needed: the second shortest guard.
+        assert_eq!(
+            ready(1, &[5, 20, 30], 5).state(),
+            State::NotReady(Duration::from_secs(20))
+        );
+        assert_eq!(
+            ready(0, &[3, 9, 29], 3).state(),
+            State::NotReady(Duration::from_secs(9))
+        );
+        assert_eq!(ready(1, &[], 3).state(), State::Unavailable);
+        assert_eq!(ready(0, &[7], 3).state(), State::Unavailable);
+    }
+
+    fn report(ready: Ready, extra: Finding, strict: bool) -> Report {
+        Report {
+            servers: Vec::new(),
+            overall: vec![Finding::Ready(ready), extra],
+            total: 3,
+            quorum: 2,
+            answered: 3,
+            strict,
+        }
+    }
+
+    #[test]
+    fn the_exit_puts_unavailable_then_unsafe_then_not_ready_then_degraded() {
+        let unsafe_count = || Finding::Count {
+            servers: 2,
+            single: false,
+        };
+        let fine = || Finding::Count {
+            servers: 3,
+            single: false,
+        };
+        let even = || Finding::Count {
+            servers: 4,
+            single: false,
+        };
+        let exit = |r: Ready, f: Finding, strict| report(r, f, strict).exit();
+        assert_eq!(
+            exit(ready(1, &[], 3), unsafe_count(), false),
+            Exit::NoQuorum
+        );
+        assert_eq!(
+            exit(ready(0, &[1, 2], 3), unsafe_count(), false),
+            Exit::Free
+        );
+        assert_eq!(exit(ready(0, &[1, 2], 3), fine(), false), Exit::Busy);
+        assert_eq!(exit(ready(2, &[], 3), unsafe_count(), false), Exit::Free);
+        assert_eq!(exit(ready(2, &[], 3), even(), true), Exit::Degraded);
+        assert_eq!(exit(ready(3, &[], 3), even(), true), Exit::Free);
+        assert_eq!(exit(ready(3, &[], 3), even(), false), Exit::Success);
+        assert!(!report(ready(1, &[], 3), fine(), false).unsafe_configuration());
+        assert!(report(ready(3, &[], 3), unsafe_count(), false).unsafe_configuration());
+    }
+}
