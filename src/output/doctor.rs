@@ -108,11 +108,11 @@ fn now_words(now: &Now) -> Said {
         Now::GuardUnknown(err) => said(
             "now",
             format!(
-                "usable as far as doctor can tell; the restart guard's word is unknown ({}): a \
-                 cluster node keeps it per hash tag",
-                server_failure(err)
+                "usable as far as doctor can tell; the restart guard's word is unknown: a \
+                 cluster node keeps it per hash tag ({})",
+                cut(&server_failure(err), 120)
             ),
-            None,
+            Some("redlock status on a name with its {hash tag} reads that tag's guard"),
         ),
         Now::Guarded(guarded) => said(
             "now",
@@ -466,9 +466,8 @@ fn persistence(
         _ => said(
             "persistence",
             format!(
-                "{kept}; the restart guard ({}) covers it, keeping it out of quorums that long \
-                 after one (the now check says when it is), but cannot bring back the fencing \
-                 counters of names taken with --fence ({fix} can)",
+                "{kept}; the restart guard ({}) covers it, keeping it out of quorums after one, \
+                 though not the fencing counters of --fence ({fix} keeps those)",
                 rounded(guard)
             ),
             None,
@@ -637,6 +636,14 @@ fn distinct(masters: usize) -> String {
     match masters {
         1 => "1 distinct master".into(),
         n => format!("{n} distinct masters"),
+    }
+}
+
+/// `text` cut to `chars` characters, with "…" when it was longer.
+fn cut(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
     }
 }
 

@@ -813,6 +813,55 @@ fn a_cluster_node_that_serves_no_slots_is_not_usable() {
     .assert_code(69, "acquire on two slot-less nodes of 3");
 }
 
+/// A cluster node that serves every slot takes the locks of names with a
+/// hash tag: usable, its restart guard unknown (kept per hash tag).
+#[test]
+fn a_cluster_node_that_serves_slots_is_usable_with_its_guard_unknown() {
+    let cluster = Cluster::start_with(2, DURABLE);
+    let node = slotless_node();
+    redis::cmd("CLUSTER")
+        .arg("ADDSLOTSRANGE")
+        .arg(0)
+        .arg(16383)
+        .query::<()>(&mut node.client())
+        .unwrap();
+    let up = || {
+        let info: String = redis::cmd("CLUSTER")
+            .arg("INFO")
+            .query(&mut node.client())
+            .unwrap();
+        info.contains("cluster_state:ok")
+    };
+    assert!(
+        wait_until(Duration::from_secs(15), up),
+        "the cluster never came up"
+    );
+    let servers = format!("{},{},{}", node.url(), cluster[0].url(), cluster[1].url());
+    let out = doctor(
+        crate::support::redlock().env("REDLOCK_SERVERS", &servers),
+        &["--json"],
+    );
+    out.assert_code(0, "a node serving every slot");
+    let json = out.json();
+    assert_eq!(json["state"], "ready", "{json}");
+    assert_eq!(json["usable"], 3);
+    let now = server_json(&json, 0)["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "now")
+        .cloned()
+        .unwrap();
+    assert_eq!(now["level"], "unknown", "{now}");
+    assert!(
+        now["says"]
+            .as_str()
+            .unwrap()
+            .contains("a cluster node keeps it per hash tag"),
+        "{now}"
+    );
+}
+
 /// Issue 28: 1 of 3 down is degraded, still a majority: its own exit
 /// status and JSON, apart from unsafe and not ready.
 #[test]
