@@ -98,7 +98,7 @@ const EXAMPLES: &[(&str, &[Example])] = &[
                 lines: &["redlock doctor"],
             },
             Example {
-                what: "A monitoring check: 0 healthy, 1 unsafe (or, with --strict, a warning), 69 unreachable",
+                what: "Monitoring: 0 ready, 2 degraded, 75 not ready yet, 1 unsafe (--strict: or a warning), 69 down",
                 lines: &["redlock doctor --strict --json > doctor.json || alert \"redlock: exit $?\""],
             },
     ]),

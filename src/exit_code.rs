@@ -19,15 +19,20 @@ pub enum Exit {
     /// `doctor`: something Redlock's safety rests on is broken (with
     /// `--strict`, a warning too).
     Free,
+    /// 2: `doctor`: degraded: a majority of the servers is usable now, so
+    /// a lock can be taken, but not every server.
+    Degraded,
     /// 64 (EX_USAGE): a bad flag, duration, name or missing token.
     Usage,
     /// 69 (EX_UNAVAILABLE): fewer than N/2+1 servers answered in time, so
-    /// nothing can be decided.
+    /// nothing can be decided; `doctor`: fewer than N/2+1 are usable now,
+    /// and the restart guard is not why.
     NoQuorum,
     /// 70 (EX_SOFTWARE): an unexpected internal error, e.g. stdout closed.
     Internal,
     /// 75 (EX_TEMPFAIL): the lock is held by someone else (`-n`), or the
-    /// `-w` wait ran out while it was.
+    /// `-w` wait ran out while it was; `doctor`: not ready yet, too few
+    /// servers usable until the restart guard lets them count.
     Busy,
     /// 78 (EX_CONFIG): no servers configured, or a server URL, config file
     /// or TLS setting that cannot be used.
@@ -68,11 +73,11 @@ pub const EVERY: &[&str] = &[
 
 /// Every fixed exit status, in ascending order. `128+N` and the command's own
 /// status under `exec` are described where they apply.
-pub const TABLE: [Row; 9] = [
+pub const TABLE: [Row; 10] = [
     Row {
         exit: Exit::Success,
         name: "success",
-        help: "success (status: the lock is held; doctor: nothing unsafe)",
+        help: "success (status: the lock is held; doctor: ready, nothing unsafe)",
         commands: &["acquire", "release", "extend", "status", "list", "doctor"],
     },
     Row {
@@ -80,6 +85,12 @@ pub const TABLE: [Row; 9] = [
         name: "free",
         help: "status: the lock is free; doctor: something is unsafe (--strict: or a warning)",
         commands: &["status", "doctor"],
+    },
+    Row {
+        exit: Exit::Degraded,
+        name: "degraded",
+        help: "doctor: degraded: a majority is usable now (a lock can be taken), not every server",
+        commands: &["doctor"],
     },
     Row {
         exit: Exit::Usage,
@@ -90,7 +101,7 @@ pub const TABLE: [Row; 9] = [
     Row {
         exit: Exit::NoQuorum,
         name: "no quorum",
-        help: "no quorum: fewer than N/2+1 servers answered",
+        help: "no quorum: fewer than N/2+1 servers answered (doctor: are usable now)",
         commands: EVERY,
     },
     Row {
@@ -102,8 +113,8 @@ pub const TABLE: [Row; 9] = [
     Row {
         exit: Exit::Busy,
         name: "busy",
-        help: "busy: held by someone else (-n), or the -w wait ran out",
-        commands: &["acquire", "exec"],
+        help: "busy: held by someone else (-n), or the -w wait ran out; doctor: not ready yet",
+        commands: &["acquire", "exec", "doctor"],
     },
     Row {
         exit: Exit::Config,
@@ -159,6 +170,7 @@ impl Exit {
         match self {
             Exit::Success => 0,
             Exit::Free => 1,
+            Exit::Degraded => 2,
             Exit::Usage => 64,
             Exit::NoQuorum => 69,
             Exit::Internal => 70,
@@ -191,9 +203,10 @@ mod tests {
     /// Every fixed status. The match in `is_fixed` is exhaustive on purpose:
     /// a new variant does not compile until it is sorted there, and a fixed
     /// one then belongs here, where the test below demands its row.
-    const FIXED: [Exit; 9] = [
+    const FIXED: [Exit; 10] = [
         Exit::Success,
         Exit::Free,
+        Exit::Degraded,
         Exit::Usage,
         Exit::NoQuorum,
         Exit::Internal,
@@ -207,6 +220,7 @@ mod tests {
         match exit {
             Exit::Success
             | Exit::Free
+            | Exit::Degraded
             | Exit::Usage
             | Exit::NoQuorum
             | Exit::Internal
@@ -242,7 +256,7 @@ mod tests {
 
     #[test]
     fn codes_are_the_documented_numbers() {
-        let expected = [0, 1, 64, 69, 70, 75, 78, 79, 124];
+        let expected = [0, 1, 2, 64, 69, 70, 75, 78, 79, 124];
         let codes: Vec<u8> = TABLE.iter().map(|row| row.exit.code()).collect();
         assert_eq!(codes, expected);
         assert_eq!(Exit::Signal(2).code(), 130);
@@ -259,10 +273,10 @@ mod tests {
         assert_eq!(lines.len(), TABLE.len() + 1);
         assert_eq!(
             lines[1],
-            "  0   success (status: the lock is held; doctor: nothing unsafe)"
+            "  0   success (status: the lock is held; doctor: ready, nothing unsafe)"
         );
         assert_eq!(
-            lines[3],
+            lines[4],
             "  64  usage error: bad flag, duration, name or missing token"
         );
     }

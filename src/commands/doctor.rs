@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use crate::config::DoctorJob;
 use crate::error::Error;
-use crate::lock::{Facts, Info, Probe, Redlock, ServerSpec, Unknown};
-use crate::outcome::report::{Finding, Report, ServerReport};
+use crate::lock::{
+    Facts, Info, KeyState, LockKey, Probe, Redlock, ServerError, ServerSpec, Unknown,
+};
+use crate::outcome::report::{Finding, Now, Ready, Report, ServerReport};
 use crate::outcome::Outcome;
 
 /// The settings the checks weigh the answers against.
@@ -30,11 +32,22 @@ pub async fn run(redlock: &Redlock, job: DoctorJob, prefix: &[u8]) -> Result<Out
         accept_replicas: job.accept_replicas,
     };
     let median = median_offset(&probes);
+    // The restart guard's word on each server, as `status` asks it (this
+    // writes the marker, as any acquire does): the key of a name without a
+    // hash tag shares the fleet's marker.
+    let guard = redlock
+        .inspect(&LockKey::prefixed(prefix, b"redlock-doctor"))
+        .await;
     let mut servers: Vec<ServerReport> = Vec::with_capacity(probes.len());
     for (i, probe) in probes.iter().enumerate() {
         let duplicate = earlier_with_run_id(&probes[..i], probe);
-        servers.push(server_report(probe, duplicate, median, &against));
+        let mut report = server_report(probe, duplicate, median, &against);
+        if let Some(now) = now(&report, probe, guard.servers.get(i).map(|s| &s.state)) {
+            report.findings.push(Finding::Now(now));
+        }
+        servers.push(report);
     }
+    let ready = ready(&servers, redlock.quorum());
     let answered = probes.iter().filter(|p| p.answer.is_ok()).count();
     let masters = servers
         .iter()
@@ -59,6 +72,7 @@ pub async fn run(redlock: &Redlock, job: DoctorJob, prefix: &[u8]) -> Result<Out
             answered,
             quorum: redlock.quorum(),
         },
+        Finding::Ready(ready),
     ];
     Ok(Outcome::Doctor(Report {
         servers,
@@ -68,6 +82,68 @@ pub async fn run(redlock: &Redlock, job: DoctorJob, prefix: &[u8]) -> Result<Out
         answered,
         strict: job.strict,
     }))
+}
+
+/// Whether a lock can count a server that answered at this moment (`None`:
+/// it did not answer, which its findings say): it is a distinct master,
+/// serving slots if in a cluster, and the lock's script runs there outside
+/// the restart guard (`inspected`: what the script said).
+fn now(
+    report: &ServerReport,
+    probe: &Probe,
+    inspected: Option<&Result<KeyState, ServerError>>,
+) -> Option<Now> {
+    let facts = probe.answer.as_ref().ok()?;
+    for finding in &report.findings {
+        match finding {
+            Finding::Replica { .. } => return Some(Now::Out("a replica")),
+            Finding::Duplicate { .. } => return Some(Now::Out("listed twice")),
+            _ => {}
+        }
+    }
+    let cluster = facts.cluster.as_ref();
+    if let Some(Ok(node)) = cluster {
+        if !node.serves() {
+            return Some(Now::NoSlots(node.clone()));
+        }
+    }
+    Some(match inspected {
+        Some(Ok(state)) => match state.restarting {
+            Some(guarded) => Now::Guarded(guarded),
+            None => Now::Usable,
+        },
+        // A cluster node that serves slots takes locks of the names whose
+        // slot it serves: their guard markers are per hash tag.
+        Some(Err(err)) if cluster.is_some() => Now::GuardUnknown(err.clone()),
+        Some(Err(err)) => Now::Fails(err.clone()),
+        None => Now::Fails(ServerError::Failed("no reply".into())),
+    })
+}
+
+/// The servers usable now, and how long the guard keeps out the others it
+/// alone keeps out.
+fn ready(servers: &[ServerReport], quorum: usize) -> Ready {
+    let now = |s: &ServerReport| {
+        s.findings.iter().find_map(|f| match f {
+            Finding::Now(now) => Some(now.clone()),
+            _ => None,
+        })
+    };
+    let usable = servers.iter().filter(|s| s.usable()).count();
+    let mut guarded: Vec<Duration> = servers
+        .iter()
+        .filter_map(|s| match now(s) {
+            Some(Now::Guarded(g)) => Some(g.left),
+            _ => None,
+        })
+        .collect();
+    guarded.sort_unstable();
+    Ready {
+        usable,
+        guarded,
+        total: servers.len(),
+        quorum,
+    }
 }
 
 /// The findings of one server.
@@ -306,6 +382,7 @@ mod tests {
             debug_command,
             reached: Err(refused()),
             markers: Err(refused()),
+            cluster: None,
         }
     }
 

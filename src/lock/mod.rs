@@ -55,7 +55,7 @@ pub use quorum::drift;
 pub use retry::{acquire_or_cancel, Wait};
 pub use scripts::{ForceVerdict, MAX_FENCE, MAX_TOKEN};
 pub use semaphore::acquire_slot_or_cancel;
-pub use server_info::{evicts_locks, Concern, ConcernKind, Info};
+pub use server_info::{evicts_locks, ClusterNode, Concern, ConcernKind, Info, CLUSTER_SLOTS};
 pub use server_url::{redact_url, ServerSpec};
 pub use servers::ServerError;
 pub use shared::SharedHolder;

@@ -9,7 +9,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::key::{escape_and_cut, record_key, LockKey, SERVER_TEXT_SHOWN};
-use super::server_info::Info;
+use super::server_info::{ClusterNode, Info};
 use super::server_url::ServerSpec;
 use super::servers::{Server, ServerError};
 
@@ -226,6 +226,9 @@ pub struct Facts {
     pub reached: Known<Reached>,
     /// The restart-guard markers of other prefixes in this db.
     pub markers: Known<Markers>,
+    /// A cluster node's state and the slots it serves (`None`: INFO does
+    /// not say `cluster_enabled:1`).
+    pub cluster: Option<Known<ClusterNode>>,
 }
 
 /// The servers (`run_id`) that answered on new connections to one address.
@@ -321,6 +324,10 @@ impl Server {
         let debug_command = self.config_get("enable-debug-command").await;
         let reached = self.reached().await;
         let markers = self.markers(prefix).await;
+        let cluster = match &info {
+            Ok(info) if info.cluster_enabled == Some(true) => Some(self.cluster_node().await),
+            _ => None,
+        };
         Ok(Facts {
             rtt,
             info,
@@ -331,7 +338,21 @@ impl Server {
             debug_command,
             reached,
             markers,
+            cluster,
         })
+    }
+
+    /// CLUSTER INFO and CLUSTER NODES: whether the cluster is up, and the
+    /// slots this node serves.
+    async fn cluster_node(&self) -> Known<ClusterNode> {
+        let cluster = |sub: &str| {
+            let mut cmd = redis::cmd("CLUSTER");
+            cmd.arg(sub);
+            cmd
+        };
+        let info: String = self.ask(cluster("INFO")).await?;
+        let nodes: String = self.ask(cluster("NODES")).await?;
+        Ok(ClusterNode::parse(&info, &nodes))
     }
 
     /// The run_ids that answer `INFO server` on [`CONNECTIONS`] new

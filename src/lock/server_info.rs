@@ -85,6 +85,56 @@ impl Info {
     }
 }
 
+/// What a cluster node (`cluster_enabled:1`) says of itself: whether a lock
+/// can be taken on it at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterNode {
+    /// `cluster_state` of CLUSTER INFO (`ok` or `fail`), escaped.
+    pub state: String,
+    /// The hash slots it serves itself (its `myself` line of CLUSTER
+    /// NODES): a lock whose slot it does not serve fails on it.
+    pub slots: u64,
+}
+
+/// How many hash slots a cluster has.
+pub const CLUSTER_SLOTS: u64 = 16384;
+
+impl ClusterNode {
+    /// From the replies of CLUSTER INFO and CLUSTER NODES.
+    pub fn parse(info: &str, nodes: &str) -> ClusterNode {
+        let state = info
+            .lines()
+            .filter_map(|line| line.trim_end_matches('\r').split_once(':'))
+            .find(|(name, _)| *name == "cluster_state")
+            .map_or_else(
+                || "unknown".to_owned(),
+                |(_, v)| escape_and_cut(v.trim().as_bytes(), SERVER_TEXT_SHOWN),
+            );
+        let myself = nodes.lines().find(|line| {
+            line.split(' ')
+                .nth(2)
+                .is_some_and(|flags| flags.split(',').any(|f| f == "myself"))
+        });
+        // Fields 9 on: `0-5460`, `5461`, or `[slot->-id]` (a migration).
+        let slots = myself
+            .into_iter()
+            .flat_map(|line| line.split(' ').skip(8))
+            .filter_map(|range| match range.split_once('-') {
+                _ if range.starts_with('[') => None,
+                Some((from, to)) => Some(to.parse::<u64>().ok()? + 1 - from.parse::<u64>().ok()?),
+                None => range.parse::<u64>().ok().map(|_| 1),
+            })
+            .sum();
+        ClusterNode { state, slots }
+    }
+
+    /// Whether a lock can be taken on it: the cluster is up and it serves
+    /// slots.
+    pub fn serves(&self) -> bool {
+        self.state == "ok" && self.slots > 0
+    }
+}
+
 /// The fields named `stem` and a number (`slave0`, `db3`), by number.
 fn numbered<'a>(fields: &HashMap<&'a str, &'a str>, stem: &str) -> Vec<(u32, &'a str)> {
     let mut found: Vec<(u32, &str)> = fields
@@ -247,6 +297,24 @@ mod tests {
         let none = Info::parse("role:master\r\nconnected_slaves:0\r\n");
         assert_eq!(none.connected_replicas, Some(0));
         assert!(none.replicas.is_empty() && none.keyspace.is_empty());
+    }
+
+    #[test]
+    fn a_cluster_node_counts_the_slots_it_serves_itself() {
+        let info = "cluster_enabled:1\r\ncluster_state:ok\r\ncluster_slots_assigned:16384\r\n";
+        let nodes = "a1 127.0.0.1:7001@17001 master - 0 0 1 connected 5461-10922\n\
+                     b2 127.0.0.1:7000@17000 myself,master - 0 0 2 connected 0-5460 16383 \
+                     [77->-a1]\n";
+        let node = ClusterNode::parse(info, nodes);
+        assert_eq!(node.slots, 5462);
+        assert!(node.serves());
+        let alone = ClusterNode::parse(
+            "cluster_state:fail\r\n",
+            "c3 127.0.0.1:7002@17002 myself,master - 0 0 0 connected\n",
+        );
+        assert_eq!((alone.state.as_str(), alone.slots), ("fail", 0));
+        assert!(!alone.serves());
+        assert_eq!(CLUSTER_SLOTS, 16384);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use crate::exit_code::Exit;
-use crate::lock::{Markers, Missing, Reached, ServerError, ServerSpec, Unknown};
+use crate::lock::{
+    ClusterNode, Guarded, Markers, Missing, Reached, ServerError, ServerSpec, Unknown,
+};
 
 /// How much a finding matters, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -133,6 +135,69 @@ pub enum Finding {
         answered: usize,
         quorum: usize,
     },
+    /// Whether a lock can count this server at this moment.
+    Now(Now),
+    /// Whether a lock can be taken at this moment: the servers usable now
+    /// against the quorum.
+    Ready(Ready),
+}
+
+/// Whether a lock can count one server at this moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Now {
+    Usable,
+    /// Usable as far as doctor can tell, but the restart guard's word
+    /// could not be read (a cluster node: the guard is kept per hash tag).
+    GuardUnknown(ServerError),
+    /// The restart guard keeps it out: for how long yet, and why.
+    Guarded(Guarded),
+    /// A cluster node that is down or serves no slots: every lock fails
+    /// on it.
+    NoSlots(ClusterNode),
+    /// It cannot count: a replica, or the same server as another.
+    Out(&'static str),
+    /// The lock's script fails on it.
+    Fails(ServerError),
+}
+
+/// The servers usable now, against the quorum.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ready {
+    pub usable: usize,
+    /// How long the restart guard keeps each server out that only it
+    /// keeps out, shortest first.
+    pub guarded: Vec<Duration>,
+    pub total: usize,
+    pub quorum: usize,
+}
+
+/// What the servers usable now allow, the three kinds a monitoring check
+/// tells apart from an unsafe configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Every server is usable.
+    Ready,
+    /// A majority is usable, not every server: a lock can be taken.
+    Degraded,
+    /// Too few usable now, but the restart guard is why: ready in this
+    /// long, when enough servers come out of it.
+    NotReady(Duration),
+    /// Too few usable, and waiting for the guard would not be enough.
+    Unavailable,
+}
+
+impl Ready {
+    pub fn state(&self) -> State {
+        let needed = self.quorum.saturating_sub(self.usable);
+        match needed {
+            0 if self.usable >= self.total => State::Ready,
+            0 => State::Degraded,
+            n => match self.guarded.get(n - 1) {
+                Some(left) => State::NotReady(*left),
+                None => State::Unavailable,
+            },
+        }
+    }
 }
 
 impl Finding {
@@ -167,7 +232,8 @@ impl Finding {
                 match (*aof, fsync.as_deref(), guard.is_zero()) {
                     (true, Result::Ok("always"), _) => Ok,
                     (true, Err(_), true) => Unknown,
-                    (_, _, false) => Warning,
+                    // The restart guard covers what a restart can lose.
+                    (_, _, false) => Ok,
                     (_, _, true) => Unsafe,
                 }
             }
@@ -196,6 +262,10 @@ impl Finding {
             Finding::Quorum {
                 masters, quorum, ..
             } => level_if(masters < quorum, Unsafe),
+            Finding::Now(Now::Usable) => Ok,
+            Finding::Now(Now::GuardUnknown(_)) => Unknown,
+            Finding::Now(_) => Warning,
+            Finding::Ready(ready) => level_if(ready.state() != State::Ready, Warning),
         }
     }
 }
@@ -212,6 +282,13 @@ impl ServerReport {
     /// The worst of its findings.
     pub fn level(&self) -> Level {
         worst(&self.findings)
+    }
+
+    /// Whether a lock can count it now (as far as doctor can tell).
+    pub fn usable(&self) -> bool {
+        self.findings
+            .iter()
+            .any(|f| matches!(f, Finding::Now(Now::Usable | Now::GuardUnknown(_))))
     }
 }
 
@@ -239,6 +316,32 @@ impl Report {
         self.answered < self.quorum
     }
 
+    /// How many servers a lock can count now.
+    pub fn usable(&self) -> usize {
+        self.servers.iter().filter(|s| s.usable()).count()
+    }
+
+    /// What the servers usable now allow.
+    pub fn state(&self) -> State {
+        self.overall
+            .iter()
+            .find_map(|f| match f {
+                Finding::Ready(ready) => Some(ready.state()),
+                _ => None,
+            })
+            .unwrap_or(State::Unavailable)
+    }
+
+    /// Whether anything Redlock's safety rests on is unsafe, as set up
+    /// (too few masters answering is the state's to say).
+    pub fn unsafe_configuration(&self) -> bool {
+        self.servers
+            .iter()
+            .flat_map(|s| &s.findings)
+            .chain(&self.overall)
+            .any(|f| f.level() == Level::Unsafe && !matches!(f, Finding::Quorum { .. }))
+    }
+
     /// How many findings of `level` there are.
     pub fn count(&self, level: Level) -> usize {
         self.servers
@@ -249,14 +352,95 @@ impl Report {
             .count()
     }
 
-    /// 69 when too few servers answer, 1 when something is unsafe (a
-    /// warning too with `--strict`), else 0.
+    /// 69 when too few servers are usable now and waiting for the restart
+    /// guard would not help; 1 when something is unsafe (it needs a person,
+    /// where the guard passes by itself); 75 when too few are usable until
+    /// the guard lets them count (not ready yet); 2 when a majority is
+    /// usable but not every server (degraded); 1 for a warning with
+    /// `--strict`; else 0.
     pub fn exit(&self) -> Exit {
-        match self.level() {
-            _ if self.too_few() => Exit::NoQuorum,
-            Level::Unsafe => Exit::Free,
-            Level::Warning if self.strict => Exit::Free,
+        match self.state() {
+            State::Unavailable => Exit::NoQuorum,
+            _ if self.unsafe_configuration() => Exit::Free,
+            State::NotReady(_) => Exit::Busy,
+            State::Degraded => Exit::Degraded,
+            _ if self.strict && self.level() >= Level::Warning => Exit::Free,
             _ => Exit::Success,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ready(usable: usize, guarded: &[u64], total: usize) -> Ready {
+        Ready {
+            usable,
+            guarded: guarded.iter().map(|s| Duration::from_secs(*s)).collect(),
+            total,
+            quorum: total / 2 + 1,
+        }
+    }
+
+    #[test]
+    fn the_state_counts_the_usable_servers_and_when_the_guard_lets_enough_in() {
+        assert_eq!(ready(3, &[], 3).state(), State::Ready);
+        assert_eq!(ready(2, &[], 3).state(), State::Degraded);
+        assert_eq!(ready(2, &[10], 3).state(), State::Degraded);
+        // Two more needed: the second shortest guard.
+        assert_eq!(
+            ready(1, &[5, 20, 30], 5).state(),
+            State::NotReady(Duration::from_secs(20))
+        );
+        assert_eq!(
+            ready(0, &[3, 9, 29], 3).state(),
+            State::NotReady(Duration::from_secs(9))
+        );
+        assert_eq!(ready(1, &[], 3).state(), State::Unavailable);
+        assert_eq!(ready(0, &[7], 3).state(), State::Unavailable);
+    }
+
+    fn report(ready: Ready, extra: Finding, strict: bool) -> Report {
+        Report {
+            servers: Vec::new(),
+            overall: vec![Finding::Ready(ready), extra],
+            total: 3,
+            quorum: 2,
+            answered: 3,
+            strict,
+        }
+    }
+
+    #[test]
+    fn the_exit_puts_unavailable_then_unsafe_then_not_ready_then_degraded() {
+        let unsafe_count = || Finding::Count {
+            servers: 2,
+            single: false,
+        };
+        let fine = || Finding::Count {
+            servers: 3,
+            single: false,
+        };
+        let even = || Finding::Count {
+            servers: 4,
+            single: false,
+        };
+        let exit = |r: Ready, f: Finding, strict| report(r, f, strict).exit();
+        assert_eq!(
+            exit(ready(1, &[], 3), unsafe_count(), false),
+            Exit::NoQuorum
+        );
+        assert_eq!(
+            exit(ready(0, &[1, 2], 3), unsafe_count(), false),
+            Exit::Free
+        );
+        assert_eq!(exit(ready(0, &[1, 2], 3), fine(), false), Exit::Busy);
+        assert_eq!(exit(ready(2, &[], 3), unsafe_count(), false), Exit::Free);
+        assert_eq!(exit(ready(2, &[], 3), even(), true), Exit::Degraded);
+        assert_eq!(exit(ready(3, &[], 3), even(), true), Exit::Free);
+        assert_eq!(exit(ready(3, &[], 3), even(), false), Exit::Success);
+        assert!(!report(ready(1, &[], 3), fine(), false).unsafe_configuration());
+        assert!(report(ready(3, &[], 3), unsafe_count(), false).unsafe_configuration());
     }
 }

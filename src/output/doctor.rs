@@ -7,10 +7,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::format::Level as Loudness;
-use super::words::server_failure;
+use super::words::{guard_cause, server_failure};
 use crate::duration::rounded;
-use crate::lock::{Concern, ConcernKind, Feature, Missing};
-use crate::outcome::report::{Finding, Level, Report, ServerReport};
+use crate::lock::{Concern, ConcernKind, Feature, Missing, CLUSTER_SLOTS};
+use crate::outcome::report::{Finding, Level, Now, Ready, Report, ServerReport, State};
 
 /// A finding in words: the check, what it found, and the fix (none when
 /// nothing needs fixing).
@@ -96,6 +96,89 @@ fn words(finding: &Finding) -> Said {
             answered,
             quorum,
         } => quorum_words(*masters, *answered, *quorum, bad),
+        Finding::Now(now) => now_words(now),
+        Finding::Ready(ready) => ready_words(ready),
+    }
+}
+
+/// Whether a lock can count one server now.
+fn now_words(now: &Now) -> Said {
+    match now {
+        Now::Usable => said("now", "usable: a lock can count it now".into(), None),
+        Now::GuardUnknown(err) => said(
+            "now",
+            format!(
+                "usable as far as doctor can tell; the restart guard's word is unknown: a \
+                 cluster node keeps it per hash tag ({})",
+                cut(&server_failure(err), 120)
+            ),
+            Some("redlock status on a name with its {hash tag} reads that tag's guard"),
+        ),
+        Now::Guarded(guarded) => said(
+            "now",
+            format!(
+                "kept out of quorums by the restart guard for another {} ({}: {})",
+                rounded(guarded.left),
+                guarded.cause.as_str(),
+                guard_cause(guarded.cause)
+            ),
+            Some("wait: it counts again by itself; if it happens again, find out why"),
+        ),
+        Now::NoSlots(node) => said(
+            "now",
+            format!(
+                "a cluster node with cluster_state {} serving {} of {CLUSTER_SLOTS} hash slots: \
+                 every lock fails on it",
+                node.state, node.slots
+            ),
+            Some("assign it slots (CLUSTER ADDSLOTS), or use standalone masters (cluster-enabled no)"),
+        ),
+        Now::Out(what) => said("now", format!("cannot count: {what}"), None),
+        Now::Fails(err) => said(
+            "now",
+            format!("the lock's script {} on it", server_failure(err)),
+            Some("see its reachable and acl checks"),
+        ),
+    }
+}
+
+/// Whether a lock can be taken now: the servers usable against the quorum.
+fn ready_words(ready: &Ready) -> Said {
+    let Ready {
+        usable,
+        total,
+        quorum,
+        ..
+    } = *ready;
+    let of = format!("{usable} of {total} servers usable now, quorum {quorum}");
+    match ready.state() {
+        State::Ready => said("ready", format!("{of}: a lock can be taken"), None),
+        State::Degraded => said(
+            "ready",
+            format!(
+                "degraded: {of}: a lock can be taken, and {}",
+                match usable - quorum {
+                    0 => "no other server can fail".to_owned(),
+                    1 => "1 more server can fail".to_owned(),
+                    n => format!("{n} more servers can fail"),
+                }
+            ),
+            Some("bring the other servers back (see their now checks)"),
+        ),
+        State::NotReady(left) => said(
+            "ready",
+            format!(
+                "not ready yet: {of}: the restart guard keeps {} out; a lock can be taken in {}",
+                ready.guarded.len(),
+                rounded(left)
+            ),
+            Some("wait: the restart guard lets them count by then"),
+        ),
+        State::Unavailable => said(
+            "ready",
+            format!("unavailable: {of}: no lock can be taken"),
+            Some("bring the servers back (see their reachable and now checks)"),
+        ),
     }
 }
 
@@ -383,11 +466,11 @@ fn persistence(
         _ => said(
             "persistence",
             format!(
-                "{kept}; the restart guard ({}) keeps it out of quorums that long after one, \
-                 but cannot bring back the fencing counters of names taken with --fence",
+                "{kept}; the restart guard ({}) covers it, keeping it out of quorums after one, \
+                 though not the fencing counters of --fence ({fix} keeps those)",
                 rounded(guard)
             ),
-            Some(&format!("{fix}, or keep the restart guard on")),
+            None,
         ),
     }
 }
@@ -542,7 +625,7 @@ fn quorum_words(masters: usize, answered: usize, quorum: usize, bad: bool) -> Sa
         ),
         (false, false) => said(
             "quorum",
-            format!("{} can count, quorum {quorum}", distinct(masters)),
+            format!("{} answered, quorum {quorum}", distinct(masters)),
             None,
         ),
     }
@@ -553,6 +636,14 @@ fn distinct(masters: usize) -> String {
     match masters {
         1 => "1 distinct master".into(),
         n => format!("{n} distinct masters"),
+    }
+}
+
+/// `text` cut to `chars` characters, with "…" when it was longer.
+fn cut(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
     }
 }
 
@@ -570,11 +661,26 @@ fn level_word(level: Level) -> &'static str {
     }
 }
 
-/// The verdict of the whole report.
+/// The verdict of the whole report, in the order of the exit status: no
+/// lock can be taken, unsafe, not ready yet, degraded, then the worst level.
 fn verdict(report: &Report) -> &'static str {
-    match report.too_few() {
-        true => "unreachable",
-        false => level_word(report.level()),
+    match (report.too_few(), report.state()) {
+        (true, _) => "unreachable",
+        (_, State::Unavailable) => "unavailable",
+        _ if report.unsafe_configuration() => "unsafe",
+        (_, State::NotReady(_)) => "not-ready",
+        (_, State::Degraded) => "degraded",
+        _ => level_word(report.level()),
+    }
+}
+
+/// The state's word in JSON.
+fn state_word(state: State) -> &'static str {
+    match state {
+        State::Ready => "ready",
+        State::Degraded => "degraded",
+        State::NotReady(_) => "not-ready",
+        State::Unavailable => "unavailable",
     }
 }
 
@@ -640,6 +746,17 @@ struct ReportJson {
     total: usize,
     quorum: usize,
     answered: usize,
+    /// The three kinds a monitoring check alerts on, apart: `state` (can
+    /// a lock be taken now), and `unsafe` (the configuration).
+    state: &'static str,
+    usable: usize,
+    /// `state` is `not-ready`: in how long a lock can be taken.
+    ready_in_ms: Option<u64>,
+    #[serde(rename = "unsafe")]
+    unsafe_configuration: bool,
+    degraded: bool,
+    not_ready: bool,
+    unavailable: bool,
     servers: Vec<ServerJson>,
     checks: Vec<CheckJson>,
 }
@@ -650,7 +767,17 @@ struct ServerJson {
     verdict: &'static str,
     version: Option<String>,
     rtt_ms: Option<f64>,
+    /// Whether a lock can count it now.
+    usable: bool,
+    /// The restart guard keeps it out: how long yet, and why.
+    guard: Option<GuardJson>,
     checks: Vec<CheckJson>,
+}
+
+#[derive(Serialize)]
+struct GuardJson {
+    left_ms: u64,
+    cause: &'static str,
 }
 
 #[derive(Serialize)]
@@ -684,12 +811,25 @@ fn server_json(server: &ServerReport) -> ServerJson {
         rtt_ms: server
             .rtt
             .map(|rtt| (rtt.as_secs_f64() * 1e6).round() / 1e3),
+        usable: server.usable(),
+        guard: server.findings.iter().find_map(|f| match f {
+            Finding::Now(Now::Guarded(g)) => Some(GuardJson {
+                left_ms: millis(g.left),
+                cause: g.cause.as_str(),
+            }),
+            _ => None,
+        }),
         checks: checks(&server.findings),
     }
 }
 
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// The report as one JSON object.
 pub fn json(report: &Report) -> serde_json::Result<String> {
+    let state = report.state();
     serde_json::to_string(&ReportJson {
         verdict: verdict(report),
         exit: report.exit().code(),
@@ -697,6 +837,16 @@ pub fn json(report: &Report) -> serde_json::Result<String> {
         total: report.total,
         quorum: report.quorum,
         answered: report.answered,
+        state: state_word(state),
+        usable: report.usable(),
+        ready_in_ms: match state {
+            State::NotReady(left) => Some(millis(left)),
+            _ => None,
+        },
+        unsafe_configuration: report.unsafe_configuration(),
+        degraded: state == State::Degraded,
+        not_ready: matches!(state, State::NotReady(_)),
+        unavailable: state == State::Unavailable,
         servers: report.servers.iter().map(server_json).collect(),
         checks: checks(&report.overall),
     })

@@ -157,23 +157,35 @@ fn one_server_needs_single() {
 fn a_server_that_just_restarted_is_a_warning_under_the_guard() {
     let mut cluster = Cluster::start(3);
     cluster[1].restart();
+    // Never seen under this prefix, every server is inside the guard: no
+    // lock can be taken yet (issue 28: this was a 0).
     let out = doctor(cluster.redlock().env("REDLOCK_RESTART_GUARD", "1h"), &[]);
-    out.assert_code(0, "restarted, guard 1h");
+    out.assert_code(75, "restarted, guard 1h");
     let uptime = line_of(&out, &cluster[1].url(), "uptime");
     assert!(uptime.starts_with("  warning"), "{uptime}");
     assert!(
         uptime.contains("the restart guard (1h) keeps it out of quorums"),
         "{uptime}"
     );
-    // Without AOF the guard is what covers a restart: a warning, not unsafe.
+    // Without AOF the guard is what covers a restart: said, not counted
+    // by --strict (issue 28).
     let persistence = line_of(&out, &cluster[1].url(), "persistence");
-    assert!(persistence.starts_with("  warning"), "{persistence}");
+    assert!(persistence.starts_with("  ok"), "{persistence}");
     assert!(persistence.contains("no AOF"), "{persistence}");
+    assert!(
+        persistence.contains("the restart guard (1h) covers it"),
+        "{persistence}"
+    );
+    let now = line_of(&out, &cluster[1].url(), "now");
+    assert!(
+        now.contains("kept out of quorums by the restart guard"),
+        "{now}"
+    );
     doctor(
         cluster.redlock().env("REDLOCK_RESTART_GUARD", "1h"),
         &["--strict"],
     )
-    .assert_code(1, "restarted, --strict");
+    .assert_code(75, "restarted, --strict");
     // With the guard off, nothing covers a restart without AOF.
     let out = doctor(&mut cluster.redlock(), &[]);
     out.assert_code(1, "no AOF, guard off");
@@ -227,7 +239,9 @@ fn a_paused_server_is_a_warning_and_too_few_answering_is_69() {
     let mut cluster = Cluster::start_with(3, DURABLE);
     cluster[2].pause();
     let out = doctor(&mut cluster.redlock(), &[]);
-    out.assert_code(0, "one paused");
+    // Still a majority: degraded (issue 28: this was a 0).
+    out.assert_code(2, "one paused");
+    assert!(out.stdout.contains("verdict: degraded"), "{}", out.stdout);
     let reachable = line_of(&out, &cluster[2].url(), "reachable");
     assert!(reachable.starts_with("  warning"), "{reachable}");
     assert!(reachable.contains("did not answer"), "{reachable}");
@@ -311,7 +325,14 @@ fn json_has_one_object_per_server_and_a_verdict() {
         .iter()
         .map(|c| c["check"].as_str().unwrap())
         .collect();
-    assert_eq!(overall, ["count", "quorum"]);
+    assert_eq!(overall, ["count", "quorum", "ready"]);
+    // A majority is usable, but the replica is not: degraded, and unsafe,
+    // which the exit status puts first.
+    assert_eq!(json["state"], "degraded");
+    assert_eq!(json["unsafe"], true);
+    assert_eq!(json["usable"], 2);
+    assert_eq!(servers[2]["usable"], false);
+    assert_eq!(check(&servers[2], "now")["says"], "cannot count: a replica");
 }
 
 /// Today a replica listed as a master and made writable is counted "3 of
@@ -628,4 +649,395 @@ fn another_prefix_is_shown_escaped() {
     assert!(shared.starts_with("  warning"), "{shared}");
     assert!(shared.contains("[2Jevil:"), "{shared}");
     assert!(!out.stdout.contains('\x1b'), "{}", out.stdout);
+}
+
+/// The restart guard for the tests of "can a lock be taken now": long
+/// enough that a run sees a server still inside it.
+const GUARD: &str = "30s";
+
+/// `cluster.redlock()` with the restart guard `guard` on.
+fn guarded(cluster: &Cluster, guard: &str) -> Command {
+    let mut cmd = cluster.redlock();
+    cmd.env("REDLOCK_RESTART_GUARD", guard);
+    cmd
+}
+
+/// The JSON object of server `i`.
+fn server_json(json: &serde_json::Value, i: usize) -> serde_json::Value {
+    json["servers"][i].clone()
+}
+
+/// Issue 28: doctor said "ok quorum, 3 masters can count" and exited 0
+/// while every server was inside the restart guard (never seen under this
+/// prefix), and every acquire exited 69.
+#[test]
+fn servers_inside_the_guard_are_not_ready_yet_with_when_and_why() {
+    let cluster = Cluster::start_with(3, DURABLE);
+    let out = doctor(&mut guarded(&cluster, GUARD), &["--json"]);
+    out.assert_code(75, "never-seen servers, inside the guard");
+    let json = out.json();
+    assert_eq!(json["state"], "not-ready", "{json}");
+    assert_eq!(json["verdict"], "not-ready");
+    assert_eq!(json["exit"], 75);
+    assert_eq!(json["usable"], 0);
+    assert_eq!(json["not_ready"], true);
+    assert_eq!(json["degraded"], false);
+    assert_eq!(json["unavailable"], false);
+    assert_eq!(json["unsafe"], false);
+    let ready_in = json["ready_in_ms"].as_u64().unwrap();
+    assert!((20_000..=30_000).contains(&ready_in), "{json}");
+    for i in 0..3 {
+        let server = server_json(&json, i);
+        assert_eq!(server["usable"], false, "{server}");
+        assert_eq!(server["guard"]["cause"], "unseen", "{server}");
+        let left = server["guard"]["left_ms"].as_u64().unwrap();
+        assert!((20_000..=30_000).contains(&left), "{server}");
+    }
+    // What acquire finds agrees.
+    run(guarded(&cluster, GUARD).args(["acquire", "-n", "now"]))
+        .assert_code(69, "acquire inside the guard");
+    let out = doctor(&mut guarded(&cluster, GUARD), &[]);
+    out.assert_code(75, "text");
+    let ready = line_of(&out, "the 3 servers", "ready");
+    assert!(
+        ready.contains("not ready yet: 0 of 3 servers usable now, quorum 2: the restart guard keeps 3 out; a lock can be taken in"),
+        "{ready}"
+    );
+    let now = line_of(&out, &cluster[0].url(), "now");
+    assert!(now.starts_with("  warning"), "{now}");
+    assert!(
+        now.contains("kept out of quorums by the restart guard for another"),
+        "{now}"
+    );
+    assert!(now.contains("(unseen: first sight"), "{now}");
+    assert!(out.stdout.contains("verdict: not-ready"), "{}", out.stdout);
+    // Without the guard, the same servers are usable at once.
+    doctor(&mut cluster.redlock(), &["--strict"]).assert_code(0, "guard off");
+}
+
+/// Waits out a restart guard of 1s from the first doctor run.
+fn past_a_guard_of_1s(cluster: &Cluster) {
+    doctor(&mut guarded(cluster, "1s"), &[]);
+    std::thread::sleep(Duration::from_millis(1200));
+}
+
+/// Issue 28: after a FLUSHALL of a majority every acquire exited 69 for
+/// the guard, and doctor said ok.
+#[test]
+fn a_flushall_of_a_majority_is_not_ready_until_the_guard_passes() {
+    let cluster = Cluster::start_with(3, DURABLE);
+    past_a_guard_of_1s(&cluster);
+    doctor(&mut guarded(&cluster, "1s"), &["--strict"]).assert_code(0, "past the guard");
+    for server in [&cluster[0], &cluster[1]] {
+        redis::cmd("FLUSHALL")
+            .query::<()>(&mut server.client())
+            .unwrap();
+    }
+    let out = doctor(&mut guarded(&cluster, "1s"), &["--json"]);
+    out.assert_code(75, "a FLUSHALL of 2 of 3");
+    let json = out.json();
+    assert_eq!(json["state"], "not-ready", "{json}");
+    assert_eq!(json["usable"], 1);
+    assert!(json["ready_in_ms"].as_u64().unwrap() <= 1000, "{json}");
+    for i in [0, 1] {
+        assert_eq!(server_json(&json, i)["guard"]["cause"], "unseen", "{json}");
+    }
+    assert_eq!(server_json(&json, 2)["usable"], true, "{json}");
+    assert!(server_json(&json, 2)["guard"].is_null(), "{json}");
+    std::thread::sleep(Duration::from_millis(1200));
+    doctor(&mut guarded(&cluster, "1s"), &["--strict"]).assert_code(0, "the guard passed");
+}
+
+/// A node with `--cluster-enabled yes` and no slots assigned.
+fn slotless_node() -> RedisServer {
+    RedisServer::start_with(
+        &[
+            DURABLE,
+            &[
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+            ],
+        ]
+        .concat(),
+    )
+}
+
+/// Issue 28: a cluster node that serves no slots fails every lock, and
+/// doctor counted it.
+#[test]
+fn a_cluster_node_that_serves_no_slots_is_not_usable() {
+    let cluster = Cluster::start_with(2, DURABLE);
+    let node = slotless_node();
+    let servers = format!("{},{},{}", node.url(), cluster[0].url(), cluster[1].url());
+    let out = doctor(
+        crate::support::redlock().env("REDLOCK_SERVERS", &servers),
+        &["--json"],
+    );
+    out.assert_code(2, "one slot-less node of 3: degraded");
+    let json = out.json();
+    assert_eq!(json["state"], "degraded", "{json}");
+    assert_eq!(json["usable"], 2);
+    assert_eq!(server_json(&json, 0)["usable"], false);
+    let now = server_json(&json, 0)["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "now")
+        .cloned()
+        .unwrap_or_else(|| panic!("{json}"));
+    assert_eq!(now["level"], "warning");
+    assert!(
+        now["says"]
+            .as_str()
+            .unwrap()
+            .contains("cluster_state fail serving 0 of 16384 hash slots: every lock fails on it"),
+        "{now}"
+    );
+    // Two of three: no lock can be taken, as acquire finds.
+    let other = slotless_node();
+    let servers = format!("{},{},{}", node.url(), other.url(), cluster[0].url());
+    let out = doctor(
+        crate::support::redlock().env("REDLOCK_SERVERS", &servers),
+        &["--json"],
+    );
+    out.assert_code(69, "two slot-less nodes of 3");
+    let json = out.json();
+    assert_eq!(json["state"], "unavailable", "{json}");
+    assert_eq!(json["unavailable"], true);
+    assert_eq!(json["verdict"], "unavailable");
+    run(crate::support::redlock()
+        .env("REDLOCK_SERVERS", &servers)
+        .args(["acquire", "-n", "slots"]))
+    .assert_code(69, "acquire on two slot-less nodes of 3");
+}
+
+/// A cluster node that serves every slot takes the locks of names with a
+/// hash tag: usable, its restart guard unknown (kept per hash tag).
+#[test]
+fn a_cluster_node_that_serves_slots_is_usable_with_its_guard_unknown() {
+    let cluster = Cluster::start_with(2, DURABLE);
+    let node = slotless_node();
+    redis::cmd("CLUSTER")
+        .arg("ADDSLOTSRANGE")
+        .arg(0)
+        .arg(16383)
+        .query::<()>(&mut node.client())
+        .unwrap();
+    let up = || {
+        let info: String = redis::cmd("CLUSTER")
+            .arg("INFO")
+            .query(&mut node.client())
+            .unwrap();
+        info.contains("cluster_state:ok")
+    };
+    assert!(
+        wait_until(Duration::from_secs(15), up),
+        "the cluster never came up"
+    );
+    let servers = format!("{},{},{}", node.url(), cluster[0].url(), cluster[1].url());
+    let out = doctor(
+        crate::support::redlock().env("REDLOCK_SERVERS", &servers),
+        &["--json"],
+    );
+    out.assert_code(0, "a node serving every slot");
+    let json = out.json();
+    assert_eq!(json["state"], "ready", "{json}");
+    assert_eq!(json["usable"], 3);
+    let now = server_json(&json, 0)["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "now")
+        .cloned()
+        .unwrap();
+    assert_eq!(now["level"], "unknown", "{now}");
+    assert!(
+        now["says"]
+            .as_str()
+            .unwrap()
+            .contains("a cluster node keeps it per hash tag"),
+        "{now}"
+    );
+}
+
+/// Issue 28: 1 of 3 down is degraded, still a majority: its own exit
+/// status and JSON, apart from unsafe and not ready.
+#[test]
+fn one_of_three_down_is_degraded_and_a_lock_can_be_taken() {
+    let mut cluster = Cluster::start_with(3, DURABLE);
+    cluster[2].kill();
+    let out = doctor(&mut cluster.redlock(), &["--json"]);
+    out.assert_code(2, "1 of 3 down");
+    let json = out.json();
+    assert_eq!(json["state"], "degraded", "{json}");
+    assert_eq!(json["verdict"], "degraded");
+    assert_eq!(json["degraded"], true);
+    assert_eq!(json["unsafe"], false);
+    assert_eq!(json["not_ready"], false);
+    assert_eq!(json["usable"], 2);
+    assert_eq!(server_json(&json, 0)["usable"], true);
+    assert_eq!(server_json(&json, 2)["usable"], false);
+    let out = doctor(&mut cluster.redlock(), &["--strict"]);
+    out.assert_code(2, "1 of 3 down, --strict");
+    let ready = line_of(&out, "the 3 servers", "ready");
+    assert!(
+        ready.contains(
+            "degraded: 2 of 3 servers usable now, quorum 2: a lock can be taken, and no other \
+             server can fail"
+        ),
+        "{ready}"
+    );
+    run(cluster.redlock().args(["acquire", "-n", "degraded"])).assert_code(0, "acquire");
+}
+
+/// Issue 28: with `--strict`, AOF with appendfsync everysec was red for
+/// ever under the restart guard, which covers what a restart loses.
+#[test]
+fn aof_everysec_passes_strict_once_the_guard_is_out_of_the_way() {
+    let cluster = Cluster::start_with(3, &["--appendonly", "yes", "--appendfsync", "everysec"]);
+    past_a_guard_of_1s(&cluster);
+    let out = doctor(&mut guarded(&cluster, "1s"), &["--strict", "--json"]);
+    out.assert_code(0, "everysec under the guard, --strict");
+    let json = out.json();
+    assert_eq!(json["state"], "ready", "{json}");
+    let persistence = server_json(&json, 0)["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "persistence")
+        .cloned()
+        .unwrap();
+    assert_eq!(persistence["level"], "ok", "{persistence}");
+    assert!(
+        persistence["says"]
+            .as_str()
+            .unwrap()
+            .contains("appendfsync everysec: a restart can lose the last locks; the restart guard (1s) covers it"),
+        "{persistence}"
+    );
+    // Without the guard nothing covers it.
+    doctor(&mut cluster.redlock(), &[]).assert_code(1, "everysec, guard off");
+}
+
+/// The first code block under `heading` in docs/operations.md, as printed.
+fn operations_snippet(heading: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/operations.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines().skip_while(|line| *line != heading);
+    assert!(
+        lines.next().is_some(),
+        "docs/operations.md has no {heading:?}"
+    );
+    let mut lines = lines.skip_while(|line| !line.starts_with("```"));
+    assert!(lines.next().is_some(), "no code block under {heading:?}");
+    let mut code = String::new();
+    for line in lines.take_while(|line| !line.starts_with("```")) {
+        code.push_str(line);
+        code.push('\n');
+    }
+    code
+}
+
+/// `script` run by `sh` as a monitoring system runs it: `redlock` on the
+/// PATH (the binary under test), the servers in `REDLOCK_SERVERS`.
+fn monitor(cluster: &Cluster, script: &str, guard: &str) -> Output {
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_redlock"))
+        .parent()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    run(crate::support::redlock_at(std::path::Path::new("/bin/sh"))
+        .args(["-c", script])
+        .env("PATH", path)
+        .env("REDLOCK_SERVERS", cluster.servers_arg())
+        .env("REDLOCK_RESTART_GUARD", guard))
+}
+
+/// Issue 28: the documented Nagios check, as printed, maps doctor's exit
+/// status and JSON to OK, WARNING and CRITICAL.
+#[test]
+fn the_documented_nagios_check_tells_the_kinds_apart() {
+    let check = operations_snippet("### A Nagios check");
+    let mut cluster = Cluster::start_with(3, DURABLE);
+    let expect = |out: &Output, code: i32, starts: &str| {
+        out.assert_code(code, starts);
+        assert!(out.stdout.starts_with(starts), "{starts}: {}", out.stdout);
+        assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
+    };
+    let out = monitor(&cluster, &check, "0");
+    expect(
+        &out,
+        0,
+        "REDLOCK OK - 3 of 3 servers usable, quorum 2 | usable=3;;;0;3",
+    );
+    let out = monitor(&cluster, &check, GUARD);
+    expect(
+        &out,
+        1,
+        "REDLOCK WARNING - not ready yet: 0 of 3 servers usable, quorum 2, ready in ",
+    );
+    assert!(out.stdout.contains("ms | usable=0;;;0;3"), "{}", out.stdout);
+    config_set(&cluster[0], "maxmemory-policy", "allkeys-lru");
+    let out = monitor(&cluster, &check, "0");
+    expect(&out, 2, "REDLOCK CRITICAL - unsafe configuration");
+    config_set(&cluster[0], "maxmemory-policy", "noeviction");
+    cluster[2].kill();
+    let out = monitor(&cluster, &check, "0");
+    expect(&out, 1, "REDLOCK WARNING - degraded: 2 of 3 servers usable");
+    cluster[1].kill();
+    let out = monitor(&cluster, &check, "0");
+    expect(
+        &out,
+        2,
+        "REDLOCK CRITICAL - no lock can be taken: 1 of 3 servers usable",
+    );
+}
+
+/// Issue 28: the documented Prometheus textfile snippet, as printed but for
+/// its directory, writes well-formed metrics of each kind.
+#[test]
+fn the_documented_prometheus_metrics_are_written() {
+    let snippet = operations_snippet("### A Prometheus metric");
+    let dir = crate::support::temp_dir("redlock-test-prom-");
+    let from = "dir=/var/lib/node_exporter/textfile_collector";
+    assert_eq!(snippet.matches(from).count(), 1, "{snippet}");
+    let script = snippet.replace(from, &format!("dir='{}'", dir.path().display()));
+    let mut cluster = Cluster::start_with(3, DURABLE);
+    let metrics = |cluster: &Cluster, guard: &str| -> std::collections::HashMap<String, String> {
+        monitor(cluster, &script, guard).assert_code(0, "the snippet");
+        let text = std::fs::read_to_string(dir.path().join("redlock.prom")).unwrap();
+        let mut found = std::collections::HashMap::new();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let (name, value) = line.split_once(' ').unwrap_or_else(|| panic!("{line}"));
+            assert!(
+                value == "NaN" || value.parse::<f64>().is_ok(),
+                "not a number: {line}\n{text}"
+            );
+            found.insert(name.to_owned(), value.to_owned());
+        }
+        found
+    };
+    let ready = metrics(&cluster, "0");
+    assert_eq!(ready["redlock_doctor_exit_status"], "0");
+    assert_eq!(ready["redlock_usable_servers"], "3");
+    assert_eq!(ready["redlock_quorum"], "2");
+    assert_eq!(ready["redlock_unsafe"], "0");
+    assert_eq!(ready["redlock_ready_in_seconds"], "NaN");
+    let guarded = metrics(&cluster, GUARD);
+    assert_eq!(guarded["redlock_doctor_exit_status"], "75");
+    assert_eq!(guarded["redlock_not_ready"], "1");
+    assert_eq!(guarded["redlock_usable_servers"], "0");
+    let left: f64 = guarded["redlock_ready_in_seconds"].parse().unwrap();
+    assert!((20.0..=30.0).contains(&left), "{left}");
+    cluster[2].kill();
+    let degraded = metrics(&cluster, "0");
+    assert_eq!(degraded["redlock_doctor_exit_status"], "2");
+    assert_eq!(degraded["redlock_degraded"], "1");
+    assert_eq!(degraded["redlock_not_ready"], "0");
+    assert_eq!(degraded["redlock_usable_servers"], "2");
 }

@@ -18,18 +18,24 @@ const DESCRIPTIONS: &[(&str, &str)] = &[
          and the fix. A server must be reachable, a master (a replica's locks are overwritten \
          by replication), and distinct (its run_id: two URLs of one server would count it \
          twice); its maxmemory-policy must not evict keys with an expiry (noeviction); it needs \
-         AOF with appendfsync always, or else the restart guard (a warning while the guard is \
-         on, unsafe when it is off); a server that started less than the guard ago does not \
-         count yet. Its clock (TIME) must agree with the others' within 1% of --ttl, its round \
+         AOF with appendfsync always, or else the restart guard (which covers it while it is \
+         on: unsafe only when it is off); a server that started less than the guard ago does \
+         not count yet. Its clock (TIME) must agree with the others' within 1% of --ttl, its round \
          trip must stay well under --server-timeout, it should not be in cluster mode, and its \
          ACL must allow every command redlock sends (ACL DRYRUN, Redis 7 and later): each one \
          missing is named with what stops working without it. What a managed Redis will not \
          say (CONFIG, ACL) is unknown, not an error. The list needs an odd number of servers, \
          at least 3, or --single for one.\n\n\
-         doctor exits 0 when nothing is unsafe (warnings are printed), 1 when something is (with \
-         --strict, a warning too), 69 when fewer than a quorum of the servers answer. With \
-         --json it prints one object, a verdict and one object per server, for a monitoring \
-         check. The restart guard and the server timeout are read as the other commands read \
+         It then says whether a lock can be taken now: it counts the servers usable at this \
+         moment (reachable, a distinct master, serving slots if a cluster node, outside the \
+         restart guard, whose word it reads as status does: how long is left and why) against \
+         the quorum.\n\n\
+         doctor exits 69 when fewer than a quorum are usable and waiting for the restart guard \
+         would not be enough; 1 when something is unsafe; 75 when the restart guard keeps too \
+         many out (not ready yet); 2 when a majority is usable but not every server \
+         (degraded); 1 with --strict for a warning; else 0 (warnings are printed). With --json \
+         it prints one object, a verdict, the state, a flag per kind (unsafe, degraded, \
+         not_ready, unavailable) and one object per server, for a monitoring check. The restart guard and the server timeout are read as the other commands read \
          them.",
     ),
     (
