@@ -2,6 +2,7 @@
 //! as they arrive, and the round ended as soon as its caller can decide.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -136,10 +137,12 @@ where
 {
     let started = tokio::time::Instant::now();
     let (sender, mut arrivals) = mpsc::unbounded_channel();
+    let handed: Arc<[AtomicBool]> = servers.iter().map(|_| AtomicBool::new(false)).collect();
     for (index, server) in servers.iter().enumerate() {
         let (server, request, sender) = (Arc::clone(server), request.clone(), sender.clone());
+        let handed = Arc::clone(&handed);
         tokio::spawn(async move {
-            let _ = sender.send((index, server.call(request).await));
+            let _ = sender.send((index, server.call_noting(request, &handed[index]).await));
         });
     }
     drop(sender);
@@ -177,16 +180,27 @@ where
         // connection follows it.
         tokio::task::yield_now().await;
         // A server whose connection was still being set up (a TLS or AUTH
-        // handshake on a loaded machine) has not been handed its request
-        // yet, and would never get it if the process exits now: a SET that
-        // leaves the lock on a bare majority, a DEL that leaves a key behind
-        // until its TTL. So the round gives the others as long again as the
-        // majority took (at least GRACE_FLOOR) to answer: a healthy server
-        // is rarely slower than twice the slowest of the majority, and a
-        // hung one costs one more round time, never a server timeout.
+        // handshake on a loaded machine, a SYN to a black-holed address)
+        // has not been handed its request yet, and would never get it if
+        // the process exits now: a SET that leaves the lock on a bare
+        // majority, a DEL that leaves a key behind until its TTL. So the
+        // round gives those as long again as the majority took (at least
+        // GRACE_FLOOR) to answer: a healthy server is rarely slower than
+        // twice the slowest of the majority, and a hung one costs one more
+        // round time, never a server timeout. A server whose request is
+        // written is not waited for at all: its reply can no longer change
+        // the outcome, and a stopped server (SIGSTOP, whose kernel still
+        // completes the TCP handshake) would cost every round that grace.
+        let not_handed = |replies: &Replies<T>| {
+            replies
+                .answers
+                .iter()
+                .zip(handed.iter())
+                .any(|(answer, handed)| answer.is_none() && !handed.load(Ordering::Acquire))
+        };
         let grace = started.elapsed().max(GRACE_FLOOR);
         let until = tokio::time::Instant::now() + grace;
-        while replies.pending() > 0 {
+        while not_handed(&replies) {
             match tokio::time::timeout_at(until, arrivals.recv()).await {
                 Ok(Some((index, reply))) => replies.record(index, reply),
                 _ => break,
