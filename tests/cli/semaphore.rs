@@ -575,3 +575,23 @@ fn acquire_n_with_a_majority_stopped_fails_at_once_whatever_k() {
         .count();
     assert_eq!(left, 0, "slots left held on the server that answered");
 }
+
+/// A waiter that gives up leaves every slot's line at once: each leave
+/// waits for a majority, and with a majority stopped, K leaves one after
+/// another took K server timeouts (16s for K = 64) after the wait was over.
+#[test]
+fn a_waiter_that_gives_up_leaves_every_line_at_once() {
+    let mut cluster = Cluster::start(3);
+    cluster[1].pause();
+    cluster[2].pause();
+    let started = Instant::now();
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "-w", "1s", "--limit", "64", "pool"]));
+    let took = started.elapsed();
+    out.assert_code(69, "no quorum for any slot within 1s");
+    assert!(
+        took < Duration::from_secs(4),
+        "acquire -w 1s --limit 64 took {took:?}"
+    );
+}
