@@ -191,12 +191,14 @@ where
         // written is not waited for at all: its reply can no longer change
         // the outcome, and a stopped server (SIGSTOP, whose kernel still
         // completes the TCP handshake) would cost every round that grace.
+        // Nor is one whose last call timed out (hung, or a black-holed
+        // address whose connection never opens) until it answers again.
         let not_handed = |replies: &Replies<T>| {
-            replies
-                .answers
-                .iter()
-                .zip(handed.iter())
-                .any(|(answer, handed)| answer.is_none() && !handed.load(Ordering::Acquire))
+            replies.answers.iter().zip(handed.iter()).zip(servers).any(
+                |((answer, handed), server)| {
+                    answer.is_none() && !handed.load(Ordering::Acquire) && !server.last_timed_out()
+                },
+            )
         };
         let grace = started.elapsed().max(GRACE_FLOOR);
         let until = tokio::time::Instant::now() + grace;

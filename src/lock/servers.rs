@@ -69,6 +69,8 @@ pub struct Server {
     timeout: Duration,
     connection: Mutex<Option<Connection>>,
     timeouts_in_a_row: AtomicU32,
+    /// Whether the last call that ended here timed out.
+    last_timed_out: AtomicBool,
     /// What the server said of its role and eviction policy, asked behind
     /// the first acquire (see [`Connection::invoke_asking`]).
     pub(super) behind: Arc<Behind>,
@@ -238,6 +240,7 @@ impl Server {
             timeout,
             connection: Mutex::new(None),
             timeouts_in_a_row: AtomicU32::new(0),
+            last_timed_out: AtomicBool::new(false),
             behind: Arc::default(),
         }))
     }
@@ -262,15 +265,35 @@ impl Server {
         self.call_noting(request, &AtomicBool::new(false)).await
     }
 
-    /// [`Self::call`]; `handed` is set while the request is on an open connection (handed
-    /// to its driver, which writes it when next polled): cleared again when
-    /// it must go again on a new connection. A round that is decided need
-    /// not wait for such a server (see round.rs).
+    /// [`Self::call`]; `handed` is set while the request is on an open
+    /// connection (handed to its driver, which writes it when next
+    /// polled): cleared again when it must go again on a new connection. A
+    /// round that is decided need not wait for such a server (see
+    /// round.rs).
     pub async fn call_noting<T, F, Fut>(
         &self,
         request: F,
         handed: &AtomicBool,
     ) -> Result<T, ServerError>
+    where
+        F: FnOnce(Connection) -> Fut + Clone,
+        Fut: Future<Output = redis::RedisResult<T>>,
+    {
+        let reply = self.call_once(request, handed).await;
+        let timed_out = matches!(reply, Err(ServerError::Timeout(_)));
+        self.last_timed_out.store(timed_out, Ordering::Relaxed);
+        reply
+    }
+
+    /// Whether the last call that ended on this server ran out of time: a
+    /// server that is hung or cut off (a black-holed address, whose
+    /// connection never opens) until it answers again.
+    pub fn last_timed_out(&self) -> bool {
+        self.last_timed_out.load(Ordering::Relaxed)
+    }
+
+    /// [`Self::call_noting`], without noting how it ended.
+    async fn call_once<T, F, Fut>(&self, request: F, handed: &AtomicBool) -> Result<T, ServerError>
     where
         F: FnOnce(Connection) -> Fut + Clone,
         Fut: Future<Output = redis::RedisResult<T>>,
