@@ -374,6 +374,72 @@ mod tests {
     }
 
     #[test]
+    fn a_pass_ends_when_the_servers_that_cannot_answer_leave_no_majority() {
+        use super::super::server_url::ServerSpec;
+        let key = LockKey::new(b"pool#3".to_vec());
+        let failures = |errors: &[ServerError]| {
+            Failures(
+                errors
+                    .iter()
+                    .enumerate()
+                    .map(|(i, err)| {
+                        (
+                            ServerSpec::parse(&format!("h:{}", 7000 + i)).unwrap(),
+                            err.clone(),
+                        )
+                    })
+                    .collect(),
+            )
+        };
+        let no_quorum = |errors: &[ServerError]| LockError::NoQuorum {
+            key: key.clone(),
+            failed: errors.len(),
+            total: 5,
+            quorum: 3,
+            failures: failures(errors),
+            token: None,
+        };
+        let timeout = ServerError::Timeout(Duration::from_millis(250));
+        let down = ServerError::Unreachable("connection refused".into());
+        let script = ServerError::Failed("WRONGTYPE".into());
+        // 3 of 5 silent or unreachable: no slot can have a majority.
+        assert!(no_majority_can_answer(&no_quorum(&[
+            timeout.clone(),
+            down.clone(),
+            ServerError::NoAnswerYet
+        ])));
+        // 2 of 5: the next slot may still be taken.
+        assert!(!no_majority_can_answer(&no_quorum(&[
+            timeout.clone(),
+            down
+        ])));
+        // An error reply may be this key's own: it does not count.
+        assert!(!no_majority_can_answer(&no_quorum(&[
+            timeout.clone(),
+            timeout.clone(),
+            script
+        ])));
+        // Kept out by the restart guard counts, with the silent ones.
+        let restarting = |restarting: usize, errors: &[ServerError]| LockError::Restarting {
+            key: key.clone(),
+            restarting,
+            total: 5,
+            guard: Duration::from_secs(30),
+            again_in: Duration::from_secs(1),
+            causes: Vec::new(),
+            failures: failures(errors),
+        };
+        assert!(no_majority_can_answer(&restarting(2, &[timeout.clone()])));
+        assert!(!no_majority_can_answer(&restarting(2, &[])));
+        // Nor does a round that was only slow.
+        assert!(!no_majority_can_answer(&LockError::TooSlow {
+            key: key.clone(),
+            elapsed: Duration::from_secs(1),
+            ttl: Duration::from_secs(1),
+        }));
+    }
+
+    #[test]
     fn the_order_is_every_slot_once_and_not_always_the_same() {
         let orders: Vec<Vec<u32>> = (0..50).map(|_| random_order(5)).collect();
         for order in &orders {
