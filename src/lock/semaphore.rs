@@ -429,7 +429,10 @@ mod tests {
             causes: Vec::new(),
             failures: failures(errors),
         };
-        assert!(no_majority_can_answer(&restarting(2, &[timeout.clone()])));
+        assert!(no_majority_can_answer(&restarting(
+            2,
+            std::slice::from_ref(&timeout)
+        )));
         assert!(!no_majority_can_answer(&restarting(2, &[])));
         // Nor does a round that was only slow.
         assert!(!no_majority_can_answer(&LockError::TooSlow {
