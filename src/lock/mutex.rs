@@ -385,9 +385,11 @@ impl Redlock {
         // If a majority refuses it (an ACL without GET or DEL), every attempt
         // would leave its key behind: no retry can work, so say so.
         // Not announced (Undo::Attempt).
-        let may_hold = self.may_hold(&replies);
+        let (may_hold, answered) = self.may_hold(&replies);
         let undo = Undo::Attempt(ticket);
-        let unlocked = self.release_round(&may_hold, key, token, undo).await;
+        let unlocked = self
+            .release_round((&may_hold, &answered), key, token, undo)
+            .await;
         let unlock_failures = Failures(unlocked.failures(&may_hold));
         if let Some(refused) = unlock_failures.refusal(key, self.len(), self.quorum) {
             return (Err(refused), clock, false);
@@ -570,7 +572,7 @@ impl Redlock {
     /// exits; a server hung before its handshake is not waited for.
     pub async fn release(&self, key: &LockKey, token: &Token) -> Result<Released, LockError> {
         let replies = self
-            .release_round(&self.servers, key, token, Undo::Hold)
+            .release_round((&self.servers, &[]), key, token, Undo::Hold)
             .await;
         let tally = replies.tally(self.quorum);
         if tally.succeeded() {
@@ -653,23 +655,38 @@ impl Redlock {
     /// costs busy servers no second script call. A server that took it,
     /// failed or has not answered yet gets the compare-and-delete, behind
     /// the SET on the same connection.
-    fn may_hold(&self, replies: &Replies<SetReply>) -> Vec<Arc<Server>> {
+    ///
+    /// Beside each, whether it answered the attempt (took the key, or
+    /// failed at once): the undo waits for those only. One that did not
+    /// answer in time is hung or cut off, and its undo would only wait out
+    /// the server timeout again; the undo is still written to it, behind
+    /// the SET.
+    fn may_hold(&self, replies: &Replies<SetReply>) -> (Vec<Arc<Server>>, Vec<bool>) {
         replies
             .answers
             .iter()
             .zip(&self.servers)
             .filter(|(answer, _)| !matches!(answer, Some(Ok(reply)) if !reply.is_yes()))
-            .map(|(_, server)| Arc::clone(server))
-            .collect()
+            .map(|(answer, server)| {
+                let silent = matches!(
+                    answer,
+                    None | Some(Err(ServerError::Timeout(_) | ServerError::NoAnswerYet))
+                );
+                (Arc::clone(server), !silent)
+            })
+            .unzip()
     }
 
     /// Compare-and-delete on `servers`, undoing a hold (announced to the
     /// waiters, notify.rs) or a failed attempt (not announced: contenders
     /// that split the vote would all wake and retry in lockstep; a waiter's
     /// ticket goes back in line).
+    ///
+    /// The round ends once its outcome is certain, or once every server
+    /// marked in `awaited` (beside `servers`; empty: none) answered.
     async fn release_round(
         &self,
-        servers: &[Arc<Server>],
+        (servers, awaited): (&[Arc<Server>], &[bool]),
         key: &LockKey,
         token: &Token,
         undo: Undo<'_>,
@@ -691,8 +708,16 @@ impl Redlock {
         let request =
             move |mut connection: Connection| async move { connection.invoke(&call).await };
         let quorum = self.quorum;
+        let awaited = awaited.to_vec();
+        let heard_awaited = move |replies: &Replies<TokenReply>| {
+            !awaited.is_empty()
+                && awaited
+                    .iter()
+                    .zip(&replies.answers)
+                    .all(|(&awaited, answer)| !awaited || answer.is_some())
+        };
         round(servers, request, move |replies| {
-            if replies.tally(quorum).is_decided() {
+            if replies.tally(quorum).is_decided() || heard_awaited(replies) {
                 Progress::Settled
             } else {
                 Progress::Undecided

@@ -47,8 +47,12 @@ pub fn channels(key: &LockKey, ticket: Option<&str>) -> Vec<Vec<u8>> {
 /// How long a waiter woken by one server's announcement waits for the
 /// others it listens to: a release deletes the key on every server at about
 /// the same time, and an attempt that overtakes it on a server would take the
-/// lock on fewer servers than it could.
+/// lock on fewer servers than it could. Once a majority announced it, the
+/// rest get as long again as the majority took (at least
+/// [`SETTLE_FLOOR`]), as a decided round gives them (round.rs): a server
+/// that stopped after it subscribed does not cost every wake-up [`SETTLE`].
 const SETTLE: Duration = Duration::from_millis(10);
+const SETTLE_FLOOR: Duration = Duration::from_millis(1);
 
 /// How many wake-ups a waiter may spend in a row, and how soon it earns
 /// another: anyone allowed to PUBLISH on a lock's channel can send messages
@@ -216,11 +220,17 @@ pub struct Wakeups {
     listening_on: Vec<bool>,
     /// The servers that announced a release since the attempt started.
     announced: Vec<bool>,
-    /// Once one did: until when the others are waited for.
-    settle_until: Option<tokio::time::Instant>,
+    /// Once one did: when, and until when the others are waited for.
+    settle: Option<(tokio::time::Instant, tokio::time::Instant)>,
     /// A subscription was confirmed since the attempt started: a release on
     /// that server just before it would have gone unheard.
     listening: bool,
+    /// The confirmation that made a majority of the servers listen came
+    /// since the attempt started: from then on every release that frees
+    /// the lock on a majority is heard, whatever the others do.
+    majority_listening: bool,
+    /// A majority of the servers.
+    quorum: usize,
     /// How many more wake-ups may be spent, and when.
     budget: WakeBudget,
     /// This waiter's ticket in line, to tell its turn from another's.
@@ -255,8 +265,10 @@ impl Wakeups {
             settled: vec![false; servers],
             listening_on: vec![false; servers],
             announced: vec![false; servers],
-            settle_until: None,
+            settle: None,
             listening: false,
+            majority_listening: false,
+            quorum: super::quorum::quorum(servers),
             budget: WakeBudget::new(tokio::time::Instant::now()),
             ticket: None,
         }
@@ -273,14 +285,17 @@ impl Wakeups {
             self.note(event);
         }
         self.announced.fill(false);
-        self.settle_until = None;
+        self.settle = None;
         self.listening = false;
+        self.majority_listening = false;
     }
 
     /// Resolves once something arrived since the attempt started that the
     /// attempt may have missed: a release (once every server listened to
-    /// announced it, or [`SETTLE`] after the first did), or the last of the
-    /// subscriptions settling after one was confirmed. At once if that
+    /// announced it, or [`SETTLE`] after the first did), or a majority of
+    /// the servers listening (or, where fewer ever will, the last of the
+    /// subscriptions settling) after one was confirmed: a server that hangs
+    /// while it is subscribed to is not waited for. At once if that
     /// already happened; never if nothing more can arrive. Wake-ups come
     /// no faster than the budget allows ([`WAKE_EVERY`]).
     pub async fn woken(&mut self) {
@@ -300,8 +315,8 @@ impl Wakeups {
                 return;
             }
             let settled = async {
-                match self.settle_until {
-                    Some(until) => tokio::time::sleep_until(until).await,
+                match self.settle {
+                    Some((_, until)) => tokio::time::sleep_until(until).await,
                     None => std::future::pending().await,
                 }
             };
@@ -321,9 +336,14 @@ impl Wakeups {
             .iter()
             .zip(&self.announced)
             .all(|(&listening, &announced)| announced || !listening);
-        match self.settle_until {
-            Some(until) => all_announced || tokio::time::Instant::now() >= until,
-            None => self.listening && self.settled.iter().all(|&settled| settled),
+        let listening = self.listening_on.iter().filter(|&&on| on).count();
+        match self.settle {
+            Some((_, until)) => all_announced || tokio::time::Instant::now() >= until,
+            None => {
+                self.listening
+                    && (self.majority_listening
+                        || (self.settled.iter().all(|&settled| settled) && listening < self.quorum))
+            }
         }
     }
 
@@ -335,6 +355,10 @@ impl Wakeups {
                 self.settled[index] = true;
                 self.listening = true;
                 self.listening_on[index] = true;
+                let listening = self.listening_on.iter().filter(|&&on| on).count();
+                // A confirmation while a majority listens: from the
+                // first that makes one, and each one after a loss.
+                self.majority_listening |= listening >= self.quorum;
             }
             Event::Failed(index) => self.settled[index] = true,
             // Not waited for until it listens again: a wake-up from the
@@ -346,8 +370,13 @@ impl Wakeups {
             Event::Released(_, turn) if !super::shared::wakes(&turn, self.ticket.as_deref()) => {}
             Event::Released(index, _) => {
                 self.announced[index] = true;
-                self.settle_until
-                    .get_or_insert_with(|| tokio::time::Instant::now() + SETTLE);
+                let now = tokio::time::Instant::now();
+                let (first, until) = *self.settle.get_or_insert((now, now + SETTLE));
+                let announced = self.announced.iter().filter(|&&a| a).count();
+                if announced == self.quorum {
+                    let grace = now.duration_since(first).max(SETTLE_FLOOR);
+                    self.settle = Some((first, until.min(now + grace)));
+                }
             }
         }
     }

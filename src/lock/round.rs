@@ -2,7 +2,9 @@
 //! as they arrive, and the round ended as soon as its caller can decide.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 
@@ -136,10 +138,12 @@ where
 {
     let started = tokio::time::Instant::now();
     let (sender, mut arrivals) = mpsc::unbounded_channel();
+    let handed: Arc<[AtomicBool]> = servers.iter().map(|_| AtomicBool::new(false)).collect();
     for (index, server) in servers.iter().enumerate() {
         let (server, request, sender) = (Arc::clone(server), request.clone(), sender.clone());
+        let handed = Arc::clone(&handed);
         tokio::spawn(async move {
-            let _ = sender.send((index, server.call(request).await));
+            let _ = sender.send((index, server.call_noting(request, &handed[index]).await));
         });
     }
     drop(sender);
@@ -159,42 +163,72 @@ where
         outcome = progress(&replies);
     }
     if outcome == Progress::Settled {
-        // The fault margin: the request should be on every healthy server
-        // before this process moves on or exits, not only on the majority.
-        // Waiting for the others' replies cannot tell a slow server from a
-        // stopped one except by time (the kernel of a SIGSTOPped server
-        // still completes TCP handshakes and takes the bytes), and any such
-        // patience is what a hung server then costs on every call. So the
-        // round first makes sure the requests are written, then waits for
-        // replies only briefly (below). Each server whose connection is open has handed its
-        // request to that connection's driver task, which writes it to the
-        // socket when the runtime next polls it. On this current-thread
-        // runtime, a yield lets every task that is ready run before this
-        // one resumes. Once written, the kernel delivers the request even
-        // if this process exits at once, and a healthy server runs it
-        // before anything that reaches it later. A late SET is what the
-        // algorithm allows for: it expires, and a release on the same
-        // connection follows it.
-        tokio::task::yield_now().await;
-        // A server whose connection was still being set up (a TLS or AUTH
-        // handshake on a loaded machine) has not been handed its request
-        // yet, and would never get it if the process exits now: a SET that
-        // leaves the lock on a bare majority, a DEL that leaves a key behind
-        // until its TTL. So the round gives the others as long again as the
-        // majority took (at least GRACE_FLOOR) to answer: a healthy server
-        // is rarely slower than twice the slowest of the majority, and a
-        // hung one costs one more round time, never a server timeout.
-        let grace = started.elapsed().max(GRACE_FLOOR);
-        let until = tokio::time::Instant::now() + grace;
-        while replies.pending() > 0 {
-            match tokio::time::timeout_at(until, arrivals.recv()).await {
-                Ok(Some((index, reply))) => replies.record(index, reply),
-                _ => break,
-            }
-        }
+        let unwritten = |index: usize| {
+            !handed[index].load(Ordering::Acquire) && !servers[index].last_timed_out()
+        };
+        settle(&mut replies, &mut arrivals, unwritten, started.elapsed()).await;
     }
     replies
 }
 
-/// The least a decided round waits for the servers that have not answered.
-const GRACE_FLOOR: std::time::Duration = std::time::Duration::from_millis(1);
+/// What a round's servers answered, by server index, as they answer.
+type Arrivals<T> = mpsc::UnboundedReceiver<(usize, Result<T, ServerError>)>;
+
+/// The end of a decided round: makes sure its requests are written, and
+/// gives the servers that may not have been handed theirs (`unwritten`) a
+/// grace as long as the round took so far (`took`).
+async fn settle<T>(
+    replies: &mut Replies<T>,
+    arrivals: &mut Arrivals<T>,
+    unwritten: impl Fn(usize) -> bool,
+    took: Duration,
+) {
+    // The fault margin: the request should be on every healthy server
+    // before this process moves on or exits, not only on the majority.
+    // Waiting for the others' replies cannot tell a slow server from a
+    // stopped one except by time (the kernel of a SIGSTOPped server still
+    // completes TCP handshakes and takes the bytes), and any such patience
+    // is what a hung server then costs on every call. So the round first
+    // makes sure the requests are written, then waits briefly only for the
+    // servers that may not have been handed theirs (below). Each server
+    // whose connection is open has handed its request to that connection's
+    // driver task, which writes it to the socket when the runtime next
+    // polls it. On this current-thread runtime, a yield lets every task
+    // that is ready run before this one resumes. Once written, the kernel
+    // delivers the request even if this process exits at once, and a
+    // healthy server runs it before anything that reaches it later. A late
+    // SET is what the algorithm allows for: it expires, and a release on
+    // the same connection follows it.
+    tokio::task::yield_now().await;
+    // A server whose connection was still being set up (a TLS or AUTH
+    // handshake on a loaded machine, a SYN to a black-holed address) has
+    // not been handed its request yet, and would never get it if the
+    // process exits now: a SET that leaves the lock on a bare majority, a
+    // DEL that leaves a key behind until its TTL. So the round gives those
+    // as long again as the majority took (at least GRACE_FLOOR) to be
+    // handed it or to answer: a healthy server is rarely slower than twice
+    // the slowest of the majority, and a hung one costs one more round
+    // time, never a server timeout. A server whose request is written is
+    // not waited for at all: its reply can no longer change the outcome,
+    // and a stopped server (SIGSTOP, whose kernel still completes the TCP
+    // handshake) would cost every round that grace. Nor is one whose last
+    // call timed out (hung, or a black-holed address whose connection
+    // never opens) until it answers again.
+    let until = tokio::time::Instant::now() + took.max(GRACE_FLOOR);
+    let waiting = |replies: &Replies<T>| {
+        (0..replies.answers.len()).any(|index| replies.answers[index].is_none() && unwritten(index))
+    };
+    while waiting(replies) && tokio::time::Instant::now() < until {
+        // Handing a request makes no arrival: looked at every GRACE_FLOOR.
+        let next = until.min(tokio::time::Instant::now() + GRACE_FLOOR);
+        match tokio::time::timeout_at(next, arrivals.recv()).await {
+            Ok(Some((index, reply))) => replies.record(index, reply),
+            Ok(None) => break,
+            Err(_) => {}
+        }
+    }
+}
+
+/// The least a decided round waits for the servers that have not been
+/// handed their request.
+const GRACE_FLOOR: Duration = Duration::from_millis(1);

@@ -46,12 +46,14 @@ use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::error::LockError;
+use super::error::{Failures, LockError};
 use super::key::{LockKey, Token};
 use super::mutex::{Lease, Redlock, Released};
 use super::notify::{self, Wakeups};
 use super::queue::Ticket;
+use super::quorum::quorum;
 use super::retry::{retry_delay, Wait};
+use super::servers::ServerError;
 use super::slot::Semaphore;
 
 /// [`super::acquire_or_cancel`] for a semaphore: takes any one free slot,
@@ -78,11 +80,26 @@ pub async fn acquire_slot_or_cancel<C: Future>(
         }
     };
     if let Some(ticket) = in_flight.ticket() {
-        for key in semaphore.slot_keys() {
-            redlock.leave_line(&key, &ticket, &[]).await;
-        }
+        // Every line at once: each leave waits for a majority, and with a
+        // majority slow or hung, K of them one after another would cost K
+        // times that wait.
+        let keys = semaphore.slot_keys();
+        join_all(keys.iter().map(|key| redlock.leave_line(key, &ticket, &[]))).await;
     }
     outcome
+}
+
+/// Runs `futures` concurrently on this task, until every one is done.
+async fn join_all<F: Future<Output = ()>>(futures: impl Iterator<Item = F>) {
+    let mut pending: Vec<_> = futures.map(Box::pin).collect();
+    std::future::poll_fn(|cx| {
+        pending.retain_mut(|future| future.as_mut().poll(cx).is_pending());
+        match pending.is_empty() {
+            true => std::task::Poll::Ready(()),
+            false => std::task::Poll::Pending,
+        }
+    })
+    .await;
 }
 
 /// Passes over the slots in random order until one is taken; between
@@ -152,7 +169,11 @@ enum Failed {
 }
 
 /// One attempt on each slot, in a random order, each with a fresh token,
-/// until one is taken.
+/// until one is taken, or until an attempt shows that no majority can
+/// answer for any slot: the servers that did not answer for one slot (hung,
+/// down, kept out by the restart guard) are the same for the next, and each
+/// further slot would wait out the server timeout again. That attempt's
+/// error is the pass's: the servers, not the slots, are why.
 async fn pass(
     redlock: &Redlock,
     semaphore: &Semaphore,
@@ -178,6 +199,9 @@ async fn pass(
                 })
             }
             Err(error @ LockError::Busy { .. }) => busy = Some(error),
+            Err(error) if no_majority_can_answer(&error) => {
+                return Err(Failed::Transient(error, clock))
+            }
             Err(error) if error.is_transient() => last = Some(error),
             Err(error) => return Err(Failed::Final(error)),
         }
@@ -187,6 +211,41 @@ async fn pass(
     }
     let error = busy.or(last).expect("a semaphore has at least one slot");
     Err(Failed::Transient(error, clock))
+}
+
+/// Whether a failed attempt on one slot says that no slot can be taken
+/// now: the servers that could not answer at all (no answer in time,
+/// unreachable) or that the restart guard keeps out leave fewer than a
+/// majority. Both are facts about a server, whatever the key; a failure
+/// that may be the key's own (an error reply) is not counted.
+fn no_majority_can_answer(error: &LockError) -> bool {
+    let down = |failures: &Failures| {
+        failures
+            .0
+            .iter()
+            .filter(|(_, err)| {
+                matches!(
+                    err,
+                    ServerError::Timeout(_)
+                        | ServerError::Unreachable(_)
+                        | ServerError::NoAnswerYet
+                )
+            })
+            .count()
+    };
+    let (total, out) = match error {
+        LockError::NoQuorum {
+            total, failures, ..
+        } => (*total, down(failures)),
+        LockError::Restarting {
+            total,
+            restarting,
+            failures,
+            ..
+        } => (*total, restarting + down(failures)),
+        _ => return false,
+    };
+    total.saturating_sub(out) < quorum(total)
 }
 
 /// 0 … limit-1, shuffled (Fisher–Yates; the order needs no cryptographic
@@ -240,7 +299,9 @@ impl Redlock {
     /// is: compare-and-delete makes trying each slot safe, since a token
     /// (128 random bits) holds at most one. Returns the slot's key and the
     /// release. When no slot is held by it, the error is the first slot's
-    /// that could not say (no quorum), else the last slot's "not held".
+    /// that could not say (no quorum), else the last slot's "not held";
+    /// once a slot shows that no majority can answer, the slots after it
+    /// are not tried (each would wait out the server timeout again).
     pub async fn release_slot(
         &self,
         semaphore: &Semaphore,
@@ -252,6 +313,7 @@ impl Redlock {
             match self.release(&key, token).await {
                 Ok(released) => return Ok((key, released)),
                 Err(error @ LockError::NotHeld { .. }) => not_held = Some(error),
+                Err(error) if no_majority_can_answer(&error) => return Err(unsure.unwrap_or(error)),
                 Err(error) => {
                     unsure.get_or_insert(error);
                 }
@@ -284,6 +346,7 @@ impl Redlock {
                     })
                 }
                 Err(error @ LockError::NotHeld { .. }) => not_held = Some(error),
+                Err(error) if no_majority_can_answer(&error) => return Err(unsure.unwrap_or(error)),
                 Err(error) => {
                     unsure.get_or_insert(error);
                 }
@@ -308,6 +371,75 @@ mod tests {
         assert_eq!(keys[2].name(), b"build#2");
         let one = Semaphore::new(LockKey::new(b"x".to_vec()), 1);
         assert_eq!(one.slot_key(0).bytes(), b"x#0");
+    }
+
+    #[test]
+    fn a_pass_ends_when_the_servers_that_cannot_answer_leave_no_majority() {
+        use super::super::server_url::ServerSpec;
+        let key = LockKey::new(b"pool#3".to_vec());
+        let failures = |errors: &[ServerError]| {
+            Failures(
+                errors
+                    .iter()
+                    .enumerate()
+                    .map(|(i, err)| {
+                        (
+                            ServerSpec::parse(&format!("h:{}", 7000 + i)).unwrap(),
+                            err.clone(),
+                        )
+                    })
+                    .collect(),
+            )
+        };
+        let no_quorum = |errors: &[ServerError]| LockError::NoQuorum {
+            key: key.clone(),
+            failed: errors.len(),
+            total: 5,
+            quorum: 3,
+            failures: failures(errors),
+            token: None,
+        };
+        let timeout = ServerError::Timeout(Duration::from_millis(250));
+        let down = ServerError::Unreachable("connection refused".into());
+        let script = ServerError::Failed("WRONGTYPE".into());
+        // 3 of 5 silent or unreachable: no slot can have a majority.
+        assert!(no_majority_can_answer(&no_quorum(&[
+            timeout.clone(),
+            down.clone(),
+            ServerError::NoAnswerYet
+        ])));
+        // 2 of 5: the next slot may still be taken.
+        assert!(!no_majority_can_answer(&no_quorum(&[
+            timeout.clone(),
+            down
+        ])));
+        // An error reply may be this key's own: it does not count.
+        assert!(!no_majority_can_answer(&no_quorum(&[
+            timeout.clone(),
+            timeout.clone(),
+            script
+        ])));
+        // Kept out by the restart guard counts, with the silent ones.
+        let restarting = |restarting: usize, errors: &[ServerError]| LockError::Restarting {
+            key: key.clone(),
+            restarting,
+            total: 5,
+            guard: Duration::from_secs(30),
+            again_in: Duration::from_secs(1),
+            causes: Vec::new(),
+            failures: failures(errors),
+        };
+        assert!(no_majority_can_answer(&restarting(
+            2,
+            std::slice::from_ref(&timeout)
+        )));
+        assert!(!no_majority_can_answer(&restarting(2, &[])));
+        // Nor does a round that was only slow.
+        assert!(!no_majority_can_answer(&LockError::TooSlow {
+            key: key.clone(),
+            elapsed: Duration::from_secs(1),
+            ttl: Duration::from_secs(1),
+        }));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::future::Future;
 use std::io;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
@@ -69,6 +69,8 @@ pub struct Server {
     timeout: Duration,
     connection: Mutex<Option<Connection>>,
     timeouts_in_a_row: AtomicU32,
+    /// Whether the last call that ended here timed out.
+    last_timed_out: AtomicBool,
     /// What the server said of its role and eviction policy, asked behind
     /// the first acquire (see [`Connection::invoke_asking`]).
     pub(super) behind: Arc<Behind>,
@@ -238,6 +240,7 @@ impl Server {
             timeout,
             connection: Mutex::new(None),
             timeouts_in_a_row: AtomicU32::new(0),
+            last_timed_out: AtomicBool::new(false),
             behind: Arc::default(),
         }))
     }
@@ -259,17 +262,60 @@ impl Server {
         F: FnOnce(Connection) -> Fut + Clone,
         Fut: Future<Output = redis::RedisResult<T>>,
     {
+        self.call_noting(request, &AtomicBool::new(false)).await
+    }
+
+    /// [`Self::call`]; `handed` is set while the request is on an open
+    /// connection (handed to its driver, which writes it when next
+    /// polled): cleared again when it must go again on a new connection. A
+    /// round that is decided need not wait for such a server (see
+    /// round.rs).
+    pub async fn call_noting<T, F, Fut>(
+        &self,
+        request: F,
+        handed: &AtomicBool,
+    ) -> Result<T, ServerError>
+    where
+        F: FnOnce(Connection) -> Fut + Clone,
+        Fut: Future<Output = redis::RedisResult<T>>,
+    {
+        let reply = self.call_once(request, handed).await;
+        let timed_out = matches!(reply, Err(ServerError::Timeout(_)));
+        self.last_timed_out.store(timed_out, Ordering::Relaxed);
+        reply
+    }
+
+    /// Whether the last call that ended on this server ran out of time: a
+    /// server that is hung or cut off (a black-holed address, whose
+    /// connection never opens) until it answers again.
+    pub fn last_timed_out(&self) -> bool {
+        self.last_timed_out.load(Ordering::Relaxed)
+    }
+
+    /// [`Self::call_noting`], without noting how it ended.
+    async fn call_once<T, F, Fut>(&self, request: F, handed: &AtomicBool) -> Result<T, ServerError>
+    where
+        F: FnOnce(Connection) -> Fut + Clone,
+        Fut: Future<Output = redis::RedisResult<T>>,
+    {
         // The most this call may take: a bound for connecting and one for
         // the reply, whether or not a stale connection is replaced on the way.
         let give_up_at = after(tokio::time::Instant::now(), self.timeout.saturating_mul(2));
         let (connection, reused) = self.connect_within(give_up_at).await?;
-        match self.attempt(connection, request.clone(), give_up_at).await {
+        let first = request.clone();
+        let handing = move |connection: Connection| {
+            handed.store(true, Ordering::Release);
+            first(connection)
+        };
+        match self.attempt(connection, handing, give_up_at).await {
             // A connection that sat idle may have gone stale (the server
             // restarted, a proxy dropped it): its first request fails at
             // once, before the server saw it. One more try on a fresh
             // connection, within the same bound, tells the truth instead.
             Err(err) if reused && err.is_connection_dropped() => {
+                handed.store(false, Ordering::Release);
                 let (connection, _) = self.connect_within(give_up_at).await?;
+                handed.store(true, Ordering::Release);
                 self.attempt(connection, request, give_up_at)
                     .await
                     .map_err(|err| self.failed(&err))

@@ -671,6 +671,29 @@ fn median_time(runs: usize, mut once: impl FnMut() -> Duration) -> Duration {
     times[runs / 2]
 }
 
+/// With a majority stopped, `acquire -n` fails (69) after one server
+/// timeout, not two: the compare-and-delete that undoes the attempt is
+/// written to the servers that did not answer it, and not waited for.
+#[test]
+fn no_majority_fails_after_one_server_timeout_not_two() {
+    let mut cluster = Cluster::start(3);
+    cluster[1].pause();
+    cluster[2].pause();
+    let (out, took) =
+        timed(
+            cluster
+                .redlock()
+                .args(["acquire", "-n", "--server-timeout", "2s", "undone"]),
+        );
+    out.assert_code(69, "no quorum with 2 of 3 stopped");
+    assert!(
+        took < Duration::from_secs(3),
+        "acquire -n took {took:?}: the undo waited out the 2s server timeout again"
+    );
+    // The undo reached the server that took the key.
+    assert_eq!(cluster[0].get(b"undone"), None);
+}
+
 /// A waiting acquire (it stands in line, and leaves it) and a hand-off from
 /// one holder to a waiter cost no server timeout for a stopped minority:
 /// under twice their time with every server healthy (and well under the
@@ -776,6 +799,45 @@ fn a_server_a_little_slower_than_the_majority_still_gets_the_request() {
             "round {round}: the slower server kept the key"
         );
     }
+}
+
+/// A decided round does not wait for a server whose request is written
+/// but unanswered (SIGSTOPped: its kernel completes the TCP handshake and
+/// takes the bytes): that wait cost every round once more the time the
+/// majority took, so a waiting acquire with one server hung took up to
+/// twice as long. Two servers are 400ms away and the third is stopped: the
+/// acquire takes about 400ms, as when the third is healthy, not 800ms.
+#[test]
+fn a_stopped_server_costs_a_slow_majority_no_second_round_time() {
+    let mut cluster = Cluster::start(3);
+    let far = DelayProxy::start(400, &[cluster[0].port(), cluster[1].port()]);
+    let urls: Vec<String> = far
+        .ports
+        .iter()
+        .map(|port| format!("redis://127.0.0.1:{port}"))
+        .chain([cluster[2].url()])
+        .collect();
+    let take = |name: &str| {
+        let mut cmd = support::redlock();
+        cmd.env("REDLOCK_SERVERS", urls.join(","));
+        cmd.args(["acquire", "-w", "10s", "--server-timeout", "5s", name]);
+        let (out, took) = timed(&mut cmd);
+        out.assert_code(0, "acquire -w");
+        took
+    };
+    let mut runs = 0;
+    let mut next = || {
+        runs += 1;
+        take(&format!("far-{runs}"))
+    };
+    let healthy = median_time(3, &mut next);
+    cluster[2].pause();
+    let stopped = median_time(3, &mut next);
+    assert!(
+        stopped < healthy + Duration::from_millis(200),
+        "acquire -w took {stopped:?} with the near server stopped, {healthy:?} with it healthy: \
+         it waited for the stopped server after the majority answered"
+    );
 }
 
 #[test]

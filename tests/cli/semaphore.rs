@@ -541,3 +541,57 @@ fn a_k_recorded_on_a_minority_keeps_only_those_servers_out() {
     );
     assert!(!out.stderr.contains('\u{1b}'), "{:?}", out.stderr);
 }
+
+/// `-n` fails at once whatever K is: with a majority stopped, the first
+/// slot tried shows that no majority can answer, and the other slots are
+/// not tried (each would wait out the server timeout again: K x 0.5s, 32s
+/// for K = 64). It fails as a lock does without a majority, with 69.
+#[test]
+fn acquire_n_with_a_majority_stopped_fails_at_once_whatever_k() {
+    let mut cluster = Cluster::start(3);
+    cluster[1].pause();
+    cluster[2].pause();
+    let started = Instant::now();
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "-n", "--limit", "64", "pool"]));
+    let took = started.elapsed();
+    out.assert_code(69, "no quorum for any slot");
+    assert!(
+        out.stderr
+            .starts_with("redlock: no quorum for lock \"pool#"),
+        "{}",
+        out.stderr
+    );
+    // One server timeout (250ms) for the attempt; 2s leaves room for a
+    // loaded machine, and none for a wait per slot.
+    assert!(
+        took < Duration::from_secs(2),
+        "acquire -n --limit 64 took {took:?}"
+    );
+    // Nothing is left behind on the server that answered.
+    let left: usize = (0..64)
+        .filter(|i| cluster[0].get(format!("pool#{i}").as_bytes()).is_some())
+        .count();
+    assert_eq!(left, 0, "slots left held on the server that answered");
+}
+
+/// A waiter that gives up leaves every slot's line at once: each leave
+/// waits for a majority, and with a majority stopped, K leaves one after
+/// another took K server timeouts (16s for K = 64) after the wait was over.
+#[test]
+fn a_waiter_that_gives_up_leaves_every_line_at_once() {
+    let mut cluster = Cluster::start(3);
+    cluster[1].pause();
+    cluster[2].pause();
+    let started = Instant::now();
+    let out = run(cluster
+        .redlock()
+        .args(["acquire", "-w", "1s", "--limit", "64", "pool"]));
+    let took = started.elapsed();
+    out.assert_code(69, "no quorum for any slot within 1s");
+    assert!(
+        took < Duration::from_secs(4),
+        "acquire -w 1s --limit 64 took {took:?}"
+    );
+}
