@@ -67,6 +67,8 @@ mod history;
 mod judge;
 #[path = "torture/negative.rs"]
 mod negative;
+#[path = "torture/netns.rs"]
+mod netns;
 #[path = "torture/rig.rs"]
 mod rig;
 #[path = "torture/rng.rs"]

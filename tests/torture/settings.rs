@@ -9,6 +9,13 @@ pub struct Settings {
     pub seed: u64,
     /// `REDLOCK_TORTURE_SCENARIO`: comma-separated names; all if unset.
     pub only: Option<Vec<String>>,
+    /// `REDLOCK_TORTURE_NO_LINE=1`: in `rolling-cuts`, the clients log in
+    /// as a user without the sorted-set commands, so that no waiter is
+    /// queued (netns.rs).
+    pub no_line: bool,
+    /// `CI=true`: a scenario this machine cannot run is a failure, not a
+    /// skip.
+    pub ci: bool,
 }
 
 impl Settings {
@@ -36,6 +43,8 @@ impl Settings {
             long: var("REDLOCK_TORTURE_LONG").is_some_and(|v| v != "0"),
             seed,
             only,
+            no_line: var("REDLOCK_TORTURE_NO_LINE").is_some_and(|v| v != "0"),
+            ci: var("CI").is_some_and(|v| v == "true"),
         }
     }
 
