@@ -141,7 +141,10 @@ pub fn inject(kinds: &[Fault], rng: &mut Rng, until: Instant, targets: &mut Targ
             }
             Fault::FreezeKeeper => freeze_keeper(rng, targets),
             Fault::RollingCuts => {
-                let netns = targets.netns.as_mut().expect("a cuts scenario has namespaces");
+                let netns = targets
+                    .netns
+                    .as_mut()
+                    .expect("a cuts scenario has namespaces");
                 netns.roll(rng, until, targets.history);
             }
         }

@@ -117,6 +117,10 @@ mod tests {
         let ci = Outcome::skipped("rolling-cuts", 7, why, true);
         assert_eq!(ci.line, here.line);
         assert_eq!(ci.problems.len(), 1, "{:?}", ci.problems);
-        assert!(ci.problems[0].contains("must run in CI"), "{:?}", ci.problems);
+        assert!(
+            ci.problems[0].contains("must run in CI"),
+            "{:?}",
+            ci.problems
+        );
     }
 }

@@ -157,8 +157,8 @@ impl Netns {
     /// Brings the servers to `wanted`: those it cuts, with `cutting`; else
     /// those it does not cut.
     fn set_cut(&mut self, wanted: &[bool; SERVERS], cutting: bool) {
-        for i in 0..SERVERS {
-            if self.cut[i] != wanted[i] && wanted[i] == cutting {
+        for (i, &wants) in wanted.iter().enumerate() {
+            if self.cut[i] != wants && wants == cutting {
                 let state = if cutting { "down" } else { "up" };
                 let server = &self.servers[i];
                 ip(&["-n", &server.ns, "link", "set", &server.server_end, state])
@@ -181,7 +181,9 @@ impl Netns {
         self.set_cut(&[false; SERVERS], false);
         match result {
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Ok(()),
-            Ok(_) => Err(format!("a cut server ({target}) still accepted a connection")),
+            Ok(_) => Err(format!(
+                "a cut server ({target}) still accepted a connection"
+            )),
             Err(e) => Err(format!(
                 "a connect to a cut server ({target}) failed after {took:?} ({e}) instead of \
                  hanging: the cut is not a silent partition"
@@ -307,7 +309,7 @@ impl Server {
 /// Root, `ip`, and a namespace we may make: else why not.
 fn preflight() -> Result<(), String> {
     if !nix::unistd::geteuid().is_root() {
-        return Err("network namespaces need root (CI runs as root)".to_string());
+        return Err("network namespaces need root, which CI has".to_string());
     }
     if let Err(e) = Command::new("ip").arg("-V").output() {
         return Err(format!(
