@@ -365,8 +365,10 @@ fn sweep_leftovers() {
             return false;
         };
         let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        let pid_ok = digits.parse::<u32>().is_ok();
-        pid_ok && !Path::new(&format!("/proc/{digits}")).exists()
+        // A killed test may linger as a zombie until its parent reaps it.
+        digits
+            .parse::<i32>()
+            .is_ok_and(|pid| support::proc_state(pid).is_none_or(|state| state == 'Z'))
     };
     for line in ip_output(&["netns", "list"]).lines() {
         let name = line.split_whitespace().next().unwrap_or_default();
