@@ -143,11 +143,16 @@ fn cut_bounds(parsed: &Parsed, analysis: &Analysis, enforce: bool) -> Findings {
     let window = analysis.window.1.saturating_sub(analysis.window.0).max(1);
     let availability = analysis.covered as f64 / window as f64;
     let longest = parsed.longest_free_while_waiting(analysis.window);
-    let cuts = parsed
+    let cuts: Vec<&Noted> = parsed
         .faults
         .iter()
         .filter(|f| f.what.first().is_some_and(|w| w == "cut-servers"))
-        .count();
+        .collect();
+    // `cut-servers 1,3 KIND`: how the servers were cut.
+    let kind = cuts
+        .first()
+        .and_then(|f| f.what.get(2))
+        .map_or("-", String::as_str);
     let mut missed = Vec::new();
     if availability < MIN_AVAILABILITY_UNDER_CUTS {
         missed.push(format!(
@@ -167,14 +172,15 @@ fn cut_bounds(parsed: &Parsed, analysis: &Analysis, enforce: bool) -> Findings {
     }
     let bounds = if missed.is_empty() { "met" } else { "missed" };
     let mut problems = if enforce { missed } else { Vec::new() };
-    if cuts == 0 {
+    if cuts.is_empty() {
         problems.push("no server was cut: the scenario tested nothing".to_string());
     }
     Findings {
         figures: vec![
             format!("free_while_waiting_ms={:.1}", ms(longest)),
             format!("median_wait_ms={:.1}", ms(median_wait(parsed))),
-            format!("cuts={cuts}"),
+            format!("cuts={}", cuts.len()),
+            format!("cut={kind}"),
             format!("bounds={bounds}{}", if enforce { "" } else { "(off)" }),
         ],
         problems,
@@ -669,7 +675,7 @@ mod tests {
         let mut lines = Vec::new();
         lines.extend(section(0, 1, 0, 400));
         lines.extend(section_of("locked", 1, 1, (100, 1900), 2000));
-        lines.push(format!("fault {} cut-servers 1,3", 50 * MS));
+        lines.push(format!("fault {} cut-servers 1,3 silent", 50 * MS));
         let parsed = parse(&lines);
         let analysis = Analysis::of(&parsed, (0, 2000 * MS));
         let off = cut_bounds(&parsed, &analysis, false);
@@ -679,12 +685,13 @@ mod tests {
                 "free_while_waiting_ms=1500.0",
                 "median_wait_ms=1800.0",
                 "cuts=1",
+                "cut=silent",
                 "bounds=missed(off)"
             ]
         );
         assert!(off.problems.is_empty(), "{:?}", off.problems);
         let on = cut_bounds(&parsed, &analysis, true);
-        assert_eq!(on.figures[3], "bounds=missed");
+        assert_eq!(on.figures[4], "bounds=missed");
         assert_eq!(on.problems.len(), 1, "{:?}", on.problems);
         assert!(on.problems[0].contains("held 25.0%"), "{:?}", on.problems);
         // Held 92.5% of 20s, but free for 1501ms; and no cut at all.
@@ -694,7 +701,7 @@ mod tests {
         let parsed = parse(&lines);
         let analysis = Analysis::of(&parsed, (0, 20_000 * MS));
         let on = cut_bounds(&parsed, &analysis, true);
-        assert_eq!(on.figures[3], "bounds=missed");
+        assert_eq!(on.figures[4], "bounds=missed");
         assert_eq!(on.problems.len(), 2, "{:?}", on.problems);
         assert!(
             on.problems[0].contains("free for 1501ms"),
@@ -708,11 +715,11 @@ mod tests {
         );
         // Within both bounds.
         lines[4] = format!("enter 1 1 {}", 410 * MS);
-        lines.push(format!("fault {} cut-servers 0", 50 * MS));
+        lines.push(format!("fault {} cut-servers 0 unreachable", 50 * MS));
         let parsed = parse(&lines);
         let analysis = Analysis::of(&parsed, (0, 20_000 * MS));
         let on = cut_bounds(&parsed, &analysis, true);
-        assert_eq!(on.figures[3], "bounds=met");
+        assert_eq!(on.figures[3..], ["cut=unreachable", "bounds=met"]);
         assert!(on.problems.is_empty(), "{:?}", on.problems);
     }
 

@@ -23,6 +23,13 @@
 //! removed when the [`Netns`] is dropped (also on a panic), and what a
 //! killed run left behind is removed by the next one.
 //!
+//! `REDLOCK_TORTURE_CUTS=unreachable` (`scripts/torture --cuts
+//! unreachable`) cuts with an `unreachable` route on the host instead: a
+//! new connect fails at once with "no route to host" (as it does when the
+//! host's end of a pair is set down and no default route takes over), and
+//! only what was already connected times out. It shows what a cut costs
+//! when failing fast is free.
+//!
 //! `REDLOCK_TORTURE_NO_LINE=1` (`scripts/torture --no-line`) makes the
 //! clients log in as a user without the sorted-set commands: waiters are
 //! not queued (see docs/operations.md, Permissions), the schedule stays
@@ -60,9 +67,36 @@ const PREFIX: &str = "rlt";
 pub enum Unavailable {
     /// The machine has no namespaces for us: not root, no `ip`, no veth.
     Missing(String),
-    /// The namespaces are there but a cut is not a silent partition: the
-    /// scenario would measure something else.
-    NotSilent(String),
+    /// The namespaces are there but a cut does not do what its kind says:
+    /// the scenario would measure something else.
+    WrongCut(String),
+}
+
+/// How a cut cuts a server off (see the module's comment).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CutKind {
+    /// The namespace's end of the pair down: a silent partition.
+    Silent,
+    /// An `unreachable` route on the host: connects fail at once.
+    Unreachable,
+}
+
+impl CutKind {
+    /// `REDLOCK_TORTURE_CUTS`'s value.
+    pub fn from_word(word: &str) -> Option<CutKind> {
+        match word {
+            "silent" => Some(CutKind::Silent),
+            "unreachable" => Some(CutKind::Unreachable),
+            _ => None,
+        }
+    }
+
+    pub fn word(self) -> &'static str {
+        match self {
+            CutKind::Silent => "silent",
+            CutKind::Unreachable => "unreachable",
+        }
+    }
 }
 
 /// One server in its namespace.
@@ -77,6 +111,7 @@ struct Server {
 /// The five servers in their namespaces, and which are cut now.
 pub struct Netns {
     servers: Vec<Server>,
+    kind: CutKind,
     cut: [bool; SERVERS],
     /// `user:password@` in the clients' URLs (`REDLOCK_TORTURE_NO_LINE`).
     login: String,
@@ -85,15 +120,17 @@ pub struct Netns {
 }
 
 impl Netns {
-    /// Sets up the namespaces and starts a server in each; with `no_line`,
-    /// a user without the sorted-set commands on each for the clients.
-    pub fn start(no_line: bool) -> Result<Netns, Unavailable> {
+    /// Sets up the namespaces and starts a server in each, to be cut as
+    /// `kind` says; with `no_line`, a user without the sorted-set commands
+    /// on each for the clients.
+    pub fn start(kind: CutKind, no_line: bool) -> Result<Netns, Unavailable> {
         preflight().map_err(Unavailable::Missing)?;
         sweep_leftovers();
         let pid = std::process::id();
         let first = free_block(pid).map_err(Unavailable::Missing)?;
         let mut netns = Netns {
             servers: Vec::new(),
+            kind,
             cut: [false; SERVERS],
             login: String::new(),
             dir: support::temp_dir("redlock-netns-"),
@@ -117,7 +154,7 @@ impl Netns {
         if no_line {
             netns.login = netns.add_user().map_err(Unavailable::Missing)?;
         }
-        netns.check_silent().map_err(Unavailable::NotSilent)?;
+        netns.check_cut().map_err(Unavailable::WrongCut)?;
         Ok(netns)
     }
 
@@ -132,7 +169,7 @@ impl Netns {
     }
 
     /// Moves the cut every 0.5-2s until `until`: one or two servers cut at
-    /// a time (`cut-servers 1,3`), then none (`uncut-servers`).
+    /// a time (`cut-servers 1,3 KIND`), then none (`uncut-servers`).
     pub fn roll(&mut self, rng: &mut Rng, until: Instant, history: &History) {
         while until.saturating_duration_since(Instant::now()) > Duration::from_millis(HOLD.0) {
             let count = 1 + rng.below(2) as usize;
@@ -146,7 +183,8 @@ impl Netns {
             self.set_cut(&cut, false);
             self.set_cut(&cut, true);
             let names: Vec<String> = chosen.iter().map(usize::to_string).collect();
-            history.fault(&format!("cut-servers {}", names.join(",")));
+            let (names, kind) = (names.join(","), self.kind.word());
+            history.fault(&format!("cut-servers {names} {kind}"));
             let hold = rng.millis(HOLD.0, HOLD.1);
             thread::sleep(hold.min(until.saturating_duration_since(Instant::now())));
         }
@@ -159,18 +197,28 @@ impl Netns {
     fn set_cut(&mut self, wanted: &[bool; SERVERS], cutting: bool) {
         for (i, &wants) in wanted.iter().enumerate() {
             if self.cut[i] != wants && wants == cutting {
-                let state = if cutting { "down" } else { "up" };
                 let server = &self.servers[i];
-                ip(&["-n", &server.ns, "link", "set", &server.server_end, state])
-                    .unwrap_or_else(|e| panic!("cannot set server {i}'s link {state}: {e}"));
+                let addr = format!("{}/32", server.addr);
+                let done = match (self.kind, cutting) {
+                    (CutKind::Silent, true) => {
+                        ip(&["-n", &server.ns, "link", "set", &server.server_end, "down"])
+                    }
+                    (CutKind::Silent, false) => {
+                        ip(&["-n", &server.ns, "link", "set", &server.server_end, "up"])
+                    }
+                    (CutKind::Unreachable, true) => ip(&["route", "add", "unreachable", &addr]),
+                    (CutKind::Unreachable, false) => ip(&["route", "del", "unreachable", &addr]),
+                };
+                done.unwrap_or_else(|e| panic!("cannot cut or heal server {i}: {e}"));
                 self.cut[i] = cutting;
             }
         }
     }
 
     /// Cuts server 0 and checks that a connect to it neither succeeds nor
-    /// fails within [`SILENT_FOR`]: it must hang.
-    fn check_silent(&mut self) -> Result<(), String> {
+    /// fails within [`SILENT_FOR`] (it must hang), or under
+    /// [`CutKind::Unreachable`] that it fails within that time.
+    fn check_cut(&mut self) -> Result<(), String> {
         let mut cut = [false; SERVERS];
         cut[0] = true;
         self.set_cut(&cut, true);
@@ -179,15 +227,21 @@ impl Netns {
         let result = TcpStream::connect_timeout(&target, SILENT_FOR);
         let took = started.elapsed();
         self.set_cut(&[false; SERVERS], false);
-        match result {
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Ok(()),
-            Ok(_) => Err(format!(
+        let timed_out = |e: &std::io::Error| e.kind() == std::io::ErrorKind::TimedOut;
+        match (self.kind, result) {
+            (_, Ok(_)) => Err(format!(
                 "a cut server ({target}) still accepted a connection"
             )),
-            Err(e) => Err(format!(
+            (CutKind::Silent, Err(e)) if timed_out(&e) => Ok(()),
+            (CutKind::Silent, Err(e)) => Err(format!(
                 "a connect to a cut server ({target}) failed after {took:?} ({e}) instead of \
                  hanging: the cut is not a silent partition"
             )),
+            (CutKind::Unreachable, Err(e)) if timed_out(&e) => Err(format!(
+                "a connect to a server cut by an unreachable route ({target}) hung instead \
+                 of failing at once"
+            )),
+            (CutKind::Unreachable, Err(_)) => Ok(()),
         }
     }
 
@@ -209,7 +263,15 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
-        for server in &mut self.servers {
+        for (i, server) in self.servers.iter_mut().enumerate() {
+            if self.kind == CutKind::Unreachable && self.cut[i] {
+                let _ = ip(&[
+                    "route",
+                    "del",
+                    "unreachable",
+                    &format!("{}/32", server.addr),
+                ]);
+            }
             if let Some(mut process) = server.process.take() {
                 let _ = process.kill();
                 let _ = process.wait();

@@ -437,12 +437,12 @@ fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Out
     let fenced = scenario.setup == Setup::Fenced;
     let mut rig = match scenario.setup {
         Setup::BehindVips => Rig::start_behind_vips(section, scenario.guard),
-        Setup::Netns => match Netns::start(settings.no_line) {
+        Setup::Netns => match Netns::start(settings.cuts, settings.no_line) {
             Ok(netns) => Rig::start_in_netns(section, scenario.guard, netns),
             Err(Unavailable::Missing(why)) => {
                 return Outcome::skipped(scenario.name, settings.seed, &why, settings.ci)
             }
-            Err(Unavailable::NotSilent(why)) => {
+            Err(Unavailable::WrongCut(why)) => {
                 return Outcome::unrunnable(scenario.name, settings.seed, why)
             }
         },

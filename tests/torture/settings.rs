@@ -2,6 +2,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::netns::CutKind;
+
 pub struct Settings {
     /// `REDLOCK_TORTURE_LONG=1`: the soak, 30-40s a scenario.
     pub long: bool,
@@ -13,6 +15,9 @@ pub struct Settings {
     /// as a user without the sorted-set commands, so that no waiter is
     /// queued (netns.rs).
     pub no_line: bool,
+    /// `REDLOCK_TORTURE_CUTS=silent|unreachable`: how `rolling-cuts` cuts
+    /// a server off (netns.rs); silent if unset.
+    pub cuts: CutKind,
     /// `CI=true`: a scenario this machine cannot run is a failure, not a
     /// skip.
     pub ci: bool,
@@ -44,6 +49,11 @@ impl Settings {
             seed,
             only,
             no_line: var("REDLOCK_TORTURE_NO_LINE").is_some_and(|v| v != "0"),
+            cuts: var("REDLOCK_TORTURE_CUTS").map_or(CutKind::Silent, |word| {
+                CutKind::from_word(&word).unwrap_or_else(|| {
+                    panic!("REDLOCK_TORTURE_CUTS={word:?} is neither silent nor unreachable")
+                })
+            }),
             ci: var("CI").is_some_and(|v| v == "true"),
         }
     }
