@@ -20,7 +20,7 @@
 //!
 //! where FIGURES are a scenario's own (`free_while_waiting_ms`, `shares`,
 //! `handoff_ms`, `frozen_before_spawn`, `readers_max`, `writer_wait_ms`,
-//! `holders_max`, `keepers_frozen`, `median_wait_ms`, `cuts`, `bounds`),
+//! `holders_max`, `keepers_frozen`, `median_wait_ms`, `cuts`, `cut`, `bounds`),
 //! checked against its bounds (see `torture/checks.rs`).
 //!
 //! `rolling-cuts` (issue 28) puts each of the five servers in its own
@@ -46,7 +46,9 @@
 //! `REDLOCK_TORTURE_BIN=PATH` (the `redlock` the clients run, e.g. an older
 //! build; the section program stays the one built here),
 //! `REDLOCK_TORTURE_NO_LINE=1` (in `rolling-cuts`, clients without the
-//! sorted-set commands: no line of waiters).
+//! sorted-set commands: no line of waiters), `REDLOCK_TORTURE_CUTS=unreachable`
+//! (in `rolling-cuts`, connects to a cut server fail at once instead of
+//! hanging).
 //!
 //! Two scenarios are controls: `checker-self-test` runs the sections without
 //! any lock, and `negative-control-guard-off` defeats Redlock on purpose by
