@@ -20,8 +20,15 @@
 //!
 //! where FIGURES are a scenario's own (`free_while_waiting_ms`, `shares`,
 //! `handoff_ms`, `frozen_before_spawn`, `readers_max`, `writer_wait_ms`,
-//! `holders_max`, `keepers_frozen`), checked against its bounds (see
-//! `torture/checks.rs`).
+//! `holders_max`, `keepers_frozen`, `median_wait_ms`, `cuts`, `cut`, `bounds`),
+//! checked against its bounds (see `torture/checks.rs`).
+//!
+//! `rolling-cuts` (issue 28) puts each of the five servers in its own
+//! network namespace and black-holes one or two at a time (`torture/netns.rs`).
+//! It needs root: without, it says why and is skipped, unless `CI=true`,
+//! where that is a failure. Its liveness bounds are reported
+//! (`bounds=met|missed`) and fail it only once `checks::ENFORCE_CUT_BOUNDS`
+//! is on; overlaps always do.
 //!
 //! Two scenarios share the lock on purpose. In `shared`, six clients run
 //! `exec --shared` (readers) and two plain `exec` (writers): readers may be
@@ -37,7 +44,11 @@
 //! `REDLOCK_TORTURE_LONG=1`, `REDLOCK_TORTURE_SEED=N` (replays the random
 //! choices of a printed seed), `REDLOCK_TORTURE_SCENARIO=NAME[,NAME...]`,
 //! `REDLOCK_TORTURE_BIN=PATH` (the `redlock` the clients run, e.g. an older
-//! build; the section program stays the one built here).
+//! build; the section program stays the one built here),
+//! `REDLOCK_TORTURE_NO_LINE=1` (in `rolling-cuts`, clients without the
+//! sorted-set commands: no line of waiters), `REDLOCK_TORTURE_CUTS=unreachable`
+//! (in `rolling-cuts`, connects to a cut server fail at once instead of
+//! hanging).
 //!
 //! Two scenarios are controls: `checker-self-test` runs the sections without
 //! any lock, and `negative-control-guard-off` defeats Redlock on purpose by
@@ -67,6 +78,8 @@ mod history;
 mod judge;
 #[path = "torture/negative.rs"]
 mod negative;
+#[path = "torture/netns.rs"]
+mod netns;
 #[path = "torture/rig.rs"]
 mod rig;
 #[path = "torture/rng.rs"]

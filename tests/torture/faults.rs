@@ -25,6 +25,7 @@ use nix::unistd::Pid;
 use crate::clients::{Active, Slots, TTL};
 use crate::failover::Vips;
 use crate::history::{now_ns, History};
+use crate::netns::Netns;
 use crate::rig::{LOCK, SERVERS};
 use crate::rng::Rng;
 use crate::support::{proc_state, wait_until, Cluster, RedisServer};
@@ -63,6 +64,10 @@ pub enum Fault {
     /// the keeper can neither extend the lock nor tell the script, so its
     /// watchdog must stop the section before the validity ends.
     FreezeKeeper,
+    /// Black-hole one or two servers at a time in their network
+    /// namespaces, the cut moving every 0.5-2s, from the start to the end
+    /// of the run (netns.rs).
+    RollingCuts,
 }
 
 impl Fault {
@@ -72,7 +77,7 @@ impl Fault {
             // The episode itself waits for its moment and edge.
             Fault::RestartNow(..) => rng.millis(0, 300),
             Fault::KillHeadWaiter => rng.millis(700, 2000),
-            Fault::HangOne => Duration::ZERO,
+            Fault::HangOne | Fault::RollingCuts => Duration::ZERO,
             Fault::KillRestart
             | Fault::PauseMinority
             | Fault::PauseMajority
@@ -89,6 +94,8 @@ pub struct Targets<'a> {
     pub cluster: &'a mut Cluster,
     /// The replicas and addresses of a failover scenario.
     pub vips: Option<&'a mut Vips>,
+    /// The namespaces of a rolling-cuts scenario.
+    pub netns: Option<&'a mut Netns>,
     pub history: &'a History,
     pub slots: &'a Slots,
     pub witness: &'a Witness,
@@ -133,6 +140,13 @@ pub fn inject(kinds: &[Fault], rng: &mut Rng, until: Instant, targets: &mut Targ
                 vips.episode(targets.cluster, rng, targets.history);
             }
             Fault::FreezeKeeper => freeze_keeper(rng, targets),
+            Fault::RollingCuts => {
+                let netns = targets
+                    .netns
+                    .as_mut()
+                    .expect("a cuts scenario has namespaces");
+                netns.roll(rng, until, targets.history);
+            }
         }
         let gap = kind.gap(rng);
         thread::sleep(gap.min(until.saturating_duration_since(Instant::now())));

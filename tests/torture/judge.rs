@@ -17,6 +17,20 @@ impl Outcome {
             problems: vec![why],
         }
     }
+
+    /// A scenario this machine lacks the means for (`why`): skipped, but in
+    /// CI (`ci`), where it must run, a failure.
+    pub fn skipped(scenario: &str, seed: u64, why: &str, ci: bool) -> Outcome {
+        Outcome {
+            line: format!("scenario={scenario} skipped ({why}) seed={seed}"),
+            problems: match ci {
+                true => vec![format!(
+                    "{scenario} must run in CI (CI=true), but cannot here: {why}"
+                )],
+                false => Vec::new(),
+            },
+        }
+    }
 }
 
 /// What a scenario found beyond mutual exclusion: its own figures for the
@@ -84,5 +98,29 @@ pub fn judge(
     Outcome {
         line: report.line_with(&findings.figures),
         problems,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_skipped_scenario_fails_only_in_ci() {
+        let why = "network namespaces need root";
+        let here = Outcome::skipped("rolling-cuts", 7, why, false);
+        assert_eq!(
+            here.line,
+            "scenario=rolling-cuts skipped (network namespaces need root) seed=7"
+        );
+        assert!(here.problems.is_empty(), "{:?}", here.problems);
+        let ci = Outcome::skipped("rolling-cuts", 7, why, true);
+        assert_eq!(ci.line, here.line);
+        assert_eq!(ci.problems.len(), 1, "{:?}", ci.problems);
+        assert!(
+            ci.problems[0].contains("must run in CI"),
+            "{:?}",
+            ci.problems
+        );
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::failover::Vips;
 use crate::history::History;
+use crate::netns::Netns;
 use crate::support::{self, Cluster, RedisServer};
 use crate::witness::Witness;
 
@@ -68,10 +69,23 @@ pub struct Rig {
     /// Under [`Self::start_behind_vips`]: the replicas and the addresses the
     /// clients know.
     pub vips: Option<Vips>,
+    /// Under [`Self::start_in_netns`]: the servers, each in its own network
+    /// namespace (`cluster` is then empty).
+    pub netns: Option<Netns>,
     pub ctx: Arc<Ctx>,
     pub witness: Witness,
     bookkeeping: RedisServer,
     dir: tempfile::TempDir,
+}
+
+/// Where the lock servers of a rig are.
+enum Servers {
+    /// On 127.0.0.1.
+    Loopback,
+    /// Behind forwarders, with replicas (failover.rs).
+    BehindVips,
+    /// In network namespaces (netns.rs).
+    Netns(Netns),
 }
 
 /// What a scenario's servers counted.
@@ -94,13 +108,19 @@ impl Rig {
     /// the servers keep the fencing counters across restarts (AOF with
     /// `appendfsync always`: the assumption fencing rests on).
     pub fn start_with(section: &Path, guard: Guard, faketime: Option<PathBuf>, fence: bool) -> Rig {
-        Rig::start_all(section, guard, faketime, fence, false)
+        Rig::start_all(section, guard, faketime, fence, Servers::Loopback)
     }
 
     /// [`Self::start`], each server a master with a replica behind a
     /// forwarder (see failover.rs); the clients know the forwarders.
     pub fn start_behind_vips(section: &Path, guard: Guard) -> Rig {
-        Rig::start_all(section, guard, None, false, true)
+        Rig::start_all(section, guard, None, false, Servers::BehindVips)
+    }
+
+    /// [`Self::start`] with the servers of `netns` (see netns.rs), whom the
+    /// clients reach through their namespaces' links.
+    pub fn start_in_netns(section: &Path, guard: Guard, netns: Netns) -> Rig {
+        Rig::start_all(section, guard, None, false, Servers::Netns(netns))
     }
 
     fn start_all(
@@ -108,20 +128,25 @@ impl Rig {
         guard: Guard,
         faketime: Option<PathBuf>,
         fence: bool,
-        behind_vips: bool,
+        servers: Servers,
     ) -> Rig {
         let dir = support::temp_dir("redlock-torture-");
         let config_home = match guard {
             Guard::ConfigFile(value) => Some(write_config(dir.path(), value)),
             Guard::Off | Guard::Env(_) => None,
         };
-        let cluster = match fence {
-            true => {
+        let cluster = match (fence, &servers) {
+            (_, Servers::Netns(_)) => Cluster::start(0),
+            (true, _) => {
                 Cluster::start_with(SERVERS, &["--appendonly", "yes", "--appendfsync", "always"])
             }
-            false => Cluster::start(SERVERS),
+            (false, _) => Cluster::start(SERVERS),
         };
-        let vips = behind_vips.then(|| Vips::start(&cluster));
+        let (vips, netns) = match servers {
+            Servers::Loopback => (None, None),
+            Servers::BehindVips => (Some(Vips::start(&cluster)), None),
+            Servers::Netns(netns) => (None, Some(netns)),
+        };
         let bookkeeping = RedisServer::start();
         let history = Arc::new(History::create(&dir.path().join("history")));
         let witness = Witness::start(
@@ -130,9 +155,11 @@ impl Rig {
             bookkeeping.url(),
         );
         let ctx = Arc::new(Ctx {
-            servers: vips
-                .as_ref()
-                .map_or_else(|| cluster.servers_arg(), Vips::servers_arg),
+            servers: match (&vips, &netns) {
+                (Some(vips), _) => vips.servers_arg(),
+                (_, Some(netns)) => netns.servers_arg(),
+                _ => cluster.servers_arg(),
+            },
             guard,
             config_home,
             redlock: redlock_binary(),
@@ -148,6 +175,7 @@ impl Rig {
         Rig {
             cluster,
             vips,
+            netns,
             ctx,
             witness,
             bookkeeping,

@@ -2,6 +2,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::netns::CutKind;
+
 pub struct Settings {
     /// `REDLOCK_TORTURE_LONG=1`: the soak, 30-40s a scenario.
     pub long: bool,
@@ -9,6 +11,16 @@ pub struct Settings {
     pub seed: u64,
     /// `REDLOCK_TORTURE_SCENARIO`: comma-separated names; all if unset.
     pub only: Option<Vec<String>>,
+    /// `REDLOCK_TORTURE_NO_LINE=1`: in `rolling-cuts`, the clients log in
+    /// as a user without the sorted-set commands, so that no waiter is
+    /// queued (netns.rs).
+    pub no_line: bool,
+    /// `REDLOCK_TORTURE_CUTS=silent|unreachable`: how `rolling-cuts` cuts
+    /// a server off (netns.rs); silent if unset.
+    pub cuts: CutKind,
+    /// `CI=true`: a scenario this machine cannot run is a failure, not a
+    /// skip.
+    pub ci: bool,
 }
 
 impl Settings {
@@ -36,6 +48,13 @@ impl Settings {
             long: var("REDLOCK_TORTURE_LONG").is_some_and(|v| v != "0"),
             seed,
             only,
+            no_line: var("REDLOCK_TORTURE_NO_LINE").is_some_and(|v| v != "0"),
+            cuts: var("REDLOCK_TORTURE_CUTS").map_or(CutKind::Silent, |word| {
+                CutKind::from_word(&word).unwrap_or_else(|| {
+                    panic!("REDLOCK_TORTURE_CUTS={word:?} is neither silent nor unreachable")
+                })
+            }),
+            ci: var("CI").is_some_and(|v| v == "true"),
         }
     }
 
