@@ -12,6 +12,7 @@ mod handoff;
 mod hold;
 mod holder;
 mod list;
+mod orphan;
 mod release;
 mod rendezvous;
 mod status;
@@ -103,11 +104,20 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
     crate::signals::reset_inherited();
     // The watchdog is forked now, while this process has one thread; see
     // `Watchdog::fork`. It is a copy of this process, so it costs no second
-    // start of the binary. It waits on its pipe until the command runs.
+    // start of the binary. It waits on its pipe until the command runs. It
+    // gets the servers now, to release the lock should exec be killed (see
+    // `orphan`).
     let watchdog = match &job {
         LockJob::Exec(spec) => Some(
-            Watchdog::fork(spec.signal, spec.stop)
-                .map_err(|err| Error::internal("cannot start the watchdog process", err))?,
+            Watchdog::fork(
+                spec.signal,
+                spec.stop,
+                Some(Box::new(orphan::Orphan::new(
+                    redlock.clone(),
+                    servers.timeout,
+                ))),
+            )
+            .map_err(|err| Error::internal("cannot start the watchdog process", err))?,
         ),
         _ => None,
     };
