@@ -53,10 +53,9 @@ impl Orphan {
         };
         // Nobody is left to tell: a release that fails leaves the lock to
         // lapse, as it did before.
-        let _ = runtime.block_on(tokio::time::timeout(
-            self.within,
-            self.redlock.release(key, token),
-        ));
+        let _ = runtime.block_on(async {
+            tokio::time::timeout(self.within, self.redlock.release(key, token)).await
+        });
     }
 }
 

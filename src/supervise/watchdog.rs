@@ -8,7 +8,7 @@
 //! - `group PGID`: the command's process group, what to stop, written by the
 //!   command itself between fork and exec;
 //! - `deadline NANOS`: the validity deadline on CLOCK_BOOTTIME, system-wide;
-//! - `lease HEX...`: what the supervisor holds, in words this module does
+//! - `lease =HEX...`: what the supervisor holds, in words this module does
 //!   not read (exec's lock key, token and private servers file), for its
 //!   [`Settle`];
 //! - `done`: the child has ended, exit quietly.
@@ -228,7 +228,8 @@ impl Watchdog {
     pub fn lease(&mut self, words: &[&[u8]]) -> io::Result<()> {
         let mut line = String::from("lease");
         for word in words {
-            line.push(' ');
+            // `=` first, so that an empty word is still one.
+            line.push_str(" =");
             line.extend(word.iter().map(|b| format!("{b:02x}")));
         }
         line.push('\n');
@@ -386,7 +387,7 @@ impl Message {
             ))),
             ["lease", words @ ..] => words
                 .iter()
-                .map(|word| unhex(word))
+                .map(|word| unhex(word.strip_prefix('=')?))
                 .collect::<Option<_>>()
                 .map(Message::Lease),
             _ => None,
@@ -626,12 +627,13 @@ mod tests {
             Some(Message::Deadline(BootInstant::from_nanos(7)))
         );
         assert_eq!(
-            Message::parse(b"lease 6b00 \n"),
-            Some(Message::Lease(vec![b"k\0".to_vec()]))
+            Message::parse(b"lease = =6b00 \n"),
+            Some(Message::Lease(vec![vec![], b"k\0".to_vec()]))
         );
         assert_eq!(Message::parse(b"lease\n"), Some(Message::Lease(vec![])));
-        assert_eq!(Message::parse(b"lease 6\n"), None);
-        assert_eq!(Message::parse(b"lease zz\n"), None);
+        assert_eq!(Message::parse(b"lease =6\n"), None);
+        assert_eq!(Message::parse(b"lease =zz\n"), None);
+        assert_eq!(Message::parse(b"lease 6b\n"), None);
         assert_eq!(Message::parse(b"group x\n"), None);
         assert_eq!(Message::parse(b"\xff\n"), None);
     }
