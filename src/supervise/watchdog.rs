@@ -128,6 +128,11 @@ impl Target for Group {
     }
 }
 
+/// What a watchdog is given at its fork: the target known then (the
+/// keeper's script; `exec`'s command announces itself later), and what to
+/// settle should the supervisor die.
+type Charges = (Option<Box<dyn Target>>, Option<Box<dyn Settle>>);
+
 /// The supervisor's handle on its watchdog.
 pub struct Watchdog {
     pid: Pid,
@@ -163,11 +168,7 @@ impl Watchdog {
         Self::fork_with((Some(target), None), signal, plan)
     }
 
-    fn fork_with(
-        (target, settle): (Option<Box<dyn Target>>, Option<Box<dyn Settle>>),
-        signal: Signal,
-        plan: StopPlan,
-    ) -> io::Result<Self> {
+    fn fork_with((target, settle): Charges, signal: Signal, plan: StopPlan) -> io::Result<Self> {
         if threads_of_this_process()? != 1 {
             return Err(io::Error::other("the process is no longer single-threaded"));
         }
@@ -291,7 +292,7 @@ pub const NAME: &std::ffi::CStr = c"redlock-watch";
 /// [`watch`].
 fn watchdog_process(
     pipe: OwnedFd,
-    (target, settle): (Option<Box<dyn Target>>, Option<Box<dyn Settle>>),
+    (target, settle): Charges,
     signal: Signal,
     plan: StopPlan,
 ) -> io::Result<Report> {
@@ -398,7 +399,7 @@ impl Message {
 /// Bytes from hex digits, two a byte; `None` for anything else.
 fn unhex(word: &str) -> Option<Vec<u8>> {
     let digits = word.as_bytes();
-    if digits.len() % 2 != 0 || !digits.iter().all(u8::is_ascii_hexdigit) {
+    if !digits.len().is_multiple_of(2) || !digits.iter().all(u8::is_ascii_hexdigit) {
         return None;
     }
     digits
