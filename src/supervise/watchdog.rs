@@ -20,9 +20,11 @@
 //! instead of lapsing a TTL later, and its private servers file removed.
 //! While any process of the target lives, nothing is released: after the
 //! stop signal, the grace period and SIGKILL, it waits for the last one,
-//! until the lock's validity ends (when the lock lapses on its own). It wakes at least every [`CLOCK_CHECK`] to read the
-//! boot clock, so that after a suspend it acts on resume, not a whole timeout
-//! later (poll's own timeout does not count suspended time).
+//! until the lock's validity ends (when the lock lapses on its own).
+//!
+//! It wakes at least every [`CLOCK_CHECK`] to read the boot clock, so that
+//! after a suspend it acts on resume, not a whole timeout later (poll's own
+//! timeout does not count suspended time).
 //!
 //! It exits with its [`Report`]. It is a copy of `exec` and never executes
 //! anything; so that `ps` and `pgrep` tell it from `exec`, it renames itself
@@ -149,7 +151,7 @@ impl Watchdog {
     /// forked, so a lock another thread held (the allocator's, stdio's)
     /// would stay locked in it for ever. With one thread there is no such
     /// lock, and the child is a plain copy that may allocate and do I/O; it
-    /// runs [`watch`] and exits without returning into the caller's code.
+    /// runs [`Watch::follow`] and exits without returning into the caller's code.
     /// This is checked: with more than one thread it refuses.
     ///
     /// `settle` is what it does once the supervisor died (see [`Settle`]):
@@ -289,7 +291,7 @@ pub const NAME: &std::ffi::CStr = c"redlock-watch";
 
 /// The forked watchdog, up to its report: named for `ps`, out of the
 /// terminal's signals, its output away from whatever reads `exec`'s, then
-/// [`watch`].
+/// [`Watch::follow`].
 fn watchdog_process(
     pipe: OwnedFd,
     (target, settle): Charges,

@@ -41,10 +41,15 @@ fn read_when_written(path: &Path) -> String {
 /// Starts `acquire -w` on `name` from `redlock` and waits until it stands
 /// in line on every server, behind the exec that holds the lock.
 fn waiter(cluster: &Cluster, redlock: &mut Command, name: &str) -> Running {
-    let waiting = spawn(redlock.args(["acquire", "-w", "60s", name]));
+    waiter_in(cluster, redlock.args(["acquire", "-w", "60s", name]), name)
+}
+
+/// The same for a prepared `acquire` whose line is the key `line`.
+fn waiter_in(cluster: &Cluster, acquire: &mut Command, line: &str) -> Running {
+    let waiting = spawn(acquire);
     assert!(
         wait_until(Duration::from_secs(10), || cluster
-            .in_line_everywhere(name, 1)),
+            .in_line_everywhere(line, 1)),
         "the waiter never stood in line"
     );
     waiting
@@ -174,5 +179,36 @@ fn the_private_servers_file_goes_with_the_released_lock() {
         !file.exists() && !file.parent().unwrap().exists(),
         "{} is left behind after exec was killed",
         file.display()
+    );
+}
+
+#[test]
+fn a_killed_exec_holding_a_slot_under_a_prefix_is_taken_over_within_a_second() {
+    let cluster = Cluster::start(3);
+    let limited = ["--prefix", "app:", "--limit", "1"];
+    let exec = spawn(
+        cluster
+            .redlock()
+            .arg("exec")
+            .args(limited)
+            .args(["pool", "--", "sleep", "60"]),
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || cluster
+            .get_all(b"app:pool#0")
+            .iter()
+            .all(Option::is_some)),
+        "exec never took the slot"
+    );
+    let mut acquire = cluster.redlock();
+    acquire
+        .args(["acquire", "-w", "60s"])
+        .args(limited)
+        .arg("pool");
+    let waiting = waiter_in(&cluster, &mut acquire, "app:pool#0");
+    let took = kill_and_take_over(exec, waiting);
+    assert!(
+        took < TAKEOVER,
+        "the next waiter got the slot {took:?} after exec was killed"
     );
 }
