@@ -212,3 +212,32 @@ fn a_killed_exec_holding_a_slot_under_a_prefix_is_taken_over_within_a_second() {
         "the next waiter got the slot {took:?} after exec was killed"
     );
 }
+
+#[test]
+fn an_exec_killed_before_its_command_started_is_taken_over_within_a_second() {
+    let cluster = Cluster::start(3);
+    let dir = temp();
+    let ran = dir.path().join("ran");
+    // The lock is taken and the watchdog told; exec stops just before it
+    // starts the command (debug builds only), and is killed there.
+    let exec = spawn(
+        cluster
+            .redlock()
+            .env("REDLOCK_TEST_PAUSE_BEFORE_SPAWN_MS", "20000")
+            .args(["exec", "early", "--", "touch", &ran.display().to_string()]),
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || cluster
+            .get_all(b"early")
+            .iter()
+            .all(Option::is_some)),
+        "exec never took the lock"
+    );
+    let waiting = waiter(&cluster, &mut cluster.redlock(), "early");
+    let took = kill_and_take_over(exec, waiting);
+    assert!(!ran.exists(), "the command never started");
+    assert!(
+        took < TAKEOVER,
+        "the next waiter got the lock {took:?} after exec was killed"
+    );
+}
