@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::support::{pid_alive, wait_until, Cluster, Output, Running};
+use crate::support::{pid_alive, wait_until, Cluster, Output, RedisServer, Running};
 
 /// How soon after the kill the next waiter must have the lock.
 const TAKEOVER: Duration = Duration::from_secs(1);
@@ -236,6 +236,41 @@ fn an_exec_killed_before_its_command_started_is_taken_over_within_a_second() {
     let waiting = waiter(&cluster, &mut cluster.redlock(), "early");
     let took = kill_and_take_over(exec, waiting);
     assert!(!ran.exists(), "the command never started");
+    assert!(
+        took < TAKEOVER,
+        "the next waiter got the lock {took:?} after exec was killed"
+    );
+}
+
+#[test]
+fn over_tls_the_watchdog_needs_no_file_at_the_release() {
+    let server = RedisServer::start_tls();
+    let dir = temp();
+    // exec's own copy of the CA, gone before the kill: the watchdog has
+    // the TLS set-up in memory from exec's start.
+    let ca = dir.path().join("ca.pem");
+    std::fs::copy(server.tls_ca_cert().unwrap(), &ca).unwrap();
+    let redlock = |ca: &Path| {
+        let mut redlock = crate::support::redlock();
+        redlock
+            .env("REDLOCK_SERVERS", server.tls_url())
+            .env("REDLOCK_TLS_CA_CERT", ca)
+            .args(["--server-timeout", "2s"]);
+        redlock
+    };
+    let exec = spawn(redlock(&ca).args(["exec", "secure", "--", "sleep", "60"]));
+    assert!(
+        wait_until(Duration::from_secs(10), || server.get(b"secure").is_some()),
+        "exec never took the lock"
+    );
+    std::fs::remove_file(&ca).unwrap();
+    let waiting =
+        spawn(redlock(&server.tls_ca_cert().unwrap()).args(["acquire", "-w", "60s", "secure"]));
+    assert!(
+        wait_until(Duration::from_secs(10), || server.in_line("secure") == 1),
+        "the waiter never stood in line"
+    );
+    let took = kill_and_take_over(exec, waiting);
     assert!(
         took < TAKEOVER,
         "the next waiter got the lock {took:?} after exec was killed"
