@@ -172,13 +172,13 @@ fn the_private_servers_file_goes_with_the_released_lock() {
     let waiting = waiter(&cluster, &mut with_password(), "secret");
     let took = kill_and_take_over(exec, waiting);
     assert!(
-        took < TAKEOVER,
-        "the watchdog logs in with the password: taken over after {took:?}"
-    );
-    assert!(
         !file.exists() && !file.parent().unwrap().exists(),
         "{} is left behind after exec was killed",
         file.display()
+    );
+    assert!(
+        took < TAKEOVER,
+        "the watchdog logs in with the password: taken over after {took:?}"
     );
 }
 
