@@ -270,9 +270,10 @@ impl Watchdog {
 impl Drop for Watchdog {
     /// Without `done` (exec ends before any command ran, or after an
     /// error), the closed pipe tells the watchdog the supervisor is gone: it
-    /// exits at once when it has no command to stop, or stops the command.
-    /// Either way it is reaped, so that it outlives `exec` only if `exec`
-    /// is killed.
+    /// exits at once when it has no command to stop, or stops the command;
+    /// a lease it was told of is settled (released) first, as for a killed
+    /// supervisor, since the error path does not release. Either way it is
+    /// reaped, so that it outlives `exec` only if `exec` is killed.
     fn drop(&mut self) {
         if !self.reaped {
             self.reap();
