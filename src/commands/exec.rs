@@ -8,6 +8,7 @@ use std::os::unix::ffi::OsStrExt as _;
 use tokio::sync::watch;
 
 use super::handoff::{ChildEnv, Handoff};
+use super::orphan::lease_words;
 use super::waiting::acquire_showing_progress;
 use crate::clock::BootInstant;
 use crate::config::ExecSpec;
@@ -24,7 +25,7 @@ pub async fn run(
     redlock: &Redlock,
     spec: ExecSpec,
     handoff: &Handoff,
-    watchdog: Watchdog,
+    mut watchdog: Watchdog,
     events: Events,
 ) -> Result<Outcome, Error> {
     if spec.derived_name {
@@ -43,6 +44,10 @@ pub async fn run(
         Err(not_taken) => return not_taken,
     };
     let waited = started.elapsed();
+    // Should exec be killed from here on, its watchdog releases the lock
+    // once the command's group is empty (see `orphan`). A watchdog already
+    // gone is found out, and said, before the command starts.
+    let _ = watchdog.lease(&lease_words(&lease, None));
     events.say(Event::Holding {
         lease: &lease,
         servers: redlock.len(),
@@ -171,12 +176,16 @@ async fn supervise_under(
     spec: &ExecSpec,
     handoff: &Handoff,
     lease: &Lease,
-    (signals, watchdog): (&mut Listener, Watchdog),
+    (signals, mut watchdog): (&mut Listener, Watchdog),
     (events, extensions): (Events, &Cell<u32>),
 ) -> Result<RunEnd, Error> {
     let child_env = handoff
         .child_env()
         .map_err(|err| Error::internal("cannot hand the servers on to the command", err))?;
+    if let Some(file) = &child_env.file {
+        // The watchdog removes it should exec be killed.
+        let _ = watchdog.lease(&lease_words(lease, Some(&file.path())));
+    }
     let command = command_under(spec, lease, &child_env);
     let (deadlines, deadline) = watch::channel(lease.deadline);
     // Once the command runs, its pid joins the holder record.

@@ -135,6 +135,21 @@ impl PrivateFile {
     pub fn path(&self) -> PathBuf {
         self.dir.join(Self::NAME)
     }
+
+    /// The private file at `path`, as [`Self::path`] named it, for a process
+    /// that did not create it to remove it on drop: `exec`'s watchdog, once
+    /// `exec` was killed before it could. `None` for a path of another
+    /// shape.
+    pub fn at(path: &Path) -> Option<PrivateFile> {
+        if path.file_name()? != Self::NAME {
+            return None;
+        }
+        let dir = path.parent()?;
+        let named = dir.file_name()?.to_str()?.starts_with("redlock-");
+        named.then(|| PrivateFile {
+            dir: dir.to_path_buf(),
+        })
+    }
 }
 
 impl Drop for PrivateFile {
@@ -182,6 +197,18 @@ mod tests {
         assert_eq!(mode(&path), 0o600);
         assert_eq!(mode(path.parent().unwrap()), 0o700);
         drop(file);
+        assert!(!path.exists() && !path.parent().unwrap().exists());
+    }
+
+    #[test]
+    fn a_private_file_is_found_again_by_its_path_only() {
+        let specs = [ServerSpec::parse("redis://:pw@127.0.0.1:1").unwrap()];
+        let file = PrivateFile::create(&specs).unwrap();
+        let path = file.path();
+        std::mem::forget(file);
+        assert!(PrivateFile::at(Path::new("/tmp/servers")).is_none());
+        assert!(PrivateFile::at(&path.with_file_name("other")).is_none());
+        drop(PrivateFile::at(&path).expect("its own path"));
         assert!(!path.exists() && !path.parent().unwrap().exists());
     }
 }

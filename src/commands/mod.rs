@@ -12,6 +12,7 @@ mod handoff;
 mod hold;
 mod holder;
 mod list;
+mod orphan;
 mod release;
 mod rendezvous;
 mod status;
@@ -101,16 +102,7 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
     });
     let redlock = with_record(redlock, &job, keeper.as_ref());
     crate::signals::reset_inherited();
-    // The watchdog is forked now, while this process has one thread; see
-    // `Watchdog::fork`. It is a copy of this process, so it costs no second
-    // start of the binary. It waits on its pipe until the command runs.
-    let watchdog = match &job {
-        LockJob::Exec(spec) => Some(
-            Watchdog::fork(spec.signal, spec.stop)
-                .map_err(|err| Error::internal("cannot start the watchdog process", err))?,
-        ),
-        _ => None,
-    };
+    let watchdog = fork_watchdog(&job, &redlock, servers.timeout)?;
     // One thread is plenty for N sockets, and it keeps the process simple to
     // reason about when it later supervises a child.
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -142,6 +134,25 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
             _ => finish(output, &result),
         }
     }))
+}
+
+/// `exec`'s watchdog, forked now, while this process has one thread; see
+/// `Watchdog::fork`. It is a copy of this process, so it costs no second
+/// start of the binary. It waits on its pipe until the command runs. It
+/// gets the servers (answering within `timeout`) now, to release the lock
+/// should exec be killed (see `orphan`).
+fn fork_watchdog(
+    job: &LockJob,
+    redlock: &Redlock,
+    timeout: std::time::Duration,
+) -> Result<Option<Watchdog>, Error> {
+    let LockJob::Exec(spec) = job else {
+        return Ok(None);
+    };
+    let orphan = orphan::Orphan::new(redlock.clone(), timeout);
+    Watchdog::fork(spec.signal, spec.stop, Some(Box::new(orphan)))
+        .map(Some)
+        .map_err(|err| Error::internal("cannot start the watchdog process", err))
 }
 
 /// `release`, `extend` and `status`: on the lock NAME, or with `--limit K`

@@ -145,7 +145,9 @@ enum Undo<'a> {
     Attempt(Option<&'a Ticket>),
 }
 
-/// The configured masters and the protocol over them.
+/// The configured masters and the protocol over them. A clone shares the
+/// servers and their connections.
+#[derive(Clone)]
 pub struct Redlock {
     pub(super) servers: Vec<Arc<Server>>,
     pub(super) quorum: usize,

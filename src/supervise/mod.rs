@@ -36,7 +36,7 @@ use state::{Effect, State};
 
 pub use child::Command;
 pub use state::{Event, Outcome, StopReason};
-pub use watchdog::Watchdog;
+pub use watchdog::{Settle, Watchdog};
 pub use watched::{with_ancestors, WatchError, Watched};
 
 /// Signals sent to `redlock exec` that are passed on to the command.

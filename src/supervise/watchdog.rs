@@ -8,13 +8,23 @@
 //! - `group PGID`: the command's process group, what to stop, written by the
 //!   command itself between fork and exec;
 //! - `deadline NANOS`: the validity deadline on CLOCK_BOOTTIME, system-wide;
+//! - `lease =HEX...`: what the supervisor holds, in words this module does
+//!   not read (exec's lock key, token and private servers file), for its
+//!   [`Settle`];
 //! - `done`: the child has ended, exit quietly.
 //!
 //! It stops the target on the same schedule as the supervisor (see
 //! [`super::schedule`]). End of file without `done` means the supervisor died: the
-//! target is stopped at once. It wakes at least every [`CLOCK_CHECK`] to read the
-//! boot clock, so that after a suspend it acts on resume, not a whole timeout
-//! later (poll's own timeout does not count suspended time).
+//! target is stopped at once, and once no process of it is left (or there
+//! never was one), the lease is settled: `exec`'s lock is released at once
+//! instead of lapsing a TTL later, and its private servers file removed.
+//! While any process of the target lives, nothing is released: after the
+//! stop signal, the grace period and SIGKILL, it waits for the last one,
+//! until the lock's validity ends (when the lock lapses on its own).
+//!
+//! It wakes at least every [`CLOCK_CHECK`] to read the boot clock, so that
+//! after a suspend it acts on resume, not a whole timeout later (poll's own
+//! timeout does not count suspended time).
 //!
 //! It exits with its [`Report`]. It is a copy of `exec` and never executes
 //! anything; so that `ps` and `pgrep` tell it from `exec`, it renames itself
@@ -89,6 +99,19 @@ pub trait Target {
     fn has_live_members(&self) -> bool;
 }
 
+/// What a supervisor that died leaves its watchdog to do, given at the fork
+/// (where the supervisor's settings are at hand) and used at most once,
+/// after the supervisor died: for `exec`, release its lock with the same
+/// compare-and-delete as `exec` itself would, and remove its private
+/// servers file. This module knows no Redis: the lease is the words the
+/// supervisor sent (`Watchdog::lease`).
+pub trait Settle {
+    /// `release`: whether the lock may go (no process of the target is
+    /// left); the tidying is done either way. Bounded in time by the
+    /// implementation.
+    fn settle(&self, lease: &[Vec<u8>], release: bool);
+}
+
 impl Target for Group {
     fn stop(&self, signal: Signal) {
         stop(*self, signal);
@@ -107,6 +130,11 @@ impl Target for Group {
     }
 }
 
+/// What a watchdog is given at its fork: the target known then (the
+/// keeper's script; `exec`'s command announces itself later), and what to
+/// settle should the supervisor die.
+type Charges = (Option<Box<dyn Target>>, Option<Box<dyn Settle>>);
+
 /// The supervisor's handle on its watchdog.
 pub struct Watchdog {
     pid: Pid,
@@ -123,23 +151,26 @@ impl Watchdog {
     /// forked, so a lock another thread held (the allocator's, stdio's)
     /// would stay locked in it for ever. With one thread there is no such
     /// lock, and the child is a plain copy that may allocate and do I/O; it
-    /// runs [`watch`] and exits without returning into the caller's code.
+    /// runs [`Watch::follow`] and exits without returning into the caller's code.
     /// This is checked: with more than one thread it refuses.
-    pub fn fork(signal: Signal, plan: StopPlan) -> io::Result<Self> {
-        Self::fork_with(None, signal, plan)
+    ///
+    /// `settle` is what it does once the supervisor died (see [`Settle`]):
+    /// the parent drops its copy at once, the child keeps it.
+    pub fn fork(
+        signal: Signal,
+        plan: StopPlan,
+        settle: Option<Box<dyn Settle>>,
+    ) -> io::Result<Self> {
+        Self::fork_with((None, settle), signal, plan)
     }
 
     /// [`Self::fork`] for a `target` known now (the keeper's script), which
     /// the watchdog owns: the caller keeps its own copy. Same rules.
     pub fn fork_for(target: Box<dyn Target>, signal: Signal, plan: StopPlan) -> io::Result<Self> {
-        Self::fork_with(Some(target), signal, plan)
+        Self::fork_with((Some(target), None), signal, plan)
     }
 
-    fn fork_with(
-        target: Option<Box<dyn Target>>,
-        signal: Signal,
-        plan: StopPlan,
-    ) -> io::Result<Self> {
+    fn fork_with((target, settle): Charges, signal: Signal, plan: StopPlan) -> io::Result<Self> {
         if threads_of_this_process()? != 1 {
             return Err(io::Error::other("the process is no longer single-threaded"));
         }
@@ -151,7 +182,7 @@ impl Watchdog {
         match unsafe { fork() }? {
             ForkResult::Child => {
                 drop(write);
-                let code = match watchdog_process(read, target, signal, plan) {
+                let code = match watchdog_process(read, (target, settle), signal, plan) {
                     Ok(report) => report.code(),
                     Err(err) => {
                         let _ = writeln!(io::stderr(), "redlock: the watchdog failed: {err}");
@@ -164,7 +195,7 @@ impl Watchdog {
                 unsafe { nix::libc::_exit(code.into()) }
             }
             ForkResult::Parent { child } => {
-                drop(target);
+                drop((target, settle));
                 // The child moves to a group of its own too, but maybe only
                 // after exec looks for the members of its own group (to tell
                 // whether it is alone in its job and may give the command the
@@ -191,6 +222,21 @@ impl Watchdog {
 
     pub fn deadline(&mut self, deadline: BootInstant) -> io::Result<()> {
         self.send(&format!("deadline {}\n", deadline.as_nanos()))
+    }
+
+    /// Tells the watchdog what this process holds, for its [`Settle`] should
+    /// this process die: each word hex-encoded, so any bytes go. A later
+    /// lease replaces it. The pipe is this process's and its watchdog's
+    /// alone: a token or a path said here is seen by no one else.
+    pub fn lease(&mut self, words: &[&[u8]]) -> io::Result<()> {
+        let mut line = String::from("lease");
+        for word in words {
+            // `=` first, so that an empty word is still one.
+            line.push_str(" =");
+            line.extend(word.iter().map(|b| format!("{b:02x}")));
+        }
+        line.push('\n');
+        self.send(&line)
     }
 
     /// Tells the watchdog the command has ended, reaps it, and returns its
@@ -224,9 +270,10 @@ impl Watchdog {
 impl Drop for Watchdog {
     /// Without `done` (exec ends before any command ran, or after an
     /// error), the closed pipe tells the watchdog the supervisor is gone: it
-    /// exits at once when it has no command to stop, or stops the command.
-    /// Either way it is reaped, so that it outlives `exec` only if `exec`
-    /// is killed.
+    /// exits at once when it has no command to stop, or stops the command;
+    /// a lease it was told of is settled (released) first, as for a killed
+    /// supervisor, since the error path does not release. Either way it is
+    /// reaped, so that it outlives `exec` only if `exec` is killed.
     fn drop(&mut self) {
         if !self.reaped {
             self.reap();
@@ -245,10 +292,10 @@ pub const NAME: &std::ffi::CStr = c"redlock-watch";
 
 /// The forked watchdog, up to its report: named for `ps`, out of the
 /// terminal's signals, its output away from whatever reads `exec`'s, then
-/// [`watch`].
+/// [`Watch::follow`].
 fn watchdog_process(
     pipe: OwnedFd,
-    target: Option<Box<dyn Target>>,
+    (target, settle): Charges,
     signal: Signal,
     plan: StopPlan,
 ) -> io::Result<Report> {
@@ -278,7 +325,17 @@ fn watchdog_process(
     // schedule, as a watchdog does that wins the race to the stop time.
     let early = super::child::test_pause_ms("REDLOCK_TEST_WATCHDOG_EARLY_MS")
         .map_or(Duration::ZERO, Duration::from_millis);
-    watch(pipe.as_fd(), target, signal, plan, early)
+    let watch = Watch {
+        signal,
+        plan,
+        target,
+        deadline: None,
+        lease: None,
+        signalled: false,
+        report: Report::Quiet,
+        early,
+    };
+    watch.follow(pipe.as_fd(), settle.as_deref())
 }
 
 /// Shows this process to `ps -f` and `pgrep -f` as `title`: the area its
@@ -315,10 +372,11 @@ fn retitle(title: &[u8]) -> io::Result<()> {
 }
 
 /// What the supervisor said over the pipe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Message {
     Group(Group),
     Deadline(BootInstant),
+    Lease(Vec<Vec<u8>>),
     Done,
 }
 
@@ -331,9 +389,26 @@ impl Message {
             ["deadline", nanos] => Some(Message::Deadline(BootInstant::from_nanos(
                 nanos.parse().ok()?,
             ))),
+            ["lease", words @ ..] => words
+                .iter()
+                .map(|word| unhex(word.strip_prefix('=')?))
+                .collect::<Option<_>>()
+                .map(Message::Lease),
             _ => None,
         }
     }
+}
+
+/// Bytes from hex digits, two a byte; `None` for anything else.
+fn unhex(word: &str) -> Option<Vec<u8>> {
+    let digits = word.as_bytes();
+    if !digits.len().is_multiple_of(2) || !digits.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    digits
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+        .collect()
 }
 
 /// What the watchdog knows: whom to stop, by when, and how far it went.
@@ -342,6 +417,8 @@ struct Watch {
     plan: StopPlan,
     target: Option<Box<dyn Target>>,
     deadline: Option<BootInstant>,
+    /// What the supervisor holds, for a [`Settle`].
+    lease: Option<Vec<Vec<u8>>>,
     /// The stop signal went out for the current deadline.
     signalled: bool,
     report: Report,
@@ -405,6 +482,7 @@ impl Watch {
         match message {
             Message::Done => return Some(self.report),
             Message::Group(group) => self.target = Some(Box::new(group)),
+            Message::Lease(words) => self.lease = Some(words),
             Message::Deadline(new) => {
                 self.deadline = Some(new - self.early);
                 self.signalled = false;
@@ -414,55 +492,73 @@ impl Watch {
     }
 }
 
-/// The watchdog's loop: reads the supervisor's messages from `pipe` and
-/// returns its report once the command is done, or after it killed the
-/// command.
-fn watch(
-    pipe: BorrowedFd<'_>,
-    target: Option<Box<dyn Target>>,
-    signal: Signal,
-    plan: StopPlan,
-    early: Duration,
-) -> io::Result<Report> {
-    let mut watch = Watch {
-        signal,
-        plan,
-        target,
-        deadline: None,
-        signalled: false,
-        report: Report::Quiet,
-        early,
-    };
-    let mut unread = Vec::new();
-    loop {
-        let now = BootInstant::now();
-        let wake = match watch.on_clock(now) {
-            Ok(wake) => wake,
-            Err(report) => return Ok(report),
-        };
-        let wait = wake.map(|wake| wake.saturating_since(now));
-        let Some(read) = read_within(pipe, wait, &mut unread)? else {
-            continue;
-        };
-        if read == 0 {
-            // The supervisor died without saying `done`: with nothing left
-            // to extend the lock, the target is stopped at once, unless
-            // there was nothing to stop yet (no deadline: `exec`'s command
-            // did not start, or the keeper's script never got the token).
-            return Ok(match (watch.target.as_deref(), watch.deadline) {
-                (Some(target), Some(deadline)) => {
-                    stop_now(target, signal, plan, deadline);
-                    Report::Stopped
+impl Watch {
+    /// The watchdog's loop: reads the supervisor's messages from `pipe` and
+    /// returns its report once the command is done, or after it killed the
+    /// command, or once it has stopped the command and settled for a
+    /// supervisor that died.
+    fn follow(mut self, pipe: BorrowedFd<'_>, settle: Option<&dyn Settle>) -> io::Result<Report> {
+        let mut unread = Vec::new();
+        loop {
+            let now = BootInstant::now();
+            let wake = match self.on_clock(now) {
+                Ok(wake) => wake,
+                Err(report) => return Ok(report),
+            };
+            let wait = wake.map(|wake| wake.saturating_since(now));
+            let Some(read) = read_within(pipe, wait, &mut unread)? else {
+                continue;
+            };
+            if read == 0 {
+                return Ok(self.orphaned(settle));
+            }
+            while let Some(end) = unread.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = unread.drain(..=end).collect();
+                if let Some(report) = Message::parse(&line).and_then(|m| self.on_message(m)) {
+                    return Ok(report);
                 }
-                _ => watch.report,
-            });
-        }
-        while let Some(end) = unread.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = unread.drain(..=end).collect();
-            if let Some(report) = Message::parse(&line).and_then(|m| watch.on_message(m)) {
-                return Ok(report);
             }
         }
+    }
+
+    /// The supervisor died without saying `done`: with nothing left to
+    /// extend the lock, the target is stopped at once, unless there was
+    /// nothing to stop yet (no deadline: `exec`'s command did not start, or
+    /// the keeper's script never got the token). Then the lease is settled:
+    /// released only once no process of the target is left.
+    fn orphaned(&self, settle: Option<&dyn Settle>) -> Report {
+        let report = match (self.target.as_deref(), self.deadline) {
+            (Some(target), Some(deadline)) => {
+                stop_now(target, self.signal, self.plan, deadline);
+                Report::Stopped
+            }
+            _ => self.report,
+        };
+        let (Some(settle), Some(lease)) = (settle, &self.lease) else {
+            return report;
+        };
+        let empty = match (self.target.as_deref(), self.deadline) {
+            (Some(target), Some(deadline)) => wait_for_the_last(target, deadline),
+            (Some(target), None) => !target.has_live_members(),
+            (None, _) => true,
+        };
+        settle.settle(lease, empty);
+        report
+    }
+}
+
+/// Waits until no process of `target` is left: true then, false if one
+/// still lives at `deadline`, when the lock lapses on its own (SIGKILL went
+/// out before it: only a process stuck in the kernel gets there).
+fn wait_for_the_last(target: &dyn Target, deadline: BootInstant) -> bool {
+    loop {
+        if !target.has_live_members() {
+            return true;
+        }
+        if BootInstant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(deadline.remaining().min(CLOCK_CHECK));
     }
 }
 
@@ -534,6 +630,14 @@ mod tests {
             Message::parse(b"deadline 7\n"),
             Some(Message::Deadline(BootInstant::from_nanos(7)))
         );
+        assert_eq!(
+            Message::parse(b"lease = =6b00 \n"),
+            Some(Message::Lease(vec![vec![], b"k\0".to_vec()]))
+        );
+        assert_eq!(Message::parse(b"lease\n"), Some(Message::Lease(vec![])));
+        assert_eq!(Message::parse(b"lease =6\n"), None);
+        assert_eq!(Message::parse(b"lease =zz\n"), None);
+        assert_eq!(Message::parse(b"lease 6b\n"), None);
         assert_eq!(Message::parse(b"group x\n"), None);
         assert_eq!(Message::parse(b"\xff\n"), None);
     }

@@ -44,4 +44,5 @@ mod server_work;
 mod shared;
 mod snapshots;
 mod status;
+mod takeover;
 mod wakeup;
