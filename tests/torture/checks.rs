@@ -17,14 +17,26 @@ use crate::rig::Bookkeeping;
 /// two deaths' delays piling up.
 pub const MAX_FREE_WHILE_WAITING: Duration = Duration::from_secs(2);
 
-/// `rolling-cuts` (issue 28): whether its liveness bounds fail the
-/// scenario. Off until the line of waiters is redesigned so that servers
-/// that missed calls cannot name different heads: today's line splits the
-/// vote under rolling cuts and falls short of both bounds (docs/safety.md,
-/// "Availability under rolling cuts", has the figures). The scenario
-/// reports `bounds=met` or `bounds=missed` either way, and fails on an
-/// overlap always. Turn this on with the fix.
-pub const ENFORCE_CUT_BOUNDS: bool = false;
+/// `rolling-cuts` (issue 28): which of its liveness bounds fail the
+/// scenario. The gap bound is on since waiters go past a line split between
+/// servers (lock/line.rs): the build before it left the lock free for
+/// 2.2-5.3 s while waiters waited, this one under 1 s. The availability
+/// bound is still off: silent cuts cost every attempt that does not win all
+/// three reachable servers the server timeout, and this build reaches
+/// 74-79 % (docs/safety.md, "Availability under rolling cuts"). The
+/// scenario reports `bounds=met` or `bounds=missed` either way, and fails on
+/// an overlap always.
+pub const ENFORCE_CUT_BOUNDS: Enforce = Enforce {
+    availability: false,
+    free_while_waiting: true,
+};
+
+/// Which of `rolling-cuts`' bounds fail the scenario when missed.
+#[derive(Clone, Copy, Debug)]
+pub struct Enforce {
+    pub availability: bool,
+    pub free_while_waiting: bool,
+}
 
 /// `rolling-cuts`: the least fraction of the run a section must be inside
 /// while one or two of five servers are black-holed at a time (issue 28).
@@ -138,8 +150,8 @@ fn bounded_idle(parsed: &Parsed, analysis: &Analysis) -> Findings {
 
 /// `rolling-cuts`: the availability (as the line shows it), the longest
 /// free-while-waiting gap and the median wait, against the bounds of issue
-/// 28; missed bounds are problems only when `enforce`.
-fn cut_bounds(parsed: &Parsed, analysis: &Analysis, enforce: bool) -> Findings {
+/// 28; a missed bound is a problem only where `enforce` says so.
+fn cut_bounds(parsed: &Parsed, analysis: &Analysis, enforce: Enforce) -> Findings {
     let window = analysis.window.1.saturating_sub(analysis.window.0).max(1);
     let availability = analysis.covered as f64 / window as f64;
     let longest = parsed.longest_free_while_waiting(analysis.window);
@@ -153,9 +165,10 @@ fn cut_bounds(parsed: &Parsed, analysis: &Analysis, enforce: bool) -> Findings {
         .first()
         .and_then(|f| f.what.get(2))
         .map_or("-", String::as_str);
-    let mut missed = Vec::new();
+    let (mut missed, mut problems) = (Vec::new(), Vec::new());
     if availability < MIN_AVAILABILITY_UNDER_CUTS {
-        missed.push(format!(
+        missed.push(enforce.availability);
+        problems.push(format!(
             "the lock was held {:.1}% of the run with a majority always reachable \
              (bound {:.0}%)",
             100.0 * availability,
@@ -163,7 +176,8 @@ fn cut_bounds(parsed: &Parsed, analysis: &Analysis, enforce: bool) -> Findings {
         ));
     }
     if Duration::from_nanos(longest) > MAX_FREE_WHILE_WAITING_UNDER_CUTS {
-        missed.push(format!(
+        missed.push(enforce.free_while_waiting);
+        problems.push(format!(
             "the lock stayed free for {:.0}ms while live waiters waited (bound {}ms), \
              with a majority always reachable",
             ms(longest),
@@ -171,7 +185,12 @@ fn cut_bounds(parsed: &Parsed, analysis: &Analysis, enforce: bool) -> Findings {
         ));
     }
     let bounds = if missed.is_empty() { "met" } else { "missed" };
-    let mut problems = if enforce { missed } else { Vec::new() };
+    let enforced = missed.iter().any(|&enforced| enforced);
+    let mut problems: Vec<String> = problems
+        .into_iter()
+        .zip(&missed)
+        .filter_map(|(problem, &enforced)| enforced.then_some(problem))
+        .collect();
     if cuts.is_empty() {
         problems.push("no server was cut: the scenario tested nothing".to_string());
     }
@@ -181,7 +200,14 @@ fn cut_bounds(parsed: &Parsed, analysis: &Analysis, enforce: bool) -> Findings {
             format!("median_wait_ms={:.1}", ms(median_wait(parsed))),
             format!("cuts={}", cuts.len()),
             format!("cut={kind}"),
-            format!("bounds={bounds}{}", if enforce { "" } else { "(off)" }),
+            format!(
+                "bounds={bounds}{}",
+                if enforced || missed.is_empty() {
+                    ""
+                } else {
+                    "(off)"
+                }
+            ),
         ],
         problems,
     }
@@ -678,7 +704,15 @@ mod tests {
         lines.push(format!("fault {} cut-servers 1,3 silent", 50 * MS));
         let parsed = parse(&lines);
         let analysis = Analysis::of(&parsed, (0, 2000 * MS));
-        let off = cut_bounds(&parsed, &analysis, false);
+        const OFF: Enforce = Enforce {
+            availability: false,
+            free_while_waiting: false,
+        };
+        const ON: Enforce = Enforce {
+            availability: true,
+            free_while_waiting: true,
+        };
+        let off = cut_bounds(&parsed, &analysis, OFF);
         assert_eq!(
             off.figures,
             [
@@ -690,19 +724,34 @@ mod tests {
             ]
         );
         assert!(off.problems.is_empty(), "{:?}", off.problems);
-        let on = cut_bounds(&parsed, &analysis, true);
+        let on = cut_bounds(&parsed, &analysis, ON);
         assert_eq!(on.figures[4], "bounds=missed");
         assert_eq!(on.problems.len(), 1, "{:?}", on.problems);
         assert!(on.problems[0].contains("held 25.0%"), "{:?}", on.problems);
+        // Only the gap enforced (as now): a low availability is reported,
+        // not a failure.
+        let gap_only = Enforce {
+            availability: false,
+            free_while_waiting: true,
+        };
+        let reported = cut_bounds(&parsed, &analysis, gap_only);
+        assert!(reported.problems.is_empty(), "{:?}", reported.problems);
+        assert_eq!(reported.figures[4], "bounds=missed(off)");
         // Held 92.5% of 20s, but free for 1501ms; and no cut at all.
         lines[4] = format!("enter 1 1 {}", 1901 * MS);
         lines[5] = format!("exit 1 1 {}", 20_000 * MS);
         lines.pop();
         let parsed = parse(&lines);
         let analysis = Analysis::of(&parsed, (0, 20_000 * MS));
-        let on = cut_bounds(&parsed, &analysis, true);
+        let on = cut_bounds(&parsed, &analysis, ON);
         assert_eq!(on.figures[4], "bounds=missed");
         assert_eq!(on.problems.len(), 2, "{:?}", on.problems);
+        let gap = cut_bounds(&parsed, &analysis, gap_only);
+        assert!(
+            gap.problems[0].contains("free for 1501ms"),
+            "{:?}",
+            gap.problems
+        );
         assert!(
             on.problems[0].contains("free for 1501ms"),
             "{:?}",
@@ -718,7 +767,7 @@ mod tests {
         lines.push(format!("fault {} cut-servers 0 unreachable", 50 * MS));
         let parsed = parse(&lines);
         let analysis = Analysis::of(&parsed, (0, 20_000 * MS));
-        let on = cut_bounds(&parsed, &analysis, true);
+        let on = cut_bounds(&parsed, &analysis, ON);
         assert_eq!(on.figures[3..], ["cut=unreachable", "bounds=met"]);
         assert!(on.problems.is_empty(), "{:?}", on.problems);
     }
