@@ -56,17 +56,7 @@ fn assert_kept_out(second: &Output, cause: &str) {
 }
 
 fn replica_of(replica: &RedisServer, master: &RedisServer) {
-    redis(
-        replica,
-        &["REPLICAOF", "127.0.0.1", &master.port().to_string()],
-    );
-    let synced = wait_until(Duration::from_secs(10), || {
-        replica
-            .info_field("replication", "master_link_status")
-            .as_deref()
-            == Some("up")
-    });
-    assert!(synced, "replica {} never synced", replica.port());
+    replica.replicate(master, true);
 }
 
 /// Waits until `replica` has every key its master has (the markers).

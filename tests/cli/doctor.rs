@@ -44,11 +44,7 @@ fn config_set(server: &RedisServer, name: &str, value: &str) {
 }
 
 fn replica_of(replica: &RedisServer, master: &RedisServer) {
-    redis::cmd("REPLICAOF")
-        .arg("127.0.0.1")
-        .arg(master.port())
-        .query::<()>(&mut replica.client())
-        .unwrap();
+    replica.replicate(master, false);
 }
 
 #[test]

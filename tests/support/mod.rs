@@ -411,6 +411,26 @@ impl RedisServer {
             .count()
     }
 
+    /// `REPLICAOF` `master`, waiting until the link is up (the first full
+    /// sync done) unless `synced` is false.
+    pub fn replicate(&self, master: &RedisServer, synced: bool) {
+        let _: () = self.query(
+            redis::cmd("REPLICAOF").arg("127.0.0.1").arg(master.port()),
+            "REPLICAOF",
+        );
+        let up = || {
+            self.info_field("replication", "master_link_status")
+                .as_deref()
+                == Some("up")
+        };
+        assert!(
+            !synced || wait_until(Duration::from_secs(10), up),
+            "{} never followed {}",
+            self.port(),
+            master.port()
+        );
+    }
+
     /// The field `name` of `INFO section` (`uptime_in_seconds` of
     /// `server`, `cmdstat_set` of `commandstats`), as text.
     pub fn info_field(&self, section: &str, name: &str) -> Option<String> {

@@ -16,7 +16,7 @@ use crate::history::History;
 use crate::rig::SERVERS;
 use crate::rng::Rng;
 use crate::support::forwarder::Forwarder;
-use crate::support::{wait_until, Cluster, RedisServer};
+use crate::support::{Cluster, RedisServer};
 
 /// How long the promoted replicas miss the masters' writes before the
 /// addresses move: longer than the TTL, so that the keys they kept have
@@ -114,15 +114,5 @@ fn command(server: &RedisServer, args: &[&str]) {
 
 /// Makes `replica` follow `master`, and waits until the link is up.
 fn follow(replica: &RedisServer, master: &RedisServer) {
-    command(
-        replica,
-        &["REPLICAOF", "127.0.0.1", &master.port().to_string()],
-    );
-    let up = wait_until(Duration::from_secs(10), || {
-        replica
-            .info_field("replication", "master_link_status")
-            .as_deref()
-            == Some("up")
-    });
-    assert!(up, "{} never followed {}", replica.port(), master.port());
+    replica.replicate(master, true);
 }
