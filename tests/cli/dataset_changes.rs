@@ -186,6 +186,22 @@ fn swapdb_with_another_fleets_db_does_not_hand_the_lock_to_a_second_holder() {
     assert!(matches!(other.code(), 69 | 75), "{}", other.stderr);
 }
 
+/// FLUSHDB of this fleet's db on a majority (the sibling of FLUSHALL,
+/// which tests/cli/restart_guard.rs covers): the marker goes with the
+/// locks, and the servers are kept out, named with the cause.
+#[test]
+fn flushdb_under_a_holder_does_not_hand_the_lock_to_a_second_holder() {
+    let cluster = Cluster::start(3);
+    let servers = cluster.servers_arg();
+    seen_longer_than_the_guard(&servers);
+    acquire(&servers, "job", &[]).assert_code(0, "the first holder");
+    for i in 0..2 {
+        redis(&cluster[i], &["FLUSHDB"]);
+    }
+    let second = acquire(&servers, "job", &[]);
+    assert_kept_out(&second, "first sight, or its data was lost");
+}
+
 /// An eviction (a lock under volatile-lru), then CONFIG RESETSTAT, which
 /// takes evicted_keys back to the marker's count: the commands counter,
 /// lower than the marker saw, tells that the statistics were reset.
