@@ -24,7 +24,7 @@
 //! argument is checked by an exhaustive model (tests in this file).
 
 use super::error::{LockError, Said, TokenOp, TokenRound};
-use super::mutex::{Lease, Redlock, SetReply};
+use super::mutex::{Lease, Patience, Redlock, SetReply};
 use super::round::Replies;
 use super::scripts::{RaiseFence, MAX_FENCE};
 use super::servers::Connection;
@@ -67,9 +67,10 @@ impl Redlock {
             token: lease.token.as_str().to_owned(),
             fence,
         };
-        let round = self.decided_round(move |mut connection: Connection| async move {
-            connection.invoke(&call).await
-        });
+        let round = self.decided_round(
+            Patience::Decided,
+            move |mut connection: Connection| async move { connection.invoke(&call).await },
+        );
         // Nothing may start once the validity is gone: a round still
         // waiting for a majority then is too late, whatever it would say.
         let replies = tokio::time::timeout(lease.deadline.remaining(), round).await;

@@ -165,6 +165,24 @@ pub struct Redlock {
     fence: bool,
     /// Whether this client takes its locks shared (`--shared`, shared.rs).
     pub(super) shared: bool,
+    /// Whether every server's answer is shown (`-v`): a decided round then
+    /// gives the late ones the whole grace (round.rs).
+    shows_every_answer: bool,
+}
+
+/// How long an acquire's round waits for the servers that have not answered
+/// once the others cannot make its outcome certain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Patience {
+    /// Until the outcome is certain (or the server timeout).
+    Decided,
+    /// Not for a server whose last call timed out (hung, or cut off by a
+    /// partition): once every other server answered and they alone cannot
+    /// make a quorum, the attempt fails at once instead of waiting out the
+    /// server timeout for them. Failing is always safe; its compare-and-
+    /// delete is still written to them. A suspect that answers again (the
+    /// late reply of this very attempt) counts from the next attempt on.
+    NotForSuspects,
 }
 
 impl Redlock {
@@ -197,6 +215,7 @@ impl Redlock {
             wakeups: true,
             fence: false,
             shared: false,
+            shows_every_answer: false,
         })
     }
 
@@ -236,6 +255,24 @@ impl Redlock {
     /// Whether waiters listen for releases (on by default) or only poll.
     pub fn with_wakeups(self, wakeups: bool) -> Self {
         Redlock { wakeups, ..self }
+    }
+
+    /// Whether every server's answer is shown (`-v`), so that a decided
+    /// round waits for the late ones as long as it took itself.
+    pub fn with_every_answer_shown(self, shows_every_answer: bool) -> Self {
+        Redlock {
+            shows_every_answer,
+            ..self
+        }
+    }
+
+    /// How a round that went this client's way ends: with the whole grace
+    /// for the late servers when their answers are shown, else a short one.
+    pub(super) fn won(&self) -> Progress {
+        match self.shows_every_answer {
+            true => Progress::Settled,
+            false => Progress::Won,
+        }
     }
 
     /// What this client records beside the locks it takes.
@@ -369,9 +406,12 @@ impl Redlock {
             past_a_split_line: ticket.is_some_and(|t| t.past_a_split_line),
         };
         let replies = self
-            .decided_round(move |mut connection: Connection| async move {
-                connection.invoke_asking(&call).await.map(SetReply::from)
-            })
+            .decided_round(
+                Patience::NotForSuspects,
+                move |mut connection: Connection| async move {
+                    connection.invoke_asking(&call).await.map(SetReply::from)
+                },
+            )
             .await;
         let clock = median(replies.answered().filter_map(SetReply::clock).collect());
         let too_slow = match self.lease(key, token, ttl, started, &replies) {
@@ -557,9 +597,10 @@ impl Redlock {
             limit: slot.map(Slot::limit_record),
         };
         let replies = self
-            .decided_round(move |mut connection: Connection| async move {
-                connection.invoke(&call).await
-            })
+            .decided_round(
+                Patience::Decided,
+                move |mut connection: Connection| async move { connection.invoke(&call).await },
+            )
             .await;
         self.lease(key, token, ttl, started, &replies)
             .map_err(|too_slow| {
@@ -718,8 +759,12 @@ impl Redlock {
                     .zip(&replies.answers)
                     .all(|(&awaited, answer)| !awaited || answer.is_some())
         };
+        let won = self.won();
         round(servers, request, move |replies| {
-            if replies.tally(quorum).is_decided() || heard_awaited(replies) {
+            let tally = replies.tally(quorum);
+            if tally.succeeded() {
+                won
+            } else if tally.is_decided() || heard_awaited(replies) {
                 Progress::Settled
             } else {
                 Progress::Undecided
@@ -728,21 +773,33 @@ impl Redlock {
         .await
     }
 
-    /// A yes/no round that ends as soon as its outcome is certain.
-    pub(super) async fn decided_round<T, F, Fut>(&self, request: F) -> Replies<T>
+    /// A yes/no round that ends as soon as its outcome is certain, or, with
+    /// [`Patience::NotForSuspects`], as soon as only suspects could make it.
+    pub(super) async fn decided_round<T, F, Fut>(
+        &self,
+        patience: Patience,
+        request: F,
+    ) -> Replies<T>
     where
         T: Vote + Send + 'static,
         F: FnOnce(Connection) -> Fut + Clone + Send + 'static,
         Fut: std::future::Future<Output = redis::RedisResult<T>> + Send + 'static,
     {
         let quorum = self.quorum;
+        let suspects: Vec<bool> = self
+            .servers
+            .iter()
+            .map(|server| patience == Patience::NotForSuspects && server.last_timed_out())
+            .collect();
+        let won = self.won();
         round(&self.servers, request, move |replies| {
             let tally = replies.tally(quorum);
             let inconclusive =
                 replies.pending() > 0 && replies.answered().any(Vote::is_inconclusive);
             match (tally.is_decided(), tally.succeeded()) {
+                (false, _) if only_suspects_left(replies, &suspects) => Progress::Settled,
                 (false, _) => Progress::Undecided,
-                (true, true) => Progress::Settled,
+                (true, true) => won,
                 (true, false) if inconclusive => Progress::Undecided,
                 // Failed: the others get the grace a settled round gives
                 // them, so that the error counts every server that is down,
@@ -858,6 +915,18 @@ impl Redlock {
         let failures = Failures(replies.unanswered(&self.servers));
         no_quorum(key, (self.len(), self.quorum), None, failures)
     }
+}
+
+/// Whether every server that has not answered is a suspect (`suspects`, by
+/// server index), while some server is not: the round's outcome then rests
+/// on servers whose last call timed out.
+fn only_suspects_left<T>(replies: &Replies<T>, suspects: &[bool]) -> bool {
+    suspects.iter().any(|&suspect| !suspect)
+        && replies
+            .answers
+            .iter()
+            .zip(suspects)
+            .all(|(answer, &suspect)| answer.is_some() || suspect)
 }
 
 /// The median of `clocks` (the upper one of the middle two), `None` for none.

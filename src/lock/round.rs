@@ -21,8 +21,13 @@ pub(super) enum Progress {
     Failed,
     /// The round is decided, and its request should still reach the other
     /// servers: every request handed to an open connection is written
-    /// before the round returns, without waiting for its reply.
+    /// before the round returns, without waiting for its reply. The late
+    /// servers get a grace as long as the round took (see [`settle`]).
     Settled,
+    /// [`Progress::Settled`], where the late servers' answers would change
+    /// nothing that is shown: the grace is only as long as the spread of
+    /// the answers so far (a quiet acquire or release that succeeded).
+    Won,
 }
 
 /// Every server's reply, in configuration order; `None` for one that has not
@@ -155,37 +160,62 @@ where
     // attempt on the servers still silent) may be decided before anyone
     // answers: it only has to be written.
     let mut outcome = progress(&replies);
+    let mut first_answer = None;
     while outcome == Progress::Undecided {
         let Some((index, reply)) = arrivals.recv().await else {
             break;
         };
+        first_answer.get_or_insert_with(tokio::time::Instant::now);
         replies.record(index, reply);
         outcome = progress(&replies);
     }
-    if outcome == Progress::Settled {
-        // Every server but one whose last call timed out gets the grace:
-        // a healthy one's answer names it in what the caller says (-v, the
-        // warnings asked behind the first acquire, which servers hold).
-        let unwritten = |index: usize| {
-            let _ = handed[index].load(Ordering::Acquire);
-            !servers[index].last_timed_out()
-        };
-        settle(&mut replies, &mut arrivals, unwritten, started.elapsed()).await;
-    }
+    let took = started.elapsed();
+    let answer_grace = match outcome {
+        Progress::Settled => took,
+        Progress::Won => spread_grace(first_answer, took),
+        Progress::Undecided | Progress::Failed => return replies,
+    };
+    // How long from now each server that has not answered is waited for.
+    // None whose last call timed out (hung, or a black-holed address whose
+    // connection never opens) until it answers again. One whose request is
+    // written, only for its answer (what -v, the release message and the
+    // warnings asked behind the first acquire say of it): `answer_grace`.
+    // One not handed its request yet, as long again as the round took.
+    let settled_at = tokio::time::Instant::now();
+    let deadline = |index: usize| match servers[index].last_timed_out() {
+        true => None,
+        false if handed[index].load(Ordering::Acquire) => Some(settled_at + answer_grace),
+        false => Some(settled_at + took.max(GRACE_FLOOR)),
+    };
+    settle(&mut replies, &mut arrivals, deadline).await;
     replies
+}
+
+/// The answer grace of a [`Progress::Won`] round: twice the time from its
+/// first answer to the one that decided it, at least [`SPREAD_FLOOR`], at
+/// most the time the round took. Healthy servers asked at the same moment
+/// answer within about the spread the majority showed, on a loaded machine
+/// too (the spread grows with the load); a stopped server (SIGSTOP, whose
+/// kernel completes the TCP handshake and takes the request) then costs a
+/// process's first round that little, not a second round time.
+fn spread_grace(first_answer: Option<tokio::time::Instant>, took: Duration) -> Duration {
+    let spread = first_answer.map_or(Duration::ZERO, |first| first.elapsed());
+    spread
+        .saturating_mul(2)
+        .max(SPREAD_FLOOR)
+        .min(took.max(SPREAD_FLOOR))
 }
 
 /// What a round's servers answered, by server index, as they answer.
 type Arrivals<T> = mpsc::UnboundedReceiver<(usize, Result<T, ServerError>)>;
 
 /// The end of a decided round: makes sure its requests are written, and
-/// gives the servers that may not have been handed theirs (`unwritten`) a
-/// grace as long as the round took so far (`took`).
+/// waits for the servers that have not answered until their `deadline`
+/// (`None`: not at all).
 async fn settle<T>(
     replies: &mut Replies<T>,
     arrivals: &mut Arrivals<T>,
-    unwritten: impl Fn(usize) -> bool,
-    took: Duration,
+    deadline: impl Fn(usize) -> Option<tokio::time::Instant>,
 ) {
     // The fault margin: the request should be on every healthy server
     // before this process moves on or exits, not only on the majority.
@@ -193,42 +223,48 @@ async fn settle<T>(
     // stopped one except by time (the kernel of a SIGSTOPped server still
     // completes TCP handshakes and takes the bytes), and any such patience
     // is what a hung server then costs on every call. So the round first
-    // makes sure the requests are written, then waits briefly only for the
-    // servers that may not have been handed theirs (below). Each server
-    // whose connection is open has handed its request to that connection's
-    // driver task, which writes it to the socket when the runtime next
-    // polls it. On this current-thread runtime, a yield lets every task
-    // that is ready run before this one resumes. Once written, the kernel
-    // delivers the request even if this process exits at once, and a
-    // healthy server runs it before anything that reaches it later. A late
-    // SET is what the algorithm allows for: it expires, and a release on
-    // the same connection follows it.
+    // makes sure the requests are written: each server whose connection is
+    // open has handed its request to that connection's driver task, which
+    // writes it to the socket when the runtime next polls it. On this
+    // current-thread runtime, a yield lets every task that is ready run
+    // before this one resumes. Once written, the kernel delivers the
+    // request even if this process exits at once, and a healthy server
+    // runs it before anything that reaches it later. A late SET is what
+    // the algorithm allows for: it expires, and a release on the same
+    // connection follows it.
     tokio::task::yield_now().await;
     // A server whose connection was still being set up (a TLS or AUTH
     // handshake on a loaded machine, a SYN to a black-holed address) has
     // not been handed its request yet, and would never get it if the
     // process exits now: a SET that leaves the lock on a bare majority, a
-    // DEL that leaves a key behind until its TTL. So the round gives those
-    // as long again as the majority took (at least GRACE_FLOOR) to be
-    // handed it or to answer: a healthy server is rarely slower than twice
-    // the slowest of the majority, and a hung one costs one more round
-    // time, never a server timeout. A server whose request is written is
-    // not waited for at all: its reply can no longer change the outcome,
-    // and a stopped server (SIGSTOP, whose kernel still completes the TCP
-    // handshake) would cost every round that grace. Nor is one whose last
-    // call timed out (hung, or a black-holed address whose connection
-    // never opens) until it answers again.
-    let until = tokio::time::Instant::now() + took.max(GRACE_FLOOR);
-    let waiting = |replies: &Replies<T>| {
-        (0..replies.answers.len()).any(|index| replies.answers[index].is_none() && unwritten(index))
-    };
-    while waiting(replies) && tokio::time::Instant::now() < until {
-        // Handing a request makes no arrival: looked at every GRACE_FLOOR.
-        let next = until.min(tokio::time::Instant::now() + GRACE_FLOOR);
-        match tokio::time::timeout_at(next, arrivals.recv()).await {
-            Ok(Some((index, reply))) => replies.record(index, reply),
-            Ok(None) => break,
-            Err(_) => {}
+    // DEL that leaves a key behind until its TTL. Its deadline gives it as
+    // long again as the majority took: a healthy server is rarely slower
+    // than twice the slowest of the majority, and a hung one costs one
+    // more round time, never a server timeout.
+    loop {
+        let now = tokio::time::Instant::now();
+        let until = (0..replies.answers.len())
+            .filter(|&index| replies.answers[index].is_none())
+            .filter_map(&deadline)
+            .filter(|&until| until > now)
+            .max();
+        let Some(until) = until else { break };
+        match arrivals.try_recv() {
+            Ok((index, reply)) => replies.record(index, reply),
+            Err(mpsc::error::TryRecvError::Disconnected) => break,
+            // Tokio's timers count whole milliseconds: a wait shorter than
+            // one is spent yielding, which polls the sockets in between.
+            Err(mpsc::error::TryRecvError::Empty) if until - now < TIMER_GRAIN => {
+                tokio::task::yield_now().await
+            }
+            // Handing a request makes no arrival: looked at every grain.
+            Err(mpsc::error::TryRecvError::Empty) => {
+                let next = until.min(now + TIMER_GRAIN);
+                if let Ok(arrived) = tokio::time::timeout_at(next, arrivals.recv()).await {
+                    let Some((index, reply)) = arrived else { break };
+                    replies.record(index, reply);
+                }
+            }
         }
     }
 }
@@ -236,3 +272,11 @@ async fn settle<T>(
 /// The least a decided round waits for the servers that have not been
 /// handed their request.
 const GRACE_FLOOR: Duration = Duration::from_millis(1);
+
+/// The least a won round waits for the answers of the servers whose
+/// request is written: a healthy loopback server answers within about
+/// 0.1 ms of the others.
+const SPREAD_FLOOR: Duration = Duration::from_micros(300);
+
+/// The resolution of tokio's timers.
+const TIMER_GRAIN: Duration = Duration::from_millis(1);

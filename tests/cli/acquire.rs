@@ -801,6 +801,76 @@ fn a_server_a_little_slower_than_the_majority_still_gets_the_request() {
     }
 }
 
+/// A won round does not wait a second round time for a server whose
+/// request is written but unanswered (SIGSTOPped: its kernel completes the
+/// TCP handshake and takes the bytes), only about the spread of the
+/// majority's answers: that wait cost every process's first round once
+/// more the time the majority took, so `acquire -w` with one of five
+/// servers stopped took up to twice as long. Two servers are 400ms away
+/// and the third is stopped: the acquire takes about 400ms, as when the
+/// third is healthy, not 800ms.
+#[test]
+fn a_stopped_server_costs_a_slow_majority_no_second_round_time() {
+    let mut cluster = Cluster::start(3);
+    let far = DelayProxy::start(400, &[cluster[0].port(), cluster[1].port()]);
+    let urls: Vec<String> = far
+        .ports
+        .iter()
+        .map(|port| format!("redis://127.0.0.1:{port}"))
+        .chain([cluster[2].url()])
+        .collect();
+    let mut runs = 0;
+    let mut take = || {
+        runs += 1;
+        let mut cmd = support::redlock();
+        cmd.env("REDLOCK_SERVERS", urls.join(","));
+        let name = format!("far-{runs}");
+        cmd.args(["acquire", "-w", "10s", "--server-timeout", "5s", &name]);
+        let (out, took) = timed(&mut cmd);
+        out.assert_code(0, "acquire -w");
+        took
+    };
+    let healthy = median_time(3, &mut take);
+    cluster[2].pause();
+    let stopped = median_time(3, &mut take);
+    assert!(
+        stopped < healthy + Duration::from_millis(200),
+        "acquire -w took {stopped:?} with the near server stopped, {healthy:?} with it healthy: \
+         it waited for the stopped server after the majority answered"
+    );
+}
+
+/// An attempt does not wait out the server timeout for servers whose last
+/// call timed out (two of five stopped, as behind a partition) once the
+/// others answered and cannot make a quorum without them: it fails at once
+/// and the next one follows after the retry delay. Here a leftover key on
+/// one of the three live servers keeps every attempt at two of three; with
+/// a 1s server timeout, a 3s wait made at most 3 attempts when each waited
+/// for the stopped servers, and now makes many.
+#[test]
+fn attempts_do_not_wait_for_servers_that_timed_out_before() {
+    let mut cluster = Cluster::start(5);
+    cluster[2].set_px(b"leftover", b"someone-else", 60_000);
+    cluster[3].pause();
+    cluster[4].pause();
+    let out = run(cluster.redlock().args([
+        "-v",
+        "--server-timeout",
+        "1s",
+        "acquire",
+        "-w",
+        "3s",
+        "leftover",
+    ]));
+    out.assert_code(75, "acquire -w on a key held on one live server");
+    let attempts = out.stderr.matches("failed, retrying").count();
+    assert!(
+        attempts >= 6,
+        "{attempts} attempts in 3s: each waited out the stopped servers\n{}",
+        out.stderr
+    );
+}
+
 #[test]
 fn a_minority_down_does_not_matter() {
     let mut cluster = Cluster::start(5);
