@@ -171,7 +171,7 @@ where
     }
     let took = started.elapsed();
     let answer_grace = match outcome {
-        Progress::Settled => took,
+        Progress::Settled => took.max(GRACE_FLOOR),
         Progress::Won => spread_grace(first_answer, took),
         Progress::Undecided | Progress::Failed => return replies,
     };
@@ -187,7 +187,8 @@ where
         false if handed[index].load(Ordering::Acquire) => Some(settled_at + answer_grace),
         false => Some(settled_at + took.max(GRACE_FLOOR)),
     };
-    settle(&mut replies, &mut arrivals, deadline).await;
+    let spin = outcome == Progress::Won;
+    settle(&mut replies, &mut arrivals, deadline, spin).await;
     replies
 }
 
@@ -211,11 +212,13 @@ type Arrivals<T> = mpsc::UnboundedReceiver<(usize, Result<T, ServerError>)>;
 
 /// The end of a decided round: makes sure its requests are written, and
 /// waits for the servers that have not answered until their `deadline`
-/// (`None`: not at all).
+/// (`None`: not at all). With `spin`, the last millisecond is spent
+/// yielding instead of on a timer, which would round it up to two.
 async fn settle<T>(
     replies: &mut Replies<T>,
     arrivals: &mut Arrivals<T>,
     deadline: impl Fn(usize) -> Option<tokio::time::Instant>,
+    spin: bool,
 ) {
     // The fault margin: the request should be on every healthy server
     // before this process moves on or exits, not only on the majority.
@@ -254,7 +257,7 @@ async fn settle<T>(
             Err(mpsc::error::TryRecvError::Disconnected) => break,
             // Tokio's timers count whole milliseconds: a wait shorter than
             // one is spent yielding, which polls the sockets in between.
-            Err(mpsc::error::TryRecvError::Empty) if until - now < TIMER_GRAIN => {
+            Err(mpsc::error::TryRecvError::Empty) if spin && until - now < TIMER_GRAIN => {
                 tokio::task::yield_now().await
             }
             // Handing a request makes no arrival: looked at every grain.
