@@ -940,6 +940,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_attempt_stops_waiting_only_when_suspects_alone_are_left() {
+        let replies = |answered: &[bool]| {
+            Replies::<bool>::of(answered.iter().map(|&a| a.then_some(Ok(true))).collect())
+        };
+        let suspects = [false, false, false, true, true];
+        assert!(only_suspects_left(
+            &replies(&[true, true, true, false, false]),
+            &suspects
+        ));
+        assert!(!only_suspects_left(
+            &replies(&[true, true, false, false, false]),
+            &suspects
+        ));
+        // Every server a suspect: the round waits for them as it always did.
+        assert!(!only_suspects_left(
+            &replies(&[false, false, false, false, false]),
+            &[true; 5]
+        ));
+        assert!(!only_suspects_left(
+            &replies(&[true, true, true, false, false]),
+            &[false; 5]
+        ));
+    }
+
+    #[test]
     fn the_median_clock_is_robust_to_one_skewed_server() {
         assert_eq!(median(vec![]), None);
         assert_eq!(median(vec![5]), Some(5));

@@ -71,6 +71,17 @@ impl<T> Replies<T> {
         self.answers.iter().filter(|a| a.is_none()).count()
     }
 
+    /// Replies as `answers` say, in configuration order.
+    #[cfg(test)]
+    pub fn of(answers: Vec<Option<Result<T, ServerError>>>) -> Self {
+        Replies {
+            arrival: (0..answers.len())
+                .filter(|&i| answers[i].is_some())
+                .collect(),
+            answers,
+        }
+    }
+
     fn record(&mut self, index: usize, reply: Result<T, ServerError>) {
         self.answers[index] = Some(reply);
         self.arrival.push(index);
@@ -283,3 +294,21 @@ const SPREAD_FLOOR: Duration = Duration::from_micros(300);
 
 /// The resolution of tokio's timers.
 const TIMER_GRAIN: Duration = Duration::from_millis(1);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_won_round_waits_twice_its_spread_within_its_floor_and_its_length() {
+        let ms = Duration::from_millis;
+        let took = ms(40);
+        // No answer yet (a round over fewer servers than a quorum): the floor.
+        assert_eq!(spread_grace(None, took), SPREAD_FLOOR);
+        let now = tokio::time::Instant::now();
+        let grace = spread_grace(Some(now - ms(5)), took);
+        assert!(grace >= ms(10) && grace < ms(12), "{grace:?}");
+        // Never longer than the round itself took.
+        assert_eq!(spread_grace(Some(now - ms(30)), took), took);
+    }
+}
