@@ -94,7 +94,7 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
     .map_err(|err| Error::Config(err.to_string()))?
     .with_prefix(&handoff.prefix)
     .with_wakeups(servers.wakeups)
-    .with_every_answer_shown(output.events().verbose())
+    .with_every_answer_shown(output.events().shows_every_answer())
     .with_fence(job.fence())
     .with_shared(match &job {
         LockJob::Acquire(job) => job.shared,

@@ -165,8 +165,8 @@ pub struct Redlock {
     fence: bool,
     /// Whether this client takes its locks shared (`--shared`, shared.rs).
     pub(super) shared: bool,
-    /// Whether every server's answer is shown (`-v`): a decided round then
-    /// gives the late ones the whole grace (round.rs).
+    /// Whether every server's answer is shown (`-v`, JSON's `held_on`): a
+    /// decided round then gives the late ones the whole grace (round.rs).
     shows_every_answer: bool,
 }
 
@@ -257,8 +257,9 @@ impl Redlock {
         Redlock { wakeups, ..self }
     }
 
-    /// Whether every server's answer is shown (`-v`), so that a decided
-    /// round waits for the late ones as long as it took itself.
+    /// Whether every server's answer is shown (`-v`, JSON's `held_on` and
+    /// `released_on`), so that a decided round waits for the late ones as
+    /// long as it took itself.
     pub fn with_every_answer_shown(self, shows_every_answer: bool) -> Self {
         Redlock {
             shows_every_answer,
@@ -610,9 +611,10 @@ impl Redlock {
     }
 
     /// Deletes the key on every server where it still holds `token`. Once the
-    /// outcome is certain it still waits for every live server (see
-    /// [`round`]), so that the delete has reached them before the process
-    /// exits; a server hung before its handshake is not waited for.
+    /// outcome is certain it makes sure the delete is written to every
+    /// server with an open connection, and waits a little for the answers
+    /// and for a server still connecting (see [`round`]), so that the
+    /// delete has reached them before the process exits.
     pub async fn release(&self, key: &LockKey, token: &Token) -> Result<Released, LockError> {
         let replies = self
             .release_round((&self.servers, &[]), key, token, Undo::Hold)
@@ -800,7 +802,9 @@ impl Redlock {
                 (false, _) if only_suspects_left(replies, &suspects) => Progress::Settled,
                 (false, _) => Progress::Undecided,
                 (true, true) => won,
-                (true, false) if inconclusive => Progress::Undecided,
+                (true, false) if inconclusive && !only_suspects_left(replies, &suspects) => {
+                    Progress::Undecided
+                }
                 // Failed: the others get the grace a settled round gives
                 // them, so that the error counts every server that is down,
                 // not just the first that made a majority impossible, and

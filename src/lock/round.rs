@@ -26,7 +26,8 @@ pub(super) enum Progress {
     Settled,
     /// [`Progress::Settled`], where the late servers' answers would change
     /// nothing that is shown: the grace is only as long as the spread of
-    /// the answers so far (a quiet acquire or release that succeeded).
+    /// the answers so far (a round that went the caller's way, without -v
+    /// or JSON).
     Won,
 }
 
@@ -159,7 +160,8 @@ where
         let (server, request, sender) = (Arc::clone(server), request.clone(), sender.clone());
         let handed = Arc::clone(&handed);
         tokio::spawn(async move {
-            let _ = sender.send((index, server.call_noting(request, &handed[index]).await));
+            let reply = server.call_noting(request, &handed[index]).await;
+            let _ = sender.send((index, reply, tokio::time::Instant::now()));
         });
     }
     drop(sender);
@@ -173,10 +175,12 @@ where
     let mut outcome = progress(&replies);
     let mut first_answer = None;
     while outcome == Progress::Undecided {
-        let Some((index, reply)) = arrivals.recv().await else {
+        let Some((index, reply, at)) = arrivals.recv().await else {
             break;
         };
-        first_answer.get_or_insert_with(tokio::time::Instant::now);
+        // When the reply arrived, not when this future read it: replies
+        // that arrive together are read together.
+        first_answer.get_or_insert(at);
         replies.record(index, reply);
         outcome = progress(&replies);
     }
@@ -218,8 +222,9 @@ fn spread_grace(first_answer: Option<tokio::time::Instant>, took: Duration) -> D
         .min(took.max(SPREAD_FLOOR))
 }
 
-/// What a round's servers answered, by server index, as they answer.
-type Arrivals<T> = mpsc::UnboundedReceiver<(usize, Result<T, ServerError>)>;
+/// What a round's servers answered, by server index, as they answer, and
+/// when.
+type Arrivals<T> = mpsc::UnboundedReceiver<(usize, Result<T, ServerError>, tokio::time::Instant)>;
 
 /// The end of a decided round: makes sure its requests are written, and
 /// waits for the servers that have not answered until their `deadline`
@@ -264,7 +269,7 @@ async fn settle<T>(
             .max();
         let Some(until) = until else { break };
         match arrivals.try_recv() {
-            Ok((index, reply)) => replies.record(index, reply),
+            Ok((index, reply, _)) => replies.record(index, reply),
             Err(mpsc::error::TryRecvError::Disconnected) => break,
             // Tokio's timers count whole milliseconds: a wait shorter than
             // one is spent yielding, which polls the sockets in between.
@@ -272,10 +277,15 @@ async fn settle<T>(
                 tokio::task::yield_now().await
             }
             // Handing a request makes no arrival: looked at every grain.
+            // With `spin`, the timer stops a grain short of the deadline,
+            // which it would otherwise overshoot by up to a grain.
             Err(mpsc::error::TryRecvError::Empty) => {
-                let next = until.min(now + TIMER_GRAIN);
+                let last = if spin { until - TIMER_GRAIN } else { until };
+                let next = last.min(now + TIMER_GRAIN);
                 if let Ok(arrived) = tokio::time::timeout_at(next, arrivals.recv()).await {
-                    let Some((index, reply)) = arrived else { break };
+                    let Some((index, reply, _)) = arrived else {
+                        break;
+                    };
                     replies.record(index, reply);
                 }
             }
@@ -303,7 +313,6 @@ mod tests {
     fn a_won_round_waits_twice_its_spread_within_its_floor_and_its_length() {
         let ms = Duration::from_millis;
         let took = ms(40);
-        // No answer yet (a round over fewer servers than a quorum): the floor.
         assert_eq!(spread_grace(None, took), SPREAD_FLOOR);
         let now = tokio::time::Instant::now();
         let grace = spread_grace(Some(now - ms(5)), took);

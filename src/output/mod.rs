@@ -44,6 +44,12 @@ impl Events {
         self.mode.verbose
     }
 
+    /// Whether every server's answer is shown: under `-v`, and in JSON
+    /// (`held_on`, `released_on` list each server that said yes).
+    pub fn shows_every_answer(&self) -> bool {
+        self.mode.verbose || self.mode.json
+    }
+
     /// What a wait for `key` shows while it lasts (nothing without a wait).
     pub fn progress(&self, key: &LockKey, wait: Wait) -> Progress {
         let style = progress::Style::for_stderr(self.mode.quiet, self.mode.verbose);
