@@ -189,6 +189,11 @@ impl Parsed {
     /// the harness killed it). Every free moment with a waiter counts, the
     /// hand-offs' few milliseconds too.
     pub fn longest_free_while_waiting(&self, window: (u64, u64)) -> u64 {
+        self.longest_free_gap(window).0
+    }
+
+    /// [`Self::longest_free_while_waiting`], and when that gap began.
+    pub fn longest_free_gap(&self, window: (u64, u64)) -> (u64, u64) {
         let mut steps = Vec::new();
         for run in self.runs.values() {
             let waits = run.mode.is_some_and(|mode| mode != Mode::Unlocked);
@@ -260,10 +265,11 @@ impl Step {
 }
 
 /// The longest stretch of `window` with a waiter and no section inside.
-fn free_with_waiters(mut steps: Vec<Step>, window: (u64, u64)) -> u64 {
+/// The longest time with a waiter and nobody inside, and when it began.
+fn free_with_waiters(mut steps: Vec<Step>, window: (u64, u64)) -> (u64, u64) {
     steps.sort();
     let (mut waiters, mut inside) = (0, 0);
-    let (mut since, mut longest) = (None::<u64>, 0);
+    let (mut since, mut longest) = (None::<u64>, (0, window.0));
     for step in steps {
         let at = step.at.clamp(window.0, window.1);
         waiters += step.waiters;
@@ -271,14 +277,14 @@ fn free_with_waiters(mut steps: Vec<Step>, window: (u64, u64)) -> u64 {
         match (waiters > 0 && inside == 0, since) {
             (true, None) => since = Some(at),
             (false, Some(from)) => {
-                longest = longest.max(at - from);
+                longest = longest.max((at - from, from));
                 since = None;
             }
             _ => {}
         }
     }
     if let Some(from) = since {
-        longest = longest.max(window.1 - from);
+        longest = longest.max((window.1 - from, from));
     }
     longest
 }
