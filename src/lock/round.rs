@@ -191,16 +191,21 @@ where
         Progress::Undecided | Progress::Failed => return replies,
     };
     // How long from now each server that has not answered is waited for.
-    // None whose last call timed out (hung, or a black-holed address whose
-    // connection never opens) until it answers again. One whose request is
-    // written, only for its answer (what -v, the release message and the
-    // warnings asked behind the first acquire say of it): `answer_grace`.
-    // One not handed its request yet, as long again as the round took.
+    // One not handed its request yet (its connection still opening: a
+    // handshake, or a SYN to a server that just healed from a partition),
+    // as long again as the round took, whatever its last call did. One
+    // whose request is written, only for its answer (what -v, the release
+    // message and the warnings asked behind the first acquire say of it):
+    // `answer_grace`; and not at all if its last call timed out (hung),
+    // until it answers again.
     let settled_at = tokio::time::Instant::now();
-    let deadline = |index: usize| match servers[index].last_timed_out() {
-        true => None,
-        false if handed[index].load(Ordering::Acquire) => Some(settled_at + answer_grace),
-        false => Some(settled_at + took.max(GRACE_FLOOR)),
+    let deadline = |index: usize| match (
+        handed[index].load(Ordering::Acquire),
+        servers[index].last_timed_out(),
+    ) {
+        (false, _) => Some(settled_at + took.max(GRACE_FLOOR)),
+        (true, true) => None,
+        (true, false) => Some(settled_at + answer_grace),
     };
     let spin = outcome == Progress::Won;
     settle(&mut replies, &mut arrivals, deadline, spin).await;
