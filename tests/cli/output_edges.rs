@@ -1,0 +1,110 @@
+//! Rough edges of what redlock writes (issue 29): a reader that goes away
+//! early (`| head`), `list --json --names`, durations of more than two
+//! units, a holder record whose start is in the future, and `doctor` on a
+//! server without ACL commands, against real servers.
+
+use std::fs;
+use std::io::Read;
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use crate::support::{acquire, run, Cluster, RedisServer, Running, RUN_TIMEOUT};
+
+/// Writes `count` locks straight to every server of `cluster`, each with a
+/// holder record started `since_ms` on the server's clock (or now), under
+/// names long enough that even `list --names` outgrows a pipe's buffer
+/// (64 KiB) many times over.
+fn locks_on_every_server(cluster: &Cluster, names: &[String], since_ms: impl Fn(u64) -> u64) {
+    for server in &cluster.servers {
+        let mut client = server.client();
+        let (secs, micros): (u64, u64) = redis::cmd("TIME").query(&mut client).unwrap();
+        let since = since_ms(secs * 1000 + micros / 1000);
+        let mut pipe = redis::pipe();
+        for (i, name) in names.iter().enumerate() {
+            let token = format!("token-{i}");
+            let record = format!(
+                "{since} {{\"token\":\"{token}\",\"host\":\"h\",\"pid\":{i},\"user\":\"u\"}}"
+            );
+            pipe.cmd("SET")
+                .arg(name)
+                .arg(&token)
+                .arg("PX")
+                .arg(120_000)
+                .ignore();
+            pipe.cmd("SET")
+                .arg([name.as_bytes(), b"\0holder"].concat())
+                .arg(record)
+                .arg("PX")
+                .arg(120_000)
+                .ignore();
+        }
+        pipe.query::<()>(&mut client).unwrap();
+    }
+}
+
+fn many_names(count: usize) -> Vec<String> {
+    (0..count)
+        .map(|i| format!("a-lock-with-a-name-long-enough-to-fill-a-pipe-{i:05}"))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// A closed pipe
+// ---------------------------------------------------------------------------
+
+/// `redlock list | head -c 16`: the reader takes a few bytes and goes away
+/// while most of the listing is still to be written. As for coreutils, that
+/// is no error: nothing on stderr (there was a "Broken pipe" line), and the
+/// status is the listing's own.
+#[test]
+fn a_reader_that_goes_away_early_is_no_error() {
+    let cluster = Cluster::start(3);
+    locks_on_every_server(&cluster, &many_names(3000), |now| now);
+    for args in [&["list"][..], &["list", "--names"], &["list", "--json"]] {
+        let mut listing = Running::spawn(
+            cluster
+                .redlock()
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        );
+        let mut start = [0u8; 16];
+        let mut stdout = listing.stdout.take().unwrap();
+        stdout.read_exact(&mut start).unwrap();
+        // The reader goes away: the rest of the listing meets a closed pipe.
+        drop(stdout);
+        let out = listing.finish(RUN_TIMEOUT);
+        out.assert_code(0, &format!("{args:?} into a pipe closed early"));
+        assert_eq!(out.stderr, "", "{args:?}");
+    }
+}
+
+/// A failure to write that is no reader going away (a full disk) is still
+/// said, and the operation's status stands.
+#[test]
+fn a_full_disk_is_still_said() {
+    let cluster = Cluster::start(3);
+    acquire(&cluster, "full", &[]);
+    let full = fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = Running::spawn(
+        cluster
+            .redlock()
+            .args(["status", "full"])
+            .stdin(Stdio::null())
+            .stdout(full)
+            .stderr(Stdio::piped()),
+    )
+    .finish(RUN_TIMEOUT);
+    out.assert_code(0, "status > /dev/full");
+    assert!(
+        out.stderr
+            .contains("the result could not be written to stdout: No space left on device"),
+        "{}",
+        out.stderr
+    );
+}
