@@ -228,7 +228,7 @@ impl Config {
                 let semaphore = semaphore(&key, &args.limit);
                 LockJob::Status { key, semaphore }
             }
-            Command::List(args) => list(args, &prefix)?,
+            Command::List(args) => list(args, &prefix, json)?,
             Command::Exec(args) => LockJob::Exec(exec_spec(args, &prefix, json)?),
             Command::Doctor(args) => LockJob::Doctor(DoctorJob {
                 ttl: ttl(args.ttl, MIN_TTL)?,
@@ -514,7 +514,16 @@ fn release(args: cli::ReleaseArgs, prefix: &[u8]) -> Result<LockJob, Error> {
 }
 
 /// `list [PATTERN]`: the pattern is a glob on the name, kept as bytes.
-fn list(args: cli::ListArgs, prefix: &[u8]) -> Result<LockJob, Error> {
+/// `--names` and `--json` each say what stdout is: given both, in either
+/// order (clap sees the pair only when `--json` follows `list`), it is a
+/// usage error rather than one of them winning silently.
+fn list(args: cli::ListArgs, prefix: &[u8], json: bool) -> Result<LockJob, Error> {
+    if args.names && json {
+        return Err(Error::Usage(
+            "list --names prints only the names and --json one JSON object: give one of them"
+                .into(),
+        ));
+    }
     if args.pattern.is_empty() {
         return Err(Error::Usage(
             "the PATTERN must not be empty (leave it out to list every lock)".into(),

@@ -108,3 +108,34 @@ fn a_full_disk_is_still_said() {
         out.stderr
     );
 }
+
+// ---------------------------------------------------------------------------
+// list --json --names
+// ---------------------------------------------------------------------------
+
+/// `--names` and `--json` each decide what stdout is: together they are a
+/// usage error (64), wherever `--json` stands. It once printed the names,
+/// then the JSON, when `--json` came before `list`.
+#[test]
+fn list_refuses_names_with_json_in_either_order() {
+    let cluster = Cluster::start(3);
+    acquire(&cluster, "named", &[]);
+    for args in [
+        &["--json", "list", "--names"][..],
+        &["list", "--names", "--json"],
+        &["list", "--json", "--names"],
+    ] {
+        let out = run(cluster.redlock().args(args));
+        out.assert_code(64, &format!("{args:?}"));
+        assert_eq!(out.stdout, "", "{args:?}");
+        assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("--names") && out.stderr.contains("--json"),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+    // Each alone still works.
+    run(cluster.redlock().args(["list", "--names"])).assert_code(0, "--names");
+    run(cluster.redlock().args(["--json", "list"])).assert_code(0, "--json");
+}
