@@ -434,9 +434,11 @@ fn ttl_within_guard(job: &LockJob, guard: &Given) -> Result<(), Error> {
     if guard.value.is_zero() || ttl <= guard.value {
         return Ok(());
     }
-    let (ttl, shown) = (
+    // What the guard must be raised to covers the TTL, rounded up.
+    let (ttl, shown, needed) = (
         crate::duration::exact(ttl),
         crate::duration::exact(guard.value),
+        crate::duration::at_least(ttl),
     );
     let place = guard.place.as_deref().unwrap_or(guard.name);
     let instead = match job {
@@ -448,7 +450,7 @@ fn ttl_within_guard(job: &LockJob, guard: &Given) -> Result<(), Error> {
     Err(Error::Usage(format!(
         "--ttl {ttl} is longer than the restart guard {shown} ({place}): a server that restarts \
          could hand the lock out again before it expires; {instead}, or raise restart-guard for \
-         every client of these servers (the config file's restart-guard = {ttl})"
+         every client of these servers (the config file's restart-guard = {needed})"
     )))
 }
 

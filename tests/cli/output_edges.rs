@@ -139,3 +139,46 @@ fn list_refuses_names_with_json_in_either_order() {
     run(cluster.redlock().args(["list", "--names"])).assert_code(0, "--names");
     run(cluster.redlock().args(["--json", "list"])).assert_code(0, "--json");
 }
+
+// ---------------------------------------------------------------------------
+// Durations
+// ---------------------------------------------------------------------------
+
+/// A TTL past the restart guard is shown in at most two units (it was
+/// `1day 29s 991ms`, and `11months 30days 3h 50m 24s` for 365 days), and the
+/// guard it asks for covers the TTL.
+#[test]
+fn durations_show_at_most_two_units() {
+    let refused = |ttl: &str| {
+        let out = run(crate::support::redlock().args([
+            "-s",
+            "redis://127.0.0.1:1",
+            // The tests' default is 0 (off), and so is the cap it puts on a TTL.
+            "--restart-guard",
+            "30s",
+            "acquire",
+            "-n",
+            "--ttl",
+            ttl,
+            "long",
+        ]));
+        out.assert_code(64, &format!("--ttl {ttl} past the restart guard"));
+        out.stderr
+    };
+    let stderr = refused("86429.991");
+    assert!(
+        stderr.contains("--ttl 1d is longer than the restart guard 30s"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("restart-guard = 1d 1h)"), "{stderr}");
+    let stderr = refused("365d");
+    assert!(
+        stderr.contains("--ttl 365d is longer than the restart guard 30s"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("restart-guard = 365d)"), "{stderr}");
+    assert!(
+        !stderr.contains("month") && !stderr.contains("day"),
+        "{stderr}"
+    );
+}
