@@ -182,3 +182,56 @@ fn durations_show_at_most_two_units() {
         "{stderr}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// A holder record from the future
+// ---------------------------------------------------------------------------
+
+/// A record whose start is a day after the server's clock (the clock went
+/// back since): its age is unknown, not 0s. `list` says so, `status` too,
+/// `--json` gives how far ahead it is instead of an age, and `--older-than`
+/// lists it rather than let it escape.
+#[test]
+fn a_record_from_the_future_has_no_age_and_does_not_escape_older_than() {
+    let cluster = Cluster::start(3);
+    const DAY_MS: u64 = 86_400_000;
+    locks_on_every_server(&cluster, &["ahead".to_owned()], |now| now + DAY_MS);
+    acquire(&cluster, "recent", &[]);
+
+    let out = run(cluster.redlock().arg("list"));
+    out.assert_code(0, "list");
+    let row = out
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("\"ahead\""))
+        .unwrap_or_else(|| panic!("no row of the lock: {}", out.stdout));
+    assert!(row.contains("in the future (clock skew?)"), "{row}");
+    assert!(!row.contains(" 0s "), "{row}");
+
+    let out = run(cluster.redlock().args(["list", "--older-than", "1h"]));
+    out.assert_code(0, "list --older-than 1h");
+    let names: Vec<&str> = out.stdout.lines().skip(1).collect();
+    assert_eq!(names.len(), 1, "{}", out.stdout);
+    assert!(names[0].starts_with("\"ahead\""), "{}", out.stdout);
+
+    let json: Value = run(cluster.redlock().args(["list", "--json"])).json();
+    let holder = json["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|lock| lock["name"] == "ahead")
+        .map(|lock| lock["holder"].clone())
+        .unwrap_or_else(|| panic!("{json}"));
+    assert!(holder.get("held_for_ms").is_none(), "{holder}");
+    let ahead = holder["start_in_future_ms"].as_u64().unwrap();
+    assert!((DAY_MS - 60_000..=DAY_MS).contains(&ahead), "{holder}");
+
+    let out = run(cluster.redlock().args(["status", "ahead"]));
+    out.assert_code(0, "status of the lock");
+    assert!(
+        out.stdout
+            .contains("u@h (pid 0) since a start in the future (clock skew?)"),
+        "{}",
+        out.stdout
+    );
+}
