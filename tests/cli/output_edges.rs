@@ -235,3 +235,42 @@ fn a_record_from_the_future_has_no_age_and_does_not_escape_older_than() {
         out.stdout
     );
 }
+
+// ---------------------------------------------------------------------------
+// doctor: ACL and the server's name
+// ---------------------------------------------------------------------------
+
+/// A server without the ACL command (Redis before 6, here a Redis 7 with
+/// `rename-command ACL ""`) gets redlock's words on its acl line, not the
+/// client library's error; and the server is named by what it says it is.
+#[test]
+fn doctor_names_a_server_without_acl_in_its_own_words() {
+    let server = RedisServer::start_with(&["--rename-command", "ACL", ""]);
+    let url = server.url();
+    let out = run(crate::support::redlock().args(["-s", &url, "doctor", "--single"]));
+    let acl = out
+        .stdout
+        .lines()
+        .find(|line| line.split_whitespace().nth(1) == Some("acl"))
+        .unwrap_or_else(|| panic!("no acl line: {}", out.stdout));
+    assert!(
+        acl.contains(
+            "not checked: this server has no ACL command (none before Redis 6, or \
+             rename-command took it away)"
+        ),
+        "{acl}"
+    );
+    assert!(acl.starts_with("  unknown"), "{acl}");
+    assert!(!acl.contains("unknown command"), "{acl}");
+    let version = server.info_field("server", "redis_version").unwrap();
+    assert!(
+        out.stdout.contains(&format!("{url}: "))
+            && out.stdout.contains(&format!("(redis {version}, ")),
+        "{}",
+        out.stdout
+    );
+    let json: Value =
+        run(crate::support::redlock().args(["-s", &url, "--json", "doctor", "--single"])).json();
+    assert_eq!(json["servers"][0]["server_name"], "redis", "{json}");
+    assert_eq!(json["servers"][0]["version"], version.as_str(), "{json}");
+}
