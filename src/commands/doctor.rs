@@ -162,7 +162,7 @@ fn server_report(
             };
             return ServerReport {
                 spec: probe.spec.clone(),
-                version: None,
+                server: None,
                 rtt: None,
                 findings: vec![finding],
             };
@@ -201,7 +201,7 @@ fn server_report(
     }
     ServerReport {
         spec: probe.spec.clone(),
-        version: info.as_ref().ok().and_then(|i| i.version.clone()),
+        server: info.as_ref().ok().and_then(|i| i.server.clone()),
         rtt: Some(facts.rtt),
         findings,
     }

@@ -228,7 +228,7 @@ impl Config {
                 let semaphore = semaphore(&key, &args.limit);
                 LockJob::Status { key, semaphore }
             }
-            Command::List(args) => list(args, &prefix)?,
+            Command::List(args) => list(args, &prefix, json)?,
             Command::Exec(args) => LockJob::Exec(exec_spec(args, &prefix, json)?),
             Command::Doctor(args) => LockJob::Doctor(DoctorJob {
                 ttl: ttl(args.ttl, MIN_TTL)?,
@@ -434,9 +434,11 @@ fn ttl_within_guard(job: &LockJob, guard: &Given) -> Result<(), Error> {
     if guard.value.is_zero() || ttl <= guard.value {
         return Ok(());
     }
-    let (ttl, shown) = (
+    // What the guard must be raised to covers the TTL, rounded up.
+    let (ttl, shown, needed) = (
         crate::duration::exact(ttl),
         crate::duration::exact(guard.value),
+        crate::duration::at_least(ttl),
     );
     let place = guard.place.as_deref().unwrap_or(guard.name);
     let instead = match job {
@@ -448,7 +450,7 @@ fn ttl_within_guard(job: &LockJob, guard: &Given) -> Result<(), Error> {
     Err(Error::Usage(format!(
         "--ttl {ttl} is longer than the restart guard {shown} ({place}): a server that restarts \
          could hand the lock out again before it expires; {instead}, or raise restart-guard for \
-         every client of these servers (the config file's restart-guard = {ttl})"
+         every client of these servers (the config file's restart-guard = {needed})"
     )))
 }
 
@@ -514,7 +516,16 @@ fn release(args: cli::ReleaseArgs, prefix: &[u8]) -> Result<LockJob, Error> {
 }
 
 /// `list [PATTERN]`: the pattern is a glob on the name, kept as bytes.
-fn list(args: cli::ListArgs, prefix: &[u8]) -> Result<LockJob, Error> {
+/// `--names` and `--json` each say what stdout is: given both, in either
+/// order (clap sees the pair only when `--json` follows `list`), it is a
+/// usage error rather than one of them winning silently.
+fn list(args: cli::ListArgs, prefix: &[u8], json: bool) -> Result<LockJob, Error> {
+    if args.names && json {
+        return Err(Error::Usage(
+            "list --names prints only the names and --json one JSON object: give one of them"
+                .into(),
+        ));
+    }
     if args.pattern.is_empty() {
         return Err(Error::Usage(
             "the PATTERN must not be empty (leave it out to list every lock)".into(),

@@ -98,8 +98,13 @@ fn cut(text: &str, limit: usize) -> String {
 pub struct Recorded {
     pub holder: Holder,
     /// How long the lock has been held, by the server's own clock (`None`
-    /// when the server would not tell its time).
+    /// when the server would not tell its time, or when the record starts
+    /// after it: see `ahead`).
     pub held_for: Option<Duration>,
+    /// How far the record's start is ahead of the server's clock: a clock
+    /// that went back since, or a record not written by redlock. Its age
+    /// is then unknown, not 0.
+    pub ahead: Option<Duration>,
     /// The holder ran on this host and its process is gone: no process has
     /// its pid (or, when the record has its start time, the process with
     /// its pid started at another time). `false` when that cannot be told:
@@ -121,10 +126,14 @@ impl Recorded {
         let space = raw.iter().position(|&b| b == b' ')?;
         let since: u64 = std::str::from_utf8(&raw[..space]).ok()?.parse().ok()?;
         let holder: Holder = serde_json::from_slice(&raw[space + 1..]).ok()?;
+        let ahead = now_ms.and_then(|now| since.checked_sub(now).filter(|&ms| ms > 0));
         (holder.token.as_bytes() == value).then(|| Recorded {
             pid_gone: gone_here(&holder),
             keeper_gone: keeper_gone_here(&holder),
-            held_for: now_ms.map(|now| Duration::from_millis(now.saturating_sub(since))),
+            held_for: now_ms
+                .and_then(|now| now.checked_sub(since))
+                .map(Duration::from_millis),
+            ahead: ahead.map(Duration::from_millis),
             holder,
         })
     }
@@ -249,6 +258,22 @@ mod tests {
         assert_eq!(read.holder.host, "ci-7");
         // 400 two-byte characters cut to 512 bytes on a character boundary.
         assert_eq!(read.holder.message.unwrap().len(), 512);
+    }
+
+    /// A start after the server's clock (it went back) is no age of 0: the
+    /// age is unknown, and how far ahead the start is, known.
+    #[test]
+    fn a_record_from_the_future_has_no_age() {
+        let token = Token::generate();
+        let raw = [b"90000 ".as_slice(), &holder().encode(&token)].concat();
+        let value = token.as_str().as_bytes();
+        let read = Recorded::parse(&raw, Some(61_000), value).unwrap();
+        assert_eq!(read.held_for, None);
+        assert_eq!(read.ahead, Some(Duration::from_secs(29)));
+        let now = Recorded::parse(&raw, Some(90_000), value).unwrap();
+        assert_eq!((now.held_for, now.ahead), (Some(Duration::ZERO), None));
+        let no_clock = Recorded::parse(&raw, None, value).unwrap();
+        assert_eq!((no_clock.held_for, no_clock.ahead), (None, None));
     }
 
     #[test]

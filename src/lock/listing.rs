@@ -329,17 +329,26 @@ impl Listing {
 /// Whether `lock` has been held for longer than `least`, by the holder
 /// record of whoever holds it (or, for a minority, most servers show); a
 /// lock held by readers, by its oldest reader's record: one of them has
-/// held it that long.
+/// held it that long. A record whose start is after the server's clock
+/// (it went back) has no known age: it counts as old, so that a search
+/// for stuck holders shows it (marked) rather than hide it.
 fn held_longer(lock: &Inspection, least: Duration) -> bool {
-    let held_for = lock
+    let recorded = lock
         .occupied()
         .or_else(|| lock.seen())
         .and_then(|occupied| match occupied.held_by {
-            HeldBy::Redlock(recorded) => recorded.held_for,
+            HeldBy::Redlock(recorded) => Some(recorded),
             _ => None,
-        })
-        .or_else(|| oldest_reader(&lock.shared_holders()));
-    held_for.is_some_and(|age| age > least)
+        });
+    let readers = lock.shared_holders();
+    let from_the_future = recorded.as_ref().is_some_and(|r| r.ahead.is_some())
+        || readers
+            .iter()
+            .any(|r| r.recorded.as_ref().is_some_and(|r| r.ahead.is_some()));
+    let held_for = recorded
+        .and_then(|recorded| recorded.held_for)
+        .or_else(|| oldest_reader(&readers));
+    from_the_future || held_for.is_some_and(|age| age > least)
 }
 
 /// How long the reader of `readers` that has held the lock longest has,

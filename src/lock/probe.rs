@@ -23,10 +23,28 @@ pub type Known<T> = Result<T, Unknown>;
 /// How a refusal by the ACL starts (servers.rs says why redlock needs it).
 const NOT_PERMITTED: &str = "not permitted";
 
+/// How a question the server has no command for starts: the answer is
+/// then not unknown but unasked, and the reason says which command.
+const NOT_CHECKED: &str = "not checked: ";
+
+/// Before Redis 6 there is no ACL command at all (or it was renamed
+/// away in redis.conf).
+const NO_ACL: &str = "not checked: this server has no ACL command (none before Redis 6, or \
+     rename-command took it away)";
+
+/// Redis 6 has ACL WHOAMI but no ACL DRYRUN, which came with Redis 7.
+const NO_DRYRUN: &str = "not checked: this server has no ACL DRYRUN (Redis < 7)";
+
 impl Unknown {
     /// Whether the server's ACL refused the question.
     pub fn is_not_permitted(&self) -> bool {
         self.0.starts_with(NOT_PERMITTED)
+    }
+
+    /// Whether the server has no command to answer the question with (an
+    /// older Redis): it was not asked, rather than left unanswered.
+    pub fn is_not_checked(&self) -> bool {
+        self.0.starts_with(NOT_CHECKED)
     }
 }
 
@@ -473,12 +491,21 @@ impl Server {
     /// The commands redlock sends that `ACL DRYRUN` says this user may not
     /// run, on keys and a channel like a lock's under `prefix`.
     async fn missing(&self, prefix: &[u8]) -> Known<Vec<Missing>> {
-        let user: String = self.ask(acl(&["WHOAMI"])).await?;
+        let user: String =
+            self.ask(acl(&["WHOAMI"]))
+                .await
+                .map_err(|why| match is_unknown_command(&why.0) {
+                    true => Unknown(NO_ACL.to_owned()),
+                    false => why,
+                })?;
         let key = LockKey::prefixed(prefix, b"redlock-doctor");
         let mut pipe = redis::pipe();
         for needed in &NEEDED {
             pipe.add_command(dry_run(&user, needed, &key, prefix));
         }
+        // Each reply as it is, an error too: one that says there is no
+        // DRYRUN is told from the rest.
+        pipe.ignore_errors();
         let request =
             move |mut c: super::servers::Connection| async move { c.query_all(&pipe).await };
         let replies = self.call(request).await.map_err(unknown)?;
@@ -487,12 +514,7 @@ impl Server {
             match reply {
                 redis::Value::Okay => {}
                 redis::Value::SimpleString(ok) if ok == "OK" => {}
-                redis::Value::ServerError(err) => {
-                    return Err(Unknown(escape_and_cut(
-                        format!("ACL DRYRUN: {err:?}").as_bytes(),
-                        SERVER_TEXT_SHOWN,
-                    )))
-                }
+                redis::Value::ServerError(err) => return Err(dry_run_failed(&err)),
                 _ => missing.push(Missing {
                     command: needed.command,
                     feature: needed.feature,
@@ -500,6 +522,28 @@ impl Server {
             }
         }
         Ok(missing)
+    }
+}
+
+/// Whether a server's error says it has no such command or subcommand
+/// (`ERR unknown command 'ACL'…` of Redis 5, or of a renamed ACL;
+/// `ERR Unknown subcommand or wrong number of arguments for 'DRYRUN'…`
+/// of Redis 6; `ERR unknown subcommand 'DRYRUN'…` of Redis 7).
+fn is_unknown_command(text: &str) -> bool {
+    let text = text.to_ascii_lowercase();
+    text.contains("unknown command") || text.contains("unknown subcommand")
+}
+
+/// What an error reply to an ACL DRYRUN means: no DRYRUN on this server
+/// (Redis 6), or the server's own words, escaped.
+fn dry_run_failed(err: &redis::ServerError) -> Unknown {
+    let text = format!("{} {}", err.code(), err.details().unwrap_or_default());
+    match is_unknown_command(&text) {
+        true => Unknown(NO_DRYRUN.to_owned()),
+        false => Unknown(escape_and_cut(
+            format!("ACL DRYRUN: {text}").as_bytes(),
+            SERVER_TEXT_SHOWN,
+        )),
     }
 }
 
@@ -624,6 +668,39 @@ fn wall_ms() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An error reply with this text, as the client library reads it.
+    fn server_error(text: &str) -> redis::ServerError {
+        match redis::parse_redis_value(format!("-{text}\r\n").as_bytes()) {
+            Ok(redis::Value::ServerError(err)) => err,
+            other => panic!("not an error reply: {other:?}"),
+        }
+    }
+
+    /// What servers before Redis 7 answer for the ACL check: their words
+    /// become redlock's, not the client library's raw pipeline error.
+    #[test]
+    fn an_older_servers_missing_acl_commands_are_told_apart() {
+        // Redis 5 (and a Redis whose ACL was renamed away) on ACL WHOAMI.
+        assert!(is_unknown_command(
+            "unknown command `ACL`, with args beginning with: `WHOAMI`, "
+        ));
+        assert!(is_unknown_command(
+            "ERR unknown command 'ACL', with args beginning with: 'WHOAMI' "
+        ));
+        // Redis 6.0 and 6.2 on ACL DRYRUN.
+        let redis_6 = server_error(
+            "ERR Unknown subcommand or wrong number of arguments for 'DRYRUN'. Try ACL HELP.",
+        );
+        let why = dry_run_failed(&redis_6);
+        assert_eq!(why.0, NO_DRYRUN);
+        assert!(why.is_not_checked() && !why.is_not_permitted());
+        assert!(Unknown(NO_ACL.into()).is_not_checked());
+        // Any other error is the server's, said as such.
+        let other = server_error("ERR something else");
+        assert_eq!(dry_run_failed(&other).0, "ACL DRYRUN: ERR something else");
+        assert!(!is_unknown_command("NOPERM this user has no permissions"));
+    }
 
     #[test]
     fn markers_of_this_prefix_and_its_hash_tags_are_ours() {

@@ -15,7 +15,13 @@ use super::server_url::ServerSpec;
 /// server's, escaped and cut.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Info {
+    /// `redis_version`: what the server is compatible with (Valkey 9.1.2
+    /// says 7.2.4), by which features such as ACL DRYRUN are told.
     pub version: Option<String>,
+    /// What the server is and its own version: `server_name` and its
+    /// `<name>_version` where INFO has them (`valkey`, `9.1.2`), else
+    /// `redis` and `redis_version`.
+    pub server: Option<(String, String)>,
     pub run_id: Option<String>,
     pub uptime: Option<Duration>,
     /// `master` or `slave`.
@@ -52,6 +58,10 @@ impl Info {
         let flag = |name: &str| number(name).map(|n| n != 0);
         Info {
             version: text("redis_version"),
+            server: server(&fields).map(|(name, version)| {
+                let shown = |v: &str| escape_and_cut(v.trim().as_bytes(), SERVER_TEXT_SHOWN);
+                (shown(name), shown(version))
+            }),
             run_id: text("run_id"),
             uptime: number("uptime_in_seconds").map(Duration::from_secs),
             role: text("role"),
@@ -133,6 +143,18 @@ impl ClusterNode {
     pub fn serves(&self) -> bool {
         self.state == "ok" && self.slots > 0
     }
+}
+
+/// The server's name and version: `server_name` (Valkey's `valkey`) and
+/// the `<name>_version` beside it, else Redis's `redis_version`.
+fn server<'a>(fields: &HashMap<&'a str, &'a str>) -> Option<(&'a str, &'a str)> {
+    let named = fields
+        .get("server_name")
+        .copied()
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .and_then(|name| Some((name, *fields.get(format!("{name}_version").as_str())?)));
+    named.or_else(|| Some(("redis", *fields.get("redis_version")?)))
 }
 
 /// The fields named `stem` and a number (`slave0`, `db3`), by number.
@@ -315,6 +337,30 @@ mod tests {
         assert_eq!((alone.state.as_str(), alone.slots), ("fail", 0));
         assert!(!alone.serves());
         assert_eq!(CLUSTER_SLOTS, 16384);
+    }
+
+    /// Valkey calls itself Redis 7.2.4 for compatibility, and says what it
+    /// is beside that (valkey 9.1.2's INFO server, in part).
+    #[test]
+    fn valkey_is_valkey_with_its_own_version() {
+        let text = "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\n\
+                    valkey_version:9.1.2\r\nvalkey_release_stage:ga\r\nredis_git_sha1:0\r\n\
+                    redis_mode:standalone\r\nos:Linux 6.1.0 x86_64\r\nrun_id:abc\r\n";
+        let info = Info::parse(text);
+        assert_eq!(info.server, Some(("valkey".to_owned(), "9.1.2".to_owned())));
+        assert_eq!(info.version.as_deref(), Some("7.2.4"));
+        let redis = Info::parse("# Server\r\nredis_version:7.0.15\r\nrun_id:abc\r\n");
+        assert_eq!(
+            redis.server,
+            Some(("redis".to_owned(), "7.0.15".to_owned()))
+        );
+        // A name without its version: what is known, Redis compatibility.
+        let odd = Info::parse("redis_version:7.2.4\r\nserver_name:fork\r\n");
+        assert_eq!(odd.server, Some(("redis".to_owned(), "7.2.4".to_owned())));
+        assert_eq!(Info::parse("role:master\r\n").server, None);
+        let hostile = Info::parse("server_name:\x1b[2J\r\n\x1b[2J_version:1\r\n");
+        let (name, _) = hostile.server.unwrap();
+        assert!(!name.contains('\x1b'), "{name}");
     }
 
     #[test]

@@ -26,7 +26,7 @@ use super::server_url::{ServerSpec, SpecError};
 /// Why one server did not give a usable answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ServerError {
-    #[error("no answer within {}", humantime::format_duration(*.0))]
+    #[error("no answer within {}", crate::duration::exact(*.0))]
     Timeout(Duration),
     /// A passing error: another attempt may work.
     #[error("{0}")]
@@ -42,7 +42,7 @@ pub enum ServerError {
     Refused(String),
     /// `list` on this server did not end within this long (a SCAN cursor
     /// that never comes back to 0).
-    #[error("its SCAN and reads did not end within {}", humantime::format_duration(*.0))]
+    #[error("its SCAN and reads did not end within {}", crate::duration::exact(*.0))]
     ListTooLong(Duration),
     /// `list` found more than this many keys on this server.
     #[error("its SCAN returned more than {0} keys: narrow the PATTERN or --prefix")]

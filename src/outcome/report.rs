@@ -40,7 +40,8 @@ pub struct Report {
 #[derive(Debug)]
 pub struct ServerReport {
     pub spec: ServerSpec,
-    pub version: Option<String>,
+    /// What the server is and its version (`valkey`, `9.1.2`), by INFO.
+    pub server: Option<(String, String)>,
     pub rtt: Option<Duration>,
     pub findings: Vec<Finding>,
 }

@@ -74,6 +74,10 @@ fn words(finding: &Finding) -> Said {
             guard_on,
             complete,
         } => acl(missing, *guard_on, *complete),
+        // An older server without the command: why, in redlock's words.
+        Finding::AclUnknown(why) if why.is_not_checked() => {
+            said("acl", why.0.clone(), Some(ACL_BY_HAND))
+        }
         Finding::AclUnknown(why) => unknown("acl", why, Some(ACL_BY_HAND)),
         Finding::Replicas {
             attached,
@@ -690,9 +694,9 @@ pub fn text(report: &Report) -> String {
     let mut out = String::new();
     for server in &report.servers {
         let mut about: Vec<String> = server
-            .version
+            .server
             .iter()
-            .map(|v| format!("redis {v}"))
+            .map(|(name, version)| format!("{name} {version}"))
             .collect();
         about.extend(server.rtt.map(|rtt| format!("round trip {}", ms(rtt))));
         let about = match about.is_empty() {
@@ -765,6 +769,8 @@ struct ReportJson {
 struct ServerJson {
     server: String,
     verdict: &'static str,
+    /// What the server says it is (`redis`, `valkey`) and its version.
+    server_name: Option<String>,
     version: Option<String>,
     rtt_ms: Option<f64>,
     /// Whether a lock can count it now.
@@ -807,7 +813,8 @@ fn server_json(server: &ServerReport) -> ServerJson {
     ServerJson {
         server: server.spec.to_string(),
         verdict: level_word(server.level()),
-        version: server.version.clone(),
+        server_name: server.server.as_ref().map(|(name, _)| name.clone()),
+        version: server.server.as_ref().map(|(_, version)| version.clone()),
         rtt_ms: server
             .rtt
             .map(|rtt| (rtt.as_secs_f64() * 1e6).round() / 1e3),

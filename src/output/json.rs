@@ -329,6 +329,10 @@ struct HolderJson<'a> {
     job: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     held_for_ms: Option<u64>,
+    /// The record's start is this far after the server's clock (it went
+    /// back): its age is unknown, and `held_for_ms` left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    start_in_future_ms: Option<u64>,
     /// Whether `exec` holds the lock and renews it (so `expires_in_ms`
     /// moves on at every renewal), and how often, when it said.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -365,6 +369,7 @@ impl<'a> HolderJson<'a> {
             message: None,
             job: None,
             held_for_ms: None,
+            start_in_future_ms: None,
             kept_alive_by_exec: None,
             kept_alive_by_keeper: None,
             renew_every_ms: None,
@@ -407,6 +412,7 @@ impl<'a> HolderJson<'a> {
             message: holder.message.as_deref(),
             job: holder.job.as_deref(),
             held_for_ms: recorded.held_for.map(millis),
+            start_in_future_ms: recorded.ahead.map(millis),
             kept_alive_by_exec: Some(
                 !recorded.pid_gone
                     && holder.keeper_pid.is_none()

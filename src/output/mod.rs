@@ -3,7 +3,8 @@
 //! once from the options (text or `--json`); while it runs, a command says
 //! what happens through [`Events`], the one narrow sink it is given.
 //! Nothing here panics on a closed pipe: a failed write to stdout is
-//! returned to the caller, who decides what it costs.
+//! returned to the caller, who decides what it costs; a reader that went
+//! away early (`| head`) costs nothing and is not mentioned.
 
 mod closed;
 mod doctor;
@@ -185,9 +186,14 @@ impl Output {
     }
 }
 
-/// stdout was closed (`| head`, `| true`) after the operation was done:
-/// the operation's own status stands, and this says what was lost.
+/// stdout could not take the result after the operation was done: the
+/// operation's own status stands. A reader that went away (`| head`,
+/// `| true`: EPIPE) is no error, as for coreutils, so nothing is said of
+/// it; any other failure (a full disk) says what was lost.
 pub fn unwritten(error: &io::Error) {
+    if error.kind() == io::ErrorKind::BrokenPipe {
+        return;
+    }
     note(&format!(
         "the result could not be written to stdout: {error}"
     ));

@@ -613,6 +613,7 @@ pub(super) fn list_names(entries: &[Listed<'_>]) -> String {
 fn list_row(entry: &Listed<'_>) -> [String; 5] {
     let occupied = entry.occupied.as_ref();
     let age = match occupied.map(|o| &o.held_by) {
+        Some(HeldBy::Redlock(recorded)) if recorded.ahead.is_some() => words::FUTURE.to_owned(),
         Some(HeldBy::Redlock(recorded)) => recorded.held_for.map_or("-".to_owned(), rounded),
         Some(HeldBy::Readers { .. }) => {
             oldest_reader(&entry.readers).map_or("-".to_owned(), rounded)

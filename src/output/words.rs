@@ -102,13 +102,20 @@ pub fn shared(key: &LockKey, count: u64, total: usize) -> String {
 }
 
 /// A redlock holder with how long it has held, from its record:
-/// `user@host (pid N, …) for 2m`.
+/// `user@host (pid N, …) for 2m`, or, when the record starts after the
+/// server's clock, `user@host (pid N, …) since a start in the future
+/// (clock skew?)`.
 pub fn recorded(recorded: &Recorded) -> String {
-    match recorded.held_for {
-        Some(age) => format!("{} for {}", holder(&recorded.holder), rounded(age)),
-        None => holder(&recorded.holder),
+    match (recorded.held_for, recorded.ahead) {
+        (Some(age), _) => format!("{} for {}", holder(&recorded.holder), rounded(age)),
+        (None, Some(_)) => format!("{} since a start {FUTURE}", holder(&recorded.holder)),
+        (None, None) => holder(&recorded.holder),
     }
 }
+
+/// The age of a holder record whose start is after the server's clock
+/// (it went back, or another hand wrote the record): unknown, not 0.
+pub const FUTURE: &str = "in the future (clock skew?)";
 
 /// How many readers of a lock `list` names before "and N more".
 const READERS_NAMED: usize = 3;
@@ -682,12 +689,33 @@ mod tests {
         let who = HeldBy::Redlock(Box::new(Recorded {
             holder,
             held_for: Some(Duration::from_millis(252_345)),
+            ahead: None,
             pid_gone: false,
             keeper_gone: false,
         }));
         assert_eq!(
             held_by(&who),
             r#"deploy@ci-7 (pid 4242, job https://ci/1, "roll\nout \u{1b}[2J") for 4m 12s"#
+        );
+    }
+
+    #[test]
+    fn a_holder_from_the_future_has_no_age() {
+        let recorded = Recorded {
+            holder: Holder {
+                host: "ci-7".into(),
+                pid: 4242,
+                user: "deploy".into(),
+                ..Holder::default()
+            },
+            held_for: None,
+            ahead: Some(Duration::from_secs(3600)),
+            pid_gone: false,
+            keeper_gone: false,
+        };
+        assert_eq!(
+            super::recorded(&recorded),
+            "deploy@ci-7 (pid 4242) since a start in the future (clock skew?)"
         );
     }
 

@@ -29,6 +29,7 @@ mod list;
 mod list_scale;
 mod lua;
 mod names;
+mod output_edges;
 mod packaging;
 mod progress;
 mod queue;
