@@ -45,4 +45,5 @@ mod shared;
 mod snapshots;
 mod status;
 mod takeover;
+mod true_messages;
 mod wakeup;
