@@ -28,6 +28,7 @@ mod lock;
 mod outcome;
 mod output;
 mod redact;
+mod repeats;
 mod signals;
 mod supervise;
 

@@ -17,6 +17,7 @@ use crate::lock::{
     Broken, Forced, Inspection, Lease, Listing, LockError, LockKey, Released, Semaphore, Tried,
     Verdict,
 };
+use crate::repeats::Failing;
 use crate::signals::QUIET_DEATHS;
 
 pub mod report;
@@ -154,6 +155,8 @@ pub enum Stop {
     NotExtended {
         left: Duration,
         last_error: Option<LockError>,
+        /// The extensions that failed since the last that succeeded.
+        failing: Option<Failing>,
     },
     /// The stop fell due while redlock itself was not running (frozen,
     /// suspended).

@@ -18,6 +18,7 @@ use crate::lock::{
 };
 use crate::outcome::{Outcome, Ran, RunEnd, Stop};
 use crate::output::{Event, Events};
+use crate::repeats::{Failing, Repeats};
 use crate::signals::Listener;
 use crate::supervise::{self, child, StopReason, Watchdog};
 
@@ -192,19 +193,33 @@ async fn supervise_under(
     let (holder_updates, holder) = watch::channel(None);
     // Why the keeper gave up: a loss, or a refused extension.
     let loss = Cell::new(None);
-    // Why the extensions since the last that succeeded failed: what a stop
-    // for want of one says.
+    // Why the extensions since the last that succeeded failed, and how
+    // many did: what a stop for want of one says.
     let failing = RefCell::new(None);
+    let repeats = Cell::new(Repeats::default());
     let lost = async {
-        let on_event = |event: Keeping<'_>| match event {
-            Keeping::Extended => {
-                extensions.set(extensions.get() + 1);
-                failing.replace(None);
+        let on_event = |event: Keeping<'_>| {
+            let mut said = repeats.get();
+            match event {
+                Keeping::Extended => {
+                    extensions.set(extensions.get() + 1);
+                    failing.replace(None);
+                    if let Some(failed) = said.succeeded(BootInstant::now()) {
+                        events.say(Event::ExtendRecovered(failed));
+                    }
+                }
+                Keeping::Retrying(error) => {
+                    // The first failure at once, then at growing intervals.
+                    if let Some(so_far) = said.failed(BootInstant::now()) {
+                        events.say(Event::ExtendRetrying {
+                            error,
+                            failing: so_far,
+                        });
+                    }
+                    failing.replace(Some(error.clone()));
+                }
             }
-            Keeping::Retrying(err) => {
-                events.say(Event::ExtendRetrying(err));
-                failing.replace(Some(err.clone()));
-            }
+            repeats.set(said);
         };
         loss.set(Some(
             keep(redlock, lease, deadlines, holder, on_event).await,
@@ -222,12 +237,25 @@ async fn supervise_under(
     let outcome = supervise::run(&command, watchdog, deadline, lost, signals, &report)
         .await
         .map_err(Error::Internal)?;
-    Ok(match outcome {
+    let failed = (failing.take(), repeats.get().so_far(BootInstant::now()));
+    Ok(run_end(spec, outcome, loss.take(), failed))
+}
+
+/// How the run ended, from the supervisor's outcome, the keeper's loss (if
+/// it found one) and the extensions that failed since the last that
+/// succeeded: the last one's error, and how many over how long.
+fn run_end(
+    spec: &ExecSpec,
+    outcome: supervise::Outcome,
+    loss: Option<LockError>,
+    (last_error, failing): (Option<LockError>, Option<Failing>),
+) -> RunEnd {
+    match outcome {
         supervise::Outcome::Ended(status) => RunEnd::Exited {
             status,
             forwarded: forwarded_and_fatal(status),
         },
-        supervise::Outcome::Stopped(reason) => match (reason, loss.take()) {
+        supervise::Outcome::Stopped(reason) => match (reason, loss) {
             (_, Some(refused @ LockError::Refused { .. })) => RunEnd::Refused(refused),
             (StopReason::Lost, Some(error)) => RunEnd::Stopped(Stop::Lost {
                 error,
@@ -236,7 +264,8 @@ async fn supervise_under(
             // A loss the keeper found after the stop began is the last word.
             (StopReason::NotExtended { left }, loss) => RunEnd::Stopped(Stop::NotExtended {
                 left,
-                last_error: loss.or_else(|| failing.take()),
+                last_error: loss.or(last_error),
+                failing,
             }),
             (StopReason::TooLateToStart, _) => RunEnd::Stopped(Stop::TooLateToStart),
             (StopReason::TimedOut { limit }, _) => RunEnd::Stopped(Stop::TimedOut { limit }),
@@ -246,7 +275,7 @@ async fn supervise_under(
             argv: spec.argv.clone(),
             error,
         },
-    })
+    }
 }
 
 /// The signal the command died of, if this process got it too (and so

@@ -114,6 +114,11 @@ pub struct Recorded {
     /// and is gone (SIGKILL, the OOM killer): nothing renews the lock, which
     /// lasts only until it expires. `false` when that cannot be told.
     pub keeper_gone: bool,
+    /// The process that renews the lock (`exec` itself, or the keeper of
+    /// `acquire --while`) ran on this host and is stopped (Ctrl-Z,
+    /// SIGSTOP): nothing renews the lock until it is continued. `false`
+    /// when that cannot be told: from another host nothing is known.
+    pub renewer_stopped: bool,
 }
 
 impl Recorded {
@@ -130,6 +135,7 @@ impl Recorded {
         (holder.token.as_bytes() == value).then(|| Recorded {
             pid_gone: gone_here(&holder),
             keeper_gone: keeper_gone_here(&holder),
+            renewer_stopped: renewer_stopped_here(&holder),
             held_for: now_ms
                 .and_then(|now| now.checked_sub(since))
                 .map(Duration::from_millis),
@@ -195,6 +201,35 @@ fn keeper_gone_here(holder: &Holder) -> bool {
         name == Some("redlock-keeper") && !matches!(state, Some('Z' | 'X'))
     });
     !running
+}
+
+/// The state letter of process `pid` (`/proc/PID/stat`, after the
+/// command name, which may hold anything but ends at the last `)`).
+fn state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+}
+
+/// Whether the process that renews `holder`'s lock ran on this host and is
+/// stopped (see [`Recorded::renewer_stopped`]): the keeper of `acquire
+/// --while` when the record names one, else `exec` (a record with a
+/// command or a renewal period), by its pid and start time. A plain
+/// `acquire` renews nothing: never stopped.
+fn renewer_stopped_here(holder: &Holder) -> bool {
+    static HOST: LazyLock<String> = LazyLock::new(host_name);
+    if holder.host != *HOST {
+        return false;
+    }
+    let (pid, started_then) = match holder.keeper_pid {
+        Some(keeper) => (keeper, None),
+        None if holder.command.is_some() || holder.renew_every_ms.is_some() => {
+            (holder.pid, holder.pid_started)
+        }
+        None => return false,
+    };
+    let same = started_then.is_none_or(|then| started(pid) == Some(then));
+    // 'T' stopped by a signal, 't' stopped by a tracer.
+    pid != 0 && same && matches!(state(pid), Some('T' | 't'))
 }
 
 /// Who occupies a lock's key, as far as one server's answer (or a

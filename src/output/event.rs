@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::config::Notice;
 use crate::lock::{Concern, Lease, LockError, LockKey};
+use crate::repeats::Failing;
 
 /// What a command says while it runs. Data: the words are in `text`.
 #[derive(Debug)]
@@ -48,8 +49,14 @@ pub enum Event<'a> {
     LeftoverStoppedAgain { pid: i32, signal: &'static str },
     /// The watchdog process died.
     WatchdogGone,
-    /// An extension failed; the keeper tries again.
-    ExtendRetrying(&'a LockError),
+    /// An extension failed; the keeper tries again. Said for the first
+    /// failure, then at growing intervals: `failing` counts them all.
+    ExtendRetrying {
+        error: &'a LockError,
+        failing: Failing,
+    },
+    /// An extension succeeded after these failed.
+    ExtendRecovered(Failing),
     /// `exec` released its lock.
     Released(&'a LockKey),
 }

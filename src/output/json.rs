@@ -347,6 +347,12 @@ struct HolderJson<'a> {
     /// told.
     #[serde(skip_serializing_if = "Option::is_none")]
     holder_pid_gone: Option<bool>,
+    /// Whether what renews the lock (`exec`, or the keeper of `acquire
+    /// --while`) ran on this host and is stopped (Ctrl-Z, SIGSTOP), so
+    /// that nothing renews it until it is continued; `false` when that
+    /// cannot be told (another host).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    renewer_stopped: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     token: Option<Bytes<'a>>,
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
@@ -374,6 +380,7 @@ impl<'a> HolderJson<'a> {
             kept_alive_by_keeper: None,
             renew_every_ms: None,
             holder_pid_gone: None,
+            renewer_stopped: None,
             token: None,
             value_type: None,
             readers: None,
@@ -415,14 +422,19 @@ impl<'a> HolderJson<'a> {
             start_in_future_ms: recorded.ahead.map(millis),
             kept_alive_by_exec: Some(
                 !recorded.pid_gone
+                    && !recorded.renewer_stopped
                     && holder.keeper_pid.is_none()
                     && super::words::kept_alive(holder).is_some(),
             ),
             kept_alive_by_keeper: Some(
-                !recorded.pid_gone && !recorded.keeper_gone && holder.keeper_pid.is_some(),
+                !recorded.pid_gone
+                    && !recorded.keeper_gone
+                    && !recorded.renewer_stopped
+                    && holder.keeper_pid.is_some(),
             ),
             renew_every_ms: holder.renew_every_ms,
             holder_pid_gone: Some(recorded.pid_gone),
+            renewer_stopped: Some(recorded.renewer_stopped),
             token: None,
             value_type: None,
             readers: None,
@@ -471,6 +483,12 @@ pub struct StatusJson<'a> {
     /// servers that answered; `null` for a name never taken with --fence.
     fence: Option<u64>,
     quorum: usize,
+    /// How many servers answered, and how many of those the restart guard
+    /// keeps out (each one's `restarting_ms` and `restarting_cause` say for
+    /// how long and why): "unknown" with every server answering is the
+    /// guard, not an outage.
+    answered: usize,
+    kept_out_by_guard: usize,
     servers: Vec<ServerJson<'a>>,
 }
 
@@ -609,6 +627,16 @@ impl<'a> StatusJson<'a> {
             }),
             fence: inspection.fence(),
             quorum: inspection.quorum,
+            answered: inspection
+                .servers
+                .iter()
+                .filter(|s| s.state.is_ok())
+                .count(),
+            kept_out_by_guard: inspection
+                .servers
+                .iter()
+                .filter(|s| matches!(&s.state, Ok(state) if state.restarting.is_some()))
+                .count(),
             servers,
         }
     }
@@ -710,6 +738,9 @@ struct FailedJson {
     error: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     restarting_ms: Option<u64>,
+    /// Why the restart guard keeps it out (guard.lua's word), when it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    restarting_cause: Option<&'static str>,
 }
 
 /// `{"prefix":…,"pattern":…,"locks":[`
@@ -770,6 +801,10 @@ pub fn list_closing(listing: &Listing) -> io::Result<String> {
                 server: part.server.to_string(),
                 error,
                 restarting_ms,
+                restarting_cause: match &part.state {
+                    Ok(Some(guarded)) => Some(guarded.cause.as_str()),
+                    _ => None,
+                },
             })
         })
         .collect();
@@ -892,6 +927,7 @@ impl<'a> ForcedJson<'a> {
                         server: s.server.to_string(),
                         error: s.state.as_ref().err()?.to_string(),
                         restarting_ms: None,
+                        restarting_cause: None,
                     })
                 })
                 .collect(),

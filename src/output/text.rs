@@ -13,10 +13,11 @@ use crate::config::Notice;
 use crate::duration::{exact as human, rounded};
 use crate::lock::{
     escape_and_cut, escape_bytes, oldest_reader, ForceVerdict, Forced, HeldBy, Inspection,
-    KeyState, Lease, Listed, Listing, LockKey, ServerPart, Standing, Verdict, MAX_TOKEN,
+    KeyState, Lease, Listed, Listing, LockError, LockKey, ServerPart, Standing, Verdict, MAX_TOKEN,
     SERVER_TEXT_SHOWN,
 };
 use crate::outcome::{Failed, Outcome, Ran, RunEnd, Slots, Stop};
+use crate::repeats::Failing;
 
 /// Text for people: the token, the status table, the list.
 pub struct Text {
@@ -310,9 +311,13 @@ fn extension_failures(reason: &Stop) -> Option<String> {
     match reason {
         Stop::NotExtended {
             last_error: Some(err),
+            failing,
             ..
         } => Some(format!(
-            "extending it kept failing; the last attempt: {}",
+            "extending it kept failing{}; the last attempt: {}",
+            failing
+                .map(|f| format!(" ({} in {})", failed_tries(f.tries), rounded(f.lasted)))
+                .unwrap_or_default(),
             words::loss(err)
         )),
         Stop::NotExtended {
@@ -385,11 +390,36 @@ pub(super) fn event(event: &Event<'_>) -> (Level, String) {
             "the watchdog process is gone; a frozen redlock could not stop the command in time"
                 .into(),
         ),
-        Event::ExtendRetrying(err) => (
-            Expected,
-            format!("extending failed, retrying: {}", words::lock_error(err)),
-        ),
+        Event::ExtendRetrying { error, failing } => (Expected, extending(failing, Some(*error))),
+        Event::ExtendRecovered(failing) => (Expected, extending(failing, None)),
         Event::Released(key) => (Verbose, format!("released {key}")),
+    }
+}
+
+/// How `exec`'s extensions fare after `failing` failed: still failing
+/// with `error` (said for the first failure, then at growing intervals),
+/// or working again (`None`).
+fn extending(failing: &Failing, error: Option<&LockError>) -> String {
+    match (error, failing.tries) {
+        (Some(error), 1) => format!("extending failed, retrying: {}", words::lock_error(error)),
+        (Some(error), tries) => format!(
+            "extending still fails after {} ({tries} tries), retrying: {}",
+            rounded(failing.lasted),
+            words::lock_error(error)
+        ),
+        (None, tries) => format!(
+            "extending works again after {}, {}",
+            rounded(failing.lasted),
+            failed_tries(tries)
+        ),
+    }
+}
+
+/// "1 failed try", "12 failed tries".
+fn failed_tries(tries: u32) -> String {
+    match tries {
+        1 => "1 failed try".to_owned(),
+        n => format!("{n} failed tries"),
     }
 }
 
@@ -479,11 +509,15 @@ fn status(inspection: &Inspection, verdict: &Verdict) -> String {
             inspection.key,
             count_servers(total)
         ),
-        _ => format!(
-            "{} is unknown: too few of {} answered (quorum {quorum})",
-            inspection.key,
-            count_servers(total)
-        ),
+        _ => {
+            let answered: Vec<&KeyState> = inspection
+                .servers
+                .iter()
+                .filter_map(|s| s.state.as_ref().ok())
+                .collect();
+            let guarded: Vec<_> = answered.iter().filter_map(|s| s.restarting).collect();
+            words::status_unknown(&inspection.key, (total, quorum), answered.len(), &guarded)
+        }
     };
     match verdict {
         Verdict::Held { value, on } => text.push_str(&format!(
@@ -628,6 +662,9 @@ fn list_row(entry: &Listed<'_>) -> [String; 5] {
                 HeldBy::Redlock(recorded) if recorded.keeper_gone => {
                     format!("{left} (keeper gone)")
                 }
+                HeldBy::Redlock(recorded) if recorded.renewer_stopped => {
+                    format!("{left} (stopped)")
+                }
                 HeldBy::Redlock(recorded) => match recorded.holder.renew_every_ms {
                     Some(every) => {
                         format!("renewed every {}", rounded(Duration::from_millis(every)))
@@ -661,7 +698,7 @@ fn list_server(part: &ServerPart) -> Option<String> {
     match &part.state {
         Ok(None) => None,
         Ok(Some(guarded)) => Some(format!(
-            "{} does not count: {} (restart guard)",
+            "{} does not count yet: {}",
             part.server,
             words::server_restarting(*guarded)
         )),

@@ -179,10 +179,28 @@ fn held_clause(who: &HeldBy, expires_in: Option<Duration>) -> String {
             recorded.holder.keeper_pid.unwrap_or_default(),
             expiry.replace("it never", "never")
         ),
+        HeldBy::Redlock(recorded) if recorded.renewer_stopped => {
+            renewer_stopped(&recorded.holder, &expiry)
+        }
         HeldBy::Redlock(recorded) => kept_alive(&recorded.holder).unwrap_or(expiry),
         _ => expiry,
     };
     format!("held by {}; {expiry}", held_by(who))
+}
+
+/// The process that renews a lock is stopped on this host (Ctrl-Z,
+/// SIGSTOP): "exec (pid N) is stopped: nothing renews the lock, which
+/// expires in 9s unless it is continued (kill -CONT N)".
+fn renewer_stopped(holder: &Holder, expiry: &str) -> String {
+    let (who, pid) = match holder.keeper_pid {
+        Some(keeper) => (format!("its keeper (pid {keeper})"), keeper),
+        None => (format!("exec (pid {})", holder.pid), holder.pid),
+    };
+    let expiry = expiry.replace("it never", "never");
+    format!(
+        "{who} is stopped: nothing renews the lock, which {expiry} unless it is continued \
+         (kill -CONT {pid})"
+    )
 }
 
 /// "kept alive by exec (renewed every 10s)" when `exec` holds the lock
@@ -244,9 +262,10 @@ pub fn lock_error(error: &LockError) -> String {
             too_slow(error, Form::Failure)
         ),
         LockError::Restarting { failures, .. } => format!(
-            "{}{}; it counts again by itself (-w waits for it)",
+            "{}{}; {}",
             restarting(error, Form::Failure),
-            list(failures)
+            list(failures),
+            counts_by_itself(error)
         ),
         LockError::NoFenceLeft { key, on } => format!(
             "no fencing token is left for lock {key}: the last one handed out is {MAX_FENCE} \
@@ -389,9 +408,10 @@ pub fn unlisted(shown: &str, error: &LockError) -> String {
         ),
         LockError::Refused { .. } => refused(error),
         LockError::Restarting { failures, .. } => format!(
-            "{}{}; it counts again by itself (-w waits for it)",
+            "{}{}; {}",
             restarting_why(error),
-            list(failures)
+            list(failures),
+            counts_by_itself(error)
         ),
         other => lock_error(other),
     };
@@ -489,12 +509,82 @@ fn restarting(error: &LockError, form: Form) -> String {
     };
     match form {
         Form::Failure => format!("lock {key}: {}", restarting_why(error)),
+        Form::Waiting if first_sight_only(error) => format!(
+            ": first sight of {} (or lost data; restart guard): {} in {}, once per server and \
+             prefix",
+            some_of(*restarting, *total),
+            they_count(*restarting),
+            rounded(*again_in)
+        ),
         Form::Waiting => format!(
             ": {restarting} of {} may have lost locks recently (restart guard), counted again in {}",
             servers(*total),
             rounded(*again_in)
         ),
     }
+}
+
+/// Whether every server the guard keeps out is one it has no marker on:
+/// first sight (which looks the same as a server that lost its data).
+fn first_sight_only(error: &LockError) -> bool {
+    matches!(error, LockError::Restarting { causes, .. }
+        if !causes.is_empty() && causes.iter().all(|(_, c)| *c == GuardCause::Unseen))
+}
+
+/// "3 servers" when that is all of them, else "2 of 3 servers".
+fn some_of(count: usize, total: usize) -> String {
+    match count == total {
+        true => servers(total),
+        false => format!("{count} of {}", servers(total)),
+    }
+}
+
+/// "it counts" or "they count".
+fn they_count(count: usize) -> &'static str {
+    match count {
+        1 => "it counts",
+        _ => "they count",
+    }
+}
+
+/// What follows a restart guard's message: that waiting ends it.
+fn counts_by_itself(error: &LockError) -> &'static str {
+    match first_sight_only(error) {
+        true => "-w waits for it",
+        false => "it counts again by itself (-w waits for it)",
+    }
+}
+
+/// The guard's message when it keeps out only servers it sees for the
+/// first time: what a new user meets, named as it is, with the time left
+/// and that it happens once.
+fn first_sight(error: &LockError) -> String {
+    let LockError::Restarting {
+        restarting,
+        total,
+        guard,
+        again_in,
+        causes,
+        ..
+    } = error
+    else {
+        return String::new();
+    };
+    let named: Vec<String> = causes.iter().map(|(s, _)| s.to_string()).collect();
+    let they = match *restarting {
+        1 => "it lost its",
+        _ => "they lost their",
+    };
+    format!(
+        "first sight of {} ({}), or {they} data (a restart without persistence, a flush: \
+         the same to redlock): {} in {}, when the restart guard ({}) has passed; first sight \
+         happens once per server and prefix",
+        some_of(*restarting, *total),
+        named.join(", "),
+        they_count(*restarting),
+        exact(*again_in),
+        exact(*guard)
+    )
 }
 
 /// "N of M servers may have lost locks less than G ago (…)".
@@ -510,6 +600,9 @@ fn restarting_why(error: &LockError) -> String {
     else {
         return String::new();
     };
+    if first_sight_only(error) {
+        return first_sight(error);
+    }
     // Grouped by cause, each naming its servers: "a, b: why; c: why".
     let mut by_cause: Vec<(GuardCause, Vec<String>)> = Vec::new();
     for (server, cause) in causes {
@@ -557,14 +650,84 @@ pub fn keeper_stopped(pid: i32, waited: Duration) -> String {
 }
 
 /// One server that the restart guard keeps out (it may have lost locks
-/// recently), for `status` and `list`: "restarting, counted again in D
-/// (why)".
+/// recently), for `status` and `list`: what happened to it in a word, and
+/// when it counts: "first sight, or data lost: counts in 28s; restart
+/// guard", "evicted keys: counts again in 3s; restart guard".
 pub fn server_restarting(guarded: Guarded) -> String {
+    let again = match guarded.cause {
+        GuardCause::Unseen => "",
+        _ => " again",
+    };
     format!(
-        "restarting, counted again in {} ({})",
-        exact(guarded.left),
-        guard_cause(guarded.cause)
+        "{}: counts{again} in {}; restart guard",
+        guard_word(guarded.cause),
+        exact(guarded.left)
     )
+}
+
+/// What the restart guard saw, in a few words: a server's line in `status`
+/// and `list` (the whole story is [`guard_cause`]).
+pub fn guard_word(cause: GuardCause) -> &'static str {
+    match cause {
+        GuardCause::Unseen => "first sight, or data lost",
+        GuardCause::Unreadable => "marker unreadable",
+        GuardCause::AnotherDb => "another db's data (SWAPDB)",
+        GuardCause::AnotherProcess => "restarted or replaced",
+        GuardCause::Replication => "was a replica",
+        GuardCause::Eviction => "evicted keys",
+        GuardCause::StatsReset => "statistics reset",
+        GuardCause::Clock => "clock went back",
+    }
+}
+
+/// Status's first line when too few servers count to tell who holds `key`:
+/// how many answered, and, when the restart guard is why, that they did,
+/// for how long yet and why (`guarded`: each server it keeps out).
+pub fn status_unknown(
+    key: &LockKey,
+    (total, quorum): (usize, usize),
+    answered: usize,
+    guarded: &[Guarded],
+) -> String {
+    let heard = match (answered, total) {
+        (1, 1) => "its only server answered".to_owned(),
+        (a, t) if a == t => format!("all {} answered", servers(t)),
+        (a, t) => format!("{a} of {} answered", servers(t)),
+    };
+    let Some(soonest) = guarded.iter().map(|g| g.left).min() else {
+        return format!(
+            "{key} is unknown: too few of {} answered (quorum {quorum})",
+            servers(total)
+        );
+    };
+    let n = guarded.len();
+    let them = match (n, answered) {
+        (1, 1) => "it is".to_owned(),
+        (n, a) if n == a => "they are".to_owned(),
+        (1, _) => "1 of them is".to_owned(),
+        (n, _) => format!("{n} of them are"),
+    };
+    let unseen = guarded.iter().all(|g| g.cause == GuardCause::Unseen);
+    let why = match unseen {
+        true => format!(
+            "{them} seen for the first time (or lost {} data): the restart guard counts {} in \
+             {}, once per server and prefix",
+            if n == 1 { "its" } else { "their" },
+            if n == 1 { "it" } else { "them" },
+            exact(soonest)
+        ),
+        false => {
+            let mut words: Vec<&str> = guarded.iter().map(|g| guard_word(g.cause)).collect();
+            words.sort_unstable();
+            words.dedup();
+            format!(
+                "{them} inside the restart guard ({}): the first counts again in {}",
+                words.join("; "),
+                exact(soonest)
+            )
+        }
+    };
+    format!("{key} is unknown: {heard}, but {why} (quorum {quorum})")
 }
 
 /// Why the restart guard keeps a server out: what its marker saw change in
@@ -692,6 +855,7 @@ mod tests {
             ahead: None,
             pid_gone: false,
             keeper_gone: false,
+            renewer_stopped: false,
         }));
         assert_eq!(
             held_by(&who),
@@ -830,6 +994,71 @@ mod tests {
         assert_eq!(
             loss(&lost),
             format!("1 of 3 servers still hold its token, 2 needed: {causes}")
+        );
+    }
+
+    #[test]
+    fn servers_never_seen_are_named_first_sight_with_the_time_left() {
+        let server = |port: u16| ServerSpec::parse(&format!("127.0.0.1:{port}")).unwrap();
+        let unseen = |ports: &[u16]| LockError::Restarting {
+            key: LockKey::new(b"k".to_vec()),
+            restarting: ports.len(),
+            total: 3,
+            guard: Duration::from_secs(30),
+            again_in: Duration::from_millis(28_400),
+            causes: ports
+                .iter()
+                .map(|&p| (server(p), GuardCause::Unseen))
+                .collect(),
+            failures: Failures::default(),
+        };
+        assert_eq!(
+            lock_error(&unseen(&[7000, 7001, 7002])),
+            "lock \"k\": first sight of 3 servers (redis://127.0.0.1:7000, \
+             redis://127.0.0.1:7001, redis://127.0.0.1:7002), or they lost their data (a \
+             restart without persistence, a flush: the same to redlock): they count in 28s \
+             400ms, when the restart guard (30s) has passed; first sight happens once per \
+             server and prefix; -w waits for it"
+        );
+        assert!(lock_error(&unseen(&[7001]))
+            .starts_with("lock \"k\": first sight of 1 of 3 servers (redis://127.0.0.1:7001), or it lost its data"));
+        assert_eq!(
+            waiting(&unseen(&[7000, 7001, 7002])),
+            ": first sight of 3 servers (or lost data; restart guard): they count in 28s, once \
+             per server and prefix"
+        );
+    }
+
+    #[test]
+    fn status_tells_the_guard_from_silence() {
+        let key = LockKey::new(b"x".to_vec());
+        let guarded = |cause, secs| Guarded {
+            left: Duration::from_secs(secs),
+            cause,
+        };
+        assert_eq!(
+            status_unknown(&key, (5, 3), 2, &[]),
+            "\"x\" is unknown: too few of 5 servers answered (quorum 3)"
+        );
+        let unseen = [guarded(GuardCause::Unseen, 28); 5];
+        assert_eq!(
+            status_unknown(&key, (5, 3), 5, &unseen),
+            "\"x\" is unknown: all 5 servers answered, but they are seen for the first time (or \
+             lost their data): the restart guard counts them in 28s, once per server and prefix \
+             (quorum 3)"
+        );
+        let mixed = [
+            guarded(GuardCause::Eviction, 4),
+            guarded(GuardCause::AnotherProcess, 3),
+        ];
+        assert_eq!(
+            status_unknown(&key, (3, 2), 3, &mixed),
+            "\"x\" is unknown: all 3 servers answered, but 2 of them are inside the restart guard \
+             (evicted keys; restarted or replaced): the first counts again in 3s (quorum 2)"
+        );
+        assert_eq!(
+            server_restarting(guarded(GuardCause::Unseen, 28)),
+            "first sight, or data lost: counts in 28s; restart guard"
         );
     }
 }

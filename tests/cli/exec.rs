@@ -1357,7 +1357,9 @@ fn extensions_failing_while_exec_runs_are_said_as_such_not_as_a_freeze() {
     );
     assert!(
         stderr.contains("lock \"longjob3\" could not be extended in time")
-            && stderr.contains("extending it kept failing; the last attempt: no quorum"),
+            && stderr.contains("extending it kept failing (")
+            && stderr.contains(" in ")
+            && stderr.contains("); the last attempt: no quorum"),
         "the true cause:\n{stderr}"
     );
 }

@@ -46,4 +46,5 @@ mod shared;
 mod snapshots;
 mod status;
 mod takeover;
+mod true_messages;
 mod wakeup;
