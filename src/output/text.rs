@@ -326,6 +326,10 @@ fn extension_failures(reason: &Stop) -> Option<String> {
 pub(super) fn event(event: &Event<'_>) -> (Level, String) {
     use Level::{Expected, Verbose, Warning};
     match event {
+        Event::Notice(Notice::Unresolved(name)) => (
+            Warning,
+            format!("{}; it counts as a server that is down", name.describe()),
+        ),
         Event::Notice(notice) => (Expected, self::notice(notice)),
         Event::Concern(concern) => super::doctor::concern(concern),
         Event::DerivedName(key) => (
@@ -443,6 +447,7 @@ fn notice(notice: &Notice) -> String {
                  chmod 600 {path}"
             )
         }
+        Notice::Unresolved(name) => name.describe(),
     }
 }
 
