@@ -184,13 +184,15 @@ fn ran(ran: &Ran) -> Vec<Option<Piece>> {
             ),
             said(Level::Warning, words::lock_error(err)),
         ),
-        RunEnd::NotStarted { argv, error } => (
-            said(
-                Level::Warning,
-                format!("cannot run {}: {error}", command_line(argv)),
-            ),
-            None,
-        ),
+        RunEnd::NotStarted {
+            argv,
+            error,
+            name_runs,
+        } => {
+            let name = name_runs.as_ref().map(|name| escape_bytes(name.as_bytes()));
+            let text = words::cannot_run(&command_line(argv), error, name.as_deref());
+            (said(Level::Warning, text), None)
+        }
     };
     let held = ran
         .waited
