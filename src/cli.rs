@@ -676,6 +676,63 @@ pub struct ExecArgs {
     pub argv: Vec<OsString>,
 }
 
+/// For an option clap did not expect in `exec` before the command: clap's
+/// tip for it (`tip: to pass '--full' as a value, use '-- --full'`) and
+/// the one to say instead. Followed, clap's tip turns `exec ./report.sh
+/// --full` into `exec ./report.sh -- --full`, which takes ./report.sh as
+/// the lock's NAME and runs `--full`. `None` for any other error.
+pub fn exec_tip(err: &clap::Error, args: &[OsString]) -> Option<(String, String)> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if err.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(arg)) = err.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let matches = command()
+        .ignore_errors(true)
+        .try_get_matches_from(args)
+        .ok()?;
+    let ("exec", exec) = matches.subcommand()? else {
+        return None;
+    };
+    let clap_tip = format!("tip: to pass '{arg}' as a value, use '-- {arg}'");
+    let shown = |word: &std::ffi::OsStr| crate::redact::value(word);
+    let name = exec.get_raw("name").and_then(|mut names| names.next());
+    let command = name.and_then(crate::supervise::child::command_named);
+    let ours = match (name, command) {
+        (Some(name), Some(command)) => {
+            // The words from the unexpected one on, as given.
+            let rest = args
+                .windows(2)
+                .position(|pair| pair[0] == name && pair[1] == arg.as_str())
+                .map_or_else(
+                    || shown(std::ffi::OsStr::new(arg)),
+                    |at| words(&args[at + 1..]),
+                );
+            let (name, command) = (shown(name), shown(&command));
+            format!(
+                "tip: {name} was taken as the lock's NAME; to run it, put `--` before it: \
+                 redlock exec [OPTIONS] -- {command} {rest} (the lock is then named after the \
+                 command), or give the lock a NAME first: redlock exec [OPTIONS] NAME {command} \
+                 {rest}"
+            )
+        }
+        _ => format!(
+            "tip: {} is no option of exec; options of the command go after it: redlock exec \
+             [OPTIONS] NAME CMD [ARGS], or redlock exec [OPTIONS] -- CMD [ARGS]",
+            shown(std::ffi::OsStr::new(arg))
+        ),
+    };
+    Some((clap_tip, ours))
+}
+
+/// Words of the command line as a message shows them: redacted, escaped.
+fn words(args: &[OsString]) -> String {
+    let shown: Vec<String> = args.iter().map(|w| crate::redact::value(w)).collect();
+    shown.join(" ")
+}
+
 /// An exit status for `-E`: 0 to 255.
 fn parse_exit_status(text: &str) -> Result<u8, String> {
     text.trim()

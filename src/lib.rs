@@ -156,11 +156,12 @@ fn parse_error(err: &clap::Error) -> Exit {
             Exit::Usage
         }
         _ => {
-            output::note(&format!(
-                "{}; {}",
-                redact::urls(&one_line(&err.render().to_string())),
-                see_help()
-            ));
+            let mut message = one_line(&err.render().to_string());
+            let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+            if let Some((clap_tip, ours)) = cli::exec_tip(err, &args) {
+                message = message.replace(&clap_tip, &ours);
+            }
+            output::note(&format!("{}; {}", redact::urls(&message), see_help()));
             Exit::Usage
         }
     }

@@ -140,10 +140,13 @@ pub enum RunEnd {
     Stopped(Stop),
     /// The servers refused an extension; it was stopped.
     Refused(LockError),
-    /// It could not be run.
+    /// It could not be run. `name_runs`: the lock's NAME, when it names a
+    /// command itself (`exec ./deploy.sh staging`), spelled so that it
+    /// runs: the two may have been swapped.
     NotStarted {
         argv: Vec<OsString>,
         error: io::Error,
+        name_runs: Option<OsString>,
     },
 }
 

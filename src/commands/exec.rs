@@ -274,6 +274,7 @@ fn run_end(
         supervise::Outcome::NotStarted(error) => RunEnd::NotStarted {
             argv: spec.argv.clone(),
             error,
+            name_runs: name_runs(spec),
         },
     }
 }
@@ -401,6 +402,15 @@ fn nested_slot(semaphore: &Semaphore) -> Option<LockKey> {
     (slot < semaphore.limit).then(|| semaphore.slot_key(slot))
 }
 
+/// The NAME given, when it names a command itself, spelled so that it
+/// runs: said when the command cannot be run, as the one likely meant.
+fn name_runs(spec: &ExecSpec) -> Option<OsString> {
+    if spec.derived_name {
+        return None;
+    }
+    child::command_named(&spec.name)
+}
+
 /// Runs the nested exec's command in place of this process.
 fn run_in_place(spec: &ExecSpec, events: Events) -> Outcome {
     events.say(Event::Nested(&spec.key));
@@ -412,6 +422,7 @@ fn run_in_place(spec: &ExecSpec, events: Events) -> Outcome {
         end: RunEnd::NotStarted {
             argv: spec.argv.clone(),
             error,
+            name_runs: name_runs(spec),
         },
         release_failed: None,
     })

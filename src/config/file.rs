@@ -143,6 +143,14 @@ fn advice(mode: u32, owner: u32, me: u32, path: &Path) -> String {
     }
 }
 
+/// The text of a file without the UTF-8 byte order mark some editors put
+/// at its start: the one rule for the servers file and the config file,
+/// where it is skipped (it is invisible, and no setting or URL starts
+/// with it).
+pub fn without_bom(text: &[u8]) -> &[u8] {
+    text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text)
+}
+
 /// A path in a message: escaped, so that a name cannot break the line, and
 /// redacted, in case a server URL with its password was given as a path.
 pub fn shown_path(path: &Path) -> String {
@@ -153,6 +161,13 @@ pub fn shown_path(path: &Path) -> String {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_at_the_start_only() {
+        assert_eq!(without_bom(b"\xEF\xBB\xBFprefix = a"), b"prefix = a");
+        assert_eq!(without_bom(b"prefix = a"), b"prefix = a");
+        assert_eq!(without_bom(b"a\xEF\xBB\xBF"), b"a\xEF\xBB\xBF");
+    }
 
     #[test]
     fn a_url_given_as_a_path_is_shown_without_its_password() {

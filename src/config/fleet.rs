@@ -7,14 +7,15 @@
 //! without one, the first of `$XDG_CONFIG_HOME/redlock/config` and
 //! `/etc/redlock/config` that is there, whole. One `name = value` a line;
 //! `#` at the start of a line makes it a comment; blank lines are skipped
-//! and whitespace around names and values is trimmed. A flag or its
+//! and whitespace around names and values is trimmed; a UTF-8 byte order
+//! mark at the start is skipped, as in the servers file. A flag or its
 //! variable wins over the file: config applies a value from here only when
 //! neither was given.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::file::{is_there, read_small_file, shown_path};
+use super::file::{is_there, read_small_file, shown_path, without_bom};
 use crate::duration;
 use crate::error::Error;
 use crate::lock::{escape_and_cut, reserved_in};
@@ -69,7 +70,7 @@ fn describe(path: &Path) -> String {
 fn read(path: &Path) -> Result<Fleet, Error> {
     let (text, _) =
         read_small_file(path).map_err(|err| Error::Config(format!("{}: {err}", describe(path))))?;
-    let mut fleet = parse(&text)
+    let mut fleet = parse(without_bom(&text))
         .map_err(|(line, why)| Error::Config(format!("{} line {line}: {why}", describe(path))))?;
     fleet.file = Some(path.to_path_buf());
     Ok(fleet)

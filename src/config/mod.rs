@@ -18,6 +18,7 @@ use crate::supervise::schedule::StopPlan;
 
 mod file;
 mod fleet;
+mod names;
 mod notice;
 mod servers;
 
@@ -229,7 +230,7 @@ impl Config {
                 LockJob::Status { key, semaphore }
             }
             Command::List(args) => list(args, &prefix, json)?,
-            Command::Exec(args) => LockJob::Exec(exec_spec(args, &prefix, json)?),
+            Command::Exec(args) => LockJob::Exec(exec_spec(args, &prefix, json, &servers)?),
             Command::Doctor(args) => LockJob::Doctor(DoctorJob {
                 ttl: ttl(args.ttl, MIN_TTL)?,
                 single: args.single,
@@ -316,6 +317,8 @@ fn servers_for(
 ) -> Result<(Servers, Vec<Notice>), Error> {
     let list = servers::resolve(&sources)?;
     let timeout = server_timeout_for(timing.server_timeout()?, job.ttl())?;
+    let mut notices = list.notices;
+    notices.extend(names::check(&list.specs, &list.source, timeout)?);
     let restart_guard = restart_guard_in_range(timing.restart_guard()?)?;
     ttl_within_guard(job, &restart_guard)?;
     let restart_guard = restart_guard.value;
@@ -336,7 +339,7 @@ fn servers_for(
         config_file: timing.fleet.file,
         wakeups: wakeups(std::env::var_os("REDLOCK_WAKEUPS").as_deref())?,
     };
-    Ok((servers, list.notices))
+    Ok((servers, notices))
 }
 
 /// The durations given as text, parsed here so that a flag can override a
@@ -557,7 +560,14 @@ fn malformed_glob(problem: crate::lock::GlobProblem) -> &'static str {
     }
 }
 
-fn exec_spec(args: ExecArgs, prefix: &[u8], json: bool) -> Result<ExecSpec, Error> {
+/// `exec`'s settings; `servers`, the `-s` values, only for what a
+/// missing command says about them.
+fn exec_spec(
+    args: ExecArgs,
+    prefix: &[u8],
+    json: bool,
+    servers: &[OsString],
+) -> Result<ExecSpec, Error> {
     if json {
         return Err(Error::Usage(
             "exec has no --json: its stdout is the command's; use `redlock status --json` to \
@@ -578,10 +588,11 @@ fn exec_spec(args: ExecArgs, prefix: &[u8], json: bool) -> Result<ExecSpec, Erro
         }
         Some(line) => vec!["sh".into(), "-c".into(), line],
         None if argv.first().is_none_or(|program| program.is_empty()) => {
-            return Err(Error::Usage(
-                "no command to run: give it after NAME, or after `--` to name the lock after it"
-                    .into(),
-            ))
+            return Err(Error::Usage(format!(
+                "no command to run: give it after NAME, or after `--` to name the lock after \
+                 it{}",
+                flock_s(servers)
+            )))
         }
         None => argv,
     };
@@ -607,6 +618,24 @@ fn exec_spec(args: ExecArgs, prefix: &[u8], json: bool) -> Result<ExecSpec, Erro
         fence: args.fence,
         shared: args.shared,
     })
+}
+
+/// What to add when a `-s` value is a bare word (`exec -s deploy
+/// ./job.sh`, flock's habit): here it names a server, and the word after it
+/// was taken as the lock's NAME.
+fn flock_s(servers: &[OsString]) -> String {
+    let bare = servers
+        .iter()
+        .filter_map(|value| value.to_str())
+        .find(|value| !value.is_empty() && !value.contains([':', '/', '@', ',', '?', '#']));
+    match bare {
+        Some(word) => format!(
+            "; -s {} names a Redis server here, not the lock, and the word after the options \
+             was taken as the lock's NAME (flock's -s, a shared lock, is --shared)",
+            crate::redact::value(OsStr::new(word))
+        ),
+        None => String::new(),
+    }
 }
 
 /// The `-m` note as text: it is shown to people, so bytes that are not

@@ -19,6 +19,9 @@ struct Spec {
     url: String,
     shown: String,
     password: Option<String>,
+    /// Given as a bare host name, without a scheme or a port (`-s deploy`):
+    /// messages say what it was taken as.
+    bare: bool,
 }
 
 /// Why a server URL or its TLS settings cannot be used.
@@ -43,25 +46,20 @@ impl ServerSpec {
         let url = if raw.contains("://") {
             raw.to_owned()
         } else {
+            check_scheme_slashes(raw)?;
             format!("redis://{raw}")
         };
         let shown = shown_url(&url);
         check_scheme(&url, &shown)?;
+        check_tcp_parts(&url, &shown)?;
         let info = url.as_str().into_connection_info().map_err(|err| {
             SpecError(format!(
                 "invalid server URL {shown}: {}",
                 scrub(&err.to_string(), None)
             ))
         })?;
-        if !info.addr().is_supported() {
-            return Err(SpecError(format!("unsupported server URL {shown}")));
-        }
+        check_addr(info.addr(), &shown)?;
         reject_query_password(&url, info.addr(), &shown)?;
-        // Known never to work, so refused here rather than retried as an
-        // outage: port 0, and a database index below 0.
-        if let ConnectionAddr::Tcp(_, 0) | ConnectionAddr::TcpTls { port: 0, .. } = info.addr() {
-            return Err(SpecError(format!("invalid server URL {shown}: port 0")));
-        }
         if info.redis_settings().db() < 0 {
             return Err(SpecError(format!(
                 "invalid server URL {shown}: database index {} is negative",
@@ -74,10 +72,43 @@ impl ServerSpec {
         let info = info.set_redis_settings(settings);
         Ok(ServerSpec(Arc::new(Spec {
             info,
+            bare: !raw.contains([':', '/', '@', '?', '#']),
             url,
             shown,
             password,
         })))
+    }
+
+    /// The host name of a TCP server (an IP address too), as the resolver
+    /// is given it; `None` for a Unix socket.
+    pub fn host(&self) -> Option<&str> {
+        match self.0.info.addr() {
+            ConnectionAddr::Tcp(host, _) | ConnectionAddr::TcpTls { host, .. } => Some(host),
+            _ => None,
+        }
+    }
+
+    /// Whether it was given as a bare host name (`-s deploy`), which is
+    /// taken as `redis://deploy:6379`.
+    pub fn is_bare_host(&self) -> bool {
+        self.0.bare
+    }
+
+    /// The port of a TCP server (6379 when the URL gives none).
+    pub fn port(&self) -> Option<u16> {
+        match self.0.info.addr() {
+            ConnectionAddr::Tcp(_, port) | ConnectionAddr::TcpTls { port, .. } => Some(*port),
+            _ => None,
+        }
+    }
+
+    /// What to add to "Password authentication failed" for a URL with a
+    /// user name: a server older than Redis 6 has no ACL users, and is
+    /// given the password alone (redis-rs tries it so after the server
+    /// refused `AUTH user password`), which then must be its requirepass.
+    pub(super) fn auth_hint(&self) -> Option<&'static str> {
+        let user = self.0.info.redis_settings().username()?;
+        (!user.is_empty() && user != "default").then_some(AUTH_WITH_USER)
     }
 
     /// Whether the URL holds a secret: a user-info part or a password
@@ -157,6 +188,153 @@ impl fmt::Debug for ServerSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "ServerSpec({})", self.0.shown)
     }
+}
+
+/// What [`ServerSpec::auth_hint`] says.
+const AUTH_WITH_USER: &str = "the URL names a user: if the server is older than Redis 6, it \
+     has no ACL users and checks the password alone, against its requirepass";
+
+/// Refuses what the address says that can never work: port 0, and a
+/// `rediss://…#insecure` URL, which asks to skip the certificate check.
+fn check_addr(addr: &ConnectionAddr, shown: &str) -> Result<(), SpecError> {
+    match addr {
+        ConnectionAddr::Tcp(_, 0) | ConnectionAddr::TcpTls { port: 0, .. } => {
+            Err(SpecError(format!("invalid server URL {shown}: port 0")))
+        }
+        ConnectionAddr::TcpTls { insecure: true, .. } => Err(SpecError(format!(
+            "{shown}: redlock does not skip the check of a server's certificate (#insecure); \
+             give the CA that signed it with --tls-ca-cert FILE (or REDLOCK_TLS_CA_CERT), and \
+             drop #insecure"
+        ))),
+        _ if !addr.is_supported() => Err(SpecError(format!("unsupported server URL {shown}"))),
+        _ => Ok(()),
+    }
+}
+
+/// A scheme without its `://` (`redis//host:6379`, `redis:/host`), which
+/// would be read as a bare host named after the scheme, with a path.
+fn check_scheme_slashes(raw: &str) -> Result<(), SpecError> {
+    let lower = raw.to_ascii_lowercase();
+    for scheme in SCHEMES {
+        let Some(rest) = lower.strip_prefix(scheme) else {
+            continue;
+        };
+        if rest.starts_with("//") || rest.starts_with(":/") {
+            let after = &raw[scheme.len()..];
+            let after = after
+                .strip_prefix(':')
+                .unwrap_or(after)
+                .trim_start_matches('/');
+            let meant = shown_url(&format!("{scheme}://{after}"));
+            return Err(SpecError(format!(
+                "invalid server URL {}: the scheme lacks its \"://\" (did you mean {meant}?)",
+                shown_url(raw)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The host, port and path of a TCP URL, checked in redlock's words before
+/// redis-rs reads it: a port that is no number from 1 to 65535, and a path
+/// that is no database number (`redis://host/6379`: a port without its ':').
+fn check_tcp_parts(url: &str, shown: &str) -> Result<(), SpecError> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Ok(());
+    };
+    let tcp = ["redis", "rediss", "valkey", "valkeys"];
+    if !tcp.contains(&scheme.to_ascii_lowercase().as_str()) {
+        return Ok(());
+    }
+    // The last '@' ends the user-info part, as in `redact_url`; with one,
+    // what follows the host's ':' cannot be a password.
+    let (rest, user_info) = match rest.rsplit_once('@') {
+        Some((_, host)) => (host, true),
+        None => (rest, false),
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let port = port_of(authority);
+    if let Some(port) = port.filter(|port| !port.is_empty()) {
+        check_port(port, user_info, shown)?;
+    }
+    let path = tail.split(['?', '#']).next().unwrap_or_default();
+    let db = path.trim_matches('/');
+    if db.is_empty() {
+        return Ok(());
+    }
+    let Ok(number) = db.parse::<i64>() else {
+        return Err(SpecError(format!(
+            "invalid server URL {shown}: the path /{} is no database number; a Redis URL's \
+             path is the database index (/0, /1 ...), and a port goes after the host and a ':' \
+             (redis://host:6379)",
+            super::key::escape_and_cut(db.as_bytes(), 40)
+        )));
+    };
+    if port.is_none() && number >= 1024 {
+        let host = super::key::escape_and_cut(authority.as_bytes(), 80);
+        return Err(SpecError(format!(
+            "invalid server URL {shown}: database {number}, which looks like a port without its \
+             ':' ({scheme}://{host}:{number}); if it is a database index, give the port too \
+             ({scheme}://{host}:6379/{number})"
+        )));
+    }
+    Ok(())
+}
+
+/// The port part of a URL's host and port (`None`: no port given).
+fn port_of(authority: &str) -> Option<&str> {
+    if let Some(bracketed) = authority.strip_prefix('[') {
+        let (_, after) = bracketed.split_once(']')?;
+        return after.strip_prefix(':');
+    }
+    match authority.split_once(':') {
+        // More than one ':' unbracketed: an IPv6 address, which redis-rs
+        // refuses in its own words.
+        Some((_, port)) if !port.contains(':') => Some(port),
+        _ => None,
+    }
+}
+
+/// A port: a number from 1 to 65535. One that is not is shown when the URL
+/// has a user-info part or it looks like a mistyped port
+/// ([`looks_like_port`]); else it stays hidden, as `redact_url` hides it:
+/// it may be a password without its `@host`.
+fn check_port(port: &str, user_info: bool, shown: &str) -> Result<(), SpecError> {
+    if port.bytes().all(|b| b.is_ascii_digit()) {
+        return match port.parse::<u32>() {
+            Ok(1..=65535) => Ok(()),
+            Ok(0) => Err(SpecError(format!("invalid server URL {shown}: port 0"))),
+            _ => Err(SpecError(format!(
+                "invalid server URL {shown}: port {} is out of range (1 to 65535)",
+                super::key::escape_and_cut(port.as_bytes(), 40)
+            ))),
+        };
+    }
+    if user_info || looks_like_port(port) {
+        return Err(SpecError(format!(
+            "invalid server URL {shown}: the port {} is not a number (1 to 65535)",
+            super::key::escape_and_cut(port.as_bytes(), 40)
+        )));
+    }
+    Err(SpecError(format!(
+        "invalid server URL {shown}: what follows the host's ':' is no port number (a \
+         password belongs before the host: redis://:PASSWORD@host:port)"
+    )))
+}
+
+/// Whether what follows a host's ':' reads as a port, mistyped or not,
+/// rather than as a password written without its `@host`: digits with a
+/// sign (`-1`), or up to 8 characters that start with a digit and hold at
+/// most two others (`6379x`, `63 79`). Such a port is shown; anything
+/// else is hidden.
+fn looks_like_port(port: &str) -> bool {
+    let unsigned = port.trim_start_matches(['-', '+']);
+    if unsigned.bytes().all(|b| b.is_ascii_digit()) {
+        return true;
+    }
+    let others = port.bytes().filter(|b| !b.is_ascii_digit()).count();
+    port.len() <= 8 && port.starts_with(|c: char| c.is_ascii_digit()) && others <= 2
 }
 
 /// A password in the query of a TCP URL: redis-rs reads `pass=` and
@@ -247,13 +425,8 @@ pub fn redact_url(url: &str) -> String {
         None => {
             let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
             let (authority, tail) = rest.split_at(end);
-            // A port with a sign (a typo, shown so that it can be fixed) and
+            // A port, mistyped or not (shown so that it can be fixed), and
             // an IPv6 address (more than one ':') are not passwords.
-            let looks_like_port = |port: &str| {
-                port.trim_start_matches(['-', '+'])
-                    .bytes()
-                    .all(|b| b.is_ascii_digit())
-            };
             match authority.split_once(':') {
                 Some((user, port))
                     if !authority.starts_with('[')
@@ -486,6 +659,96 @@ mod tests {
         for url in ["REDIS://h:1", "unix:///tmp/r.sock", "valkey://h:1"] {
             assert!(ServerSpec::parse(url).is_ok(), "{url}");
         }
+    }
+
+    #[test]
+    fn a_mistyped_port_is_shown_and_said_a_password_is_not() {
+        assert_eq!(redact_url("redis://h:6379x"), "redis://h:6379x");
+        assert_eq!(redact_url("redis://h:63 79/0"), "redis://h:63 79/0");
+        assert_eq!(redact_url("redis://admin:hunter2"), "redis://admin:***");
+        assert_eq!(redact_url("redis://admin:1hunter2"), "redis://admin:***");
+        let err = |url: &str| ServerSpec::parse(url).expect_err(url).to_string();
+        assert_eq!(
+            err("h:6379x"),
+            "invalid server URL redis://h:6379x: the port 6379x is not a number (1 to 65535)"
+        );
+        assert_eq!(
+            err("redis://h:70000/1"),
+            "invalid server URL redis://h:70000/1: port 70000 is out of range (1 to 65535)"
+        );
+        assert_eq!(err("redis://h:0"), "invalid server URL redis://h:0: port 0");
+        let text = err("redis://admin:hunter2");
+        assert!(text.contains("redis://admin:***: what follows"), "{text}");
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(ServerSpec::parse("redis://:pw@h:6379/2").is_ok());
+        assert!(ServerSpec::parse("redis://[::1]:6379").is_ok());
+        assert!(ServerSpec::parse("redis://h:/0").is_ok());
+    }
+
+    #[test]
+    fn a_url_that_lost_a_colon_is_said_so() {
+        let err = |url: &str| ServerSpec::parse(url).expect_err(url).to_string();
+        for (url, meant) in [
+            ("redis//h:6379", "redis://h:6379"),
+            ("redis:/h:6379/1", "redis://h:6379/1"),
+            ("rediss//:pw@h", "rediss://:***@h"),
+        ] {
+            let text = err(url);
+            assert!(
+                text.contains(&format!(
+                    "the scheme lacks its \"://\" (did you mean {meant}?)"
+                )),
+                "{text}"
+            );
+            assert!(!text.contains("pw@"), "{text}");
+        }
+        let text = err("redis://h/6379");
+        assert!(
+            text.ends_with(
+                "database 6379, which looks like a port without its ':' (redis://h:6379); if it \
+                 is a database index, give the port too (redis://h:6379/6379)"
+            ),
+            "{text}"
+        );
+        assert!(ServerSpec::parse("redis://h:6379/6379").is_ok());
+        assert!(ServerSpec::parse("redis://h/15").is_ok());
+        let text = err("redis://h:1/x");
+        assert!(text.contains("the path /x is no database number"), "{text}");
+        assert!(!text.contains("Invalid database number"), "{text}");
+        // A host named like a scheme, with a port, is a host.
+        assert!(ServerSpec::parse("redis:6379").is_ok());
+        assert!(ServerSpec::parse("redis/0").is_ok());
+    }
+
+    #[test]
+    fn an_insecure_tls_url_is_refused_in_our_words() {
+        let text = ServerSpec::parse("rediss://:pw@h:6380/#insecure")
+            .expect_err("#insecure")
+            .to_string();
+        assert!(
+            text.starts_with("rediss://:***@h:6380/#insecure: redlock does not skip the check"),
+            "{text}"
+        );
+        assert!(text.contains("--tls-ca-cert FILE"), "{text}");
+    }
+
+    #[test]
+    fn a_user_name_gets_the_hint_about_servers_without_users() {
+        let hint = |url: &str| ServerSpec::parse(url).unwrap().auth_hint();
+        assert_eq!(hint("redis://alice:pw@h:1"), Some(AUTH_WITH_USER));
+        assert_eq!(hint("redis://:pw@h:1"), None);
+        assert_eq!(hint("redis://default:pw@h:1"), None);
+        assert_eq!(hint("redis://h:1"), None);
+    }
+
+    #[test]
+    fn a_bare_host_is_known_as_one() {
+        assert!(ServerSpec::parse("deploy").unwrap().is_bare_host());
+        for url in ["deploy:6379", "redis://deploy", "[::1]:1", "deploy/0"] {
+            assert!(!ServerSpec::parse(url).unwrap().is_bare_host(), "{url}");
+        }
+        assert_eq!(ServerSpec::parse("deploy").unwrap().host(), Some("deploy"));
+        assert_eq!(ServerSpec::parse("unix:///tmp/s").unwrap().host(), None);
     }
 
     #[test]

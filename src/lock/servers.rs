@@ -639,6 +639,17 @@ impl Server {
         let unreachable =
             err.is_io_error() || err.is_connection_refusal() || err.is_connection_dropped();
         match refusal {
+            Some("") if matches!(err.kind(), ErrorKind::AuthenticationFailed) => {
+                match self.spec.auth_hint() {
+                    Some(hint) => {
+                        // redis-rs's "Password authentication failed -
+                        // AuthenticationFailed", without the kind's name.
+                        let said = message.trim_end_matches(" - AuthenticationFailed");
+                        ServerError::Refused(format!("{said} ({hint})"))
+                    }
+                    None => ServerError::Refused(message),
+                }
+            }
             Some("") => ServerError::Refused(message),
             Some(why) => ServerError::Refused(format!("{why}: {message}")),
             None if reset => ServerError::Unreachable(format!("{message}; {PLAINTEXT_TO_TLS}")),

@@ -185,13 +185,15 @@ fn ran(ran: &Ran) -> Vec<Option<Piece>> {
             ),
             said(Level::Warning, words::lock_error(err)),
         ),
-        RunEnd::NotStarted { argv, error } => (
-            said(
-                Level::Warning,
-                format!("cannot run {}: {error}", command_line(argv)),
-            ),
-            None,
-        ),
+        RunEnd::NotStarted {
+            argv,
+            error,
+            name_runs,
+        } => {
+            let name = name_runs.as_ref().map(|name| escape_bytes(name.as_bytes()));
+            let text = words::cannot_run(&command_line(argv), error, name.as_deref());
+            (said(Level::Warning, text), None)
+        }
     };
     let held = ran
         .waited
@@ -331,6 +333,10 @@ fn extension_failures(reason: &Stop) -> Option<String> {
 pub(super) fn event(event: &Event<'_>) -> (Level, String) {
     use Level::{Expected, Verbose, Warning};
     match event {
+        Event::Notice(Notice::Unresolved(name)) => (
+            Warning,
+            format!("{}; it counts as a server that is down", name.describe()),
+        ),
         Event::Notice(notice) => (Expected, self::notice(notice)),
         Event::Concern(concern) => super::doctor::concern(concern),
         Event::DerivedName(key) => (
@@ -473,6 +479,7 @@ fn notice(notice: &Notice) -> String {
                  chmod 600 {path}"
             )
         }
+        Notice::Unresolved(name) => name.describe(),
     }
 }
 

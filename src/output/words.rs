@@ -25,6 +25,23 @@ pub enum Form {
     Waiting,
 }
 
+/// `exec` could not run `command` (escaped); when the lock's NAME (`name`,
+/// escaped) names a command itself, the command line that was likely
+/// meant: `exec ./deploy.sh staging` takes ./deploy.sh as the NAME, and so
+/// does `exec ./report.sh -- --full`, where clap's tip for an option after
+/// NAME leads.
+pub fn cannot_run(command: &str, error: &std::io::Error, name: Option<&str>) -> String {
+    let text = format!("cannot run {command}: {error}");
+    match name {
+        Some(name) => format!(
+            "{text}; {name}, taken as the lock's NAME, is a command itself: did you mean \
+             `redlock exec -- {name} {command}` (the lock is then named after the command), or \
+             `redlock exec NAME {name} {command}`?"
+        ),
+        None => text,
+    }
+}
+
 /// "1 server", "3 servers".
 pub fn servers(count: usize) -> String {
     if count == 1 {

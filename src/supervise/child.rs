@@ -3,10 +3,12 @@
 //! supervisor. Each spawn hook does one thing to the child between fork and
 //! exec, in the manner of process-wrap's wrappers.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::{AsRawFd as _, BorrowedFd, RawFd};
+use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::process::CommandExt as _;
+use std::path::Path;
 
 use nix::errno::Errno;
 use nix::sys::signal::{killpg, signal, SigHandler, Signal};
@@ -267,6 +269,34 @@ fn announce_group(watchdog: RawFd) -> io::Result<()> {
         Ok(_) => Err(Errno::EIO.into()),
         Err(errno) => Err(errno.into()),
     }
+}
+
+/// The command `word` names, spelled so that it runs: an executable file
+/// when it holds a '/', else one in a directory of PATH (as execvp looks
+/// for it), else an executable file in this directory (`./word`). `None`
+/// when it names none. For the hint when the command cannot be run and
+/// the lock's NAME is a command itself.
+pub fn command_named(word: &OsStr) -> Option<OsString> {
+    if word.is_empty() {
+        return None;
+    }
+    if word.as_bytes().contains(&b'/') {
+        return is_executable_file(Path::new(word)).then(|| word.to_owned());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    let on_path = std::env::split_paths(&path)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .any(|dir| is_executable_file(&dir.join(word)));
+    if on_path {
+        return Some(word.to_owned());
+    }
+    let here = Path::new(".").join(word);
+    is_executable_file(&here).then(|| here.into_os_string())
+}
+
+fn is_executable_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|meta| meta.is_file())
+        && nix::unistd::access(path, nix::unistd::AccessFlags::X_OK).is_ok()
 }
 
 /// Replaces this process with `argv`: for a nested `exec` whose lock is

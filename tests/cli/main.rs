@@ -37,6 +37,7 @@ mod readme;
 mod recipes;
 mod release_extend;
 mod restart_guard;
+mod rough_inputs;
 mod secrets;
 mod semaphore;
 mod server_errors;
