@@ -180,7 +180,7 @@ async fn supervise_under(
     (events, extensions): (Events, &Cell<u32>),
 ) -> Result<RunEnd, Error> {
     let child_env = handoff
-        .child_env()
+        .child_env(watchdog.pid())
         .map_err(|err| Error::internal("cannot hand the servers on to the command", err))?;
     if let Some(file) = &child_env.file {
         // The watchdog removes it should exec be killed.
