@@ -11,7 +11,7 @@ use super::handoff::{ChildEnv, Handoff};
 use super::orphan::lease_words;
 use super::waiting::acquire_showing_progress;
 use crate::clock::BootInstant;
-use crate::config::ExecSpec;
+use crate::config::{ExecSpec, NameSource};
 use crate::error::Error;
 use crate::lock::{
     keep, Holder, Keeping, Lease, LockError, LockKey, Redlock, Semaphore, Tried, Verdict,
@@ -28,8 +28,12 @@ pub async fn run(
     mut watchdog: Watchdog,
     events: Events,
 ) -> Result<Outcome, Error> {
-    if spec.derived_name {
-        events.say(Event::DerivedName(&spec.key));
+    if spec.name_source != NameSource::Given {
+        let keyed = spec.name_source == NameSource::Keyed;
+        events.say(Event::DerivedName {
+            key: &spec.key,
+            keyed,
+        });
     }
     if let Some(outcome) = run_nested(redlock, &spec, events).await? {
         return Ok(outcome);

@@ -328,11 +328,17 @@ pub(super) fn event(event: &Event<'_>) -> (Level, String) {
     match event {
         Event::Notice(notice) => (Expected, self::notice(notice)),
         Event::Concern(concern) => super::doctor::concern(concern),
-        Event::DerivedName(key) => (
+        Event::DerivedName { key, keyed } => (
             Verbose,
             format!(
-                "lock name derived from the command: {key} (its program and a hash of all its \
-                 words: the same command gives this name on every host)"
+                "lock name derived from the command: {key} (its program and a {}hash of all \
+                 its words: the same command gives this name on every host{})",
+                if *keyed { "keyed " } else { "" },
+                if *keyed {
+                    " with the same name-key"
+                } else {
+                    ""
+                }
             ),
         ),
         Event::Retrying { attempt, error } => (

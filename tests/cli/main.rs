@@ -9,6 +9,7 @@ mod causes;
 mod completions;
 mod config_file;
 mod dataset_changes;
+mod derived_names;
 mod doctor;
 mod errors;
 mod escaping;
