@@ -816,7 +816,7 @@ struct LeftAloneJson {
     server: String,
     #[serde(rename = "type")]
     kind: String,
-    /// "type", "no_expiry" or "too_long".
+    /// "type", "no_expiry", "too_long" or "not_token".
     reason: &'static str,
 }
 
@@ -868,6 +868,7 @@ impl<'a> ForcedJson<'a> {
                     reason: match verdict {
                         ForceVerdict::NoExpiry => "no_expiry",
                         ForceVerdict::TooLong => "too_long",
+                        ForceVerdict::NotAToken => "not_token",
                         _ => "type",
                     },
                 })

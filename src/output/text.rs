@@ -784,6 +784,11 @@ fn not_a_lock(forced: &Forced) -> Option<String> {
             format!("a string longer than {MAX_TOKEN} bytes"),
             "whose values are tokens; --any-key breaks it anyway",
         ),
+        ForceVerdict::NotAToken => (
+            "a string that is no redlock token, with no holder record".to_owned(),
+            "whose values are redlock tokens; --any-key breaks it anyway, as it must a lock \
+             another Redlock client took",
+        ),
         _ => (
             format!("a {}", server_text(kind.as_bytes())),
             "which are strings",

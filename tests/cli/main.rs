@@ -18,6 +18,7 @@ mod faults;
 mod fence;
 mod fixture;
 mod force;
+mod force_shape;
 mod fuzz;
 mod generated;
 mod help;
