@@ -214,12 +214,20 @@ fn keepers_of(name: &str, namespace: u64) -> Option<[i32; 2]> {
     (ours && keepers.iter().all(|&pid| pid > 0)).then_some(keepers)
 }
 
-/// Whether process `pid` exists (a zombie, or one of another user, does).
-fn exists(pid: i32) -> bool {
-    !matches!(
+/// Whether process `pid` runs (one of another user does; a zombie, which
+/// can remove nothing, does not).
+fn runs(pid: i32) -> bool {
+    let there = !matches!(
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
         Err(nix::errno::Errno::ESRCH)
-    )
+    );
+    // The state follows the command name's closing parenthesis. Unreadable
+    // (hidepid): taken for running.
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z'))
+    });
+    there && !zombie
 }
 
 /// Removes the private directories in `base` (and their servers file)
@@ -236,7 +244,7 @@ fn sweep(base: &Path, namespace: u64) {
         let Some(keepers) = name.to_str().and_then(|name| keepers_of(name, namespace)) else {
             continue;
         };
-        if keepers.into_iter().any(exists) {
+        if keepers.into_iter().any(runs) {
             continue;
         }
         let dir = entry.path();
