@@ -14,7 +14,7 @@
 //!   directory's name says who keeps it: `exec` and its watchdog, by pid
 //!   (`redlock-NS-PID-PID-XXXXXX`, NS the pid namespace). One that both
 //!   left behind (both killed at once, by a cgroup's kill or `pkill -9`)
-//!   is swept by the next `exec` that makes such a file in the same place.
+//!   is swept by the next `exec` (of any servers) that finds it there.
 //!
 //! No descriptor is inherited: an open descriptor can be read by whoever
 //! holds it, also after a change of user (setpriv, gosu, su-exec), while a
@@ -72,6 +72,10 @@ impl Handoff {
     /// The command's environment; a private servers file, if one is
     /// needed, is kept by this process and its watchdog, process `watchdog`.
     pub fn child_env(&self, watchdog: i32) -> std::io::Result<ChildEnv> {
+        // Whatever an exec and its watchdog killed together left behind.
+        if let Some(namespace) = pid_namespace() {
+            sweep(&private_base(), namespace);
+        }
         let mut env = ChildEnv::default();
         let has_secret = self.specs.iter().any(ServerSpec::has_secret);
         match (&self.source, has_secret) {
@@ -122,16 +126,11 @@ impl PrivateFile {
     const NAME: &'static str = "servers";
 
     /// Writes the servers to a new private file, kept by this process and
-    /// process `watchdog`; first sweeps what dead ones left in the same place.
+    /// process `watchdog`.
     fn create(specs: &[ServerSpec], watchdog: i32) -> std::io::Result<PrivateFile> {
-        let base = private_base();
-        let namespace = pid_namespace();
-        if let Some(namespace) = namespace {
-            sweep(&base, namespace);
-        }
-        let template = base.join(format!(
+        let template = private_base().join(format!(
             "redlock-{}-{}-{watchdog}-XXXXXX",
-            namespace.unwrap_or(0),
+            pid_namespace().unwrap_or(0),
             std::process::id()
         ));
         // mkdtemp: a new directory of mode 0700 with an unguessable name.
