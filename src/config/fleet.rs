@@ -287,7 +287,9 @@ mod tests {
             "{why}"
         );
         assert_eq!(
-            ok("name-key = 0123456789abcdef\n").name_key.map(|s| s.value),
+            ok("name-key = 0123456789abcdef\n")
+                .name_key
+                .map(|s| s.value),
             Some(b"0123456789abcdef".to_vec())
         );
         let (_, why) = bad(format!("{}\x07 = 1\n", "n".repeat(500)).as_bytes());

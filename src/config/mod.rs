@@ -1095,7 +1095,10 @@ mod tests {
                 message.contains("give the lock a NAME, or set name-key"),
                 "{message}"
             );
-            assert!(!message.contains("4711") && !message.contains("pw"), "{message}");
+            assert!(
+                !message.contains("4711") && !message.contains("pw"),
+                "{message}"
+            );
         }
     }
 }

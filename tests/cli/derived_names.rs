@@ -74,10 +74,11 @@ fn without_a_name_key_a_secret_in_the_command_gets_no_derived_name() {
     assert!(keys(&cluster).is_empty(), "{:?}", keys(&cluster));
     // A command without anything that looks like a secret keeps the name
     // 0.1.0 gave it, so that hosts on either version still contend.
-    let out = run(cluster
-        .redlock()
-        .env("PATH", &path)
-        .args(["exec", "-v", "--", "mysql", "--version"]));
+    let out =
+        run(cluster
+            .redlock()
+            .env("PATH", &path)
+            .args(["exec", "-v", "--", "mysql", "--version"]));
     out.assert_code(0, "no secret: a plain derived name");
     let mut hash = sha1_smol::Sha1::new();
     for word in ["mysql", "--version"] {
@@ -131,7 +132,8 @@ fn with_a_name_key_the_derived_name_is_a_keyed_hash_no_guess_matches() {
     let out = exec("4711");
     out.assert_code(78, "a name-key of 7 characters");
     assert!(
-        out.stderr.contains("name-key must be at least 16 characters")
+        out.stderr
+            .contains("name-key must be at least 16 characters")
             && !out.stderr.contains("pin4711"),
         "{}",
         out.stderr
