@@ -222,8 +222,8 @@ pub struct GlobalArgs {
     pub servers_file: Option<std::path::PathBuf>,
 
     /// A file of settings for every client of these servers, one `name = value` a line:
-    /// restart-guard, server-timeout, prefix (# starts a comment line). A flag or its
-    /// variable wins over it. Without it, $XDG_CONFIG_HOME/redlock/config, then
+    /// restart-guard, server-timeout, prefix, name-key (# starts a comment line). A flag or
+    /// its variable wins over it. Without it, $XDG_CONFIG_HOME/redlock/config, then
     /// /etc/redlock/config, are used if they exist (the first one, whole).
     #[arg(
         long,

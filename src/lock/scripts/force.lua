@@ -25,6 +25,7 @@
 -- KEYS[7] records who broke a lock (see below). Readers (--shared) are
 -- broken with the lock, their records with them (break_readers, from
 -- reader_records.lua); the fourth element says how many live ones were.
+
 -- Whether `value` has the shape of a redlock token: 128 random bits as 32
 -- lowercase hex digits.
 local function is_token(value)
