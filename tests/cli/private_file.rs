@@ -23,12 +23,15 @@ struct Scene {
 
 impl Scene {
     fn new() -> Scene {
+        use std::os::unix::fs::PermissionsExt as _;
         let cluster = Cluster::start(3);
         let servers = cluster.acl_user("locker", "s3cretPW", &["~*", "&*", "+@all"]);
+        let runtime = temp_dir("redlock-test-runtime-");
+        std::fs::set_permissions(runtime.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
         Scene {
             cluster,
             servers,
-            runtime: temp_dir("redlock-test-runtime-"),
+            runtime,
             dir: temp_dir("redlock-test-private-"),
         }
     }
