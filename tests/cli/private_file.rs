@@ -15,7 +15,8 @@ use crate::support::{pid_alive, run, temp_dir, wait_until, Cluster, Running};
 /// (`XDG_RUNTIME_DIR`, a directory of mode 0700 of this user, as
 /// /run/user/UID is).
 struct Scene {
-    cluster: Cluster,
+    /// Kept running for the test.
+    _cluster: Cluster,
     servers: String,
     runtime: tempfile::TempDir,
     dir: tempfile::TempDir,
@@ -29,7 +30,7 @@ impl Scene {
         let runtime = temp_dir("redlock-test-runtime-");
         std::fs::set_permissions(runtime.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
         Scene {
-            cluster,
+            _cluster: cluster,
             servers,
             runtime,
             dir: temp_dir("redlock-test-private-"),
