@@ -797,7 +797,8 @@ pub struct ForcedJson<'a> {
     released_count: usize,
     servers: usize,
     /// Servers where the key is not a lock (another type, no expiry, a
-    /// value longer than any token) and was left alone.
+    /// value longer than any token, or neither a redlock token nor beside
+    /// a holder record) and was left alone.
     left_alone: Vec<LeftAloneJson>,
     /// With `--if-token`: the servers where another token held it, left
     /// alone.
