@@ -26,7 +26,7 @@ end
 
 complete -c redlock -n "__fish_redlock_needs_command" -s s -l server -d 'A Redis master: redis://[user:pass@]host[:port][/db], rediss:// for TLS, or redis+unix:///path[?db=N&pass=P]. Repeat it or separate URLs with commas for N masters; a bare host[:port] means redis:// (port 6379), e.g. -s localhost for one local Redis. Without it: REDLOCK_SERVERS (the same list), then a servers file (--servers-file); there is no default server' -r
 complete -c redlock -n "__fish_redlock_needs_command" -l servers-file -d 'A file of server URLs, one per line (# starts a comment line); used when neither -s nor REDLOCK_SERVERS names servers. Without it, $XDG_CONFIG_HOME/redlock/servers, then /etc/redlock/servers, are used if they exist; one that exists but cannot be read is an error' -r -F
-complete -c redlock -n "__fish_redlock_needs_command" -l config-file -d 'A file of settings for every client of these servers, one `name = value` a line: restart-guard, server-timeout, prefix (# starts a comment line). A flag or its variable wins over it. Without it, $XDG_CONFIG_HOME/redlock/config, then /etc/redlock/config, are used if they exist (the first one, whole)' -r -F
+complete -c redlock -n "__fish_redlock_needs_command" -l config-file -d 'A file of settings for every client of these servers, one `name = value` a line: restart-guard, server-timeout, prefix, name-key (# starts a comment line). A flag or its variable wins over it. Without it, $XDG_CONFIG_HOME/redlock/config, then /etc/redlock/config, are used if they exist (the first one, whole)' -r -F
 complete -c redlock -n "__fish_redlock_needs_command" -l server-timeout -d 'Bound for connecting to each server and for each reply. Default: server-timeout in the config file, else 250ms or a fifth of --ttl when that is shorter; a value given must be below a third of --ttl' -r
 complete -c redlock -n "__fish_redlock_needs_command" -l restart-guard -d 'Do not count a server that started less than DUR ago toward a quorum: it may have lost the locks it held. A --ttl longer than the guard is refused; 0 turns the guard off, and that limit with it. Give every client of these servers the same guard (the config file). [default: restart-guard in the config file, else 30s]' -r
 complete -c redlock -n "__fish_redlock_needs_command" -l tls-ca-cert -d 'PEM file of the CA that signed the servers\' certificates, for rediss:// URLs (instead of the system\'s roots)' -r -F
@@ -53,7 +53,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l while -d 'Ke
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l while-signal -d 'With --while: the signal sent to PID, and to its process group if it leads one, when the lock is lost, e.g. TERM, INT or USR1; none sends nothing' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l server-timeout -d 'Bound on each connect and reply [default: 250ms, or --ttl/5]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l restart-guard -d 'Skip servers restarted less than DUR ago; caps --ttl [default: 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
@@ -71,14 +71,14 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -l if-token -d 
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l limit -d 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot\'s TTL has passed' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand release" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l server-timeout -d 'Bound on each connect and reply [default: 250ms]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l restart-guard -d 'Skip servers restarted less than DUR ago [default: 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l prefix -d 'Prepended to the lock names to form the Redis keys' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l hex -d 'NAME is the name\'s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l force -d 'Delete the lock whoever holds it, without a token: for a stale lock whose holder is known to be dead, never to hurry a live one'
-complete -c redlock -n "__fish_redlock_using_subcommand release" -l any-key -d 'With --force: break a string key that does not look like a lock too (one without expiry, or with a value longer than any token)'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l any-key -d 'With --force: break a string key that does not look like a lock too (one without expiry, with a value longer than any token, or neither a redlock token nor beside a holder record: a lock another Redlock client took, say)'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l json -d 'Print the result as one JSON object'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s q -l quiet -d 'No message when TOKEN does not hold the lock; the exit status tells'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
@@ -88,7 +88,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand extend" -l ttl -d 'How l
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l limit -d 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot\'s TTL has passed' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand extend" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l server-timeout -d 'Bound on each connect and reply [default: 250ms, or --ttl/5]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l restart-guard -d 'Skip servers restarted less than DUR ago; caps --ttl [default: 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
@@ -102,7 +102,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand extend" -s V -l version 
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l limit -d 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot\'s TTL has passed' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand status" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l server-timeout -d 'Bound on each connect and reply [default: 250ms]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l restart-guard -d 'Skip servers restarted less than DUR ago [default: 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
@@ -116,7 +116,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand status" -s V -l version 
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l older-than -d 'Only locks held for longer than DUR (30m, 2h), by the age redlock records beside each lock; locks without such a record (taken by other Redlock clients) have no known age and are left out' -r
 complete -c redlock -n "__fish_redlock_using_subcommand list" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand list" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand list" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l server-timeout -d 'Bound on each connect and reply [default: 250ms]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l restart-guard -d 'Skip servers restarted less than DUR ago [default: 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
@@ -130,7 +130,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand list" -s V -l version -d
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l ttl -d 'The TTL the locks on these servers use: the servers\' clocks must agree within 1% of it' -r
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l server-timeout -d 'Bound on each connect and reply [default: 250ms]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l restart-guard -d 'Skip servers restarted less than DUR ago [default: 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
@@ -175,7 +175,7 @@ SYS\t''"
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s c -l command -d 'Run STRING with `sh -c` instead of CMD' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l server-timeout -d 'Bound on each connect and reply [default: 250ms, or --ttl/5]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l restart-guard -d 'Skip servers restarted less than DUR ago; caps --ttl [default: 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F

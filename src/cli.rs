@@ -222,8 +222,8 @@ pub struct GlobalArgs {
     pub servers_file: Option<std::path::PathBuf>,
 
     /// A file of settings for every client of these servers, one `name = value` a line:
-    /// restart-guard, server-timeout, prefix (# starts a comment line). A flag or its
-    /// variable wins over it. Without it, $XDG_CONFIG_HOME/redlock/config, then
+    /// restart-guard, server-timeout, prefix, name-key (# starts a comment line). A flag or
+    /// its variable wins over it. Without it, $XDG_CONFIG_HOME/redlock/config, then
     /// /etc/redlock/config, are used if they exist (the first one, whole).
     #[arg(
         long,
@@ -531,7 +531,8 @@ pub struct ReleaseArgs {
     pub if_token: Option<String>,
 
     /// With --force: break a string key that does not look like a lock too (one without
-    /// expiry, or with a value longer than any token).
+    /// expiry, with a value longer than any token, or neither a redlock token nor
+    /// beside a holder record: a lock another Redlock client took, say).
     #[arg(long, requires = "force")]
     pub any_key: bool,
 
@@ -597,7 +598,9 @@ pub struct ExtendArgs {
 pub struct ExecArgs {
     /// The lock's name. Without it, the name is derived from the command line:
     /// `exec:PROGRAM:HASH`, the program's base name and a hash of every word of
-    /// the command, the same on every host (-v prints it).
+    /// the command, the same on every host (-v prints it), keyed with the
+    /// config file's name-key if it has one; without a key, a command line that
+    /// looks like it holds a secret needs a NAME.
     // The terminator makes a `--` where NAME could be end it unset: the
     // command follows, and the name is derived from it.
     #[arg(value_name = "NAME", value_terminator = "--")]

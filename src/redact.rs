@@ -97,6 +97,17 @@ pub fn command_line(argv: &[OsString]) -> String {
     quoted.join(" ")
 }
 
+/// Whether the command line holds what looks like a secret: a word that
+/// [`command_line`] would redact. `exec` derives no lock name from such a
+/// line without a key (see `config::derived_name`).
+pub fn holds_secret(argv: &[OsString]) -> bool {
+    let words: Vec<String> = argv
+        .iter()
+        .map(|word| String::from_utf8_lossy(word.as_bytes()).into_owned())
+        .collect();
+    redact_words(&words, &mut Context::default(), 0) != words
+}
+
 /// What the words so far say about the ones to come.
 #[derive(Debug, Default, Clone)]
 struct Context {

@@ -123,7 +123,7 @@ const TEXTS: &[Text] = &[
     row(
         "config_file",
         None,
-        "A file of settings: restart-guard, server-timeout, prefix",
+        "A file of settings: restart-guard, server-timeout, prefix, name-key",
         Full::Doc,
     ),
     row(

@@ -11,7 +11,7 @@ use super::handoff::{ChildEnv, Handoff};
 use super::orphan::lease_words;
 use super::waiting::acquire_showing_progress;
 use crate::clock::BootInstant;
-use crate::config::ExecSpec;
+use crate::config::{ExecSpec, NameSource};
 use crate::error::Error;
 use crate::lock::{
     keep, Holder, Keeping, Lease, LockError, LockKey, Redlock, Semaphore, Tried, Verdict,
@@ -29,8 +29,12 @@ pub async fn run(
     mut watchdog: Watchdog,
     events: Events,
 ) -> Result<Outcome, Error> {
-    if spec.derived_name {
-        events.say(Event::DerivedName(&spec.key));
+    if spec.name_source != NameSource::Given {
+        let keyed = spec.name_source == NameSource::Keyed;
+        events.say(Event::DerivedName {
+            key: &spec.key,
+            keyed,
+        });
     }
     if let Some(outcome) = run_nested(redlock, &spec, events).await? {
         return Ok(outcome);
@@ -181,7 +185,7 @@ async fn supervise_under(
     (events, extensions): (Events, &Cell<u32>),
 ) -> Result<RunEnd, Error> {
     let child_env = handoff
-        .child_env()
+        .child_env(watchdog.pid())
         .map_err(|err| Error::internal("cannot hand the servers on to the command", err))?;
     if let Some(file) = &child_env.file {
         // The watchdog removes it should exec be killed.
@@ -405,7 +409,7 @@ fn nested_slot(semaphore: &Semaphore) -> Option<LockKey> {
 /// The NAME given, when it names a command itself, spelled so that it
 /// runs: said when the command cannot be run, as the one likely meant.
 fn name_runs(spec: &ExecSpec) -> Option<OsString> {
-    if spec.derived_name {
+    if spec.name_source != NameSource::Given {
         return None;
     }
     child::command_named(&spec.name)

@@ -7,7 +7,10 @@
 //! the keeper is killed, no directory that must be the same for `acquire`
 //! and `release` (the keeper runs with an empty environment), and a name
 //! only the token's holder can compute. Both ends check that the other runs
-//! as the same user (SO_PEERCRED); anyone else is ignored.
+//! as the same user (SO_PEERCRED); anyone else is ignored. The keeper
+//! reads each peer on its own, for at most [`ACK_WITHIN`]: a peer that
+//! connects and says nothing holds up no other (15 such peers once made a
+//! `release` wait 30 s).
 //!
 //! `release` connects, writes `release TOKEN`, and waits for `ok`: by then
 //! the keeper has stopped extending and exits. The keeper answers once the
@@ -29,10 +32,12 @@ use std::io::{self, Read as _, Write as _};
 use std::os::fd::AsRawFd;
 use std::os::linux::net::SocketAddrExt as _;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::sync::Arc;
 use std::time::Duration;
 
 use nix::libc;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use crate::lock::{LockKey, Token};
 
@@ -90,44 +95,99 @@ fn same_user(socket: &impl AsRawFd) -> bool {
     peer_uid(socket) == Some(nix::unistd::geteuid().as_raw())
 }
 
-/// The keeper's end.
+/// A request read, with the pid of the process that sent it.
+type Asked = (tokio::net::UnixStream, i32);
+
+/// How many peers the keeper reads from at once; more wait in the socket's
+/// backlog until one of those is done (read, or [`ACK_WITHIN`] passed).
+const READING_AT_ONCE: usize = 64;
+
+/// The keeper's end. Each peer is read on its own: one that connects and
+/// says nothing (a stray `nc`, a script that hung) delays no other, so
+/// `release` is answered at once however many idle connections there are.
 pub struct Rendezvous {
-    listener: tokio::net::UnixListener,
-    /// The one request it answers.
-    request: Vec<u8>,
+    /// Requests read, in the order they came.
+    asked: tokio::sync::Mutex<mpsc::UnboundedReceiver<Asked>>,
+    /// The task that accepts connections, stopped with the rendezvous.
+    serving: tokio::task::JoinHandle<()>,
 }
 
 impl Rendezvous {
-    /// Listens for releases of `key` by `token`. Call it within a runtime.
+    /// Listens for releases of `key` by `token`. Call it within a runtime:
+    /// the connections are served by tasks of their own.
     pub fn listen(key: &LockKey, token: &Token) -> io::Result<Rendezvous> {
         let listener = UnixListener::bind_addr(&address(key, token)?)?;
         listener.set_nonblocking(true)?;
+        let listener = tokio::net::UnixListener::from_std(listener)?;
+        let (tell, asked) = mpsc::unbounded_channel();
+        let serving = tokio::spawn(serve(listener, request(token).into(), tell));
         Ok(Rendezvous {
-            listener: tokio::net::UnixListener::from_std(listener)?,
-            request: request(token),
+            asked: tokio::sync::Mutex::new(asked),
+            serving,
         })
     }
 
     /// Resolves when a process of this user asks for the release, with its
     /// pid; answer it with [`acknowledge`] once nothing extends the lock any
-    /// more.
-    pub async fn release_asked(&self) -> (tokio::net::UnixStream, i32) {
-        loop {
-            let Ok((mut stream, _)) = self.listener.accept().await else {
-                // Out of descriptors, say: try again a little later.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            };
-            if !same_user(&stream) {
-                continue;
-            }
-            let mut request = vec![0u8; self.request.len()];
-            let read = tokio::time::timeout(ACK_WITHIN, stream.read_exact(&mut request)).await;
-            if matches!(read, Ok(Ok(_))) && request == self.request {
-                let pid = peer(&stream).map_or(0, |cred| cred.pid);
-                return (stream, pid);
-            }
+    /// more. Cancel-safe: a request that came meanwhile waits for the next
+    /// call.
+    pub async fn release_asked(&self) -> Asked {
+        let mut asked = self.asked.lock().await;
+        match asked.recv().await {
+            Some(asked) => asked,
+            // The accepting task ended (it does not): nobody can ask.
+            None => std::future::pending().await,
         }
+    }
+}
+
+impl Drop for Rendezvous {
+    fn drop(&mut self) {
+        self.serving.abort();
+    }
+}
+
+/// Accepts connections for ever, each read by a task of its own (at most
+/// [`READING_AT_ONCE`] at a time); peers of another user are dropped at once.
+async fn serve(
+    listener: tokio::net::UnixListener,
+    request: Arc<[u8]>,
+    tell: mpsc::UnboundedSender<Asked>,
+) {
+    let reading = Arc::new(Semaphore::new(READING_AT_ONCE));
+    loop {
+        let Ok(permit) = Arc::clone(&reading).acquire_owned().await else {
+            return;
+        };
+        let Ok((stream, _)) = listener.accept().await else {
+            // Out of descriptors, say: try again a little later.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        if same_user(&stream) {
+            tokio::spawn(read_request(
+                stream,
+                Arc::clone(&request),
+                tell.clone(),
+                permit,
+            ));
+        }
+    }
+}
+
+/// Reads one peer's request, within [`ACK_WITHIN`]; passes it on if it is
+/// the one the keeper answers, else drops the connection.
+async fn read_request(
+    mut stream: tokio::net::UnixStream,
+    request: Arc<[u8]>,
+    tell: mpsc::UnboundedSender<Asked>,
+    _reading: OwnedSemaphorePermit,
+) {
+    let mut got = vec![0u8; request.len()];
+    let read = tokio::time::timeout(ACK_WITHIN, stream.read_exact(&mut got)).await;
+    if matches!(read, Ok(Ok(_))) && *got == *request {
+        let pid = peer(&stream).map_or(0, |cred| cred.pid);
+        let _ = tell.send((stream, pid));
     }
 }
 

@@ -1,5 +1,6 @@
 //! The fleet's settings: what every client of the same servers must agree
-//! on (the restart guard) or shares (the server timeout, the key prefix),
+//! on (the restart guard, the key for derived names) or shares (the server
+//! timeout, the key prefix),
 //! in a config file beside the servers file, so that each host is set up
 //! once rather than each command line.
 //!
@@ -31,7 +32,14 @@ pub struct Fleet {
     pub restart_guard: Option<Setting<Duration>>,
     pub server_timeout: Option<Setting<Duration>>,
     pub prefix: Option<Setting<Vec<u8>>>,
+    /// The key of the hash that names `exec`'s lock when no NAME is given
+    /// (`name-key`); never shown.
+    pub name_key: Option<Setting<Vec<u8>>>,
 }
+
+/// The fewest bytes a `name-key` has: with fewer, the key could be
+/// guessed as easily as the arguments it hides.
+pub const MIN_NAME_KEY: usize = 16;
 
 /// One value from the file, and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +99,8 @@ fn parse(text: &[u8]) -> Result<Fleet, (usize, String)> {
         let Some(equals) = line.iter().position(|&b| b == b'=') else {
             return Err((
                 number,
-                "not a `name = value` line (restart-guard, server-timeout or prefix)".into(),
+                "not a `name = value` line (restart-guard, server-timeout, prefix or name-key)"
+                    .into(),
             ));
         };
         let (name, value) = (line[..equals].trim_ascii(), line[equals + 1..].trim_ascii());
@@ -104,12 +113,13 @@ fn parse(text: &[u8]) -> Result<Fleet, (usize, String)> {
                 number,
             ),
             b"prefix" => put(&mut fleet.prefix, prefix(value).map_err(bad)?, number),
+            b"name-key" => put(&mut fleet.name_key, name_key(value).map_err(bad)?, number),
             _ => {
                 return Err((
                     number,
                     format!(
-                        "unknown setting '{}' (the settings are restart-guard, server-timeout \
-                         and prefix)",
+                        "unknown setting '{}' (the settings are restart-guard, server-timeout, \
+                         prefix and name-key)",
                         escape_and_cut(name, SHOWN)
                     ),
                 ))
@@ -144,6 +154,18 @@ fn put<T>(slot: &mut Option<Setting<T>>, value: T, line: usize) -> Result<(), us
 fn prefix(value: &[u8]) -> Result<Vec<u8>, String> {
     if reserved_in(value) {
         return Err("prefix must not hold a NUL byte: redlock keeps its own keys under it".into());
+    }
+    Ok(value.to_vec())
+}
+
+/// The key for derived names: any bytes, at least [`MIN_NAME_KEY`] of
+/// them. The message never quotes it.
+fn name_key(value: &[u8]) -> Result<Vec<u8>, String> {
+    if value.len() < MIN_NAME_KEY {
+        return Err(format!(
+            "name-key must be at least {MIN_NAME_KEY} characters (a random string: \
+             `openssl rand -hex 32` makes one)"
+        ));
     }
     Ok(value.to_vec())
 }
@@ -258,6 +280,18 @@ mod tests {
         assert_eq!(
             (line, why.as_str()),
             (3, "prefix is set again (first on line 1)")
+        );
+        let (line, why) = bad(b"\nname-key = short-s3cret\n");
+        assert_eq!(line, 2);
+        assert!(
+            why.starts_with("name-key must be at least 16 characters") && !why.contains("s3cret"),
+            "{why}"
+        );
+        assert_eq!(
+            ok("name-key = 0123456789abcdef\n")
+                .name_key
+                .map(|s| s.value),
+            Some(b"0123456789abcdef".to_vec())
         );
         let (_, why) = bad(format!("{}\x07 = 1\n", "n".repeat(500)).as_bytes());
         assert!(why.len() < 200 && !why.contains('\x07'), "{why}");

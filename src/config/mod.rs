@@ -157,13 +157,24 @@ pub struct KeepWhile {
     pub signal: Option<Signal>,
 }
 
+/// Where `exec`'s lock name came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameSource {
+    /// NAME was given.
+    Given,
+    /// Derived from the command with the plain hash anyone can compute.
+    Hashed,
+    /// Derived from the command with the config file's `name-key`.
+    Keyed,
+}
+
 /// A validated `redlock exec` invocation.
 #[derive(Debug)]
 pub struct ExecSpec {
     pub key: LockKey,
     /// The name as given or derived, exported to the child as REDLOCK_NAME.
     pub name: OsString,
-    pub derived_name: bool,
+    pub name_source: NameSource,
     pub ttl: Duration,
     pub wait: Wait,
     pub conflict_exit: u8,
@@ -230,7 +241,10 @@ impl Config {
                 LockJob::Status { key, semaphore }
             }
             Command::List(args) => list(args, &prefix, json)?,
-            Command::Exec(args) => LockJob::Exec(exec_spec(args, &prefix, json, &servers)?),
+            Command::Exec(args) => {
+                let name_key = fleet.name_key.as_ref().map(|key| key.value.as_slice());
+                LockJob::Exec(exec_spec(args, (&prefix, name_key), json, &servers)?)
+            }
             Command::Doctor(args) => LockJob::Doctor(DoctorJob {
                 ttl: ttl(args.ttl, MIN_TTL)?,
                 single: args.single,
@@ -560,11 +574,12 @@ fn malformed_glob(problem: crate::lock::GlobProblem) -> &'static str {
     }
 }
 
-/// `exec`'s settings; `servers`, the `-s` values, only for what a
-/// missing command says about them.
+/// `exec`'s job, under `prefix`, deriving a name with `name_key` if given;
+/// `servers`, the `-s` values, only for what a missing command says about
+/// them.
 fn exec_spec(
     args: ExecArgs,
-    prefix: &[u8],
+    (prefix, name_key): (&[u8], Option<&[u8]>),
     json: bool,
     servers: &[OsString],
 ) -> Result<ExecSpec, Error> {
@@ -596,16 +611,16 @@ fn exec_spec(
         }
         None => argv,
     };
-    let (name, derived_name) = match args.name {
-        Some(name) => (name, false),
-        None => (derived_name(&argv), true),
+    let (name, name_source) = match args.name {
+        Some(name) => (name, NameSource::Given),
+        None => derived_name(&argv, name_key)?,
     };
     let key = lock_key(prefix, &name)?;
     Ok(ExecSpec {
         semaphore: semaphore(&key, &args.limit),
         key,
         name,
-        derived_name,
+        name_source,
         ttl,
         wait: wait(&args.wait),
         conflict_exit: args.wait.conflict_exit_code,
@@ -645,24 +660,55 @@ fn message(args: cli::HolderArgs) -> Option<String> {
 }
 
 /// The lock name used when none is given: `exec:`, the program's base name
-/// and the first 16 hex digits of the SHA-1 of the whole argv (each word's
+/// and the first 16 hex digits of a hash of the whole argv (each word's
 /// length as 8 big-endian bytes, then the word). The same command gives the
-/// same name on any host and with any version, so that it contends for the
-/// same lock; no argument appears in it, so that a secret among them does
-/// not reach the key, `list`, `status` or the wake-up channel. Names are
-/// shared across versions: this must never change.
-pub fn derived_name(argv: &[OsString]) -> OsString {
-    let mut hash = sha1_smol::Sha1::new();
+/// same name on any host, so that it contends for the same lock; no
+/// argument appears in it. But a hash anyone can compute lets whoever can
+/// list the locks test guesses of the arguments offline (10,000 PINs
+/// recovered `mysql -p4711`), and a fixed salt would not help. So:
+/// - with the config file's `name-key`, the hash is HMAC-SHA256 under that
+///   key: only a holder of the key can test a guess;
+/// - without it, the SHA-1 of 0.1.0, for a command line without anything
+///   that looks like a secret (what `--record-command` would redact); one
+///   that has such a thing is refused (a usage error): it needs a NAME or
+///   the key.
+///
+/// The SHA-1 names are shared across versions: they must never change.
+pub fn derived_name(
+    argv: &[OsString],
+    name_key: Option<&[u8]>,
+) -> Result<(OsString, NameSource), Error> {
+    let mut words = Vec::new();
     for word in argv {
-        hash.update(&(word.len() as u64).to_be_bytes());
-        hash.update(word.as_bytes());
+        words.extend_from_slice(&(word.len() as u64).to_be_bytes());
+        words.extend_from_slice(word.as_bytes());
     }
-    let digest = hash.digest().to_string();
+    let (digest, source) = match name_key {
+        Some(key) => {
+            let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
+            let tag = ring::hmac::sign(&key, &words);
+            let hex: String = tag.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+            (hex, NameSource::Keyed)
+        }
+        None if crate::redact::holds_secret(argv) => {
+            return Err(Error::Usage(
+                "no lock name can be derived from this command: it seems to hold a secret \
+                 (a password, token or key), and a name derived from it would let anyone who \
+                 can list the locks test guesses of it; give the lock a NAME, or set name-key \
+                 in the config file"
+                    .into(),
+            ))
+        }
+        None => (
+            sha1_smol::Sha1::from(&words).digest().to_string(),
+            NameSource::Hashed,
+        ),
+    };
     let program = argv
         .first()
         .map(|p| crate::redact::program_name(p))
         .unwrap_or_default();
-    format!("exec:{program}:{}", &digest[..16]).into()
+    Ok((format!("exec:{program}:{}", &digest[..16]).into(), source))
 }
 
 /// Blocking is the default, as in flock; `-w 0` is `-n`.
@@ -1018,24 +1064,77 @@ mod tests {
     #[test]
     fn derived_names_are_stable_and_hold_no_argument() {
         let argv = |words: &[&str]| words.iter().map(OsString::from).collect::<Vec<_>>();
+        let plain = |words: &[&str]| {
+            let (name, source) = derived_name(&argv(words), None).unwrap();
+            assert_eq!(source, NameSource::Hashed);
+            name
+        };
         // Pinned: computed independently (Python's hashlib); the same on
         // every host and every version.
+        assert_eq!(plain(&["cron-job.sh"]), "exec:cron-job.sh:f6f6fc7ca98fc808");
         assert_eq!(
-            derived_name(&argv(&["cron-job.sh"])),
-            "exec:cron-job.sh:f6f6fc7ca98fc808"
-        );
-        assert_eq!(
-            derived_name(&argv(&["sh", "-c", "echo 'hi' there"])),
+            plain(&["sh", "-c", "echo 'hi' there"]),
             "exec:sh:f16ccb67eac76b5f"
         );
         assert_eq!(
-            derived_name(&argv(&["/usr/bin/env", "A=1", "x@y"])),
+            plain(&["/usr/bin/env", "A=1", "x@y"]),
             "exec:env:feb23f052a9f9e72"
         );
-        assert_eq!(derived_name(&argv(&["a b"])), "exec:a_b:6e9e3e2196619123");
-        assert_eq!(derived_name(&argv(&["a", "b"])), "exec:a:687fb8b40baf82db");
-        let secret = derived_name(&argv(&["mysql", "-phunter2", "redis://:hunter3@h"]));
+        assert_eq!(plain(&["a b"]), "exec:a_b:6e9e3e2196619123");
+        assert_eq!(plain(&["a", "b"]), "exec:a:687fb8b40baf82db");
+        let key = Some(&b"0123456789abcdef"[..]);
+        let (secret, source) =
+            derived_name(&argv(&["mysql", "-phunter2", "redis://:hunter3@h"]), key).unwrap();
+        assert_eq!(source, NameSource::Keyed);
         let secret = secret.to_string_lossy();
         assert!(!secret.contains("hunter"), "{secret}");
+    }
+
+    #[test]
+    fn a_name_key_makes_the_name_a_keyed_hash() {
+        let argv = |words: &[&str]| words.iter().map(OsString::from).collect::<Vec<_>>();
+        let keyed = |words: &[&str], key: &[u8]| derived_name(&argv(words), Some(key)).unwrap().0;
+        // Pinned: HMAC-SHA256 computed independently (Python's hmac).
+        assert_eq!(
+            keyed(&["mysql", "-p4711"], b"0123456789abcdef"),
+            KEYED_MYSQL
+        );
+        assert_ne!(
+            keyed(&["mysql", "-p4711"], b"0123456789abcdeg"),
+            KEYED_MYSQL,
+            "another key, another name"
+        );
+        assert_ne!(
+            keyed(&["cron-job.sh"], b"0123456789abcdef"),
+            "exec:cron-job.sh:f6f6fc7ca98fc808",
+            "not the plain hash"
+        );
+    }
+
+    const KEYED_MYSQL: &str = "exec:mysql:a01fa0d99ac6c1da";
+
+    #[test]
+    fn without_a_key_a_command_that_seems_to_hold_a_secret_gets_no_derived_name() {
+        let argv = |words: &[&str]| words.iter().map(OsString::from).collect::<Vec<_>>();
+        for secret in [
+            &["mysql", "-p4711"][..],
+            &["sh", "-c", "mysql -p4711 -e 'select 1'"],
+            &["curl", "-H", "Authorization: Bearer abc"],
+            &["env", "PASSWORD=1234", "job"],
+            &["redis-cli", "-u", "redis://:pw@h"],
+            &["tool", "--token", "abc"],
+        ] {
+            let err = derived_name(&argv(secret), None).unwrap_err();
+            assert_eq!(err.exit(), crate::exit_code::Exit::Usage, "{secret:?}");
+            let message = err.message();
+            assert!(
+                message.contains("give the lock a NAME, or set name-key"),
+                "{message}"
+            );
+            assert!(
+                !message.contains("4711") && !message.contains("pw"),
+                "{message}"
+            );
+        }
     }
 }

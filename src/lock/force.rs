@@ -41,13 +41,15 @@ impl Forced {
     }
 
     /// The servers where the key is not a lock and was left alone, with
-    /// why (another type, no expiry, a value longer than any token) and
-    /// the key's type.
+    /// why (another type, no expiry, a value longer than any token, a value
+    /// that is no redlock token without a holder record) and the key's
+    /// type.
     pub fn left_alone(&self) -> Vec<(ServerSpec, ForceVerdict, String)> {
         let not_a_lock = [
             ForceVerdict::OtherType,
             ForceVerdict::NoExpiry,
             ForceVerdict::TooLong,
+            ForceVerdict::NotAToken,
         ];
         self.before
             .servers

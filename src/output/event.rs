@@ -16,8 +16,9 @@ pub enum Event<'a> {
     /// A server that can lose a lock it holds (a replica, an eviction
     /// policy), seen when the lock was taken.
     Concern(&'a Concern),
-    /// `exec` without NAME: the name it derived.
-    DerivedName(&'a LockKey),
+    /// `exec` without NAME: the name it derived, and whether with the
+    /// config file's `name-key`.
+    DerivedName { key: &'a LockKey, keyed: bool },
     /// An attempt to take the lock failed; another follows.
     Retrying { attempt: u32, error: &'a LockError },
     /// `exec` took the lock and is about to run the command.

@@ -838,7 +838,8 @@ pub struct ForcedJson<'a> {
     released_count: usize,
     servers: usize,
     /// Servers where the key is not a lock (another type, no expiry, a
-    /// value longer than any token) and was left alone.
+    /// value longer than any token, or neither a redlock token nor beside
+    /// a holder record) and was left alone.
     left_alone: Vec<LeftAloneJson>,
     /// With `--if-token`: the servers where another token held it, left
     /// alone.
@@ -857,7 +858,7 @@ struct LeftAloneJson {
     server: String,
     #[serde(rename = "type")]
     kind: String,
-    /// "type", "no_expiry" or "too_long".
+    /// "type", "no_expiry", "too_long" or "not_token".
     reason: &'static str,
 }
 
@@ -909,6 +910,7 @@ impl<'a> ForcedJson<'a> {
                     reason: match verdict {
                         ForceVerdict::NoExpiry => "no_expiry",
                         ForceVerdict::TooLong => "too_long",
+                        ForceVerdict::NotAToken => "not_token",
                         _ => "type",
                     },
                 })

@@ -339,11 +339,17 @@ pub(super) fn event(event: &Event<'_>) -> (Level, String) {
         ),
         Event::Notice(notice) => (Expected, self::notice(notice)),
         Event::Concern(concern) => super::doctor::concern(concern),
-        Event::DerivedName(key) => (
+        Event::DerivedName { key, keyed } => (
             Verbose,
             format!(
-                "lock name derived from the command: {key} (its program and a hash of all its \
-                 words: the same command gives this name on every host)"
+                "lock name derived from the command: {key} (its program and a {}hash of all \
+                 its words: the same command gives this name on every host{})",
+                if *keyed { "keyed " } else { "" },
+                if *keyed {
+                    " with the same name-key"
+                } else {
+                    ""
+                }
             ),
         ),
         Event::Retrying { attempt, error } => (
@@ -822,6 +828,11 @@ fn not_a_lock(forced: &Forced) -> Option<String> {
         ForceVerdict::TooLong => (
             format!("a string longer than {MAX_TOKEN} bytes"),
             "whose values are tokens; --any-key breaks it anyway",
+        ),
+        ForceVerdict::NotAToken => (
+            "a string that is no redlock token, with no holder record".to_owned(),
+            "whose values are redlock tokens; --any-key breaks it anyway, as it must a lock \
+             another Redlock client took",
         ),
         _ => (
             format!("a {}", server_text(kind.as_bytes())),

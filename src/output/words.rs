@@ -893,6 +893,7 @@ mod tests {
             ahead: Some(Duration::from_secs(3600)),
             pid_gone: false,
             keeper_gone: false,
+            renewer_stopped: false,
         };
         assert_eq!(
             super::recorded(&recorded),

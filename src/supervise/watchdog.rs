@@ -220,6 +220,11 @@ impl Watchdog {
         }
     }
 
+    /// The watchdog's pid.
+    pub fn pid(&self) -> i32 {
+        self.pid.as_raw()
+    }
+
     pub fn deadline(&mut self, deadline: BootInstant) -> io::Result<()> {
         self.send(&format!("deadline {}\n", deadline.as_nanos()))
     }

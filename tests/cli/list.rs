@@ -431,7 +431,10 @@ fn force_release_deletes_another_clients_lock_but_not_a_key_of_another_type() {
             .query::<()>(&mut server.client())
             .unwrap();
     }
-    let out = run(cluster.redlock().args(["release", "--force", "theirs"]));
+    // Not a redlock token, no holder record: --any-key (force_shape.rs).
+    let out = run(cluster
+        .redlock()
+        .args(["release", "--force", "--any-key", "theirs"]));
     out.assert_code(0, "another client's lock");
     assert!(
         out.stderr.contains("another client (token their-token)"),

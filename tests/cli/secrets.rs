@@ -66,11 +66,30 @@ fn spawn(cmd: &mut Command) -> Running {
     )
 }
 
+/// A config file with a `name-key`: without one, `exec` derives no name
+/// from a command line that holds a secret (tests/cli/derived_names.rs).
+struct NameKey(tempfile::TempDir);
+
+impl NameKey {
+    fn new() -> NameKey {
+        let dir = crate::support::temp_dir("redlock-test-name-key-");
+        std::fs::write(
+            dir.path().join("config"),
+            "name-key = 5d41402abc4b2a76b9719d911017c592\n",
+        )
+        .unwrap();
+        NameKey(dir)
+    }
+
+    fn on<'a>(&self, cmd: &'a mut Command) -> &'a mut Command {
+        cmd.env("REDLOCK_CONFIG_FILE", self.0.path().join("config"))
+    }
+}
+
 /// The secret argv under `exec` without NAME, and the name it was given.
-fn exec_secret_argv(cluster: &Cluster, extra: &[&str]) -> (Running, String) {
+fn exec_secret_argv(cluster: &Cluster, key: &NameKey, extra: &[&str]) -> (Running, String) {
     let running = spawn(
-        cluster
-            .redlock()
+        key.on(&mut cluster.redlock())
             .args(["exec", "-n"])
             .args(extra)
             .arg("--")
@@ -94,7 +113,8 @@ fn exec_secret_argv(cluster: &Cluster, extra: &[&str]) -> (Running, String) {
 #[test]
 fn a_derived_name_and_the_default_record_hold_no_argument() {
     let cluster = Cluster::start(3);
-    let (running, name) = exec_secret_argv(&cluster, &[]);
+    let key = NameKey::new();
+    let (running, name) = exec_secret_argv(&cluster, &key, &[]);
     assert!(
         name.starts_with("exec:sh:") && name.len() == "exec:sh:".len() + 16,
         "{name}"
@@ -102,8 +122,7 @@ fn a_derived_name_and_the_default_record_hold_no_argument() {
     // A second process with the same argv contends for the same lock; while
     // it waits it listens on the lock's channel.
     let waiter = spawn(
-        cluster
-            .redlock()
+        key.on(&mut cluster.redlock())
             .args(["exec", "-w", "1s", "-v", "--"])
             .args(SECRET_ARGV),
     );
@@ -145,7 +164,8 @@ fn the_same_argv_on_another_host_contends_for_the_same_lock() {
     };
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "other-host");
     let cluster = Cluster::start(3);
-    let (running, _) = exec_secret_argv(&cluster, &[]);
+    let key = NameKey::new();
+    let (running, _) = exec_secret_argv(&cluster, &key, &[]);
     let mut other = under(
         &cluster.redlock(),
         &[
@@ -157,7 +177,9 @@ fn the_same_argv_on_another_host_contends_for_the_same_lock() {
             "sh",
         ],
     );
-    other.args(["exec", "-n", "--"]).args(SECRET_ARGV);
+    key.on(&mut other)
+        .args(["exec", "-n", "--"])
+        .args(SECRET_ARGV);
     run(&mut other).assert_code(75, "the same argv on another host");
     running
         .finish(Duration::from_secs(10))
@@ -167,7 +189,8 @@ fn the_same_argv_on_another_host_contends_for_the_same_lock() {
 #[test]
 fn record_command_records_the_redacted_line() {
     let cluster = Cluster::start(3);
-    let (running, name) = exec_secret_argv(&cluster, &["--record-command"]);
+    let key = NameKey::new();
+    let (running, name) = exec_secret_argv(&cluster, &key, &["--record-command"]);
     let json = run(cluster.redlock().args(["status", "--json", &name])).json();
     let command = json["holder"]["command"].as_str().unwrap().to_owned();
     assert_eq!(

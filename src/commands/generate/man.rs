@@ -30,8 +30,8 @@ const ENVIRONMENT: [(&str, &[&str], &str); 14] = [
     (
         "REDLOCK_CONFIG_FILE",
         EVERY,
-        "A config file of settings for every client (restart-guard, server-timeout, prefix), as \
-         --config-file.",
+        "A config file of settings for every client (restart-guard, server-timeout, prefix, \
+         name-key), as --config-file.",
     ),
     (
         "REDLOCK_SERVER_TIMEOUT",

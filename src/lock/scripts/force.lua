@@ -11,15 +11,27 @@
 -- record without its lock is deleted: it can describe no holder. A
 -- deleted lock is announced on the channel ARGV[1]
 -- (lock/notify.rs), as release.lua does, with pcall for the same reason.
--- A string is broken only if it looks like a lock: it expires, and it is
--- no longer than ARGV[4] bytes (a token), unless ARGV[3] is "1"
--- (--any-key); and, when ARGV[2] is not empty (--if-token), only while
--- that token holds it. The third element says what was done: "deleted",
--- "none" (nothing there), or why it was left alone: "type", "no-expiry",
--- "too-long", "token". Anything left alone keeps its record and line.
+-- A string is broken only if it looks like a lock, unless ARGV[3] is "1"
+-- (--any-key): it expires, it is no longer than ARGV[4] bytes, and it is
+-- redlock's: its value has a redlock token's shape (32 lowercase hex
+-- digits, lock/key.rs) or a holder record stands beside it, or --if-token
+-- named its value. An application's string with a TTL (a session, a
+-- cache entry) is none of these; a lock another Redlock client took (a
+-- UUID, say) needs --any-key. When ARGV[2] is not empty (--if-token), it
+-- is broken only while that token holds it. The third element says what
+-- was done: "deleted", "none" (nothing there), or why it was left alone:
+-- "type", "no-expiry", "too-long", "not-token", "token". Anything left
+-- alone keeps its record and line.
 -- KEYS[7] records who broke a lock (see below). Readers (--shared) are
 -- broken with the lock, their records with them (break_readers, from
 -- reader_records.lua); the fourth element says how many live ones were.
+
+-- Whether `value` has the shape of a redlock token: 128 random bits as 32
+-- lowercase hex digits.
+local function is_token(value)
+  return type(value) == "string" and #value == 32 and not string.find(value, "[^0-9a-f]")
+end
+
 local function verdict(seen)
   if seen[1] == "none" then
     return "none"
@@ -32,6 +44,8 @@ local function verdict(seen)
   elseif ARGV[3] ~= "1" and (type(seen[2]) ~= "string" or #seen[2] > tonumber(ARGV[4])) then
     -- occupant() gives a long value's length instead of its bytes.
     return "too-long"
+  elseif ARGV[3] ~= "1" and ARGV[2] == "" and not seen[4] and not is_token(seen[2]) then
+    return "not-token"
   end
   return "deleted"
 end

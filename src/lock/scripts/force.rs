@@ -35,6 +35,9 @@ pub enum ForceVerdict {
     NoExpiry,
     /// Left alone: a string longer than any token.
     TooLong,
+    /// Left alone: a string whose value is no redlock token and that has
+    /// no holder record beside it (another client's lock, or not a lock).
+    NotAToken,
     /// Left alone: `--if-token` was given, and another value holds it.
     OtherToken,
 }
@@ -92,6 +95,7 @@ fn parse(reply: Value) -> Result<ForceReply, ProtocolError> {
         b"type" => ForceVerdict::OtherType,
         b"no-expiry" => ForceVerdict::NoExpiry,
         b"too-long" => ForceVerdict::TooLong,
+        b"not-token" => ForceVerdict::NotAToken,
         b"token" => ForceVerdict::OtherToken,
         other => return Err(read.error(format!("the verdict {other:?} is none of force.lua's"))),
     };
@@ -129,6 +133,12 @@ mod tests {
             bulk("no-expiry"),
         ]));
         assert_eq!(kept.unwrap().verdict, ForceVerdict::NoExpiry);
+        let other = parse(Value::Array(vec![
+            held_by("t"),
+            Value::Int(0),
+            bulk("not-token"),
+        ]));
+        assert_eq!(other.unwrap().verdict, ForceVerdict::NotAToken);
         let readers = parse(Value::Array(vec![
             missing(),
             Value::Int(0),
