@@ -271,12 +271,13 @@ impl ReleasePage {
     fn serve(version: &str, tampered: bool) -> Self {
         let dir = temp_dir("redlock-test-release-");
         let name = format!("redlock-{version}-x86_64-linux-static");
-        let pack = format!(
-            "mkdir {name} && cp \"$1\" {name}/redlock && tar czf {name}.tar.gz {name} && \
-             rm -r {name} && sha256sum {name}.tar.gz > SHA256SUMS{}",
-            if tampered { " && printf x >> {name}.tar.gz" } else { "" }
-        )
-        .replace("{name}", &name);
+        let mut pack = format!(
+            "mkdir {name} && cp \"$1\" {name}/redlock && tar cf - {name} | gzip -1 > {name}.tar.gz && \
+             rm -r {name} && sha256sum {name}.tar.gz > SHA256SUMS"
+        );
+        if tampered {
+            pack.push_str(&format!(" && printf x >> {name}.tar.gz"));
+        }
         let status = Command::new("sh")
             .args(["-c", &pack, "sh", env!("CARGO_BIN_EXE_redlock")])
             .current_dir(dir.path())
