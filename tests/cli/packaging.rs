@@ -229,13 +229,22 @@ fn the_install_page_installs_four_ways_each_checked() {
         ("## From the .deb", "dpkg -i", "dpkg -i"),
         ("## The static binary", "tar ", "tar xzf"),
         ("## In a container", "docker run --rm", "docker load -i"),
-        ("## With cargo", "cargo install --locked redlock-cli", "cargo install"),
+        (
+            "## With cargo",
+            "cargo install --locked redlock-cli",
+            "cargo install",
+        ),
     ] {
-        let at = page.find(&format!("\n{way}\n")).unwrap_or_else(|| panic!("no {way:?}"));
+        let at = page
+            .find(&format!("\n{way}\n"))
+            .unwrap_or_else(|| panic!("no {way:?}"));
         let part = &page[at + 1..];
         let part = &part[..part[3..].find("\n## ").map_or(part.len(), |end| end + 3)];
         assert!(part.contains(command), "{way}: no {command:?}");
-        assert!(install.contains(shown), "the README's Install has no {shown:?}");
+        assert!(
+            install.contains(shown),
+            "the README's Install has no {shown:?}"
+        );
         assert!(
             part.contains("scripts/check-release") || part.contains(".ci/run"),
             "{way}: does not say what checks it"
@@ -245,7 +254,8 @@ fn the_install_page_installs_four_ways_each_checked() {
 
 /// Where systemd looks for an `ExecStart=` command given without a
 /// directory (systemd 239 and later, merged /usr).
-const SYSTEMD_SEARCH_PATH: [&str; 4] = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin"];
+const SYSTEMD_SEARCH_PATH: [&str; 4] =
+    ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin"];
 
 /// The directories the install ways put `redlock` in: the .deb's, from the
 /// asset that takes the built binary, and the static binary's, from the
@@ -288,22 +298,35 @@ fn the_recipes_find_redlock_with_every_install_way() {
         .find_map(|l| l.strip_prefix("ExecStart="))
         .expect("an ExecStart= line");
     let program = exec_start.split_whitespace().next().unwrap();
-    let cron = &crate::recipes::code_blocks_in("README.md", "### Run a cron job only once across hosts")[0];
+    let cron =
+        &crate::recipes::code_blocks_in("README.md", "### Run a cron job only once across hosts")
+            [0];
     let cron_path: Vec<&str> = cron
         .lines()
         .find_map(|l| l.strip_prefix("PATH="))
         .expect("a PATH= line")
         .split(':')
         .collect();
-    let cron_program = cron.lines().find(|l| l.starts_with("0 ")).unwrap().split_whitespace().nth(5);
+    let cron_program = cron
+        .lines()
+        .find(|l| l.starts_with("0 "))
+        .unwrap()
+        .split_whitespace()
+        .nth(5);
     assert_eq!(cron_program, Some("redlock"), "{cron}");
     for (way, dir) in &dirs {
         let found = match program.rsplit_once('/') {
             Some((parent, _)) => parent == dir,
             None => SYSTEMD_SEARCH_PATH.contains(&dir.as_str()),
         };
-        assert!(found, "ExecStart={program} does not find the {way}'s {dir}/redlock");
-        assert!(cron_path.contains(&dir.as_str()), "cron's PATH misses the {way}'s {dir}");
+        assert!(
+            found,
+            "ExecStart={program} does not find the {way}'s {dir}/redlock"
+        );
+        assert!(
+            cron_path.contains(&dir.as_str()),
+            "cron's PATH misses the {way}'s {dir}"
+        );
     }
 }
 

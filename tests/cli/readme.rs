@@ -468,7 +468,8 @@ fn every_server_the_docs_and_scripts_start_listens_on_loopback_only() {
 /// first lock, the recipes, the exit codes; the details live in docs/.
 #[test]
 fn the_readme_is_a_landing_page_of_at_most_400_lines() {
-    let readme = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let readme =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
     let lines = readme.lines().count();
     assert!(
         lines <= 400,

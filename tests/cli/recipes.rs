@@ -356,7 +356,8 @@ fn yaml_pairs(lines: &[String]) -> Vec<(String, String)> {
 /// A YAML key line, without a trailing comment.
 fn key(line: &str) -> &str {
     let line = line.trim().trim_start_matches("- ");
-    line.split_once(" #").map_or(line, |(key, _)| key.trim_end())
+    line.split_once(" #")
+        .map_or(line, |(key, _)| key.trim_end())
 }
 
 /// A step of a GitHub Actions job: its `env:` and its `run:` script.
@@ -413,7 +414,11 @@ fn release_of(vars: &[(String, String)]) -> String {
         .iter()
         .find_map(|(k, v)| (k == "REDLOCK_VERSION").then(|| v.clone()))
         .expect("REDLOCK_VERSION names the release to install");
-    assert_eq!(version, env!("CARGO_PKG_VERSION"), "the recipe installs another release");
+    assert_eq!(
+        version,
+        env!("CARGO_PKG_VERSION"),
+        "the recipe installs another release"
+    );
     version
 }
 
@@ -428,7 +433,11 @@ fn install_as_printed(
     vars: &[(String, String)],
 ) -> Output {
     for from in [RELEASES, " /usr/local/bin/"] {
-        assert_eq!(script.matches(from).count(), 1, "{from:?} once in:\n{script}");
+        assert_eq!(
+            script.matches(from).count(),
+            1,
+            "{from:?} once in:\n{script}"
+        );
     }
     let bin = place.path().join("bin");
     fs::create_dir_all(&bin).unwrap();
@@ -454,7 +463,12 @@ fn installed_path(place: &Place) -> String {
 }
 
 /// A CI recipe's install: the CI's name, its shell, its variables, the script.
-type CiInstall = (&'static str, &'static [&'static str], Vec<(String, String)>, String);
+type CiInstall = (
+    &'static str,
+    &'static [&'static str],
+    Vec<(String, String)>,
+    String,
+);
 
 /// The two CI recipes' install scripts and their variables.
 fn ci_installs() -> Vec<CiInstall> {
@@ -462,7 +476,12 @@ fn ci_installs() -> Vec<CiInstall> {
     let (variables, before) = gitlab_job(&code_blocks("#### GitLab CI")[0], "before_script:");
     let install = &actions[0];
     vec![
-        ("GitHub Actions", ACTIONS_SHELL, install.env.clone(), install.run.clone()),
+        (
+            "GitHub Actions",
+            ACTIONS_SHELL,
+            install.env.clone(),
+            install.run.clone(),
+        ),
         ("GitLab CI", GITLAB_SHELL, variables, before),
     ]
 }
