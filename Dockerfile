@@ -11,7 +11,9 @@
 #   docker run --rm -e REDLOCK_SERVERS=lock1:6379,lock2:6379,lock3:6379 \
 #       redlock status deploy
 #
-# See README.md ("In a container") for what works in it and what does not.
+# See docs/install.md ("In a container") for what works in it and what does
+# not. scripts/release builds it with docker, or with podman where no docker
+# daemon answers; scripts/check-release runs it.
 FROM scratch
 COPY redlock /usr/bin/redlock
 COPY LICENSE-MIT LICENSE-APACHE /usr/share/doc/redlock/

@@ -1,7 +1,8 @@
 //! What the release is made of, checked without building it (that is
 //! `scripts/release` and `scripts/check-release`, run once by `.ci/run`):
 //! the crate's file list, the .deb's sources, the release workflow's
-//! scripts, the guard against other systems, and the README's install ways.
+//! scripts, the guard against other systems, the install ways
+//! (docs/install.md) and where the recipes find `redlock` after each.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -214,27 +215,117 @@ fn another_os_stops_at_the_first_item_with_a_clear_message() {
     assert!(root().join("docs/platforms.md").is_file());
 }
 
-/// The README's Install section offers the four ways, each with the check
-/// that runs it in CI.
+/// docs/install.md offers the four ways, each with the check that runs it
+/// in CI, and the README's Install section shows each and links the page.
 #[test]
-fn the_readme_installs_four_ways_each_checked() {
+fn the_install_page_installs_four_ways_each_checked() {
+    let page = read("docs/install.md");
     let readme = read("README.md");
     let start = readme.find("\n## Install\n").expect("## Install");
     let install = &readme[start + 1..];
     let install = &install[..install[1..].find("\n## ").unwrap() + 1];
-    for (way, command) in [
-        ("### From the .deb", "dpkg -i"),
-        ("### The static binary", "tar "),
-        ("### In a container", "docker run --rm"),
-        ("### With cargo", "cargo install --locked redlock-cli"),
+    assert!(install.contains("](docs/install.md)"), "{install}");
+    for (way, command, shown) in [
+        ("## From the .deb", "dpkg -i", "dpkg -i"),
+        ("## The static binary", "tar ", "tar xzf"),
+        ("## In a container", "docker run --rm", "docker load -i"),
+        (
+            "## With cargo",
+            "cargo install --locked redlock-cli",
+            "cargo install",
+        ),
     ] {
-        let at = install.find(way).unwrap_or_else(|| panic!("no {way:?}"));
-        let part = &install[at..];
-        let part = &part[..part[4..].find("\n### ").map_or(part.len(), |end| end + 4)];
+        let at = page
+            .find(&format!("\n{way}\n"))
+            .unwrap_or_else(|| panic!("no {way:?}"));
+        let part = &page[at + 1..];
+        let part = &part[..part[3..].find("\n## ").map_or(part.len(), |end| end + 3)];
         assert!(part.contains(command), "{way}: no {command:?}");
+        assert!(
+            install.contains(shown),
+            "the README's Install has no {shown:?}"
+        );
         assert!(
             part.contains("scripts/check-release") || part.contains(".ci/run"),
             "{way}: does not say what checks it"
+        );
+    }
+}
+
+/// Where systemd looks for an `ExecStart=` command given without a
+/// directory (systemd 239 and later, merged /usr).
+const SYSTEMD_SEARCH_PATH: [&str; 4] =
+    ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin"];
+
+/// The directories the install ways put `redlock` in: the .deb's, from the
+/// asset that takes the built binary, and the static binary's, from the
+/// `install` line of docs/install.md (cargo's readers are told to copy it
+/// there too).
+fn install_dirs() -> Vec<(&'static str, String)> {
+    let manifest = read("Cargo.toml");
+    let deb = &manifest[manifest.find("[package.metadata.deb]").unwrap()..];
+    let deb_dir = toml_rows(deb, "assets")
+        .into_iter()
+        .find(|row| row[0].ends_with("/release/redlock"))
+        .expect("the .deb takes the built binary")[1]
+        .clone();
+    let block = crate::recipes::code_blocks_in("docs/install.md", "## The static binary");
+    let install = block[0]
+        .lines()
+        .find(|l| l.starts_with("sudo install "))
+        .expect("docs/install.md installs the static binary");
+    let static_dir = install.split_whitespace().last().unwrap().to_owned();
+    vec![
+        (".deb", format!("/{}", deb_dir.trim_matches('/'))),
+        ("static binary", static_dir.trim_end_matches('/').to_owned()),
+    ]
+}
+
+/// The systemd unit's command and the cron line's are found where every
+/// install way puts `redlock`: a full path would name one way's directory
+/// only (`/usr/local/bin/redlock` failed with the .deb's `/usr/bin`).
+#[test]
+fn the_recipes_find_redlock_with_every_install_way() {
+    let dirs = install_dirs();
+    assert_eq!(dirs[0].1, "/usr/bin", "the .deb's binary: {dirs:?}");
+    assert_eq!(dirs[1].1, "/usr/local/bin", "the static binary: {dirs:?}");
+    let unit = &crate::recipes::code_blocks_in(
+        "README.md",
+        "### Run a systemd timer job on one host of a fleet",
+    )[0];
+    let exec_start = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("an ExecStart= line");
+    let program = exec_start.split_whitespace().next().unwrap();
+    let cron =
+        &crate::recipes::code_blocks_in("README.md", "### Run a cron job only once across hosts")
+            [0];
+    let cron_path: Vec<&str> = cron
+        .lines()
+        .find_map(|l| l.strip_prefix("PATH="))
+        .expect("a PATH= line")
+        .split(':')
+        .collect();
+    let cron_program = cron
+        .lines()
+        .find(|l| l.starts_with("0 "))
+        .unwrap()
+        .split_whitespace()
+        .nth(5);
+    assert_eq!(cron_program, Some("redlock"), "{cron}");
+    for (way, dir) in &dirs {
+        let found = match program.rsplit_once('/') {
+            Some((parent, _)) => parent == dir,
+            None => SYSTEMD_SEARCH_PATH.contains(&dir.as_str()),
+        };
+        assert!(
+            found,
+            "ExecStart={program} does not find the {way}'s {dir}/redlock"
+        );
+        assert!(
+            cron_path.contains(&dir.as_str()),
+            "cron's PATH misses the {way}'s {dir}"
         );
     }
 }

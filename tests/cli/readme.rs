@@ -385,7 +385,13 @@ fn the_first_lock_runs_as_printed_with_servers_it_starts() {
         ReservedPort::new(),
     ];
     let _shut_down = ShutDown(&ports);
-    let mut script = snippet(FIRST_LOCK);
+    // Before the servers are shut down, each says what it listens on.
+    let mut script = replace_once(
+        &snippet(FIRST_LOCK),
+        "for port in 7001 7002 7003; do redis-cli",
+        "for port in 7001 7002 7003; do redis-cli -p \"$port\" config get bind; done\n\
+         for port in 7001 7002 7003; do redis-cli",
+    );
     for (readme, port) in ["7001", "7002", "7003"].iter().zip(&ports) {
         script = script.replace(readme, &port.0.to_string());
     }
@@ -414,5 +420,59 @@ fn the_first_lock_runs_as_printed_with_servers_it_starts() {
         out.stdout.contains("is held by"),
         "status showed the holder:\n{}",
         out.stdout
+    );
+    // `config get bind` prints the name, then the addresses: redis-server
+    // listens on every interface ("* -::*") unless told otherwise.
+    assert_eq!(
+        out.stdout.matches("bind\n127.0.0.1\n").count(),
+        3,
+        "each server listens on 127.0.0.1 only:\n{}",
+        out.stdout
+    );
+}
+
+/// Every `redis-server` that a document or a script starts listens on
+/// 127.0.0.1 only: a throwaway server without a password must not be
+/// reachable from the network. A command continued with `\` is one line.
+#[test]
+fn every_server_the_docs_and_scripts_start_listens_on_loopback_only() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
+    for dir in ["docs", "scripts"] {
+        for entry in fs::read_dir(root.join(dir)).unwrap() {
+            files.push(entry.unwrap().path());
+        }
+    }
+    let mut started = 0;
+    for file in files {
+        let text = fs::read_to_string(&file).unwrap_or_default();
+        for command in text.replace("\\\n", " ").lines() {
+            let Some(at) = command.find("redis-server --") else {
+                continue;
+            };
+            if command[at..].starts_with("redis-server --version") {
+                continue;
+            }
+            started += 1;
+            assert!(
+                command.contains("--bind 127.0.0.1 "),
+                "{}: a redis-server that listens on every interface:\n{command}",
+                file.display()
+            );
+        }
+    }
+    assert!(started >= 2, "the README and scripts/lib.sh start servers");
+}
+
+/// The README is a landing page: what redlock is, how to install it, the
+/// first lock, the recipes, the exit codes; the details live in docs/.
+#[test]
+fn the_readme_is_a_landing_page_of_at_most_400_lines() {
+    let readme =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 400,
+        "README.md has {lines} lines: move details to docs/ (install ways: docs/install.md)"
     );
 }

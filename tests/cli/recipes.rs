@@ -3,9 +3,12 @@
 //! taken from the README as printed, with the environment that system sets
 //! (cron's near-empty one, the CI's job variables, a unit's `Environment=`),
 //! against real servers. Only paths are changed: `/usr/local/bin/…` and
-//! `/etc/redlock/servers` point into a temporary directory.
+//! `/etc/redlock/servers` point into a temporary directory, and the CI
+//! recipes download the release from a copy served on 127.0.0.1.
 
 use std::fs;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -18,11 +21,18 @@ const LIMIT: Duration = Duration::from_secs(60);
 /// Every fenced code block under the line `heading` of README.md, up to the
 /// next heading of the same or a higher level. Panics if there is none.
 fn code_blocks(heading: &str) -> Vec<String> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+    code_blocks_in("README.md", heading)
+}
+
+/// Every fenced code block under the line `heading` of `document` (a path
+/// from the root of the project), up to the next heading of the same or a
+/// higher level. Panics if there is none.
+pub(crate) fn code_blocks_in(document: &str, heading: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(document);
     let readme = fs::read_to_string(path).unwrap();
     let level = heading.chars().take_while(|c| *c == '#').count();
     let mut lines = readme.lines().skip_while(|line| *line != heading);
-    assert!(lines.next().is_some(), "README.md has no line {heading:?}");
+    assert!(lines.next().is_some(), "{document} has no line {heading:?}");
     let (mut blocks, mut current): (Vec<String>, Option<String>) = (Vec::new(), None);
     for line in lines {
         match current.as_mut() {
@@ -240,36 +250,287 @@ fn two_pipelines(
     holder_json(place, "log")
 }
 
+/// Where the CI recipes download a release from.
+const RELEASES: &str = "https://github.com/redlock-cli/redlock-cli/releases/download";
+/// How GitHub Actions runs a `run:` script.
+const ACTIONS_SHELL: &[&str] = &["bash", "--noprofile", "--norc", "-eo", "pipefail"];
+/// How a GitLab runner runs a job's lines (one shell, stopping at a failure).
+const GITLAB_SHELL: &[&str] = &["bash", "-e"];
+
+/// A copy of a release page served over HTTP on 127.0.0.1: the static
+/// tarball as scripts/release packs it (a folder named as the file, with
+/// the binary under test in it) and its SHA256SUMS. When `tampered`, the
+/// tarball served is not the one summed, as after a download cut short.
+struct ReleasePage {
+    _dir: tempfile::TempDir,
+    /// What stands for [`RELEASES`].
+    base: String,
+}
+
+impl ReleasePage {
+    fn serve(version: &str, tampered: bool) -> Self {
+        let dir = temp_dir("redlock-test-release-");
+        let name = format!("redlock-{version}-x86_64-linux-static");
+        let mut pack = format!(
+            "mkdir {name} && cp \"$1\" {name}/redlock && tar cf - {name} | gzip -1 > {name}.tar.gz && \
+             rm -r {name} && sha256sum {name}.tar.gz > SHA256SUMS"
+        );
+        if tampered {
+            pack.push_str(&format!(" && printf x >> {name}.tar.gz"));
+        }
+        let status = Command::new("sh")
+            .args(["-c", &pack, "sh", env!("CARGO_BIN_EXE_redlock")])
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "cannot pack the release: {pack}");
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (files, prefix) = (dir.path().to_path_buf(), format!("/v{version}/"));
+        std::thread::spawn(move || serve_files(&listener, &files, &prefix));
+        ReleasePage {
+            _dir: dir,
+            base: format!("http://127.0.0.1:{port}"),
+        }
+    }
+}
+
+/// Answers each GET of `PREFIX/FILE` with the file of `dir`, and anything
+/// else with 404, one connection at a time, as long as the process lives.
+fn serve_files(listener: &TcpListener, dir: &Path, prefix: &str) {
+    for stream in listener.incoming() {
+        let Ok(mut stream) = stream else { continue };
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let (mut request, mut header) = (String::new(), String::new());
+        if reader.read_line(&mut request).is_err() {
+            continue;
+        }
+        while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
+            header.clear();
+        }
+        let path = request.split_whitespace().nth(1).unwrap_or_default();
+        let body = path
+            .strip_prefix(prefix)
+            .filter(|file| !file.contains('/'))
+            .and_then(|file| fs::read(dir.join(file)).ok());
+        let _ = match body {
+            Some(body) => write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            )
+            .and_then(|()| stream.write_all(&body)),
+            None => stream.write_all(
+                b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            ),
+        };
+    }
+}
+
+fn indent(line: &str) -> usize {
+    line.len() - line.trim_start().len()
+}
+
+/// The lines after `lines[at]` that are indented deeper than it, dedented.
+fn nested(lines: &[&str], at: usize) -> Vec<String> {
+    let body: Vec<&str> = lines[at + 1..]
+        .iter()
+        .take_while(|l| l.trim().is_empty() || indent(l) > indent(lines[at]))
+        .copied()
+        .collect();
+    let strip = body.iter().map(|l| indent(l)).min().unwrap_or(0);
+    body.iter()
+        .map(|l| l.get(strip..).unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// YAML `KEY: value` lines as pairs, without the value's quotes.
+fn yaml_pairs(lines: &[String]) -> Vec<(String, String)> {
+    lines
+        .iter()
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().trim_matches('"').to_owned()))
+        .collect()
+}
+
+/// A YAML key line, without a trailing comment.
+fn key(line: &str) -> &str {
+    let line = line.trim().trim_start_matches("- ");
+    line.split_once(" #")
+        .map_or(line, |(key, _)| key.trim_end())
+}
+
+/// A step of a GitHub Actions job: its `env:` and its `run:` script.
+struct Step {
+    env: Vec<(String, String)>,
+    run: String,
+}
+
+/// The steps of a GitHub Actions snippet, in order.
+fn actions_steps(yaml: &str) -> Vec<Step> {
+    let lines: Vec<&str> = yaml.lines().collect();
+    let mut steps: Vec<Step> = Vec::new();
+    for (at, line) in lines.iter().enumerate() {
+        if line.trim_start().starts_with("- ") {
+            steps.push(Step {
+                env: Vec::new(),
+                run: String::new(),
+            });
+        }
+        let Some(step) = steps.last_mut() else {
+            continue;
+        };
+        match key(line) {
+            "env:" => step.env = yaml_pairs(&nested(&lines, at)),
+            "run: |" => step.run = nested(&lines, at).join("\n"),
+            key => {
+                if let Some(run) = key.strip_prefix("run: ") {
+                    step.run = format!("{run}\n");
+                }
+            }
+        }
+    }
+    steps
+}
+
+/// A GitLab CI job's `variables:`, and the lines of its list `name:`
+/// (`before_script:`, `script:`) as one shell script.
+fn gitlab_job(yaml: &str, name: &str) -> (Vec<(String, String)>, String) {
+    let lines: Vec<&str> = yaml.lines().collect();
+    let find = |wanted: &str| lines.iter().position(|l| key(l) == wanted);
+    let variables = find("variables:").map_or_else(Vec::new, |at| yaml_pairs(&nested(&lines, at)));
+    let at = find(name).unwrap_or_else(|| panic!("no {name} in\n{yaml}"));
+    let script: String = nested(&lines, at)
+        .iter()
+        .map(|l| format!("{}\n", l.strip_prefix("- ").expect("a list item")))
+        .collect();
+    (variables, script)
+}
+
+/// The value of `REDLOCK_VERSION` in a recipe's variables: the release it
+/// installs, which is this one (a release changes it, see CONTRIBUTING).
+fn release_of(vars: &[(String, String)]) -> String {
+    let version = vars
+        .iter()
+        .find_map(|(k, v)| (k == "REDLOCK_VERSION").then(|| v.clone()))
+        .expect("REDLOCK_VERSION names the release to install");
+    assert_eq!(
+        version,
+        env!("CARGO_PKG_VERSION"),
+        "the recipe installs another release"
+    );
+    version
+}
+
+/// Runs a recipe's install script as printed, except that it downloads from
+/// `page` and installs into `DIR/bin` without sudo (this test need not be
+/// root), with `vars` and a PATH that has no redlock on it.
+fn install_as_printed(
+    place: &Place,
+    page: &ReleasePage,
+    shell: &[&str],
+    script: &str,
+    vars: &[(String, String)],
+) -> Output {
+    for from in [RELEASES, " /usr/local/bin/"] {
+        assert_eq!(
+            script.matches(from).count(),
+            1,
+            "{from:?} once in:\n{script}"
+        );
+    }
+    let bin = place.path().join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let script = script
+        .replace(RELEASES, &page.base)
+        .replace("sudo install ", "install ")
+        .replace(" /usr/local/bin/", &format!(" {}/", bin.display()));
+    fs::write(place.path().join("install.sh"), script).unwrap();
+    let mut env: Vec<(&str, String)> = vec![
+        ("PATH", "/usr/bin:/bin".to_owned()),
+        ("HOME", place.path().display().to_string()),
+    ];
+    env.extend(vars.iter().map(|(k, v)| (k.as_str(), v.clone())));
+    let mut args = shell[1..].to_vec();
+    args.push("install.sh");
+    spawn_clean(place.path(), &env, shell[0], &args).finish(LIMIT)
+}
+
+/// The PATH of a CI job after its install step: what it installed, then
+/// the system's (no redlock there).
+fn installed_path(place: &Place) -> String {
+    format!("{}:/usr/bin:/bin", place.join("bin"))
+}
+
+/// A CI recipe's install: the CI's name, its shell, its variables, the script.
+type CiInstall = (
+    &'static str,
+    &'static [&'static str],
+    Vec<(String, String)>,
+    String,
+);
+
+/// The two CI recipes' install scripts and their variables.
+fn ci_installs() -> Vec<CiInstall> {
+    let actions = actions_steps(&code_blocks("#### GitHub Actions")[0]);
+    let (variables, before) = gitlab_job(&code_blocks("#### GitLab CI")[0], "before_script:");
+    let install = &actions[0];
+    vec![
+        (
+            "GitHub Actions",
+            ACTIONS_SHELL,
+            install.env.clone(),
+            install.run.clone(),
+        ),
+        ("GitLab CI", GITLAB_SHELL, variables, before),
+    ]
+}
+
 #[test]
-fn github_actions_recipe_takes_turns_and_records_the_run() {
+fn ci_recipes_install_nothing_from_a_download_that_does_not_match_its_sum() {
+    for (ci, shell, vars, script) in ci_installs() {
+        let place = Place::new();
+        let page = ReleasePage::serve(&release_of(&vars), true);
+        let out = install_as_printed(&place, &page, shell, &script, &vars);
+        out.assert_code(1, &format!("{ci}: sha256sum --check of a changed tarball"));
+        assert!(
+            out.stderr.contains("did NOT match") && out.stdout.contains(": FAILED"),
+            "{ci}: sha256sum says why: {out:?}"
+        );
+        assert!(
+            !place.path().join("bin/redlock").exists(),
+            "{ci}: installed a tarball that does not match SHA256SUMS"
+        );
+    }
+}
+
+#[test]
+fn github_actions_recipe_installs_the_release_takes_turns_and_records_the_run() {
     let cluster = Cluster::start(3);
     let place = Place::new();
     let yaml = &code_blocks("#### GitHub Actions")[0];
-    let run = yaml
-        .lines()
-        .find_map(|l| l.trim_start().strip_prefix("run: "))
-        .expect("a run: line");
+    let steps = actions_steps(yaml);
+    assert_eq!(steps.len(), 2, "an install step, then the deploy:\n{yaml}");
+    let (install, deploy) = (&steps[0], &steps[1]);
+    let page = ReleasePage::serve(&release_of(&install.env), false);
+    install_as_printed(&place, &page, ACTIONS_SHELL, &install.run, &install.env)
+        .assert_code(0, "the install step");
     assert!(yaml.contains("REDLOCK_SERVERS: ${{ secrets.REDLOCK_SERVERS }}"));
     // Actions expands expressions before the shell sees the script.
-    let script = run.replace("${{ github.sha }}", "4f2a9c1");
+    let script = deploy.run.replace("${{ github.sha }}", "4f2a9c1");
     recording_job(&place, "deploy.sh", "log");
-    let holders = two_pipelines(
-        &place,
-        &["bash", "--noprofile", "--norc", "-eo", "pipefail"],
-        &script,
-        |i| {
-            vec![
-                ("PATH", path_with("/usr/bin:/bin")),
-                ("HOME", place.path().display().to_string()),
-                ("CI", "true".into()),
-                ("GITHUB_ACTIONS", "true".into()),
-                ("GITHUB_SERVER_URL", "https://github.com".into()),
-                ("GITHUB_REPOSITORY", "acme/shop".into()),
-                ("GITHUB_RUN_ID", format!("900{i}")),
-                ("REDLOCK_SERVERS", cluster.servers_arg()),
-            ]
-        },
-    );
+    let holders = two_pipelines(&place, ACTIONS_SHELL, &script, |i| {
+        vec![
+            ("PATH", installed_path(&place)),
+            ("HOME", place.path().display().to_string()),
+            ("CI", "true".into()),
+            ("GITHUB_ACTIONS", "true".into()),
+            ("GITHUB_SERVER_URL", "https://github.com".into()),
+            ("GITHUB_REPOSITORY", "acme/shop".into()),
+            ("GITHUB_RUN_ID", format!("900{i}")),
+            ("REDLOCK_SERVERS", cluster.servers_arg()),
+        ]
+    });
     let mut jobs: Vec<&str> = holders
         .iter()
         .map(|h| h["holder"]["job"].as_str().unwrap())
@@ -288,22 +549,19 @@ fn github_actions_recipe_takes_turns_and_records_the_run() {
 }
 
 #[test]
-fn gitlab_ci_recipe_takes_turns_and_records_the_job() {
+fn gitlab_ci_recipe_installs_the_release_takes_turns_and_records_the_job() {
     let cluster = Cluster::start(3);
     let place = Place::new();
     let yaml = &code_blocks("#### GitLab CI")[0];
-    let script: String = yaml
-        .lines()
-        .skip_while(|l| l.trim() != "script:")
-        .skip(1)
-        .map_while(|l| l.trim_start().strip_prefix("- "))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    assert!(!script.is_empty(), "a script: list");
+    let (vars, before) = gitlab_job(yaml, "before_script:");
+    let page = ReleasePage::serve(&release_of(&vars), false);
+    install_as_printed(&place, &page, GITLAB_SHELL, &before, &vars)
+        .assert_code(0, "the job's before_script");
+    let (_, script) = gitlab_job(yaml, "script:");
     recording_job(&place, "deploy.sh", "log");
-    let holders = two_pipelines(&place, &["bash", "-e"], &script, |i| {
+    let holders = two_pipelines(&place, GITLAB_SHELL, &script, |i| {
         vec![
-            ("PATH", path_with("/usr/bin:/bin")),
+            ("PATH", installed_path(&place)),
             ("HOME", place.path().display().to_string()),
             ("CI", "true".into()),
             ("GITLAB_CI", "true".into()),
@@ -355,10 +613,10 @@ fn systemd_recipe_makes_the_report_on_one_host_and_no_unit_fails() {
     );
     let servers = place.servers_file(&cluster, "etc/redlock/servers");
     let report = recording_job(&place, "make-report", "log");
-    let swap = |text: &str| {
-        text.replace("/usr/local/bin/redlock", env!("CARGO_BIN_EXE_redlock"))
-            .replace("/usr/local/bin/make-report", &report)
-    };
+    // The job's path is the user's; `redlock` is found by systemd (see
+    // packaging::the_recipes_find_redlock_with_every_install_way), here the
+    // binary under test.
+    let swap = |text: &str| text.replace("/usr/local/bin/make-report", &report);
     let mut env = vec![("PATH", path_with("/usr/bin:/bin"))];
     let assignment = service
         .lines()
@@ -376,7 +634,9 @@ fn systemd_recipe_makes_the_report_on_one_host_and_no_unit_fails() {
             .find_map(|l| l.strip_prefix("ExecStart="))
             .unwrap(),
     );
-    let words: Vec<&str> = exec_start.split_whitespace().collect();
+    let mut words: Vec<&str> = exec_start.split_whitespace().collect();
+    assert_eq!(words[0], "redlock", "{exec_start}");
+    words[0] = env!("CARGO_BIN_EXE_redlock");
     let hosts: Vec<Running> = (0..3)
         .map(|_| spawn_clean(place.path(), &env, words[0], &words[1..]))
         .collect();
