@@ -75,6 +75,12 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
     // rustls needs one process-wide crypto provider before any TLS connection;
     // an error only means one is installed already.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::lock::Token::random_source().map_err(|err| {
+        Error::internal(
+            "the operating system gives no random numbers for lock tokens",
+            anyhow::anyhow!("{err}"),
+        )
+    })?;
     let handoff = handoff::Handoff::new(&servers);
     // `--while PID`: the pid is checked and the keeper started first, so
     // that the record beside the lock names it.

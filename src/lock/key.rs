@@ -123,11 +123,20 @@ pub fn is_hidden(c: char) -> bool {
 pub struct Token(Arc<str>);
 
 impl Token {
+    /// Whether the operating system's CSPRNG answers: asked once before a
+    /// lock command makes its first token, so that a process without one
+    /// (a static binary whose getrandom falls back to a missing
+    /// /dev/urandom) stops with an error instead of a panic.
+    pub fn random_source() -> Result<(), getrandom::Error> {
+        getrandom::fill(&mut [0u8; 16])
+    }
+
     /// 128 bits from the operating system's CSPRNG, as 32 hex digits.
     pub fn generate() -> Self {
         let mut bytes = [0u8; 16];
-        // getrandom fails only where the OS has no CSPRNG at all; there is no
-        // safe way to take a lock without one.
+        // getrandom fails only where the OS has no CSPRNG at all, which
+        // `random_source` ruled out; there is no safe way to take a lock
+        // without one.
         getrandom::fill(&mut bytes).expect("the OS random number generator failed");
         let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         Token(hex.into())
