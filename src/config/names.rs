@@ -95,7 +95,111 @@ fn no_majority(unresolved: &[Unresolved], total: usize, quorum: usize) -> String
 /// the name does not exist, `None` when it has an address or the resolver
 /// gave no clear answer. A name not answered in time is left out; its
 /// lookup runs on, detached, and is not waited for.
+///
+/// The lookups run in a child process: their threads, and any that outlive
+/// the bound, are the child's, so that this process stays single-threaded
+/// for the watchdog `exec` forks next (supervise/watchdog.rs refuses to
+/// fork a process with other threads, which a lookup thread still exiting
+/// made it do one run in three).
 fn look_up_all(names: Vec<String>, bound: Duration) -> HashMap<String, Option<String>> {
+    use nix::unistd::{fork, pipe, ForkResult};
+    let deadline = Instant::now() + bound;
+    // A process with threads already (a test harness) cannot fork safely,
+    // and has nothing to keep single-threaded.
+    let single = std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| tasks.count() == 1);
+    if !single {
+        return look_up_threaded(names, bound);
+    }
+    let Ok((read, write)) = pipe() else {
+        return HashMap::new();
+    };
+    // SAFETY: this process is single-threaded here (the config is read
+    // before any thread or runtime starts), and the child only looks the
+    // names up, writes what it found to the pipe and leaves with _exit.
+    match unsafe { fork() } {
+        Ok(ForkResult::Child) => {
+            drop(read);
+            let said = look_up_threaded(names, bound);
+            let mut pipe = std::fs::File::from(write);
+            let _ = std::io::Write::write_all(&mut pipe, &encode(&said));
+            // SAFETY: ends the child without running this process's exit
+            // handlers or destructors.
+            unsafe { libc::_exit(0) }
+        }
+        Ok(ForkResult::Parent { child }) => {
+            drop(write);
+            let bytes = read_until(read, deadline);
+            let _ = nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::wait::waitpid(child, None);
+            decode(&bytes)
+        }
+        Err(_) => HashMap::new(),
+    }
+}
+
+/// Each name, a NUL, `!` and why for a name that does not exist, a NUL.
+fn encode(said: &HashMap<String, Option<String>>) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for (name, answer) in said {
+        bytes.extend(name.as_bytes());
+        bytes.push(0);
+        if let Some(why) = answer {
+            bytes.push(b'!');
+            bytes.extend(why.replace('\0', "").as_bytes());
+        }
+        bytes.push(0);
+    }
+    bytes
+}
+
+/// What [`encode`] wrote; a record cut short is left out.
+fn decode(bytes: &[u8]) -> HashMap<String, Option<String>> {
+    let mut fields = bytes.split(|&b| b == 0);
+    let mut said = HashMap::new();
+    while let (Some(name), Some(answer)) = (fields.next(), fields.next()) {
+        if name.is_empty() {
+            break;
+        }
+        let name = String::from_utf8_lossy(name).into_owned();
+        let answer = answer
+            .strip_prefix(b"!")
+            .map(|why| String::from_utf8_lossy(why).into_owned());
+        said.insert(name, answer);
+    }
+    said
+}
+
+/// Everything the child writes to `read` until it closes it or `deadline`.
+fn read_until(read: std::os::fd::OwnedFd, deadline: Instant) -> Vec<u8> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::io::Read;
+    let mut file = std::fs::File::from(read);
+    let mut bytes = Vec::new();
+    loop {
+        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+            return bytes;
+        };
+        let millis = u16::try_from(left.as_millis().max(1)).unwrap_or(u16::MAX);
+        let mut fds = [PollFd::new(
+            std::os::fd::AsFd::as_fd(&file),
+            PollFlags::POLLIN,
+        )];
+        match poll(&mut fds, PollTimeout::from(millis)) {
+            Ok(0) => return bytes,
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return bytes,
+        }
+        let mut chunk = [0u8; 4096];
+        match file.read(&mut chunk) {
+            Ok(0) | Err(_) => return bytes,
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// [`look_up_all`] on threads of this process.
+fn look_up_threaded(names: Vec<String>, bound: Duration) -> HashMap<String, Option<String>> {
     let deadline = Instant::now() + bound;
     let workers = names.len().min(LOOKUPS_AT_ONCE);
     let queue = Arc::new(Mutex::new(names));
@@ -164,6 +268,24 @@ fn no_such_name(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_the_lookup_child_found_crosses_the_pipe_whole() {
+        let said: HashMap<String, Option<String>> = [
+            ("db1.internal".to_string(), None),
+            (
+                "deploy".to_string(),
+                Some("Name or service not known".to_string()),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(decode(&encode(&said)), said);
+        // A record cut short (the child killed at the bound) is left out.
+        let bytes = encode(&said);
+        assert!(decode(&bytes[..bytes.len() - 1]).len() < said.len() + 1);
+        assert!(decode(b"").is_empty());
+    }
 
     fn specs(urls: &[&str]) -> Vec<ServerSpec> {
         urls.iter().map(|u| ServerSpec::parse(u).unwrap()).collect()

@@ -259,10 +259,10 @@ fn over_tls_the_watchdog_needs_no_file_at_the_release() {
         redlock
     };
     let exec = spawn(redlock(&ca).args(["exec", "secure", "--", "sleep", "60"]));
-    assert!(
-        wait_until(Duration::from_secs(10), || server.get(b"secure").is_some()),
-        "exec never took the lock"
-    );
+    if !wait_until(Duration::from_secs(5), || server.get(b"secure").is_some()) {
+        let out = exec.finish(Duration::from_secs(1));
+        panic!("exec never took the lock: {out:?}");
+    }
     std::fs::remove_file(&ca).unwrap();
     let waiting =
         spawn(redlock(&server.tls_ca_cert().unwrap()).args(["acquire", "-w", "60s", "secure"]));
