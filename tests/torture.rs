@@ -20,7 +20,8 @@
 //!
 //! where FIGURES are a scenario's own (`free_while_waiting_ms`, `shares`,
 //! `handoff_ms`, `frozen_before_spawn`, `readers_max`, `writer_wait_ms`,
-//! `holders_max`, `keepers_frozen`, `median_wait_ms`, `cuts`, `cut`, `bounds`),
+//! `holders_max`, `keepers_frozen`, `median_wait_ms`, `mean_wait_ms`, `cuts`,
+//! `cut`, `bounds`, `held_while_wanted`, `late_keys`),
 //! checked against its bounds (see `torture/checks.rs`).
 //!
 //! `rolling-cuts` (issue 28) puts each of the five servers in its own
@@ -76,6 +77,8 @@ mod faults;
 mod history;
 #[path = "torture/judge.rs"]
 mod judge;
+#[path = "torture/late.rs"]
+mod late;
 #[path = "torture/negative.rs"]
 mod negative;
 #[path = "torture/netns.rs"]

@@ -28,6 +28,7 @@ mod retry;
 mod round;
 mod scripts;
 mod semaphore;
+mod server_clock;
 mod server_info;
 mod server_url;
 mod servers;

@@ -80,6 +80,9 @@ pub(super) enum SetReply {
         guarded: Guarded,
         clock: Option<u64>,
     },
+    /// The request arrived after the caller stopped waiting for it, and
+    /// did nothing (lock/server_clock.rs); the server's clock in ms.
+    Late { clock: Option<u64> },
 }
 
 impl SetReply {
@@ -88,7 +91,9 @@ impl SetReply {
         match self {
             SetReply::Taken(_) => None,
             SetReply::Held(seen) => seen.now_ms,
-            SetReply::Queued { clock, .. } | SetReply::Restarting { clock, .. } => *clock,
+            SetReply::Queued { clock, .. }
+            | SetReply::Restarting { clock, .. }
+            | SetReply::Late { clock } => *clock,
         }
     }
 }
@@ -116,6 +121,7 @@ impl From<AcquireReply> for SetReply {
                 pttl_ms,
                 clock,
             } => SetReply::Held(Box::new(KeyState::readers(count, pttl_ms, clock))),
+            AcquireReply::Late { clock } => SetReply::Late { clock },
         }
     }
 }

@@ -20,6 +20,7 @@ use super::capped::{Capped, MOST_PER_REPLY};
 use super::key::{escape_and_cut, SERVER_TEXT_SHOWN};
 use super::listening::Listening;
 use super::scripts::{Invocation, LuaScript};
+use super::server_clock::ServerClock;
 use super::server_info::Behind;
 use super::server_url::{ServerSpec, SpecError};
 
@@ -74,6 +75,8 @@ pub struct Server {
     /// What the server said of its role and eviction policy, asked behind
     /// the first acquire (see [`Connection::invoke_asking`]).
     pub(super) behind: Arc<Behind>,
+    /// Its clock, as its replies say it (lock/server_clock.rs).
+    clock: Arc<ServerClock>,
 }
 
 /// A connection to one server, and the scripts it has sent on it.
@@ -85,15 +88,21 @@ pub struct Connection {
     /// The db index this connection selected, as the restart guard records
     /// it in its marker (guard.lua): SWAPDB is seen by it.
     db: Vec<u8>,
+    /// The server's clock, and how long a request's reply is waited for:
+    /// a bounded script's last moment (see [`Invocation::bounded`]).
+    clock: Arc<ServerClock>,
+    timeout: Duration,
 }
 
 impl Connection {
-    fn new(inner: MultiplexedConnection, behind: &Arc<Behind>, db: i64) -> Self {
+    fn new(inner: MultiplexedConnection, server: &Server) -> Self {
         Connection {
             inner,
             sent_scripts: Arc::default(),
-            behind: Arc::clone(behind),
-            db: db.to_string().into_bytes(),
+            behind: Arc::clone(&server.behind),
+            db: server.db().to_string().into_bytes(),
+            clock: Arc::clone(&server.clock),
+            timeout: server.timeout,
         }
     }
 
@@ -101,6 +110,18 @@ impl Connection {
     /// have sent is an error, and so that server's failure.
     pub async fn invoke<I: Invocation>(&mut self, call: &I) -> redis::RedisResult<I::Reply> {
         let (keys, mut args) = (call.keys(), call.args());
+        // A bounded script's deadline is this server's clock a reply wait
+        // from now: only the connection knows which server that is.
+        if call.bounded() {
+            let not_after = self.clock.not_after(self.timeout);
+            args.push(
+                not_after
+                    .map(|ms| ms.to_string())
+                    .unwrap_or_default()
+                    .into_bytes(),
+            );
+        }
+        let sent = std::time::Instant::now();
         // The restart guard's last argument is the db this connection
         // selected: the one fact of the dataset only the connection knows.
         if call.script().reads_guard {
@@ -109,7 +130,11 @@ impl Connection {
         let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let reply: redis::Value = self.run_script(call.script(), &keys, &args).await?;
-        Ok(call.parse(reply)?)
+        let reply = call.parse(reply)?;
+        if let Some(server_ms) = I::clock_of(&reply) {
+            self.clock.learn(sent, std::time::Instant::now(), server_ms);
+        }
+        Ok(reply)
     }
 
     /// [`Self::invoke`], with the server's role and eviction policy asked
@@ -242,6 +267,7 @@ impl Server {
             timeouts_in_a_row: AtomicU32::new(0),
             last_timed_out: AtomicBool::new(false),
             behind: Arc::default(),
+            clock: Arc::default(),
         }))
     }
 
@@ -494,7 +520,7 @@ impl Server {
     ) -> redis::RedisResult<Listening> {
         connection.subscribe(channels).await?;
         let mut cached = self.connection.lock().await;
-        let mut replacement = Connection::new(connection.clone(), &self.behind, self.db());
+        let mut replacement = Connection::new(connection.clone(), self);
         // The scripts the first connection sent are in this server's
         // cache: the waiter's next attempt need not send the text again.
         // A server that restarted in between answers NOSCRIPT, and the
@@ -539,7 +565,7 @@ impl Server {
             .open(settings, self.config())
             .await
             .map_err(|err| self.failed(&err))?;
-        let connection = Connection::new(inner, &self.behind, self.db());
+        let connection = Connection::new(inner, self);
         *cached = Some(connection.clone());
         Ok((connection, false))
     }
@@ -589,9 +615,7 @@ impl Server {
         let capped = |stream: Box<dyn Io>| Ok(Some(Capped::new(stream, MOST_PER_REPLY)));
         match (self.spec.connection_info().addr(), &self.tls) {
             (ConnectionAddr::Tcp(host, port), _) => {
-                let stream = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
-                stream.set_nodelay(true)?;
-                capped(Box::new(stream))
+                capped(Box::new(tcp_stream(host, *port).await?))
             }
             (ConnectionAddr::Unix(path), _) => {
                 capped(Box::new(tokio::net::UnixStream::connect(path).await?))
@@ -605,8 +629,7 @@ impl Server {
                 },
                 Some(tls),
             ) => {
-                let stream = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
-                stream.set_nodelay(true)?;
+                let stream = tcp_stream(host, *port).await?;
                 let name = rustls::pki_types::ServerName::try_from(host.clone())
                     .map_err(|err| RedisError::from(io::Error::other(err)))?;
                 let connector = tokio_rustls::TlsConnector::from(Arc::clone(tls));
@@ -808,6 +831,20 @@ pub(super) fn tls_config(root_cert: Option<&[u8]>) -> Result<rustls::ClientConfi
 trait Io: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> Io for S {}
+
+/// A TCP connection to `host:port` for requests, without Nagle's delay.
+///
+/// Its close stays graceful: what is still unsent when a connection is
+/// dropped (a compare-and-delete written to a server behind a partition)
+/// still goes out when the partition heals. An abortive close (zero
+/// linger) would drop it, and would drop what a paused server's kernel
+/// holds too; a late request is refused by the server instead
+/// (lock/server_clock.rs).
+async fn tcp_stream(host: &str, port: u16) -> io::Result<tokio::net::TcpStream> {
+    let stream = tokio::net::TcpStream::connect((host, port)).await?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
 
 #[cfg(test)]
 mod tests {

@@ -73,7 +73,7 @@ fn eval_in_db(
         // The db comes after every argument the script names, as the
         // Rust calls send them all: those a test leaves out are empty.
         let named = match name {
-            "acquire" => 11,
+            "acquire" => 12,
             _ => 2,
         };
         args.resize(args.len().max(named), "");
@@ -234,6 +234,39 @@ fn acquire_takes_a_free_lock_and_writes_its_record() {
     assert!(since.parse::<u64>().is_ok() && rest == "who", "{record}");
     // A retry of our own SET (a dropped connection) is taken too.
     assert_eq!(run(&server, "acquire", &k, &args), Value::Int(1));
+}
+
+/// The 12 ARGV of acquire.lua for a free, plain lock, with `deadline`
+/// (ARGV[12], the server's clock in ms) last.
+fn bounded_acquire_args(deadline: &str) -> [&str; 12] {
+    [
+        "late", "10000", GUARD_OFF, "", "", "0", "1000", "0", "0", "", "0", deadline,
+    ]
+}
+
+#[test]
+fn acquire_does_nothing_for_a_request_that_arrived_after_its_deadline() {
+    let server = RedisServer::start();
+    let k = keys("late");
+    let past = (now_ms(&server) - 1).to_string();
+    let (tag, rest) = tagged(run(&server, "acquire", &k, &bounded_acquire_args(&past)));
+    assert_eq!(tag, "late");
+    let [clock] = <[Value; 1]>::try_from(rest).unwrap();
+    assert!(text(&clock).parse::<u64>().unwrap() > past.parse::<u64>().unwrap());
+    // Nothing written: no key, no record, no ticket.
+    for key in &k {
+        assert_eq!(server.pttl(key), -2, "{}", String::from_utf8_lossy(key));
+    }
+    // The same request within its deadline, or with none, takes the lock.
+    let future = (now_ms(&server) + 60_000).to_string();
+    let args = bounded_acquire_args(&future);
+    assert_eq!(run(&server, "acquire", &k, &args), Value::Int(1));
+    assert_eq!(server.get(&k[0]).as_deref(), Some(&b"late"[..]));
+    let _: i64 = cmd(&server, &[b"DEL", &k[0]]);
+    assert_eq!(
+        run(&server, "acquire", &k, &bounded_acquire_args("")),
+        Value::Int(1)
+    );
 }
 
 #[test]

@@ -189,11 +189,13 @@ impl Parsed {
     /// the harness killed it). Every free moment with a waiter counts, the
     /// hand-offs' few milliseconds too.
     pub fn longest_free_while_waiting(&self, window: (u64, u64)) -> u64 {
-        self.longest_free_gap(window).0
+        self.free_gaps(window).longest
     }
 
-    /// [`Self::longest_free_while_waiting`], and when that gap began.
-    pub fn longest_free_gap(&self, window: (u64, u64)) -> (u64, u64) {
+    /// Every stretch of `window` free while a live `exec` waited (see
+    /// [`Self::longest_free_while_waiting`]): the longest, when it began,
+    /// and their total.
+    pub fn free_gaps(&self, window: (u64, u64)) -> FreeGaps {
         let mut steps = Vec::new();
         for run in self.runs.values() {
             let waits = run.mode.is_some_and(|mode| mode != Mode::Unlocked);
@@ -266,10 +268,10 @@ impl Step {
 
 /// The longest stretch of `window` with a waiter and no section inside.
 /// The longest time with a waiter and nobody inside, and when it began.
-fn free_with_waiters(mut steps: Vec<Step>, window: (u64, u64)) -> (u64, u64) {
+fn free_with_waiters(mut steps: Vec<Step>, window: (u64, u64)) -> FreeGaps {
     steps.sort();
     let (mut waiters, mut inside) = (0, 0);
-    let (mut since, mut longest) = (None::<u64>, (0, window.0));
+    let (mut since, mut longest, mut total) = (None::<u64>, (0, window.0), 0);
     for step in steps {
         let at = step.at.clamp(window.0, window.1);
         waiters += step.waiters;
@@ -278,6 +280,7 @@ fn free_with_waiters(mut steps: Vec<Step>, window: (u64, u64)) -> (u64, u64) {
             (true, None) => since = Some(at),
             (false, Some(from)) => {
                 longest = longest.max((at - from, from));
+                total += at - from;
                 since = None;
             }
             _ => {}
@@ -285,8 +288,22 @@ fn free_with_waiters(mut steps: Vec<Step>, window: (u64, u64)) -> (u64, u64) {
     }
     if let Some(from) = since {
         longest = longest.max((window.1 - from, from));
+        total += window.1 - from;
     }
-    longest
+    FreeGaps {
+        longest: longest.0,
+        from: longest.1,
+        total,
+    }
+}
+
+/// What [`Parsed::free_gaps`] found: in ns, the longest stretch free while
+/// a live caller waited, when it began, and all such stretches together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FreeGaps {
+    pub longest: u64,
+    pub from: u64,
+    pub total: u64,
 }
 
 /// Two sections of different clients inside at once, from `from` to `to`.

@@ -143,6 +143,9 @@ pub struct Plan {
     pub spawn_pause: Option<Duration>,
     /// See [`Launch::slow_stop`].
     pub slow_stop: bool,
+    /// A pause between runs, drawn from this range in ms; `None`: the next
+    /// run starts as soon as one returns.
+    pub think: Option<(u64, u64)>,
 }
 
 /// Runs sections until `until`, each `exec` queueing (`-w`) at most until
@@ -171,6 +174,10 @@ pub fn client_loop(ctx: &Ctx, slots: &Slots, mut plan: Plan, until: Instant) -> 
             clock_shift: plan.clock_shift,
         };
         run_one(ctx, slots, &launch);
+        if let Some((least, most)) = plan.think {
+            let pause = plan.rng.millis(least, most);
+            thread::sleep(pause.min(until.saturating_duration_since(Instant::now())));
+        }
     }
 }
 

@@ -168,6 +168,67 @@ impl Netns {
         urls.join(",")
     }
 
+    /// How many servers there are.
+    pub fn len(&self) -> usize {
+        self.servers.len()
+    }
+
+    /// The word of this rig's cut kind (`silent`, `unreachable`).
+    pub fn kind_word(&self) -> &'static str {
+        self.kind.word()
+    }
+
+    /// Cuts exactly the servers `which` (none: heals them all).
+    pub fn cut_only(&mut self, which: &[usize]) {
+        let mut wanted = [false; SERVERS];
+        for &i in which {
+            wanted[i] = true;
+        }
+        self.set_cut(&wanted, false);
+        self.set_cut(&wanted, true);
+    }
+
+    /// Stops (SIGSTOP) or continues (SIGCONT) server `i`'s process: its
+    /// kernel still takes connections and requests meanwhile.
+    pub fn pause(&self, i: usize, paused: bool) {
+        let pid = self.servers[i].process.as_ref().map(Child::id);
+        let pid = pid.unwrap_or_else(|| panic!("server {i} has no process"));
+        let signal = match paused {
+            true => nix::sys::signal::Signal::SIGSTOP,
+            false => nix::sys::signal::Signal::SIGCONT,
+        };
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal)
+            .unwrap_or_else(|e| panic!("cannot signal server {i}: {e}"));
+    }
+
+    /// How many tickets stand in `lock`'s line on server `i`, or `None`
+    /// when it does not answer.
+    pub fn line_length(&self, i: usize, lock: &str) -> Option<u64> {
+        let line = [lock.as_bytes(), b"\0line"].concat();
+        let mut con = self.servers[i].client().ok()?;
+        redis::cmd("ZCARD").arg(line).query(&mut con).ok()
+    }
+
+    /// `lock`'s PTTL on server `i` (-2: no key), or `None` when it does not
+    /// answer.
+    pub fn pttl(&self, i: usize, lock: &str) -> Option<i64> {
+        let mut con = self.servers[i].client().ok()?;
+        redis::cmd("PTTL").arg(lock).query(&mut con).ok()
+    }
+
+    /// Whether this host still has a TCP connection to server `i` that is
+    /// not closed yet (TIME-WAIT aside): one that may still deliver what
+    /// its queue holds.
+    pub fn has_connections(&self, i: usize) -> bool {
+        let dst = format!("dst {}", self.servers[i].addr);
+        let out = Command::new("ss")
+            .args(["-tnH", "state", "connected", "exclude", "time-wait"])
+            .args(dst.split(' '))
+            .output();
+        out.map(|out| !String::from_utf8_lossy(&out.stdout).trim().is_empty())
+            .unwrap_or(true)
+    }
+
     /// Moves the cut every 0.5-2s until `until`: one or two servers cut at
     /// a time (`cut-servers 1,3 KIND`), then none (`uncut-servers`).
     pub fn roll(&mut self, rng: &mut Rng, until: Instant, history: &History) {

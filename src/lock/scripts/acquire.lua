@@ -13,19 +13,30 @@
 -- for a fenced attempt (fence.lua), ARGV[9] "1" for a shared one
 -- (shared.lua: the attempt adds its token to the readers KEYS[9]),
 -- ARGV[10] a semaphore slot's K ("" or none for any other lock; its record
--- is KEYS[11]: limit.lua).
+-- is KEYS[11]: limit.lua), ARGV[12] the request's deadline (below).
 -- Returns 1 taken ({"taken", counter} when fenced: taken_reply, fence.lua)
 -- (or already ours: a request retried after a dropped
 -- connection may find its own SET done), {"restarting", ms until counted
 -- again, clock} (restart_guard's), {"queued", waiters in line, clock,
 -- the tickets ahead of the caller's (queue.lua's tickets_ahead)} when the
 -- lock is free but others are first in line, or, when another value
--- holds it, {"held", occupant()}; the error "LIMIT …" when the servers
+-- holds it, {"held", occupant()}; {"late", clock} for a request that
+-- arrived past its deadline; the error "LIMIT …" when the servers
 -- record another K for this slot's semaphore. The clock is this server's
 -- in ms (false without TIME): a waiter takes its place in line by the
 -- servers' clocks, not its own. lock/scripts/acquire.rs parses the reply.
 -- A semaphore's slot (ARGV[10] is its K, limit.lua) is refused where the
 -- servers record another K (an error reply: limit_conflict).
+-- ARGV[12] is the last moment, on this server's clock in ms, at which the
+-- caller still waits for this reply ("" when it does not know the clock
+-- yet; lock/server_clock.rs). A request that arrives later, held up in a
+-- partition or behind a paused server, does nothing: its caller gave up on
+-- it, and the compare-and-delete written behind it may never arrive.
+local now = now_ms()
+local not_after = tonumber(ARGV[12])
+if not_after and now and tonumber(now) > not_after then
+  return {"late", now}
+end
 local other_limit = limit_conflict(ARGV[10])
 if other_limit then
   return other_limit
@@ -40,7 +51,6 @@ if ARGV[8] == "1" then
 end
 local ticket = ARGV[5]
 local linger = tonumber(ARGV[7])
-local now = now_ms()
 local first = nil
 if now then
   first = writer_ahead(first_in_line(now), ticket)

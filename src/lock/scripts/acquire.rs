@@ -61,6 +61,9 @@ pub enum AcquireReply {
         pttl_ms: i64,
         clock: Option<u64>,
     },
+    /// `{"late", clock}`: the request arrived after its caller stopped
+    /// waiting for it (lock/server_clock.rs), and did nothing.
+    Late { clock: Option<u64> },
 }
 
 const READ: Reader = Reader("acquire");
@@ -106,6 +109,21 @@ impl Invocation for Acquire {
                 b"0".to_vec()
             },
         ]
+    }
+
+    fn bounded(&self) -> bool {
+        true
+    }
+
+    fn clock_of(reply: &AcquireReply) -> Option<u64> {
+        match reply {
+            AcquireReply::Taken(_) => None,
+            AcquireReply::Held(seen) => seen.clock,
+            AcquireReply::Restarting(restarting) => restarting.clock,
+            AcquireReply::Queued { clock, .. }
+            | AcquireReply::Readers { clock, .. }
+            | AcquireReply::Late { clock } => *clock,
+        }
     }
 
     fn parse(&self, reply: Value) -> Result<AcquireReply, ProtocolError> {
@@ -166,6 +184,12 @@ fn tagged(items: Vec<Value>) -> Result<AcquireReply, ProtocolError> {
                 clock: READ.clock(clock)?,
             })
         }
+        b"late" => {
+            let [_, clock] = READ.array(Value::Array(items), "late")?;
+            Ok(AcquireReply::Late {
+                clock: READ.clock(clock)?,
+            })
+        }
         b"restarting" => READ
             .restarting(Value::Array(items))
             .map(AcquireReply::Restarting),
@@ -209,6 +233,13 @@ mod tests {
                 ahead: vec!["t-1".into(), "t-2".into()],
             }
         );
+        assert_eq!(
+            parse(array(vec![bulk("late"), bulk("1795908823503")])).unwrap(),
+            AcquireReply::Late {
+                clock: Some(1_795_908_823_503)
+            }
+        );
+        assert!(parse(array(vec![bulk("late")])).is_err());
         let without_ahead = array(vec![bulk("queued"), Value::Int(3), bulk("17")]);
         assert!(parse(without_ahead).is_err(), "the reply before issue 28");
         assert_eq!(

@@ -61,6 +61,18 @@ pub trait Invocation: Clone + Send + Sync + 'static {
     fn keys(&self) -> Vec<Vec<u8>>;
     fn args(&self) -> Vec<Vec<u8>>;
     fn parse(&self, reply: Value) -> Result<Self::Reply, ProtocolError>;
+
+    /// Whether the script takes one more argument after its own: the last
+    /// moment, on the server's clock in ms, at which its caller still waits
+    /// for the reply ("" before the clock is known; lock/server_clock.rs).
+    fn bounded(&self) -> bool {
+        false
+    }
+
+    /// The server's clock (ms) in `reply`, where the reply says it.
+    fn clock_of(_reply: &Self::Reply) -> Option<u64> {
+        None
+    }
 }
 
 /// The keys every script on one lock gets (all but list.lua), in the order

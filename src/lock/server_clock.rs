@@ -1,0 +1,95 @@
+//! Each server's clock as this process sees it, so that a request can say
+//! until when, on the server's own clock, its caller still counts on its
+//! reply. acquire.lua does nothing for a request that arrives later: held
+//! up in a partition, or behind a paused server, it would take the lock
+//! for a caller that gave up on it long ago. The compare-and-delete the
+//! caller wrote behind it cannot be relied on to follow it: when the
+//! caller has exited meanwhile, the first reply that gets through meets a
+//! closed socket, whose reset drops everything still unsent.
+
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// What one reply said of its server's clock: the offset from this
+/// process's clock, and by how much it may be off (half the round trip).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Estimate {
+    offset_ms: i64,
+    error_ms: i64,
+}
+
+/// One server's clock, learned from the latest reply that said it (a
+/// server whose clock is stepped is followed from its next reply on).
+#[derive(Debug, Default)]
+pub struct ServerClock(Mutex<Option<Estimate>>);
+
+impl ServerClock {
+    /// Notes a reply that said `server_ms`, to a request sent at `sent`
+    /// that arrived at `arrived`.
+    pub fn learn(&self, sent: Instant, arrived: Instant, server_ms: u64) {
+        let (sent, arrived) = (local_ms(sent), local_ms(arrived));
+        let estimate = Estimate {
+            offset_ms: i64::try_from(server_ms)
+                .unwrap_or(i64::MAX)
+                .saturating_sub(sent + (arrived - sent) / 2),
+            error_ms: (arrived - sent) / 2 + 1,
+        };
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(estimate);
+    }
+
+    /// The server's clock, in ms, `wait` from now, rounded up by how much
+    /// the estimate may be off: the last moment the caller of a request
+    /// sent now still waits for its reply. `None` before any reply said
+    /// the clock (the request is then not bounded).
+    pub fn not_after(&self, wait: Duration) -> Option<u64> {
+        let estimate = (*self.0.lock().unwrap_or_else(|p| p.into_inner()))?;
+        let wait = i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
+        let at = local_ms(Instant::now())
+            .saturating_add(estimate.offset_ms)
+            .saturating_add(wait)
+            .saturating_add(estimate.error_ms);
+        u64::try_from(at).ok()
+    }
+}
+
+/// `at` in ms on this process's monotonic clock (from its first use): not
+/// stepped when the wall clock is.
+fn local_ms(at: Instant) -> i64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    let start = *START.get_or_init(|| Instant::now() - Duration::from_secs(1));
+    i64::try_from(at.saturating_duration_since(start).as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_bounded_on_the_servers_clock_from_the_first_reply_on() {
+        let clock = ServerClock::default();
+        assert_eq!(clock.not_after(Duration::from_millis(250)), None);
+        let sent = Instant::now();
+        let arrived = sent + Duration::from_millis(10);
+        // The server is an hour ahead of this process.
+        let server_ms = (local_ms(sent) + 5 + 3_600_000) as u64;
+        clock.learn(sent, arrived, server_ms);
+        let bound = clock.not_after(Duration::from_millis(250)).unwrap() as i64;
+        let now_there = local_ms(Instant::now()) + 3_600_000;
+        // 250ms of wait, and the 5ms the estimate may be off (and 1 for
+        // the server's whole ms), from now on the server's clock.
+        assert!(
+            (now_there + 250..=now_there + 250 + 6 + 2).contains(&bound),
+            "{bound} vs {now_there}"
+        );
+    }
+
+    #[test]
+    fn a_stepped_server_clock_is_followed_from_its_next_reply() {
+        let clock = ServerClock::default();
+        let now = Instant::now();
+        clock.learn(now, now, local_ms(now) as u64 + 1_000);
+        clock.learn(now, now, local_ms(now) as u64 + 9_000);
+        let bound = clock.not_after(Duration::ZERO).unwrap() as i64;
+        assert!(bound >= local_ms(now) + 9_000, "{bound}");
+    }
+}
