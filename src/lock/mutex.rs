@@ -80,9 +80,6 @@ pub(super) enum SetReply {
         guarded: Guarded,
         clock: Option<u64>,
     },
-    /// The request arrived after the caller stopped waiting for it, and
-    /// did nothing (lock/server_clock.rs); the server's clock in ms.
-    Late { clock: Option<u64> },
 }
 
 impl SetReply {
@@ -91,9 +88,7 @@ impl SetReply {
         match self {
             SetReply::Taken(_) => None,
             SetReply::Held(seen) => seen.now_ms,
-            SetReply::Queued { clock, .. }
-            | SetReply::Restarting { clock, .. }
-            | SetReply::Late { clock } => *clock,
+            SetReply::Queued { clock, .. } | SetReply::Restarting { clock, .. } => *clock,
         }
     }
 }
@@ -121,7 +116,6 @@ impl From<AcquireReply> for SetReply {
                 pttl_ms,
                 clock,
             } => SetReply::Held(Box::new(KeyState::readers(count, pttl_ms, clock))),
-            AcquireReply::Late { clock } => SetReply::Late { clock },
         }
     }
 }
