@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::clock::BootInstant;
 
@@ -48,16 +48,24 @@ impl ServerClock {
 
     /// The server's clock, in ms, `wait` from now, rounded up by how much
     /// the estimate may be off: the last moment the caller of a request
-    /// sent now still waits for its reply. `None` before any reply said
-    /// the clock (the request is then not bounded).
+    /// sent now still waits for its reply.
+    ///
+    /// Before any reply said the clock, this host's wall clock stands in
+    /// for it, [`FIRST_GUESS_SLACK`] later: hosts kept in time by NTP are
+    /// bounded from their first request on. One whose clock is further
+    /// behind the server's is told "late" and learns the clock from that
+    /// reply, at the cost of one round trip to that server (servers.rs).
+    /// `None` only for a wall clock before 1970.
     pub fn not_after(&self, wait: Duration) -> Option<u64> {
-        let estimate = (*self.estimate.lock().unwrap_or_else(|p| p.into_inner()))?;
         let wait = i64::try_from(wait.as_micros().div_ceil(1000)).unwrap_or(i64::MAX);
-        let at = boot_ms(BootInstant::now())
-            .saturating_add(estimate.offset_ms)
-            .saturating_add(wait)
-            .saturating_add(estimate.error_ms);
-        u64::try_from(at).ok()
+        let estimate = *self.estimate.lock().unwrap_or_else(|p| p.into_inner());
+        let at = match estimate {
+            Some(estimate) => boot_ms(BootInstant::now())
+                .saturating_add(estimate.offset_ms)
+                .saturating_add(estimate.error_ms),
+            None => wall_ms()?.saturating_add(FIRST_GUESS_SLACK_MS),
+        };
+        u64::try_from(at.saturating_add(wait)).ok()
     }
 
     /// Whether to ask the server's `TIME` now: true once, while no reply
@@ -69,6 +77,17 @@ impl ServerClock {
             .is_none()
             && !self.asked.swap(true, Ordering::Relaxed)
     }
+}
+
+/// How much later than this host's wall clock a server's clock may be
+/// before a request sent before any reply from it is told "late".
+pub const FIRST_GUESS_SLACK: Duration = Duration::from_secs(1);
+const FIRST_GUESS_SLACK_MS: i64 = FIRST_GUESS_SLACK.as_millis() as i64;
+
+/// This host's wall clock in ms since 1970, or `None` before it.
+fn wall_ms() -> Option<i64> {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).ok()?;
+    i64::try_from(since.as_millis()).ok()
 }
 
 /// `at` in ms since boot: not stepped with the wall clock, and counting
@@ -84,7 +103,13 @@ mod tests {
     #[test]
     fn a_request_is_bounded_on_the_servers_clock_from_the_first_reply_on() {
         let clock = ServerClock::default();
-        assert_eq!(clock.not_after(Duration::from_millis(250)), None);
+        // Before: this host's wall clock, a second late.
+        let guess = clock.not_after(Duration::from_millis(250)).unwrap() as i64;
+        let wall = wall_ms().unwrap();
+        assert!(
+            (wall + 1250..=wall + 1300).contains(&guess),
+            "{guess} vs {wall}"
+        );
         let sent = BootInstant::now();
         let arrived = sent + Duration::from_millis(10);
         // The server is an hour ahead of this host.

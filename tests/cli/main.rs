@@ -28,6 +28,7 @@ mod hostile_status;
 mod inputs;
 mod keeper;
 mod keeper_idle;
+mod late;
 mod list;
 mod list_scale;
 mod lua;

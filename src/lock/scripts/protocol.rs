@@ -64,7 +64,7 @@ pub trait Invocation: Clone + Send + Sync + 'static {
 
     /// Whether the script takes one more argument after its own: the last
     /// moment, on the server's clock in ms, at which its caller still waits
-    /// for the reply ("" before the clock is known; lock/server_clock.rs),
+    /// for the reply ("" for none; lock/server_clock.rs),
     /// and answers `{"late", clock}` ([`late_clock`]) past it.
     const BOUNDED: bool = false;
 
