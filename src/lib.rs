@@ -31,6 +31,7 @@ mod redact;
 mod repeats;
 mod signals;
 mod supervise;
+mod test_hooks;
 
 pub use commands::generate;
 
