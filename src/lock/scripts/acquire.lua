@@ -58,7 +58,7 @@ end
 -- majority and no ticket ahead of its own standing on a majority of the
 -- servers that answered: a server that names another first missed calls a
 -- majority saw (it was cut off), and the caller takes the free lock here
--- too, first or not (lock/line.rs; the model is lock/line_model.rs).
+-- too, first or not (lock/line.rs; the model is tests/models/line.rs).
 if first ~= nil and first ~= ticket and lock_free(now)
   and (ARGV[11] == "1" or line_steps_aside(now, linger)) then
   first = nil
