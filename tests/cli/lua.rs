@@ -18,7 +18,6 @@ fn mode(name: &str, args: &[&str]) -> Features {
     let one = |i: usize| args.get(i) == Some(&"1");
     match name {
         "acquire" => Features::NONE
-            .with(Features::LINE, given(4))
             .with(Features::FENCE, one(7))
             .with(Features::SHARED, one(8))
             .with(Features::LIMIT, given(9)),

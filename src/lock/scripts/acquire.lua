@@ -96,13 +96,11 @@ if first == nil or first == ticket then
     -- did not take it is left by the winner afterwards (lock/retry.rs).
     -- A reader stays in line until it leaves everywhere: its leaving is
     -- what wakes the readers behind it (leave.lua).
-    -- when line:
     if ticket ~= "" and ARGV[9] == "1" and now then
       stand_in_line(ticket, ARGV[6], tonumber(now), linger)
     elseif ticket ~= "" then
       leave_line(ticket)
     end
-    -- end when
   end
   -- Taken here, or already ours.
   if taken or holds_value(KEYS[1], ARGV[1]) then
@@ -117,11 +115,9 @@ if first == nil or first == ticket then
     -- end when
   end
 end
--- when line:
 if ticket ~= "" and now then
   stand_in_line(ticket, ARGV[6], tonumber(now), linger)
 end
--- end when
 local seen = readers_reply(now) or occupant()
 if seen[1] == "readers" then
   return seen

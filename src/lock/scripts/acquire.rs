@@ -71,11 +71,12 @@ const READ: Reader = Reader("acquire");
 impl Invocation for Acquire {
     type Reply = AcquireReply;
 
-    /// The attempt's mode: the line's, the fence's, the readers' and the
-    /// semaphore's Lua only for an attempt that uses them.
+    /// The attempt's mode: the fence's, the readers' and the semaphore's
+    /// Lua only for an attempt that uses them. The line's goes to every
+    /// attempt: a waiter's first attempt has no ticket yet, and one text
+    /// for all its attempts is sent once per connection.
     fn script(&self) -> &'static LuaScript {
         let features = Features::NONE
-            .with(Features::LINE, self.ticket.is_some())
             .with(Features::FENCE, self.fence)
             .with(Features::SHARED, self.shared)
             .with(Features::LIMIT, self.limit.is_some());

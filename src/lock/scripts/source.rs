@@ -10,7 +10,7 @@
 //! |-----------|----------------------|---------------------------------------------|
 //! | (core)    | holder.lua, token.lua| clock, holder record, compare-and-delete    |
 //! | (core)    | guard.lua            | the restart guard                           |
-//! | `line`    | queue.lua            | the caller's own ticket: stand in, leave    |
+//! | `line`    | queue.lua            | release: the caller's ticket put back       |
 //! | `fence`   | fence.lua            | the fencing counter in the reply            |
 //! | `shared`  | shared.lua, reader_records.lua | a reader's attempt              |
 //! | `readers` | shared.lua, reader_records.lua | releasing a reader's token      |
@@ -134,7 +134,7 @@ const SCRIPTS: &[(&str, &str)] = &[
 pub const MODES: &[(&str, Features)] = &[
     (
         "acquire",
-        Features(Features::LINE.0 | Features::FENCE.0 | Features::SHARED.0 | Features::LIMIT.0),
+        Features(Features::FENCE.0 | Features::SHARED.0 | Features::LIMIT.0),
     ),
     (
         "release",
@@ -414,13 +414,11 @@ mod tests {
         assert!(fenced.source.contains("fence_read()"));
         for feature in [
             "fence_read",
-            "stand_in_line",
-            "leave_line",
             "limit_conflict",
             "limit_live_for",
             "writer_ahead",
             "write_reader_record",
-            "ZADD",
+            "\"ZADD\", KEYS[9]",
         ] {
             assert!(!plain.source.contains(feature), "plain acquire: {feature}");
         }
@@ -465,36 +463,25 @@ mod tests {
         assert_eq!(keys_read("ARGV[1]"), Some(0));
     }
 
-    /// The lines of Lua each kind of call sends, the issue's measure
-    /// (issue 30: a plain release at most 60, a plain acquire at most 150).
+    /// The lines of Lua each kind of call sends (issue 30's measure; it
+    /// asks for at most 60 for a plain release and 150 for a plain
+    /// acquire), against the most each may send now: a feature whose Lua
+    /// leaks into another mode fails here. Before the composition every
+    /// acquire sent 628 lines, every release 481.
     #[test]
     fn the_lines_each_call_sends() {
-        let lines =
-            |name: &'static str, features: Features| lua(name, features).source.lines().count();
-        let line = Features::LINE;
-        for (call, sent, most) in [
-            (
-                "release (plain, undoing an attempt)",
-                lines("release", Features::NONE),
-                60,
-            ),
-            ("release (plain)", lines("release", Features::ANNOUNCE), 0),
-            ("acquire (plain)", lines("acquire", Features::NONE), 0),
-            ("acquire (waiting)", lines("acquire", line), 0),
-            ("acquire --fence", lines("acquire", Features::FENCE), 0),
-            (
-                "acquire --shared",
-                lines("acquire", Features::SHARED.with(line, true)),
-                0,
-            ),
-            (
-                "acquire --limit",
-                lines("acquire", Features::LIMIT.with(line, true)),
-                0,
-            ),
+        let none = Features::NONE;
+        for (call, name, features, most) in [
+            ("release undoing an attempt", "release", none, 60),
+            ("release (plain)", "release", Features::ANNOUNCE, 123),
+            ("acquire (plain)", "acquire", none, 321),
+            ("acquire --fence", "acquire", Features::FENCE, 359),
+            ("acquire --shared", "acquire", Features::SHARED, 406),
+            ("acquire --limit (a slot)", "acquire", Features::LIMIT, 354),
         ] {
+            let sent = lua(name, features).source.lines().count();
             println!("{call}: {sent} lines");
-            assert!(most == 0 || sent <= most, "{call}: {sent} lines");
+            assert!(sent <= most, "{call}: {sent} lines, more than {most}");
         }
     }
 
