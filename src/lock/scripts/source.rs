@@ -455,6 +455,7 @@ mod tests {
     #[test]
     fn a_call_passes_only_the_keys_its_mode_reads() {
         assert_eq!(lua("release", Features::NONE).keys_read, Some(2));
+        assert_eq!(lua("release", Features::ANNOUNCE).keys_read, Some(4));
         assert_eq!(lua("raise_fence", Features::NONE).keys_read, Some(8));
         assert_eq!(lua("acquire", Features::LIMIT).keys_read, Some(11));
         assert_eq!(lua("list", Features::NONE).keys_read, None);
