@@ -10,6 +10,7 @@
 //! |-----------|----------------------|---------------------------------------------|
 //! | (core)    | holder.lua, token.lua| clock, holder record, compare-and-delete    |
 //! | (core)    | guard.lua            | the restart guard                           |
+//! | (core)    | queue.lua            | the line ahead of an acquire (every one)    |
 //! | `line`    | queue.lua            | release: the caller's ticket put back       |
 //! | `fence`   | fence.lua            | the fencing counter in the reply            |
 //! | `shared`  | shared.lua, reader_records.lua | a reader's attempt              |
@@ -30,6 +31,13 @@
 //! compare-and-delete and what it must clean up. Comment lines, blank lines
 //! and indentation are left out of what is sent. tests/cli/lua.rs runs the
 //! same text, through [`composed`].
+//!
+//! Every acquire sends the line's Lua (a waiter's first attempt has no
+//! ticket yet, and one text for all its attempts is sent once), and the
+//! exclusive attempt's half of the readers' (live readers keep a writer
+//! out). A new feature is its Lua in its prelude, a `-- when` block where
+//! the script calls it, a name and a bit here ([`Features`], [`MODES`]),
+//! and the line of its call's `script()` that sets it.
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
