@@ -61,7 +61,7 @@ pub struct LuaScript {
 }
 
 /// A call's mode: the features its script is composed with (see the module
-/// documentation, and [`MODES`] for which script has which).
+/// documentation, and `MODES` for which script has which).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Features(u8);
 
@@ -241,7 +241,7 @@ fn keys_read(source: &str) -> Option<usize> {
 
 /// The text of the script `name` composed for `features`: the pieces of
 /// its preludes it uses, then the script, compacted. Panics on an unknown
-/// script or prelude, or a feature the script does not have ([`MODES`]).
+/// script or prelude, or a feature the script does not have (`MODES`).
 pub fn composed(name: &str, features: Features) -> String {
     let script = lookup(SCRIPTS, name).unwrap_or_else(|| panic!("no script {name}"));
     let allowed = MODES.iter().find(|(n, _)| *n == name).map(|(_, f)| *f);
