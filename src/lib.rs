@@ -36,6 +36,7 @@ mod redact;
 mod repeats;
 mod signals;
 mod supervise;
+mod test_hooks;
 
 pub use commands::generate;
 

@@ -28,8 +28,8 @@
 //! network namespace and black-holes one or two at a time (`torture/netns.rs`).
 //! It needs root: without, it says why and is skipped, unless `CI=true`,
 //! where that is a failure. Its liveness bounds are reported
-//! (`bounds=met|missed`) and fail it only once `checks::ENFORCE_CUT_BOUNDS`
-//! is on; overlaps always do.
+//! (`bounds=met|missed`) and fail it where `checks::ENFORCE_CUT_BOUNDS` says
+//! (the gap does, availability does not); overlaps always do.
 //!
 //! Two scenarios share the lock on purpose. In `shared`, six clients run
 //! `exec --shared` (readers) and two plain `exec` (writers): readers may be

@@ -67,6 +67,7 @@ use crate::signals::Listener;
 use crate::supervise::schedule::StopPlan;
 use crate::supervise::watchdog::{Report, Target};
 use crate::supervise::{WatchError, Watchdog, Watched};
+use crate::test_hooks;
 
 /// What the keeper needs besides the lease: the servers and what to watch.
 #[derive(Debug, Serialize, Deserialize)]
@@ -83,7 +84,7 @@ struct Setup {
     pidfd: i32,
     signal: Option<i32>,
     /// Tests only: the keeper fails instead of taking over
-    /// (`REDLOCK_TEST_KEEPER_FAILS`, read by debug builds).
+    /// ([`test_hooks::keeper_fails`]).
     #[serde(default)]
     fails: bool,
 }
@@ -146,7 +147,7 @@ impl Keeper {
             pid: keep.pid,
             pidfd: watched.fd().as_raw_fd(),
             signal: keep.signal.map(|signal| signal as i32),
-            fails: crate::supervise::child::test_pause_ms("REDLOCK_TEST_KEEPER_FAILS").is_some(),
+            fails: test_hooks::keeper_fails(),
         };
         let mut child = keeper_command(watched.fd())
             .spawn()

@@ -29,6 +29,7 @@ use super::round::Replies;
 use super::scripts::{RaiseFence, MAX_FENCE};
 use super::servers::Connection;
 use crate::clock::BootInstant;
+use crate::test_hooks;
 
 /// The token step 2 computes from the counters the locking servers read:
 /// one more than the highest; `None` when that would pass [`MAX_FENCE`]
@@ -61,7 +62,7 @@ impl Redlock {
                 on: self.at_the_last_fence(taken),
             });
         };
-        stop_before_fence_for_tests();
+        test_hooks::stop_before_fence();
         let call = RaiseFence {
             keys: self.keys_of(&lease.key),
             token: lease.token.as_str().to_owned(),
@@ -133,16 +134,6 @@ impl Redlock {
                 said,
             })),
         }
-    }
-}
-
-/// A test hook (debug builds): `REDLOCK_TEST_STOP_BEFORE_FENCE=1` stops
-/// this process with SIGSTOP between the acquire round and the fencing
-/// round, so that a test can fault the servers at exactly that point and
-/// then continue it with SIGCONT.
-fn stop_before_fence_for_tests() {
-    if cfg!(debug_assertions) && std::env::var_os("REDLOCK_TEST_STOP_BEFORE_FENCE").is_some() {
-        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
     }
 }
 

@@ -13,7 +13,7 @@
 //! free lock wherever it is free (acquire.lua, ARGV[11]). When nothing
 //! fails, every server holds the same line, the earliest waiter stands on
 //! all of them, and nobody else goes past it: first come, first served as
-//! before. lock/line_model.rs checks the rule on every arrangement of the
+//! before. tests/models/line.rs checks the rule on every arrangement of the
 //! lines on 3 and 5 servers: no split outlasts two attempts of each
 //! waiter, unless a dead waiter's ticket stands on a majority (then it
 //! lapses within the linger, the one step-aside the line may cost).

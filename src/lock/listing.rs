@@ -19,6 +19,7 @@ use super::scripts::List;
 use super::server_url::ServerSpec;
 use super::servers::{after, Connection, Server, ServerError};
 use super::shared::SharedHolder;
+use crate::test_hooks;
 
 /// How many keys one SCAN call asks a server to look at: enough to walk
 /// thousands of keys in a few round trips, little enough that each call
@@ -38,19 +39,12 @@ const DEADLINE: Duration = Duration::from_secs(60);
 /// new keys would otherwise grow the listing until memory runs out.
 const MOST_KEYS: usize = 2_000_000;
 
-/// The deadline and the key cap, which debug builds let tests lower with
-/// `REDLOCK_TEST_LIST_DEADLINE_MS` and `REDLOCK_TEST_LIST_MOST_KEYS`.
+/// The deadline and the key cap, which tests may lower
+/// ([`test_hooks::list_deadline`], [`test_hooks::list_most_keys`]).
 fn limits() -> (Duration, usize) {
-    let forced = |name: &str| {
-        cfg!(debug_assertions)
-            .then(|| std::env::var(name).ok()?.parse::<u64>().ok())
-            .flatten()
-    };
     (
-        forced("REDLOCK_TEST_LIST_DEADLINE_MS").map_or(DEADLINE, Duration::from_millis),
-        forced("REDLOCK_TEST_LIST_MOST_KEYS")
-            .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(MOST_KEYS),
+        test_hooks::list_deadline().unwrap_or(DEADLINE),
+        test_hooks::list_most_keys().unwrap_or(MOST_KEYS),
     )
 }
 

@@ -1,13 +1,11 @@
 //! The Redlock protocol over N independent Redis masters. It knows nothing of
 //! the command line and prints nothing: callers hand it keys, tokens and
 //! durations and get typed outcomes back. It imports nothing of the crate but
-//! the shared clock.
+//! the shared clock and the test hooks.
 
 mod capped;
 mod error;
 mod fence;
-#[cfg(test)]
-mod fence_model;
 mod force;
 mod guard;
 mod holder;
@@ -15,8 +13,6 @@ mod inspection;
 mod keeper;
 mod key;
 mod line;
-#[cfg(test)]
-mod line_model;
 mod listening;
 mod listing;
 mod mutex;

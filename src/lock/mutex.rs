@@ -81,9 +81,6 @@ pub(super) enum SetReply {
         guarded: Guarded,
         clock: Option<u64>,
     },
-    /// The request arrived after the caller stopped waiting for it, and
-    /// did nothing (lock/server_clock.rs); the server's clock in ms.
-    Late { clock: Option<u64> },
 }
 
 impl SetReply {
@@ -92,9 +89,7 @@ impl SetReply {
         match self {
             SetReply::Taken(_) => None,
             SetReply::Held(seen) => seen.now_ms,
-            SetReply::Queued { clock, .. }
-            | SetReply::Restarting { clock, .. }
-            | SetReply::Late { clock } => *clock,
+            SetReply::Queued { clock, .. } | SetReply::Restarting { clock, .. } => *clock,
         }
     }
 }
@@ -122,7 +117,6 @@ impl From<AcquireReply> for SetReply {
                 pttl_ms,
                 clock,
             } => SetReply::Held(Box::new(KeyState::readers(count, pttl_ms, clock))),
-            AcquireReply::Late { clock } => SetReply::Late { clock },
         }
     }
 }

@@ -14,22 +14,17 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::test_hooks;
+
 /// How long a ticket stays in line after its waiter's last attempt, and the
 /// longest the line may keep a free lock from callers in a row. A live
 /// waiter comes back every 0.3s at most (the retry delay) plus an attempt;
 /// a dead one delays the next by at most this, whatever the options.
 pub const LINGER: Duration = Duration::from_secs(1);
 
-/// [`LINGER`], unless a test set it (debug builds only,
-/// `REDLOCK_TEST_LINGER_MS`): with a long linger and a long poll, waiters
-/// stand in line without coming back, and a test can count what a release
-/// alone makes the servers do.
+/// [`LINGER`], unless a test set it ([`test_hooks::linger`]).
 pub fn linger() -> Duration {
-    cfg!(debug_assertions)
-        .then(|| std::env::var("REDLOCK_TEST_LINGER_MS").ok())
-        .flatten()
-        .and_then(|ms| ms.parse().ok())
-        .map_or(LINGER, Duration::from_millis)
+    test_hooks::linger().unwrap_or(LINGER)
 }
 
 /// One waiter's place in line.

@@ -12,6 +12,7 @@ use super::mutex::{Lease, Redlock};
 use super::notify::Wakeups;
 use super::queue::Ticket;
 use crate::clock::BootInstant;
+use crate::test_hooks;
 
 /// How long `acquire` keeps trying.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,10 +187,10 @@ impl InFlight {
 
 /// A random pause between attempts, so that competing clients that failed
 /// together do not retry in lockstep: uniform in [base/2, 3·base/2), with the
-/// base a tenth of the TTL, between 10ms and 200ms. Debug builds let tests
-/// fix it with `REDLOCK_TEST_POLL_DELAY_MS`, to tell a wake-up from a poll.
+/// base a tenth of the TTL, between 10ms and 200ms. Tests may fix it
+/// ([`test_hooks::poll_delay`]), to tell a wake-up from a poll.
 pub(super) fn retry_delay(ttl: Duration) -> Duration {
-    if let Some(forced) = forced_poll_delay() {
+    if let Some(forced) = test_hooks::poll_delay() {
         return forced;
     }
     let base = (ttl / 10).clamp(Duration::from_millis(10), Duration::from_millis(200));
@@ -198,15 +199,6 @@ pub(super) fn retry_delay(ttl: Duration) -> Duration {
     let _ = getrandom::fill(&mut bytes);
     let fraction = (u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64;
     base / 2 + base.mul_f64(fraction)
-}
-
-/// The poll delay a test forced (debug builds only).
-fn forced_poll_delay() -> Option<Duration> {
-    cfg!(debug_assertions)
-        .then(|| std::env::var("REDLOCK_TEST_POLL_DELAY_MS").ok())
-        .flatten()
-        .and_then(|ms| ms.parse().ok())
-        .map(Duration::from_millis)
 }
 
 #[cfg(test)]

@@ -19,10 +19,11 @@ use tokio::sync::{mpsc, Mutex};
 use super::capped::{Capped, MOST_PER_REPLY};
 use super::key::{escape_and_cut, SERVER_TEXT_SHOWN};
 use super::listening::Listening;
-use super::scripts::{Features, Invocation, LuaScript};
+use super::scripts::{late_clock, Features, Invocation, LuaScript};
 use super::server_clock::ServerClock;
 use super::server_info::Behind;
 use super::server_url::{ServerSpec, SpecError};
+use crate::clock::BootInstant;
 
 /// Why one server did not give a usable answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -79,6 +80,9 @@ pub struct Server {
     clock: Arc<ServerClock>,
 }
 
+/// A bounded script's answer for a request past its deadline.
+struct Late;
+
 /// A connection to one server, and the scripts it has sent on it.
 #[derive(Clone)]
 pub struct Connection {
@@ -109,7 +113,35 @@ impl Connection {
 
     /// Runs one script call, its reply parsed: a reply the script cannot
     /// have sent is an error, and so that server's failure.
+    ///
+    /// A bounded script (acquire) that answers "late" did nothing. The
+    /// caller got that reply in time, so the server's clock is not where
+    /// this process thought (it was stepped, or this host was suspended):
+    /// the reply said where it is, and the call goes once more. Late twice
+    /// is that server's failure.
     pub async fn invoke<I: Invocation>(&mut self, call: &I) -> redis::RedisResult<I::Reply> {
+        if let Ok(reply) = self.invoke_once(call).await? {
+            return Ok(reply);
+        }
+        match self.invoke_once(call).await? {
+            Ok(reply) => Ok(reply),
+            Err(Late) => Err(RedisError::from((
+                ErrorKind::Client,
+                "late",
+                "twice a request arrived after its deadline by this server's clock, \
+                 which jumps"
+                    .to_owned(),
+            ))),
+        }
+    }
+
+    /// [`Self::invoke`] without the second try: `Err(Late)` for a bounded
+    /// script's "late". Learns the server's clock from the reply, or asks
+    /// it right behind the first bounded request (a lock taken says none).
+    async fn invoke_once<I: Invocation>(
+        &mut self,
+        call: &I,
+    ) -> redis::RedisResult<Result<I::Reply, Late>> {
         let (mut keys, mut args) = (call.keys(), call.args());
         // Only the keys the script's mode reads (the lock's own come first).
         if let Some(read) = call.script().keys_read {
@@ -117,16 +149,11 @@ impl Connection {
         }
         // A bounded script's deadline is this server's clock a reply wait
         // from now: only the connection knows which server that is.
-        if call.bounded() {
+        if I::BOUNDED {
             let not_after = self.clock.not_after(self.timeout);
-            args.push(
-                not_after
-                    .map(|ms| ms.to_string())
-                    .unwrap_or_default()
-                    .into_bytes(),
-            );
+            let not_after = not_after.map(|ms| ms.to_string()).unwrap_or_default();
+            args.push(not_after.into_bytes());
         }
-        let sent = std::time::Instant::now();
         // The restart guard's last argument is the db this connection
         // selected: the one fact of the dataset only the connection knows.
         if call.script().reads_guard {
@@ -134,12 +161,37 @@ impl Connection {
         }
         let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        let sent = BootInstant::now();
         let reply: redis::Value = self.run_script(call.script(), &keys, &args).await?;
+        if I::BOUNDED && self.clock.wants_asking() {
+            self.ask_time();
+        }
+        if let Some(clock) = late_clock(&reply) {
+            if let Some(server_ms) = clock {
+                self.clock.learn(sent, BootInstant::now(), server_ms);
+            }
+            return Ok(Err(Late));
+        }
         let reply = call.parse(reply)?;
         if let Some(server_ms) = I::clock_of(&reply) {
-            self.clock.learn(sent, std::time::Instant::now(), server_ms);
+            self.clock.learn(sent, BootInstant::now(), server_ms);
         }
-        Ok(reply)
+        Ok(Ok(reply))
+    }
+
+    /// Asks the server's `TIME` in the background, for the deadlines of
+    /// later requests: a server that denies it keeps them unbounded.
+    fn ask_time(&self) {
+        let (mut inner, clock) = (self.inner.clone(), Arc::clone(&self.clock));
+        tokio::spawn(async move {
+            let sent = BootInstant::now();
+            let time: redis::RedisResult<(u64, u64)> =
+                redis::cmd("TIME").query_async(&mut inner).await;
+            if let Ok((seconds, micros)) = time {
+                let server_ms = seconds.saturating_mul(1000).saturating_add(micros / 1000);
+                clock.learn(sent, BootInstant::now(), server_ms);
+            }
+        });
     }
 
     /// [`Self::invoke`], with the server's role and eviction policy asked

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use super::words;
 use crate::duration::{exact as human, rounded};
 use crate::lock::{LockError, LockKey, Wait};
+use crate::test_hooks;
 
 /// How long a wait stays silent.
 const FIRST_AFTER: Duration = Duration::from_secs(1);
@@ -81,15 +82,9 @@ impl Style {
     }
 }
 
-/// [`LINE_EVERY`]; debug builds let tests shorten it with
-/// `REDLOCK_TEST_PROGRESS_EVERY_MS`.
+/// [`LINE_EVERY`]; tests may shorten it ([`test_hooks::progress_every`]).
 fn line_every() -> Duration {
-    let shortened = cfg!(debug_assertions)
-        .then(|| std::env::var("REDLOCK_TEST_PROGRESS_EVERY_MS").ok())
-        .flatten()
-        .and_then(|ms| ms.parse().ok())
-        .map(Duration::from_millis);
-    shortened.unwrap_or(LINE_EVERY)
+    test_hooks::progress_every().unwrap_or(LINE_EVERY)
 }
 
 /// Whether a line is due after `waited`, when the last one was shown at

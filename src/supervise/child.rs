@@ -16,6 +16,7 @@ use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::{getpgrp, getpid, getppid, Pid};
 
 use crate::clock::BootInstant;
+use crate::test_hooks;
 
 /// What to run, and how to stop it.
 #[derive(Debug)]
@@ -132,7 +133,7 @@ pub fn spawn(
     // SAFETY: every hook makes only async-signal-safe system calls (prctl,
     // getppid, signal, write, tcgetpgrp, tcsetpgrp) and allocates nothing, as
     // is required between fork and exec. The hooks run in this order.
-    let pause = test_pause_ms("REDLOCK_TEST_PAUSE_IN_CHILD_MS");
+    let pause = test_hooks::pause_in_child();
     unsafe {
         command.pre_exec(move || die_with(supervisor));
         if let Some(pause) = pause {
@@ -164,28 +165,17 @@ fn not_after(start_by: BootInstant) -> io::Result<()> {
 
 /// How long the runtime keeps an idle blocking thread: tokio's default,
 /// 10s. A child whose PR_SET_PDEATHSIG was set from such a thread would die
-/// when it exits (see [`spawn`]); debug builds let a test shorten the wait
-/// for that with `REDLOCK_TEST_THREAD_KEEP_ALIVE_MS`.
+/// when it exits (see [`spawn`]); a test may shorten the wait for that
+/// ([`test_hooks::thread_keep_alive`]).
 pub fn blocking_thread_keep_alive() -> std::time::Duration {
-    test_pause_ms("REDLOCK_TEST_THREAD_KEEP_ALIVE_MS").map_or(
-        std::time::Duration::from_secs(10),
-        std::time::Duration::from_millis,
-    )
+    test_hooks::thread_keep_alive().unwrap_or(std::time::Duration::from_secs(10))
 }
 
-/// Tests only: milliseconds to pause at a point of `exec`, from the variable
-/// `name`; read only by debug builds, so a release binary ignores it.
-pub fn test_pause_ms(name: &str) -> Option<u64> {
-    if !cfg!(debug_assertions) {
-        return None;
-    }
-    std::env::var(name).ok()?.parse().ok()
-}
-
-/// Hook for tests: a freeze between fork and exec, before anyone knows the
-/// command's group. nanosleep is async-signal-safe.
-fn pause_in_child(millis: u64) -> io::Result<()> {
-    let pause = nix::sys::time::TimeSpec::from_duration(std::time::Duration::from_millis(millis));
+/// Hook for tests ([`test_hooks::pause_in_child`]): a freeze between fork
+/// and exec, before anyone knows the command's group. nanosleep is
+/// async-signal-safe.
+fn pause_in_child(pause: std::time::Duration) -> io::Result<()> {
+    let pause = nix::sys::time::TimeSpec::from_duration(pause);
     let _ = nix::time::clock_nanosleep(
         nix::time::ClockId::CLOCK_MONOTONIC,
         nix::time::ClockNanosleepFlags::empty(),

@@ -30,6 +30,7 @@ use tokio::sync::watch;
 
 use crate::clock::BootInstant;
 use crate::signals::{Latest, Listener};
+use crate::test_hooks;
 use child::Group;
 use job_control::{Leftovers, Terminal};
 use state::{Effect, State};
@@ -76,7 +77,7 @@ pub async fn run(
     watchdog
         .deadline(*deadlines.borrow())
         .context(NO_WATCHDOG)?;
-    test_pause("REDLOCK_TEST_PAUSE_BEFORE_SPAWN_MS");
+    test_hooks::pause_before_spawn();
     // Nothing under the lock may start once the stop time has passed: we may
     // have been frozen since the lock was taken. The child checks again,
     // just before it becomes the command.
@@ -134,12 +135,6 @@ fn leftovers(group: Group) -> Vec<state::Leftover> {
 
 /// Tests only (debug builds): sleeps for the milliseconds the variable
 /// `name` gives, so that a test can freeze exec at a point that matters.
-fn test_pause(name: &str) {
-    if let Some(pause) = child::test_pause_ms(name) {
-        std::thread::sleep(std::time::Duration::from_millis(pause));
-    }
-}
-
 /// A command that has started, and its process group.
 struct Started {
     process: Child,

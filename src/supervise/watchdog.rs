@@ -51,6 +51,7 @@ use nix::unistd::{dup2_stdin, dup2_stdout, fork, pipe2, setpgid, ForkResult, Pid
 use super::child::Group;
 use super::schedule::{next_action, Action, Stage, StopPlan, CLOCK_CHECK};
 use crate::clock::BootInstant;
+use crate::test_hooks;
 
 /// What the watchdog tells the supervisor, as its exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -326,10 +327,9 @@ fn watchdog_process(
     dup2_stdin(&null)?;
     dup2_stdout(&null)?;
     drop(null);
-    // Tests only (debug builds): act this much before the supervisor's
-    // schedule, as a watchdog does that wins the race to the stop time.
-    let early = super::child::test_pause_ms("REDLOCK_TEST_WATCHDOG_EARLY_MS")
-        .map_or(Duration::ZERO, Duration::from_millis);
+    // Tests only: act this much before the supervisor's schedule, as a
+    // watchdog does that wins the race to the stop time.
+    let early = test_hooks::watchdog_early().unwrap_or(Duration::ZERO);
     let watch = Watch {
         signal,
         plan,

@@ -783,19 +783,19 @@ fn a_server_a_little_slower_than_the_majority_still_gets_the_request() {
         let out = run(redlock().args(["acquire", "-n", "--server-timeout", "2s", "slow"]));
         out.assert_code(0, "acquire");
         let token = token_of(&out);
-        // What was written reaches the server through the proxy 30ms later.
-        std::thread::sleep(Duration::from_millis(200));
-        assert_eq!(
-            cluster[2].get(b"slow").as_deref(),
-            Some(token.as_bytes()),
+        // What was written reaches the server through the proxy 30ms later;
+        // had it not been written, nothing would (acquire has exited), and
+        // the key would not go before its 30s TTL.
+        let within = Duration::from_secs(2);
+        assert!(
+            wait_until(within, || cluster[2].get(b"slow").as_deref()
+                == Some(token.as_bytes())),
             "round {round}: the slower server never got the SET"
         );
         run(redlock().args(["release", "--server-timeout", "2s", "slow", &token]))
             .assert_code(0, "release");
-        std::thread::sleep(Duration::from_millis(200));
-        assert_eq!(
-            cluster[2].get(b"slow"),
-            None,
+        assert!(
+            wait_until(within, || cluster[2].get(b"slow").is_none()),
             "round {round}: the slower server kept the key"
         );
     }

@@ -817,6 +817,24 @@ fn extend_pushes_the_expiry_out_only_with_the_right_token() {
     assert_eq!(server.get(&gone[0]), None);
 }
 
+#[test]
+fn extend_does_nothing_for_a_request_that_arrived_after_its_deadline() {
+    let server = RedisServer::start();
+    let k = keys("late-ext");
+    server.set_px(&k[0], b"tok", 2000);
+    let past = (now_ms(&server) - 1).to_string();
+    let (tag, rest) = tagged(run(&server, "extend", &k, &["tok", "60000", "", "", &past]));
+    assert_eq!(tag, "late");
+    assert!(text(&rest[0]).parse::<u64>().unwrap() > past.parse::<u64>().unwrap());
+    assert!(server.pttl(&k[0]) <= 2000, "not extended");
+    let future = (now_ms(&server) + 60_000).to_string();
+    assert_eq!(
+        run(&server, "extend", &k, &["tok", "60000", "", "", &future]),
+        Value::Int(1)
+    );
+    assert!(server.pttl(&k[0]) > 50_000);
+}
+
 // ---------------------------------------------------------------------------
 // inspect.lua, list.lua
 // ---------------------------------------------------------------------------

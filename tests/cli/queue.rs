@@ -9,7 +9,7 @@ use nix::sys::signal::Signal;
 
 use std::time::Instant;
 
-use crate::support::{acquire, run, temp_dir, wait_until, Cluster, Running};
+use crate::support::{acquire, faketime_library, run, temp_dir, wait_until, Cluster, Running};
 
 /// How long a dead waiter's ticket stays in line, whatever the options
 /// (lock/queue.rs: `LINGER`).
@@ -530,16 +530,6 @@ fn a_waiter_with_a_slow_clock_does_not_jump_the_line() {
             .assert_code(0, "skewed ran");
         assert_eq!(served(&log), ["first", "skewed"], "clock {shift}");
     }
-}
-
-/// The Debian `faketime` package's library.
-fn faketime_library() -> Option<std::path::PathBuf> {
-    std::fs::read_dir("/usr/lib")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|entry| entry.path().join("faketime/libfaketime.so.1"))
-        .find(|lib| lib.is_file())
 }
 
 /// With a server down, every live server must agree on who is first. A

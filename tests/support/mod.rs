@@ -1448,3 +1448,13 @@ impl Drop for DelayProxy {
         let _ = self.child.wait();
     }
 }
+
+/// The Debian `faketime` package's library (scripts/test installs it).
+pub fn faketime_library() -> Option<PathBuf> {
+    fs::read_dir("/usr/lib")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path().join("faketime/libfaketime.so.1"))
+        .find(|lib| lib.is_file())
+}

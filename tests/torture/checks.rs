@@ -18,18 +18,18 @@ use crate::rig::Bookkeeping;
 pub const MAX_FREE_WHILE_WAITING: Duration = Duration::from_secs(2);
 
 /// `rolling-cuts` (issue 28): which of its liveness bounds fail the
-/// scenario. Both are reported only. Since waiters go past a line split
-/// between servers (lock/line.rs) and attempts stop waiting for servers
-/// that timed out (round.rs), 21 runs of 40 s kept the lock free while
-/// waiters waited for at most 1.32 s in all but one, which saw 1.94 s
-/// (the build before: 2.2-5.3 s); availability was 84.4-93.6 %. One run
-/// in twenty over a bound would fail CI by chance, so a missed bound is
-/// shown (`bounds=missed(off)`, and `gap_cuts=` names the cuts around the
-/// longest gap) but fails nothing (docs/safety.md, "Availability under
-/// rolling cuts"). An overlap always fails the scenario.
+/// scenario. The free-while-waiting gap does: since acquire requests that
+/// arrive after their caller gave up do nothing (lock/server_clock.rs),
+/// six runs of 40 s kept the lock free while waiters waited for at most
+/// 0.55 s (before: up to 1.94 s, one run in sixteen, from attempts that a
+/// healed partition delivered late). Availability is reported only: 85.7-
+/// 90.9 % in those runs, and a 15 s CI run is too short to judge a bound of
+/// 85 % (docs/safety.md, "Availability under rolling cuts"). A missed bound
+/// that is not enforced shows as `bounds=missed(off)`; `gap_cuts=` names
+/// the cuts around a long gap. An overlap always fails the scenario.
 pub const ENFORCE_CUT_BOUNDS: Enforce = Enforce {
     availability: false,
-    free_while_waiting: false,
+    free_while_waiting: true,
 };
 
 /// Which of `rolling-cuts`' bounds fail the scenario when missed.

@@ -23,6 +23,16 @@
 //!
 //! Each fails when a server the fault held holds the lock once no
 //! connection to it is left (so everything was delivered, or given up).
+//!
+//! A third round holds up an extension: `exec --ttl 3s` runs a long
+//! command; two servers are cut 0.3s in, so its extension at 1s stays in
+//! its sockets' queues, and at 1.3s it is killed (`kill -9`). Its watchdog
+//! releases the lock on the three reachable servers, on connections of its
+//! own. The cut heals at 2.2s, before the key exec took at 0 expires on the
+//! cut servers (3s). Delivered then, the extension would keep that key a
+//! whole TTL from the heal. It fails when a healed server's key outlives
+//! the 3s it was taken for (the build before the deadline kept it 3s
+//! more).
 
 use std::io::Read as _;
 use std::process::{Command, Stdio};
@@ -74,6 +84,13 @@ pub fn run(settings: &Settings) -> Outcome {
             }
             Err(why) => problems.push(format!("{fault:?}: {why}")),
         }
+    }
+    match extension_phase(&mut netns, &format!("{LOCK}-extended")) {
+        Ok(found) => {
+            late_keys += found.len();
+            problems.extend(found);
+        }
+        Err(why) => problems.push(format!("Extension: {why}")),
     }
     Outcome {
         line: format!(
@@ -146,6 +163,67 @@ fn phase(netns: &mut Netns, fault: Fault, lock: &str) -> Result<Vec<String>, Str
         }
     }
     Ok(found)
+}
+
+/// The third round (see the module's comment): the servers whose key
+/// outlives the TTL it was taken with.
+fn extension_phase(netns: &mut Netns, lock: &str) -> Result<Vec<String>, String> {
+    let started = Instant::now();
+    let mut holder = redlock(netns)
+        .args(["exec", "--ttl", HOLDER_TTL, lock, "--", "sleep", "10"])
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run redlock: {e}"))?;
+    let held = support::wait_until(Duration::from_secs(2), || {
+        (0..netns.len()).all(|i| netns.pttl(i, lock).is_some_and(|pttl| pttl > 0))
+    });
+    // The key's end on the servers about to be cut: no later than this.
+    let expires = Instant::now() + Duration::from_millis(HOLDER_TTL_MS);
+    if !held {
+        let _ = holder.kill();
+        return Err("exec never held the lock on all five servers".to_string());
+    }
+    sleep_until(started + Duration::from_millis(300));
+    netns.cut_only(&HELD_UP);
+    // Past its first extension (a third of the TTL), which the cut holds up.
+    sleep_until(started + Duration::from_millis(1300));
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let released = support::wait_until(Duration::from_secs(3), || {
+        (0..3).all(|i| netns.pttl(i, lock) == Some(-2))
+    });
+    sleep_until(started + Duration::from_millis(2200));
+    netns.cut_only(&[]);
+    if !released {
+        return Err("exec's watchdog did not release the lock after the kill".to_string());
+    }
+    let delivered = support::wait_until(DELIVERY, || {
+        HELD_UP.iter().all(|&i| !netns.has_connections(i))
+    });
+    let mut found = Vec::new();
+    if !delivered {
+        found.push(format!(
+            "Extension: connections to servers {HELD_UP:?} still open {DELIVERY:?} after the heal"
+        ));
+    }
+    // A little slack for the time between seeing the key and its SET.
+    let most = expires.saturating_duration_since(Instant::now()) + Duration::from_millis(300);
+    for i in HELD_UP {
+        let pttl = netns.pttl(i, lock).unwrap_or(-2);
+        if pttl > 0 && Duration::from_millis(pttl as u64) > most {
+            found.push(format!(
+                "Extension: server {i} keeps the released lock {pttl}ms more, past the \
+                 {}ms it was taken for: an extension held up by the partition ran after \
+                 its holder was gone",
+                HOLDER_TTL_MS
+            ));
+        }
+    }
+    Ok(found)
+}
+
+fn sleep_until(at: Instant) {
+    thread::sleep(at.saturating_duration_since(Instant::now()));
 }
 
 fn hold_up(netns: &mut Netns, fault: Fault, held: bool) {

@@ -28,8 +28,7 @@
 -- A semaphore's slot (ARGV[10] is its K, limit.lua) is refused where the
 -- servers record another K (an error reply: limit_conflict).
 -- ARGV[12] is the last moment, on this server's clock in ms, at which the
--- caller still waits for this reply ("" when it does not know the clock
--- yet; lock/server_clock.rs). A request that arrives later, held up in a
+-- caller still waits for this reply ("" for none; lock/server_clock.rs). A request that arrives later, held up in a
 -- partition or behind a paused server, does nothing: its caller gave up on
 -- it, and the compare-and-delete written behind it may never arrive.
 local now = now_ms()
@@ -68,7 +67,7 @@ end
 -- majority and no ticket ahead of its own standing on a majority of the
 -- servers that answered: a server that names another first missed calls a
 -- majority saw (it was cut off), and the caller takes the free lock here
--- too, first or not (lock/line.rs; the model is lock/line_model.rs).
+-- too, first or not (lock/line.rs; the model is tests/models/line.rs).
 if first ~= nil and first ~= ticket and lock_free(now)
   and (ARGV[11] == "1" or line_steps_aside(now, linger)) then
   first = nil

@@ -61,9 +61,6 @@ pub enum AcquireReply {
         pttl_ms: i64,
         clock: Option<u64>,
     },
-    /// `{"late", clock}`: the request arrived after its caller stopped
-    /// waiting for it (lock/server_clock.rs), and did nothing.
-    Late { clock: Option<u64> },
 }
 
 const READ: Reader = Reader("acquire");
@@ -119,18 +116,14 @@ impl Invocation for Acquire {
         ]
     }
 
-    fn bounded(&self) -> bool {
-        true
-    }
+    const BOUNDED: bool = true;
 
     fn clock_of(reply: &AcquireReply) -> Option<u64> {
         match reply {
             AcquireReply::Taken(_) => None,
             AcquireReply::Held(seen) => seen.clock,
             AcquireReply::Restarting(restarting) => restarting.clock,
-            AcquireReply::Queued { clock, .. }
-            | AcquireReply::Readers { clock, .. }
-            | AcquireReply::Late { clock } => *clock,
+            AcquireReply::Queued { clock, .. } | AcquireReply::Readers { clock, .. } => *clock,
         }
     }
 
@@ -192,12 +185,6 @@ fn tagged(items: Vec<Value>) -> Result<AcquireReply, ProtocolError> {
                 clock: READ.clock(clock)?,
             })
         }
-        b"late" => {
-            let [_, clock] = READ.array(Value::Array(items), "late")?;
-            Ok(AcquireReply::Late {
-                clock: READ.clock(clock)?,
-            })
-        }
         b"restarting" => READ
             .restarting(Value::Array(items))
             .map(AcquireReply::Restarting),
@@ -214,6 +201,28 @@ mod tests {
 
     fn array(items: Vec<Value>) -> Value {
         Value::Array(items)
+    }
+
+    /// acquire.lua reads the deadline the connection adds as ARGV[12]
+    /// (after these) and the guard's db last.
+    #[test]
+    fn the_deadline_comes_after_eleven_arguments() {
+        let keys = LockKeys::new(&crate::lock::LockKey::new(b"k".to_vec()), b"m");
+        let call = Acquire {
+            keys,
+            token: "t".into(),
+            ttl_ms: 1,
+            guard_ms: 0,
+            record: Vec::new(),
+            ticket: None,
+            linger_ms: 1,
+            fence: false,
+            shared: false,
+            limit: None,
+            past_a_split_line: false,
+        };
+        assert_eq!(call.args().len(), 11);
+        const { assert!(Acquire::BOUNDED) };
     }
 
     #[test]
@@ -241,13 +250,6 @@ mod tests {
                 ahead: vec!["t-1".into(), "t-2".into()],
             }
         );
-        assert_eq!(
-            parse(array(vec![bulk("late"), bulk("1795908823503")])).unwrap(),
-            AcquireReply::Late {
-                clock: Some(1_795_908_823_503)
-            }
-        );
-        assert!(parse(array(vec![bulk("late")])).is_err());
         let without_ahead = array(vec![bulk("queued"), Value::Int(3), bulk("17")]);
         assert!(parse(without_ahead).is_err(), "the reply before issue 28");
         assert_eq!(

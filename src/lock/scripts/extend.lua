@@ -5,11 +5,21 @@
 -- A missing key is never re-created: once it expired, it may already belong
 -- to someone else on the other servers. The holder record follows the lock's
 -- expiry; a non-empty ARGV[3] replaces it (exec adds the command's pid).
--- ARGV[4], when given, is a semaphore slot's K (limit.lua).
+-- ARGV[4], when not empty, is a semaphore slot's K (limit.lua).
 -- Returns 1 if the token holds the key, 0 if the key is gone, 2 if another
 -- value holds it (lock/scripts/token.rs parses it). (token_state and
 -- not_held_reply come from token.lua, the holder functions from
 -- holder.lua.)
+-- ARGV[5] is the request's deadline on this server's clock ("": none;
+-- lock/server_clock.rs). An extension held up past it, in a partition or
+-- behind a paused server, does nothing: delivered after its holder's
+-- release, it would keep the key a whole TTL more, and the release behind
+-- it may never arrive.
+local now = now_ms()
+local not_after = tonumber(ARGV[5])
+if not_after and now and tonumber(now) > not_after then
+  return {"late", now}
+end
 local state = token_state()
 if type(state) == "table" then
   return state

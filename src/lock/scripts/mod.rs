@@ -26,6 +26,6 @@ pub use force::{Force, ForceReply, ForceVerdict, MAX_TOKEN};
 pub use inspect::{Inspect, InspectReply};
 pub use leave::Leave;
 pub use list::List;
-pub use protocol::{Invocation, LockKeys, Occupant, Restarting, MAX_FENCE};
+pub use protocol::{late_clock, Invocation, LockKeys, Occupant, Restarting, MAX_FENCE};
 pub use source::{composed, Features, LuaScript};
 pub use token::{Extend, Release, TokenHolder, TokenReply};

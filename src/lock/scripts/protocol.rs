@@ -64,16 +64,32 @@ pub trait Invocation: Clone + Send + Sync + 'static {
 
     /// Whether the script takes one more argument after its own: the last
     /// moment, on the server's clock in ms, at which its caller still waits
-    /// for the reply ("" before the clock is known; lock/server_clock.rs).
-    fn bounded(&self) -> bool {
-        false
-    }
+    /// for the reply ("" for none; lock/server_clock.rs),
+    /// and answers `{"late", clock}` ([`late_clock`]) past it.
+    const BOUNDED: bool = false;
 
     /// The server's clock (ms) in `reply`, where the reply says it.
     fn clock_of(_reply: &Self::Reply) -> Option<u64> {
         None
     }
 }
+
+/// `Some(clock)` when a bounded script answered `{"late", clock}`: the
+/// request arrived past its deadline and did nothing (clock: the server's
+/// in ms, or none without TIME).
+pub fn late_clock(reply: &Value) -> Option<Option<u64>> {
+    let Value::Array(items) = reply else {
+        return None;
+    };
+    match items.as_slice() {
+        [Value::BulkString(tag), clock] if tag.as_slice() == b"late" => {
+            Some(LATE.clock(clock.clone()).ok().flatten())
+        }
+        _ => None,
+    }
+}
+
+const LATE: Reader = Reader("late");
 
 /// The keys every script on one lock gets (all but list.lua), in the order
 /// the scripts name them: KEYS[1] the lock, [2] its holder record, [3] its
@@ -315,6 +331,19 @@ pub(super) mod tests {
 
     pub fn bulk(text: &str) -> Value {
         Value::BulkString(text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn a_late_reply_is_told_from_every_other_and_says_the_servers_clock() {
+        let late = |items: Vec<Value>| late_clock(&Value::Array(items));
+        assert_eq!(
+            late(vec![bulk("late"), bulk("1795908823503")]),
+            Some(Some(1_795_908_823_503))
+        );
+        assert_eq!(late(vec![bulk("late"), Value::Nil]), Some(None));
+        assert_eq!(late(vec![bulk("held"), bulk("17")]), None);
+        assert_eq!(late(vec![bulk("late")]), None);
+        assert_eq!(late_clock(&Value::Int(1)), None);
     }
 
     /// occupant() of a string key holding `token` for 900 ms, at clock 42.

@@ -120,14 +120,17 @@ impl Invocation for Extend {
         with_limit_key(self.keys.to_vec(), self.limit.as_ref())
     }
 
+    const BOUNDED: bool = true;
+
+    /// Always four, so that the deadline the connection adds is ARGV[5].
     fn args(&self) -> Vec<Vec<u8>> {
-        let mut args = vec![
+        let k = self.limit.as_ref().map(|(_, k)| k.to_string().into_bytes());
+        vec![
             self.token.clone().into_bytes(),
             self.ttl_ms.to_string().into_bytes(),
             self.record.clone(),
-        ];
-        args.extend(self.limit.as_ref().map(|(_, k)| k.to_string().into_bytes()));
-        args
+            k.unwrap_or_default(),
+        ]
     }
 
     fn parse(&self, reply: Value) -> Result<TokenReply, ProtocolError> {
@@ -205,7 +208,10 @@ mod tests {
             record: Vec::new(),
             limit: None,
         };
-        assert_eq!(extend.args(), [b"tok".to_vec(), b"30".to_vec(), Vec::new()]);
+        assert_eq!(
+            extend.args(),
+            [b"tok".to_vec(), b"30".to_vec(), Vec::new(), Vec::new()]
+        );
         assert_eq!(extend.keys()[0], b"k");
         assert_eq!(extend.keys().len(), 10);
         let slot = Extend {

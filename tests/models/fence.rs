@@ -1,4 +1,4 @@
-//! An exhaustive model check of the fencing construction (lock/fence.rs):
+//! An exhaustive model check of the fencing construction (src/lock/fence.rs):
 //! every interleaving of 3 servers and 2–3 clients, with lock expiry,
 //! messages in any order and server restarts, explored depth-first over explicit
 //! states. The property: the fencing tokens handed out increase strictly
