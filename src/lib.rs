@@ -25,6 +25,11 @@ mod error;
 /// Public for the tests: the README's table is checked against it.
 pub mod exit_code;
 mod lock;
+/// Public for the tests: tests/cli/lua.rs runs the Lua scripts as each mode
+/// of a call sends them (lock/scripts/source.rs composes them).
+pub mod lua {
+    pub use crate::lock::{composed, Features};
+}
 mod outcome;
 mod output;
 mod redact;

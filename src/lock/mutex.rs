@@ -17,7 +17,8 @@ use super::queue::{self, Ticket};
 use super::quorum::{drift, no_quorum, quorum, ttl_millis, validity, KeptOut, Tally};
 use super::round::{round, Progress, Replies, Vote};
 use super::scripts::{
-    Acquire, AcquireReply, Extend, Inspect, Invocation, Leave, LockKeys, Release, TokenReply,
+    Acquire, AcquireReply, Extend, Inspect, Invocation, Leave, LockKeys, Release, TokenHolder,
+    TokenReply,
 };
 use super::server_url::{ServerSpec, SpecError};
 use super::servers::{tls_config, Connection, Server, ServerError};
@@ -749,9 +750,22 @@ impl Redlock {
                 }
                 _ => None,
             },
+            // A failed attempt's token is its own, of the mode it ran in;
+            // a hold's may be a reader's however this process runs (the
+            // `release` command cannot tell).
+            holder: match (undo, self.shared) {
+                (_, true) => TokenHolder::Reader,
+                (Undo::Attempt(_), false) => TokenHolder::Writer,
+                (Undo::Hold, false) => TokenHolder::Either,
+            },
         };
-        let request =
-            move |mut connection: Connection| async move { connection.invoke(&call).await };
+        let request = move |mut connection: Connection| async move {
+            let reply = connection.invoke(&call).await?;
+            match call.as_reader(&reply) {
+                Some(reader) => connection.invoke(&reader).await,
+                None => Ok(reply),
+            }
+        };
         let quorum = self.quorum;
         let awaited = awaited.to_vec();
         let heard_awaited = move |replies: &Replies<TokenReply>| {

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, Mutex};
 use super::capped::{Capped, MOST_PER_REPLY};
 use super::key::{escape_and_cut, SERVER_TEXT_SHOWN};
 use super::listening::Listening;
-use super::scripts::{late_clock, Invocation, LuaScript};
+use super::scripts::{late_clock, Features, Invocation, LuaScript};
 use super::server_clock::ServerClock;
 use super::server_info::Behind;
 use super::server_url::{ServerSpec, SpecError};
@@ -87,7 +87,8 @@ struct Late;
 #[derive(Clone)]
 pub struct Connection {
     inner: MultiplexedConnection,
-    sent_scripts: Arc<StdMutex<HashSet<&'static str>>>,
+    /// By name and mode: each mode's text has its own SHA1.
+    sent_scripts: Arc<StdMutex<HashSet<(&'static str, Features)>>>,
     behind: Arc<Behind>,
     /// The db index this connection selected, as the restart guard records
     /// it in its marker (guard.lua): SWAPDB is seen by it.
@@ -141,7 +142,11 @@ impl Connection {
         &mut self,
         call: &I,
     ) -> redis::RedisResult<Result<I::Reply, Late>> {
-        let (keys, mut args) = (call.keys(), call.args());
+        let (mut keys, mut args) = (call.keys(), call.args());
+        // Only the keys the script's mode reads (the lock's own come first).
+        if let Some(read) = call.script().keys_read {
+            keys.truncate(read);
+        }
         // A bounded script's deadline is this server's clock a reply wait
         // from now: only the connection knows which server that is.
         if I::BOUNDED {
@@ -239,7 +244,7 @@ impl Connection {
             this.sent_scripts
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .contains(script.name)
+                .contains(&(script.name, script.features))
         };
         if sent(self) {
             let reply = redis::cmd("EVALSHA")
@@ -265,7 +270,7 @@ impl Connection {
             self.sent_scripts
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .insert(script.name);
+                .insert((script.name, script.features));
         }
         reply
     }

@@ -1,53 +1,32 @@
-//! The Lua scripts on their own: each one assembled from `src/lock/scripts/`
-//! as redlock assembles it (the preludes its first line names, then the
-//! script) and run with EVAL on a real redis-server, with crafted keys, one
-//! branch per test. Replies are checked in the exact shape the Rust parsers
-//! (`src/lock/scripts/*.rs`) read.
-
-use std::fs;
-use std::path::Path;
+//! The Lua scripts on their own: each one as redlock sends it for the mode
+//! of the call (`redlock::lua::composed`, the composition of
+//! `src/lock/scripts/source.rs`) and run with EVAL on a real redis-server,
+//! with crafted keys, one branch per test. Replies are checked in the exact
+//! shape the Rust parsers (`src/lock/scripts/*.rs`) read.
 
 use redis::Value;
+use redlock::lua::{composed, Features};
 
 use crate::support::RedisServer;
 
 const GUARD_OFF: &str = "0";
 
-/// The script `name` as redlock sends it: the preludes its first line
-/// (`-- requires: …`) names, in order, then the script itself, without
-/// comment lines. The same rules as `src/lock/scripts/source.rs`, read
-/// from the files on disk so that the test needs nothing of the crate.
-fn script(name: &str) -> String {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lock/scripts");
-    let read = |file: &str| {
-        fs::read_to_string(dir.join(format!("{file}.lua")))
-            .unwrap_or_else(|e| panic!("cannot read {file}.lua: {e}"))
-    };
-    let body = read(name);
-    let preludes = body
-        .lines()
-        .next()
-        .and_then(|line| line.strip_prefix("-- requires:"))
-        .unwrap_or_else(|| panic!("{name}.lua does not start with '-- requires:'"));
-    let mut source: String = preludes.split_whitespace().map(read).collect();
-    source.push_str(&body);
-    // Comment lines, blank lines and indentation are left out.
-    source
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with("--"))
-        .flat_map(|line| [line, "\n"])
-        .collect()
-}
-
-/// Whether the script `name` runs the restart guard: redlock then appends
-/// the db index its connection selected as the last argument.
-fn reads_guard(name: &str) -> bool {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lock/scripts");
-    let body = fs::read_to_string(dir.join(format!("{name}.lua"))).unwrap();
-    body.lines()
-        .next()
-        .is_some_and(|line| line.split_whitespace().any(|word| word == "guard"))
+/// The mode of a call of `name` with `args`, as the Rust call that sends
+/// those arguments chooses it (lock/scripts/acquire.rs, token.rs).
+fn mode(name: &str, args: &[&str]) -> Features {
+    let given = |i: usize| args.get(i).is_some_and(|a| !a.is_empty());
+    let one = |i: usize| args.get(i) == Some(&"1");
+    match name {
+        "acquire" => Features::NONE
+            .with(Features::FENCE, one(7))
+            .with(Features::SHARED, one(8))
+            .with(Features::LIMIT, given(9)),
+        "release" => Features::NONE
+            .with(Features::LINE, given(2))
+            .with(Features::ANNOUNCE, given(1)),
+        "extend" => Features::NONE.with(Features::LIMIT, given(3)),
+        _ => Features::NONE,
+    }
 }
 
 /// EVAL of the script `name` with `keys` and `args` (and db 0 last, for a
@@ -68,8 +47,28 @@ fn eval_in_db(
     args: &[&str],
     db: &str,
 ) -> redis::RedisResult<Value> {
+    let reply = eval_mode(server, (name, mode(name, args)), keys, args, db)?;
+    // A release whose token does not hold the lock as its writer may be a
+    // reader's: the readers' mode runs behind it (`Release::as_reader`).
+    if name == "release" && reply != Value::Int(1) {
+        let readers = mode(name, args).with(Features::READERS, true);
+        return eval_mode(server, (name, readers), keys, args, db);
+    }
+    Ok(reply)
+}
+
+fn eval_mode(
+    server: &RedisServer,
+    (name, features): (&str, Features),
+    keys: &[Vec<u8>],
+    args: &[&str],
+    db: &str,
+) -> redis::RedisResult<Value> {
+    let source = composed(name, features);
     let mut args = args.to_vec();
-    if reads_guard(name) {
+    // A script that runs the restart guard gets the db index its
+    // connection selected as its last argument.
+    if source.contains("local function restart_guard(") {
         // The db comes after every argument the script names, as the
         // Rust calls send them all: those a test leaves out are empty.
         let named = match name {
@@ -80,7 +79,7 @@ fn eval_in_db(
         args.push(db);
     }
     redis::cmd("EVAL")
-        .arg(script(name))
+        .arg(source)
         .arg(keys.len())
         .arg(keys)
         .arg(args)

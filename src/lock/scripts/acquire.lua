@@ -36,23 +36,32 @@ local not_after = tonumber(ARGV[12])
 if not_after and now and tonumber(now) > not_after then
   return {"late", now}
 end
+-- when limit:
 local other_limit = limit_conflict(ARGV[10])
 if other_limit then
   return other_limit
 end
+-- end when
 -- A fenced attempt takes no server whose counter cannot be used: that
 -- server's failure, before its key is written (fence_read's error).
+-- when fence:
 if ARGV[8] == "1" then
   local counter = fence_read()
   if type(counter) == "table" then
     return counter
   end
 end
+-- end when
 local ticket = ARGV[5]
 local linger = tonumber(ARGV[7])
 local first = nil
 if now then
+  -- when shared:
   first = writer_ahead(first_in_line(now), ticket)
+  -- end when
+  -- unless shared:
+  first = first_in_line(now)
+  -- end when
 end
 -- ARGV[11] is "1" when the caller's last attempt found the lock free on a
 -- majority and no ticket ahead of its own standing on a majority of the
@@ -74,7 +83,8 @@ if first == nil or first == ticket then
   if restarting then
     return restarting
   end
-  if take_lock(now) then
+  local taken = take_lock(now)
+  if taken then
     redis.pcall("DEL", KEYS[5])
     -- The waiter leaves the line where it takes the lock, which saves the
     -- winner a round: while its key is here nobody else can take this
@@ -90,12 +100,18 @@ if first == nil or first == ticket then
     elseif ticket ~= "" then
       leave_line(ticket)
     end
-    limit_live_for(ARGV[10], tonumber(ARGV[2]))
-    return taken_reply()
   end
-  if holds_value(KEYS[1], ARGV[1]) then
+  -- Taken here, or already ours.
+  if taken or holds_value(KEYS[1], ARGV[1]) then
+    -- when limit:
     limit_live_for(ARGV[10], tonumber(ARGV[2]))
+    -- end when
+    -- when fence:
     return taken_reply()
+    -- end when
+    -- unless fence:
+    return 1
+    -- end when
   end
 end
 if ticket ~= "" and now then

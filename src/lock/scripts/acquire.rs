@@ -4,7 +4,7 @@
 use redis::Value;
 
 use super::protocol::{shape, Invocation, LockKeys, Occupant, ProtocolError, Reader, Restarting};
-use super::source::{LuaScript, ACQUIRE};
+use super::source::{lua, Features, LuaScript};
 
 /// One attempt to take a lock on one server.
 #[derive(Debug, Clone)]
@@ -68,8 +68,16 @@ const READ: Reader = Reader("acquire");
 impl Invocation for Acquire {
     type Reply = AcquireReply;
 
+    /// The attempt's mode: the fence's, the readers' and the semaphore's
+    /// Lua only for an attempt that uses them. The line's goes to every
+    /// attempt: a waiter's first attempt has no ticket yet, and one text
+    /// for all its attempts is sent once per connection.
     fn script(&self) -> &'static LuaScript {
-        &ACQUIRE
+        let features = Features::NONE
+            .with(Features::FENCE, self.fence)
+            .with(Features::SHARED, self.shared)
+            .with(Features::LIMIT, self.limit.is_some());
+        lua("acquire", features)
     }
 
     fn keys(&self) -> Vec<Vec<u8>> {

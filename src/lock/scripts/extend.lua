@@ -37,7 +37,9 @@ if left >= 0 and left < wanted then
 end
 -- A semaphore's slot (ARGV[4] its K, KEYS[11] the record) keeps its K
 -- recorded as long as it is held (limit.lua).
+-- when limit:
 limit_live_for(ARGV[4], left)
+-- end when
 if ARGV[3] ~= "" then
   write_holder(ARGV[3], left, true)
 else

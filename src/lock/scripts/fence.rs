@@ -3,7 +3,7 @@
 use redis::Value;
 
 use super::protocol::{Invocation, LockKeys, ProtocolError, Reader};
-use super::source::{LuaScript, RAISE_FENCE};
+use super::source::{lua, Features, LuaScript};
 use super::token::{token_reply, TokenReply};
 
 /// Raises the lock's fencing counter to `fence`, never lowering it, where
@@ -21,7 +21,7 @@ impl Invocation for RaiseFence {
     type Reply = TokenReply;
 
     fn script(&self) -> &'static LuaScript {
-        &RAISE_FENCE
+        lua("raise_fence", Features::NONE)
     }
 
     fn keys(&self) -> Vec<Vec<u8>> {

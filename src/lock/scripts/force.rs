@@ -3,7 +3,7 @@
 use redis::Value;
 
 use super::protocol::{Invocation, LockKeys, Occupant, ProtocolError, Reader};
-use super::source::{LuaScript, FORCE};
+use super::source::{lua, Features, LuaScript};
 
 /// Deletes a lock (a string key), its record and its line on one server.
 #[derive(Debug, Clone)]
@@ -57,7 +57,7 @@ impl Invocation for Force {
     type Reply = ForceReply;
 
     fn script(&self) -> &'static LuaScript {
-        &FORCE
+        lua("force", Features::NONE)
     }
 
     fn keys(&self) -> Vec<Vec<u8>> {

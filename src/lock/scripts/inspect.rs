@@ -4,7 +4,7 @@ use redis::Value;
 
 use super::super::shared::{ReadersSeen, SeenReader};
 use super::protocol::{Invocation, LockKeys, Occupant, ProtocolError, Reader, Restarting};
-use super::source::{LuaScript, INSPECT};
+use super::source::{lua, Features, LuaScript};
 
 /// Reads what one server holds for a lock.
 #[derive(Debug, Clone)]
@@ -37,7 +37,7 @@ impl Invocation for Inspect {
     type Reply = InspectReply;
 
     fn script(&self) -> &'static LuaScript {
-        &INSPECT
+        lua("inspect", Features::NONE)
     }
 
     fn keys(&self) -> Vec<Vec<u8>> {

@@ -3,7 +3,7 @@
 use redis::Value;
 
 use super::protocol::{shape, Invocation, LockKeys, ProtocolError, Reader};
-use super::source::{LuaScript, LEAVE};
+use super::source::{lua, Features, LuaScript};
 
 /// Takes `ticket` out of the line.
 #[derive(Debug, Clone)]
@@ -19,7 +19,7 @@ impl Invocation for Leave {
     type Reply = ();
 
     fn script(&self) -> &'static LuaScript {
-        &LEAVE
+        lua("leave", Features::NONE)
     }
 
     fn keys(&self) -> Vec<Vec<u8>> {

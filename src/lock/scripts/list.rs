@@ -5,7 +5,7 @@ use redis::Value;
 use super::super::key::{record_key, LockKey, READERS_SUFFIX, READER_RECORDS_SUFFIX};
 use super::super::shared::{ReadersSeen, SeenReader};
 use super::protocol::{Invocation, Occupant, ProtocolError, Reader, Restarting};
-use super::source::{LuaScript, LIST};
+use super::source::{lua, Features, LuaScript};
 
 /// Reads a batch of locks on one server.
 #[derive(Debug, Clone)]
@@ -32,7 +32,7 @@ impl Invocation for List {
     type Reply = ListReply;
 
     fn script(&self) -> &'static LuaScript {
-        &LIST
+        lua("list", Features::NONE)
     }
 
     /// The marker, then each lock's key and its record's, and for a lock

@@ -13,27 +13,36 @@
 -- in line, where the attempt took it out (acquire.lua). Returns 1 deleted,
 -- else as not_held_reply says: 0 the key is gone, 2 another value holds it
 -- (lock/scripts/token.rs parses it).
+-- A call that puts no ticket back, releases no reader's token or announces
+-- nothing leaves out that part (the `-- when` blocks, lock/scripts/
+-- source.rs): a plain release is compare-and-delete and its record.
+-- when line:
 if ARGV[3] and ARGV[3] ~= "" then
   local now = now_ms()
   if now then
     stand_in_line(ARGV[3], ARGV[4], tonumber(now), tonumber(ARGV[5]))
   end
 end
+-- end when
 local state = token_state()
 if type(state) == "table" then
   return state
 end
+-- when readers:
 if state ~= "held" and reader_state(state) == "held" then
   return release_reader()
 end
+-- end when
 if state == "held" then
   if record_writable() then
     redis.pcall("DEL", KEYS[2])
   end
   local deleted = redis.call("DEL", KEYS[1])
+  -- when announce:
   if ARGV[2] and ARGV[2] ~= "" then
     announce(ARGV[2])
   end
+  -- end when
   return deleted
 end
 return not_held_reply(state)

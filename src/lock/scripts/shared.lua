@@ -16,6 +16,9 @@
 -- A ticket in line (queue.lua) ends in SHARED_TICKET when its waiter is a
 -- reader: a writer in line keeps new readers out (writer preference), and
 -- when the line's head is a run of readers they all enter together.
+-- A call that is no reader's gets only the exclusive attempt's half of
+-- take_lock and lock_takeable (the `-- when shared:` blocks,
+-- lock/scripts/source.rs), and of the rest only what it uses.
 
 local SHARED_TICKET = "-shared"
 
@@ -74,6 +77,7 @@ local function take_lock(now)
     end
     return false
   end
+  -- when shared:
   if not now then
     error({err = "ERR a shared lock needs TIME (this server's clock), which the ACL denies"})
   end
@@ -86,6 +90,7 @@ local function take_lock(now)
   write_reader_record(ARGV[4], false)
   readers_live_for(ttl)
   return true
+  -- end when
 end
 
 -- Whether take_lock(now) would take this server: KEYS[1] absent and, for
@@ -99,8 +104,10 @@ local function lock_takeable(now)
   if ARGV[9] ~= "1" then
     return live_readers(now) == 0
   end
+  -- when shared:
   local kind = redis.call("TYPE", KEYS[9])["ok"]
   return kind == "none" or kind == "zset"
+  -- end when
 end
 
 -- For a shared attempt whose line has `first` at its head: the first

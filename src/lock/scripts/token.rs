@@ -4,7 +4,7 @@
 use redis::Value;
 
 use super::protocol::{shape, Invocation, LockKeys, ProtocolError, Reader};
-use super::source::{LuaScript, EXTEND, RELEASE};
+use super::source::{lua, Features, LuaScript};
 
 /// What a server said to a release or an extension: whether the token
 /// held the lock (and it was deleted or extended), and if not, why.
@@ -27,6 +27,20 @@ pub struct Release {
     /// Undoing a waiter's failed attempt: its ticket and score, put back in
     /// line for the linger (ms), as the attempt found them.
     pub back_in_line: Option<(String, u64, u64)>,
+    /// Whose token it is: a writer's, a reader's (`--shared`), or either
+    /// (`release NAME TOKEN` cannot tell).
+    pub holder: TokenHolder,
+}
+
+/// Whose token a release deletes, which says whether the readers' half of
+/// release.lua goes with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenHolder {
+    Writer,
+    Reader,
+    /// Either: the writer's script goes first, and where the token does not
+    /// hold the lock as its writer, the readers' (see [`Release::as_reader`]).
+    Either,
 }
 
 /// Pushes the lock's expiry out to `ttl_ms` from now if it holds `token`.
@@ -42,12 +56,34 @@ pub struct Extend {
     pub limit: Option<(Vec<u8>, u32)>,
 }
 
+impl Release {
+    /// The same release of a reader's token, where the writer's script
+    /// found that the token does not hold the lock (`reply`) and the token
+    /// may be a reader's. That script wrote nothing then, so the readers'
+    /// one, run behind it, does all the original script did: only a
+    /// release of a reader's token (or of a lost lock) by `release NAME
+    /// TOKEN` costs the round trip.
+    pub fn as_reader(&self, reply: &TokenReply) -> Option<Release> {
+        (self.holder == TokenHolder::Either && *reply != TokenReply::Held).then(|| Release {
+            holder: TokenHolder::Reader,
+            ..self.clone()
+        })
+    }
+}
+
 impl Invocation for Release {
     /// Whether the token held the lock (and it was deleted), and why not.
     type Reply = TokenReply;
 
+    /// The release's mode: compare-and-delete, and the line's, the
+    /// readers' and the announcement's Lua only for a release that uses
+    /// them.
     fn script(&self) -> &'static LuaScript {
-        &RELEASE
+        let features = Features::NONE
+            .with(Features::LINE, self.back_in_line.is_some())
+            .with(Features::READERS, self.holder == TokenHolder::Reader)
+            .with(Features::ANNOUNCE, !self.channel.is_empty());
+        lua("release", features)
     }
 
     fn keys(&self) -> Vec<Vec<u8>> {
@@ -74,7 +110,10 @@ impl Invocation for Extend {
     type Reply = TokenReply;
 
     fn script(&self) -> &'static LuaScript {
-        &EXTEND
+        lua(
+            "extend",
+            Features::NONE.with(Features::LIMIT, self.limit.is_some()),
+        )
     }
 
     fn keys(&self) -> Vec<Vec<u8>> {
@@ -151,6 +190,7 @@ mod tests {
             token: "tok".into(),
             channel: b"ch".to_vec(),
             back_in_line: None,
+            holder: TokenHolder::Either,
         };
         assert_eq!(release.args(), [b"tok".to_vec(), b"ch".to_vec()]);
         let undo = Release {
@@ -168,7 +208,10 @@ mod tests {
             record: Vec::new(),
             limit: None,
         };
-        assert_eq!(extend.args(), [b"tok".to_vec(), b"30".to_vec(), Vec::new()]);
+        assert_eq!(
+            extend.args(),
+            [b"tok".to_vec(), b"30".to_vec(), Vec::new(), Vec::new()]
+        );
         assert_eq!(extend.keys()[0], b"k");
         assert_eq!(extend.keys().len(), 10);
         let slot = Extend {
