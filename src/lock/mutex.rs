@@ -759,13 +759,8 @@ impl Redlock {
                 (Undo::Hold, false) => TokenHolder::Either,
             },
         };
-        let request = move |mut connection: Connection| async move {
-            let reply = connection.invoke(&call).await?;
-            match call.as_reader(&reply) {
-                Some(reader) => connection.invoke(&reader).await,
-                None => Ok(reply),
-            }
-        };
+        let request =
+            move |mut connection: Connection| async move { connection.invoke(&call).await };
         let quorum = self.quorum;
         let awaited = awaited.to_vec();
         let heard_awaited = move |replies: &Replies<TokenReply>| {

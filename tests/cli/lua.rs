@@ -21,8 +21,11 @@ fn mode(name: &str, args: &[&str]) -> Features {
             .with(Features::FENCE, one(7))
             .with(Features::SHARED, one(8))
             .with(Features::LIMIT, given(9)),
+        // A release that announces is a hold's, whose token may be a
+        // reader's; one that does not undoes an attempt, a writer's.
         "release" => Features::NONE
             .with(Features::LINE, given(2))
+            .with(Features::READERS, given(1))
             .with(Features::ANNOUNCE, given(1)),
         "extend" => Features::NONE.with(Features::LIMIT, given(3)),
         _ => Features::NONE,
@@ -47,14 +50,7 @@ fn eval_in_db(
     args: &[&str],
     db: &str,
 ) -> redis::RedisResult<Value> {
-    let reply = eval_mode(server, (name, mode(name, args)), keys, args, db)?;
-    // A release whose token does not hold the lock as its writer may be a
-    // reader's: the readers' mode runs behind it (`Release::as_reader`).
-    if name == "release" && reply != Value::Int(1) {
-        let readers = mode(name, args).with(Features::READERS, true);
-        return eval_mode(server, (name, readers), keys, args, db);
-    }
-    Ok(reply)
+    eval_mode(server, (name, mode(name, args)), keys, args, db)
 }
 
 fn eval_mode(

@@ -49,7 +49,7 @@ pub struct LuaScript {
     pub features: Features,
     pub source: String,
     /// Whether it runs the restart guard (guard.lua), whose last argument
-    /// is the db index the connection selected (`Connection::invoke`).
+    /// is the db index the connection selected (`Connection::invoke_once`).
     pub reads_guard: bool,
     /// How many KEYS it reads (the highest `KEYS[n]` it names): a call
     /// passes no more. `None` for a script that indexes KEYS by a variable
@@ -77,7 +77,9 @@ const FEATURE_NAMES: [(&str, Features); 6] = [
 
 impl Features {
     pub const NONE: Features = Features(0);
-    /// The caller stands in line (acquire), or goes back in line (release).
+    /// An undone attempt's ticket goes back in line (release). Every
+    /// acquire carries the line's code: a waiter's first attempt has no
+    /// ticket yet, and one text per server is sent.
     pub const LINE: Features = Features(1);
     /// `--fence`: the reply says the fencing counter.
     pub const FENCE: Features = Features(2);
@@ -353,8 +355,11 @@ impl LuaScript {
 }
 
 /// Every mode of every script, each composed on its first use.
-static COMPOSED: [[OnceLock<LuaScript>; 64]; SCRIPTS.len()] =
-    [const { [const { OnceLock::new() }; 64] }; SCRIPTS.len()];
+static COMPOSED: [[OnceLock<LuaScript>; MODES_MAX]; SCRIPTS.len()] =
+    [const { [const { OnceLock::new() }; MODES_MAX] }; SCRIPTS.len()];
+
+/// How many modes the features make (one bit each).
+const MODES_MAX: usize = 1 << FEATURE_NAMES.len();
 
 /// The script `name` as sent in the mode `features`. Panics as
 /// [`composed`] does.
@@ -482,7 +487,12 @@ mod tests {
         let none = Features::NONE;
         for (call, name, features, most) in [
             ("release undoing an attempt", "release", none, 60),
-            ("release (plain)", "release", Features::ANNOUNCE, 123),
+            (
+                "release (a hold: a writer's or a reader's token)",
+                "release",
+                Features::READERS.with(Features::ANNOUNCE, true),
+                162,
+            ),
             ("acquire (plain)", "acquire", none, 321),
             ("acquire --fence", "acquire", Features::FENCE, 359),
             ("acquire --shared", "acquire", Features::SHARED, 406),

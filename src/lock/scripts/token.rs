@@ -38,8 +38,9 @@ pub struct Release {
 pub enum TokenHolder {
     Writer,
     Reader,
-    /// Either: the writer's script goes first, and where the token does not
-    /// hold the lock as its writer, the readers' (see [`Release::as_reader`]).
+    /// Either: the readers' text, which releases a writer's token too.
+    /// One script, run whole: a release sent in two steps could end after
+    /// the first on a slow server, leaving a reader's token there.
     Either,
 }
 
@@ -56,21 +57,6 @@ pub struct Extend {
     pub limit: Option<(Vec<u8>, u32)>,
 }
 
-impl Release {
-    /// The same release of a reader's token, where the writer's script
-    /// found that the token does not hold the lock (`reply`) and the token
-    /// may be a reader's. That script wrote nothing then, so the readers'
-    /// one, run behind it, does all the original script did: only a
-    /// release of a reader's token (or of a lost lock) by `release NAME
-    /// TOKEN` costs the round trip.
-    pub fn as_reader(&self, reply: &TokenReply) -> Option<Release> {
-        (self.holder == TokenHolder::Either && *reply != TokenReply::Held).then(|| Release {
-            holder: TokenHolder::Reader,
-            ..self.clone()
-        })
-    }
-}
-
 impl Invocation for Release {
     /// Whether the token held the lock (and it was deleted), and why not.
     type Reply = TokenReply;
@@ -81,7 +67,7 @@ impl Invocation for Release {
     fn script(&self) -> &'static LuaScript {
         let features = Features::NONE
             .with(Features::LINE, self.back_in_line.is_some())
-            .with(Features::READERS, self.holder == TokenHolder::Reader)
+            .with(Features::READERS, self.holder != TokenHolder::Writer)
             .with(Features::ANNOUNCE, !self.channel.is_empty());
         lua("release", features)
     }
