@@ -26,7 +26,7 @@ mod error;
 pub mod exit_code;
 mod lock;
 /// Public for the tests: tests/cli/lua.rs runs the Lua scripts as each mode
-/// of a call sends them (lock/scripts/source.rs composes them).
+/// of a call sends them (lock/scripts/compose.rs composes them).
 pub mod lua {
     pub use crate::lock::{composed, Features};
 }

@@ -26,9 +26,10 @@ struct Estimate {
 #[derive(Debug, Default)]
 pub struct ServerClock {
     estimate: Mutex<Option<Estimate>>,
-    /// Whether its `TIME` was asked (once a process, behind the first
-    /// request: a lock taken says no clock).
+    /// Whether its `TIME` was asked (once a process: a lock taken says no
+    /// clock), and whether a bounded request went before.
     asked: AtomicBool,
+    sent_one: AtomicBool,
 }
 
 impl ServerClock {
@@ -68,13 +69,18 @@ impl ServerClock {
         u64::try_from(at.saturating_add(wait)).ok()
     }
 
-    /// Whether to ask the server's `TIME` now: true once, while no reply
-    /// has said the clock.
+    /// Whether to ask the server's `TIME` along with a bounded request
+    /// about to go: true once, while no reply has said the clock, and not
+    /// for a process's first request (`acquire -n` that takes the lock
+    /// sends no second one, and should not pay for the question).
     pub fn wants_asking(&self) -> bool {
-        self.estimate
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none()
+        let second = self.sent_one.swap(true, Ordering::Relaxed);
+        second
+            && self
+                .estimate
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_none()
             && !self.asked.swap(true, Ordering::Relaxed)
     }
 }
@@ -138,11 +144,13 @@ mod tests {
     #[test]
     fn the_clock_is_asked_once_and_only_while_unknown() {
         let clock = ServerClock::default();
+        assert!(!clock.wants_asking(), "not with the first request");
         assert!(clock.wants_asking());
         assert!(!clock.wants_asking());
         let known = ServerClock::default();
         let now = BootInstant::now();
         known.learn(now, now, 5);
+        assert!(!known.wants_asking());
         assert!(!known.wants_asking());
     }
 }

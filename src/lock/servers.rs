@@ -137,7 +137,7 @@ impl Connection {
 
     /// [`Self::invoke`] without the second try: `Err(Late)` for a bounded
     /// script's "late". Learns the server's clock from the reply, or asks
-    /// it right behind the first bounded request (a lock taken says none).
+    /// it after the second bounded request (a lock taken says none).
     async fn invoke_once<I: Invocation>(
         &mut self,
         call: &I,
@@ -161,9 +161,10 @@ impl Connection {
         }
         let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        let ask_time = I::BOUNDED && self.clock.wants_asking();
         let sent = BootInstant::now();
         let reply: redis::Value = self.run_script(call.script(), &keys, &args).await?;
-        if I::BOUNDED && self.clock.wants_asking() {
+        if ask_time {
             self.ask_time();
         }
         if let Some(clock) = late_clock(&reply) {
@@ -260,7 +261,7 @@ impl Connection {
             }
         }
         let reply = redis::cmd("EVAL")
-            .arg(&script.source)
+            .arg(script.source())
             .arg(keys.len())
             .arg(keys)
             .arg(args)

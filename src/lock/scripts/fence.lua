@@ -1,6 +1,6 @@
 -- required by: acquire inspect raise_fence
 -- A prelude: put in front of every script whose first line names it in
--- "-- requires:" (lock/scripts/source.rs assembles them).
+-- "-- requires:" (lock/scripts/compose.rs assembles them).
 -- The lock's fencing counter, KEYS[8]: the highest fencing token handed
 -- out for the name, in decimal digits, kept without expiry (lock/fence.rs).
 -- Only a name taken with --fence has one. Counters are compared as digit

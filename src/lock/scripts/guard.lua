@@ -1,6 +1,6 @@
 -- required by: acquire inspect list
 -- A prelude: put in front of every script whose first line names it in
--- "-- requires:" (lock/scripts/source.rs assembles them).
+-- "-- requires:" (lock/scripts/compose.rs assembles them).
 -- The restart guard: a server that may have lost the locks it held must
 -- not count toward a quorum until every lock it may have lost has expired
 -- (antirez, "Distributed locks with Redis": delayed restarts). Every lock's

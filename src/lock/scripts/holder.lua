@@ -1,6 +1,6 @@
 -- required by: acquire release extend inspect list force leave
 -- A prelude: put in front of every script whose first line names it in
--- "-- requires:" (lock/scripts/source.rs assembles them). Every script
+-- "-- requires:" (lock/scripts/compose.rs assembles them). Every script
 -- requires it, if only for redis.replicate_commands() below.
 -- KEYS[2] is the holder record beside the lock KEYS[1]: "<since> <record>",
 -- where <since> is this server's clock in ms when the lock was taken (so

@@ -1,6 +1,6 @@
 -- required by: acquire extend
 -- A prelude: put in front of every script whose first line names it in
--- "-- requires:" (lock/scripts/source.rs assembles them).
+-- "-- requires:" (lock/scripts/compose.rs assembles them).
 -- A semaphore's K (--limit K), recorded beside its slots on each server
 -- (KEYS[11], NAME\0limit; lock/semaphore.rs), so that clients that disagree
 -- on K are refused instead of letting more than the smaller K in. Only a

@@ -1,6 +1,6 @@
 -- required by: acquire release extend inspect force leave
 -- A prelude: put in front of every script whose first line names it in
--- "-- requires:" (lock/scripts/source.rs assembles them).
+-- "-- requires:" (lock/scripts/compose.rs assembles them).
 -- The line of waiters for the lock KEYS[1]: KEYS[3] orders their tickets
 -- (score: when the waiter arrived, by the servers' clocks as the waiter saw
 -- them; equal scores fall back to the ticket's text, so every server orders

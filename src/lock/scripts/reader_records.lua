@@ -1,6 +1,6 @@
 -- required by: acquire release extend inspect list force leave
 -- A prelude: put in front of every script whose first line names it in
--- "-- requires:" (lock/scripts/source.rs assembles them). It comes after
+-- "-- requires:" (lock/scripts/compose.rs assembles them). It comes after
 -- holder.lua, whose functions it uses, and before shared.lua, which calls
 -- it.
 -- Readers' holder records: what holder.lua keeps for a writer, kept for

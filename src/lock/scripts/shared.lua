@@ -1,6 +1,6 @@
 -- required by: acquire release extend inspect leave
 -- A prelude: put in front of every script whose first line names it in
--- "-- requires:" (lock/scripts/source.rs assembles them). It comes after
+-- "-- requires:" (lock/scripts/compose.rs assembles them). It comes after
 -- holder.lua, queue.lua and reader_records.lua, whose functions it uses.
 -- Shared holders (`--shared`, as flock -s): many readers at once, or one
 -- writer. The writer is the lock KEYS[1] as ever; each reader is its token
@@ -18,7 +18,7 @@
 -- when the line's head is a run of readers they all enter together.
 -- A call that is no reader's gets only the exclusive attempt's half of
 -- take_lock and lock_takeable (the `-- when shared:` blocks,
--- lock/scripts/source.rs), and of the rest only what it uses.
+-- lock/scripts/compose.rs), and of the rest only what it uses.
 
 local SHARED_TICKET = "-shared"
 

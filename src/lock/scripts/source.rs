@@ -1,53 +1,16 @@
-//! The text of each script as sent, composed for the mode of the call.
-//!
-//! A top-level script (`acquire.lua`, `release.lua`, …) names the preludes
-//! it may need, in order, on its first line (`-- requires: guard holder
-//! queue`); a prelude names its includers on its own first line (`--
-//! required by: acquire inspect list`), and a test keeps the two in
-//! agreement. Where each feature's Lua lives:
-//!
-//! | feature   | its prelude          | what it adds to a call                      |
-//! |-----------|----------------------|---------------------------------------------|
-//! | (core)    | holder.lua, token.lua| clock, holder record, compare-and-delete    |
-//! | (core)    | guard.lua            | the restart guard                           |
-//! | (core)    | queue.lua            | the line ahead of an acquire (every one)    |
-//! | `line`    | queue.lua            | release: the caller's ticket put back       |
-//! | `fence`   | fence.lua            | the fencing counter in the reply            |
-//! | `shared`  | shared.lua, reader_records.lua | a reader's attempt              |
-//! | `readers` | shared.lua, reader_records.lua | releasing a reader's token      |
-//! | `announce`| queue.lua, shared.lua| whose turn it is, published on release      |
-//! | `limit`   | limit.lua            | a semaphore's K, recorded beside its slots  |
-//!
-//! A call's mode is a set of features ([`Features`]); [`MODES`] is the one
-//! table of which features each script has. A script's lines between
-//! `-- when FEATURE:` and `-- end when` are sent only in a mode with that
-//! feature, those between `-- unless FEATURE:` and `-- end when` only in a
-//! mode without it (a prelude may have such blocks too). Then only the
-//! preludes' top-level definitions (`local function name`, `local NAME =`)
-//! that the script uses, directly or through another definition, are put in
-//! front of it, in the preludes' order; a top-level statement that defines
-//! nothing (`redis.replicate_commands()`) always goes. So a feature's Lua
-//! reaches only the calls that use it, and a plain `release` is
-//! compare-and-delete and what it must clean up. Comment lines, blank lines
-//! and indentation are left out of what is sent. tests/cli/lua.rs runs the
-//! same text, through [`composed`].
-//!
-//! Every acquire sends the line's Lua (a waiter's first attempt has no
-//! ticket yet, and one text for all its attempts is sent once), and the
-//! exclusive attempt's half of the readers' (live readers keep a writer
-//! out). A new feature is its Lua in its prelude, a `-- when` block where
-//! the script calls it, a name and a bit here ([`Features`], [`MODES`]),
-//! and the line of its call's `script()` that sets it.
+//! Each script's text as sent, in every mode, composed by build.rs
+//! (compose.rs) before the program is built: a run looks its text up and
+//! pays nothing for the composition, nor for hashing it.
 
-use std::collections::BTreeSet;
-use std::sync::OnceLock;
+pub use super::compose::{composed, Features};
 
 /// A script, by name, and its text as sent in one mode.
 pub struct LuaScript {
     pub name: &'static str,
     /// The mode it was composed for.
     pub features: Features,
-    pub source: String,
+    /// Where its text is in [`TEXTS`].
+    text: (usize, usize),
     /// Whether it runs the restart guard (guard.lua), whose last argument
     /// is the db index the connection selected (`Connection::invoke_once`).
     pub reads_guard: bool,
@@ -55,480 +18,53 @@ pub struct LuaScript {
     /// passes no more. `None` for a script that indexes KEYS by a variable
     /// (list.lua), which gets every key.
     pub keys_read: Option<usize>,
-    /// Worked out on first use only: most runs send each script once, with
-    /// EVAL, and never need it (hashing the text is not free).
-    sha1: OnceLock<String>,
-}
-
-/// A call's mode: the features its script is composed with (see the module
-/// documentation, and `MODES` for which script has which).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Features(u8);
-
-/// Every feature, by the name its `-- when` blocks use.
-const FEATURE_NAMES: [(&str, Features); 6] = [
-    ("line", Features::LINE),
-    ("fence", Features::FENCE),
-    ("shared", Features::SHARED),
-    ("limit", Features::LIMIT),
-    ("readers", Features::READERS),
-    ("announce", Features::ANNOUNCE),
-];
-
-impl Features {
-    pub const NONE: Features = Features(0);
-    /// An undone attempt's ticket goes back in line (release). Every
-    /// acquire carries the line's code: a waiter's first attempt has no
-    /// ticket yet, and one text per server is sent.
-    pub const LINE: Features = Features(1);
-    /// `--fence`: the reply says the fencing counter.
-    pub const FENCE: Features = Features(2);
-    /// `--shared`: a reader's attempt.
-    pub const SHARED: Features = Features(4);
-    /// A semaphore's slot: its K is checked and recorded.
-    pub const LIMIT: Features = Features(8);
-    /// The token may be a reader's (release).
-    pub const READERS: Features = Features(16);
-    /// The release is announced to the waiters.
-    pub const ANNOUNCE: Features = Features(32);
-
-    /// These features, and `other` too when `on`.
-    pub const fn with(self, other: Features, on: bool) -> Features {
-        if on {
-            Features(self.0 | other.0)
-        } else {
-            self
-        }
-    }
-
-    pub const fn has(self, other: Features) -> bool {
-        self.0 & other.0 == other.0
-    }
-
-    /// The feature named `name`, as a `-- when` block names it.
-    pub fn named(name: &str) -> Option<Features> {
-        FEATURE_NAMES
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, f)| *f)
-    }
-}
-
-/// The files put in front of the scripts that require them.
-const PRELUDES: &[(&str, &str)] = &[
-    ("guard", include_str!("guard.lua")),
-    ("holder", include_str!("holder.lua")),
-    ("queue", include_str!("queue.lua")),
-    ("fence", include_str!("fence.lua")),
-    ("reader_records", include_str!("reader_records.lua")),
-    ("shared", include_str!("shared.lua")),
-    ("token", include_str!("token.lua")),
-    ("limit", include_str!("limit.lua")),
-];
-
-/// The scripts redlock runs.
-const SCRIPTS: &[(&str, &str)] = &[
-    ("acquire", include_str!("acquire.lua")),
-    ("release", include_str!("release.lua")),
-    ("extend", include_str!("extend.lua")),
-    ("inspect", include_str!("inspect.lua")),
-    ("list", include_str!("list.lua")),
-    ("force", include_str!("force.lua")),
-    ("leave", include_str!("leave.lua")),
-    ("raise_fence", include_str!("raise_fence.lua")),
-];
-
-/// The one table of the composition: the features each script's mode may
-/// have. Which Lua a mode sends follows from it (see the module doc); which
-/// mode a call has, its [`super::Invocation`] says.
-pub const MODES: &[(&str, Features)] = &[
-    (
-        "acquire",
-        Features(Features::FENCE.0 | Features::SHARED.0 | Features::LIMIT.0),
-    ),
-    (
-        "release",
-        Features(Features::LINE.0 | Features::READERS.0 | Features::ANNOUNCE.0),
-    ),
-    ("extend", Features::LIMIT),
-    ("inspect", Features::NONE),
-    ("list", Features::NONE),
-    ("force", Features::NONE),
-    ("leave", Features::NONE),
-    ("raise_fence", Features::NONE),
-];
-
-const REQUIRES: &str = "-- requires:";
-#[cfg(test)]
-const REQUIRED_BY: &str = "-- required by:";
-
-/// The names a first line starting with `tag` lists.
-fn names<'a>(source: &'a str, tag: &str) -> Option<Vec<&'a str>> {
-    let line = source.lines().next()?.strip_prefix(tag)?;
-    Some(line.split_whitespace().collect())
-}
-
-fn lookup(table: &[(&'static str, &'static str)], name: &str) -> Option<&'static str> {
-    table
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, source)| *source)
-}
-
-/// `source` without its comment lines, blank lines and indentation: what
-/// is sent. A process's first call of a script on a connection is an EVAL
-/// of the whole text, which the server hashes (SHA1) on every EVAL; the
-/// comments were more than half of it (31 KB for the acquire script).
-/// Lua needs none of it; a comment after code on a line stays.
-fn compact(source: &str) -> String {
-    source
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with("--"))
-        .flat_map(|line| [line, "\n"])
-        .collect()
-}
-
-/// The lines of `source` that `features` keeps: a `-- when F:` block only
-/// with F, an `-- unless F:` block only without it. Panics on an unknown
-/// feature, a nested or an unclosed block: a mistake in the files compiled
-/// in, which every test run catches.
-fn select(name: &str, source: &str, features: Features) -> String {
-    let mut kept = String::new();
-    let mut keeping: Option<bool> = None;
-    for line in source.lines() {
-        let trimmed = line.trim();
-        let block = trimmed
-            .strip_prefix("-- when ")
-            .map(|f| (f, true))
-            .or_else(|| trimmed.strip_prefix("-- unless ").map(|f| (f, false)));
-        if let Some((feature, when)) = block.filter(|(f, _)| f.ends_with(':') && !f.contains(' ')) {
-            let feature = feature.trim_end_matches(':');
-            let feature = Features::named(feature)
-                .unwrap_or_else(|| panic!("{name}.lua: no feature {feature:?}"));
-            assert!(keeping.is_none(), "{name}.lua: a block inside a block");
-            keeping = Some(features.has(feature) == when);
-        } else if trimmed == "-- end when" {
-            assert!(keeping.is_some(), "{name}.lua: an end without a block");
-            keeping = None;
-        } else if keeping != Some(false) {
-            kept.push_str(line);
-            kept.push('\n');
-        }
-    }
-    assert!(keeping.is_none(), "{name}.lua: a block without its end");
-    kept
-}
-
-/// The identifiers `code` uses.
-fn words(code: &str) -> impl Iterator<Item = &str> {
-    code.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|word| !word.is_empty())
-}
-
-/// The highest literal `KEYS[n]` in `source`, or `None` when it indexes
-/// KEYS by anything else.
-fn keys_read(source: &str) -> Option<usize> {
-    let mut highest = 0;
-    for (at, _) in source.match_indices("KEYS[") {
-        let rest = &source[at + 5..];
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(0);
-        if digits == 0 || !rest[digits..].starts_with(']') {
-            return None;
-        }
-        highest = highest.max(rest[..digits].parse().ok()?);
-    }
-    Some(highest)
-}
-
-/// The text of the script `name` composed for `features`: the pieces of
-/// its preludes it uses, then the script, compacted. Panics on an unknown
-/// script or prelude, or a feature the script does not have (`MODES`).
-pub fn composed(name: &str, features: Features) -> String {
-    let script = lookup(SCRIPTS, name).unwrap_or_else(|| panic!("no script {name}"));
-    let allowed = MODES.iter().find(|(n, _)| *n == name).map(|(_, f)| *f);
-    assert!(
-        allowed.is_some_and(|allowed| allowed.has(features)),
-        "{name}.lua has no mode {features:?}"
-    );
-    let preludes = names(script, REQUIRES)
-        .unwrap_or_else(|| panic!("{name}.lua does not start with {REQUIRES:?}"));
-    let body = compact(&select(name, script, features));
-    let mut pieces = Vec::new();
-    for prelude in preludes {
-        let text =
-            lookup(PRELUDES, prelude).unwrap_or_else(|| panic!("{name}.lua: no prelude {prelude}"));
-        pieces.extend(split(&select(prelude, text, features)));
-    }
-    let used = uses(&body, &pieces);
-    let mut source: String = pieces
-        .iter()
-        .filter(|piece| {
-            piece
-                .defines
-                .as_ref()
-                .is_none_or(|d| used.contains(d.as_str()))
-        })
-        .map(|piece| compact(&piece.text))
-        .collect();
-    source.push_str(&body);
-    source
-}
-
-/// One top-level piece of a prelude: a definition, or a statement that
-/// defines nothing.
-struct Piece {
-    defines: Option<String>,
-    text: String,
-}
-
-/// A prelude's top-level pieces, comments left out: a piece starts at a
-/// line of code in the first column other than `end`, and runs to the
-/// next.
-fn split(prelude: &str) -> Vec<Piece> {
-    let mut pieces: Vec<Piece> = Vec::new();
-    let code = prelude
-        .lines()
-        .filter(|line| !line.trim().is_empty() && !line.trim_start().starts_with("--"));
-    for line in code {
-        let starts = !line.starts_with(char::is_whitespace) && line.trim_end() != "end";
-        if starts || pieces.is_empty() {
-            let defines = line
-                .strip_prefix("local function ")
-                .or_else(|| line.strip_prefix("local "))
-                .and_then(|rest| words(rest).next())
-                .map(str::to_owned);
-            pieces.push(Piece {
-                defines,
-                text: String::new(),
-            });
-        }
-        let piece = &mut pieces.last_mut().expect("pushed above").text;
-        piece.push_str(line);
-        piece.push('\n');
-    }
-    pieces
-}
-
-/// The names `body` uses, directly or through the definitions in `pieces`
-/// (a statement that defines nothing always goes, and so do its uses).
-fn uses<'a>(body: &'a str, pieces: &'a [Piece]) -> BTreeSet<&'a str> {
-    let mut used: BTreeSet<&str> = words(body).collect();
-    for piece in pieces.iter().filter(|piece| piece.defines.is_none()) {
-        used.extend(words(&piece.text));
-    }
-    loop {
-        let before = used.len();
-        for piece in pieces {
-            if piece
-                .defines
-                .as_ref()
-                .is_some_and(|d| used.contains(d.as_str()))
-            {
-                used.extend(words(&piece.text));
-            }
-        }
-        if used.len() == before {
-            return used;
-        }
-    }
+    sha1: &'static str,
 }
 
 impl LuaScript {
-    fn compose(name: &'static str, features: Features) -> Self {
-        let source = composed(name, features);
-        LuaScript {
-            name,
-            features,
-            reads_guard: source.contains("local function restart_guard("),
-            keys_read: keys_read(&source),
-            source,
-            sha1: OnceLock::new(),
-        }
+    /// The text as sent.
+    pub fn source(&self) -> &'static str {
+        &TEXTS[self.text.0..self.text.1]
     }
 
     /// The script's SHA1, the name EVALSHA knows it by.
     pub fn sha1(&self) -> &str {
         self.sha1
-            .get_or_init(|| sha1_smol::Sha1::from(&self.source).digest().to_string())
     }
 }
 
-/// Every mode of every script, each composed on its first use.
-static COMPOSED: [[OnceLock<LuaScript>; MODES_MAX]; SCRIPTS.len()] =
-    [const { [const { OnceLock::new() }; MODES_MAX] }; SCRIPTS.len()];
+// Every mode of every script (`ALL`), composed and hashed by build.rs.
+include!(concat!(env!("OUT_DIR"), "/composed_lua.rs"));
 
-/// How many modes the features make (one bit each).
-const MODES_MAX: usize = 1 << FEATURE_NAMES.len();
+/// Their texts, one after another.
+static TEXTS: &str = include_str!(concat!(env!("OUT_DIR"), "/composed_lua.txt"));
 
-/// The script `name` as sent in the mode `features`. Panics as
-/// [`composed`] does.
-pub fn lua(name: &'static str, features: Features) -> &'static LuaScript {
-    let index = SCRIPTS
-        .iter()
-        .position(|(n, _)| *n == name)
-        .unwrap_or_else(|| panic!("no script {name}"));
-    COMPOSED[index][usize::from(features.0)].get_or_init(|| LuaScript::compose(name, features))
+/// The script `name` as sent in the mode `features`. Panics on a mode the
+/// script does not have ([`MODES`]): a bug of the call's `script()`.
+pub fn lua(name: &str, features: Features) -> &'static LuaScript {
+    ALL.iter()
+        .find(|script| script.features == features && script.name == name)
+        .unwrap_or_else(|| panic!("no script {name} in mode {features:?}"))
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::compose::{every_mode, keys_read, reads_guard};
     use super::*;
 
-    /// Every mode `name` has: each subset of its features.
-    fn modes(name: &str) -> Vec<Features> {
-        let all = MODES.iter().find(|(n, _)| *n == name).unwrap().1;
-        (0..=all.0)
-            .filter(|bits| bits & !all.0 == 0)
-            .map(Features)
-            .collect()
-    }
-
+    /// What build.rs generated is what the composition gives now, and
+    /// every mode of every script is there.
     #[test]
-    fn every_mode_of_every_script_composes_with_what_it_uses_first() {
-        let every = Features(u8::MAX);
-        let defined: BTreeSet<String> = PRELUDES
-            .iter()
-            .flat_map(|(name, text)| split(&select(name, text, every)))
-            .filter_map(|piece| piece.defines)
-            .collect();
-        let defined: BTreeSet<&str> = defined.iter().map(String::as_str).collect();
-        for (name, script) in SCRIPTS {
-            for features in modes(name) {
-                let composed = lua(name, features);
-                let body = compact(&select(name, script, features));
-                assert!(composed.source.ends_with(&body), "{name} {features:?}");
-                assert!(!composed.source.contains("\n--"), "a comment line was sent");
-                assert!(!composed.source.starts_with("--"));
-                assert_eq!(composed.sha1().len(), 40);
-                assert_eq!(
-                    composed.sha1(),
-                    sha1_smol::Sha1::from(&composed.source).digest().to_string()
-                );
-                // Every definition of the preludes it names is in front of
-                // it: none that it uses was left out.
-                for used in words(&composed.source).filter(|w| defined.contains(w)) {
-                    let function = format!("local function {used}(");
-                    let constant = format!("local {used} =");
-                    assert!(
-                        composed.source.contains(&function) || composed.source.contains(&constant),
-                        "{name} {features:?} uses {used} without it"
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn the_modes_of_a_script_differ_by_their_features_only() {
-        let plain = lua("acquire", Features::NONE);
-        let fenced = lua("acquire", Features::FENCE);
-        assert_ne!(plain.sha1(), fenced.sha1());
-        assert!(fenced.source.contains("fence_read()"));
-        for feature in [
-            "fence_read",
-            "limit_conflict",
-            "limit_live_for",
-            "writer_ahead",
-            "write_reader_record",
-            "\"ZADD\", KEYS[9]",
-        ] {
-            assert!(!plain.source.contains(feature), "plain acquire: {feature}");
-        }
-        // What a plain acquire must still do: the guard, the record, the
-        // line ahead of it, the readers that keep a writer out.
-        for needed in [
-            "restart_guard(",
-            "write_holder(",
-            "first_in_line(",
-            "line_steps_aside(",
-            "live_readers(",
-            "occupant(",
-            "\"late\"",
-        ] {
-            assert!(plain.source.contains(needed), "plain acquire: {needed}");
-        }
-        let release = lua("release", Features::NONE);
-        for feature in [
-            "announce",
-            "PUBLISH",
-            "stand_in_line",
-            "ZREM",
-            "reader_state",
-        ] {
-            assert!(
-                !release.source.contains(feature),
-                "plain release: {feature}"
-            );
-        }
-        let all = MODES.iter().find(|(n, _)| *n == "release").unwrap().1;
-        assert!(lua("release", all).source.contains("release_reader()"));
-    }
-
-    #[test]
-    fn a_call_passes_only_the_keys_its_mode_reads() {
-        assert_eq!(lua("release", Features::NONE).keys_read, Some(2));
-        assert_eq!(lua("release", Features::ANNOUNCE).keys_read, Some(4));
-        assert_eq!(lua("raise_fence", Features::NONE).keys_read, Some(8));
-        assert_eq!(lua("acquire", Features::LIMIT).keys_read, Some(11));
-        assert_eq!(lua("list", Features::NONE).keys_read, None);
-        assert_eq!(keys_read("KEYS[1] KEYS[12]"), Some(12));
-        assert_eq!(keys_read("KEYS[i]"), None);
-        assert_eq!(keys_read("ARGV[1]"), Some(0));
-    }
-
-    /// The lines of Lua each kind of call sends (issue 30's measure; it
-    /// asks for at most 60 for a plain release and 150 for a plain
-    /// acquire), against the most each may send now: a feature whose Lua
-    /// leaks into another mode fails here. Before the composition every
-    /// acquire sent 628 lines, every release 481.
-    #[test]
-    fn the_lines_each_call_sends() {
-        let none = Features::NONE;
-        for (call, name, features, most) in [
-            ("release undoing an attempt", "release", none, 60),
-            (
-                "release (a hold: a writer's or a reader's token)",
-                "release",
-                Features::READERS.with(Features::ANNOUNCE, true),
-                162,
-            ),
-            ("acquire (plain)", "acquire", none, 321),
-            ("acquire --fence", "acquire", Features::FENCE, 359),
-            ("acquire --shared", "acquire", Features::SHARED, 406),
-            ("acquire --limit (a slot)", "acquire", Features::LIMIT, 354),
-        ] {
-            let sent = lua(name, features).source.lines().count();
-            println!("{call}: {sent} lines");
-            assert!(sent <= most, "{call}: {sent} lines, more than {most}");
-        }
-    }
-
-    #[test]
-    fn a_block_keeps_its_lines_for_its_mode_only() {
-        let text = "a\n-- when fence:\nb\n-- end when\n-- unless fence:\nc\n-- end when\nd\n";
-        assert_eq!(select("t", text, Features::NONE), "a\nc\nd\n");
-        assert_eq!(select("t", text, Features::FENCE), "a\nb\nd\n");
-        // A comment that merely starts with "when" is a comment.
-        assert_eq!(
-            select("t", "-- when it is free: go\n", Features::NONE).len(),
-            23
-        );
-    }
-
-    #[test]
-    fn each_prelude_names_exactly_the_scripts_that_require_it() {
-        for (prelude, source) in PRELUDES {
-            let mut said = names(source, REQUIRED_BY)
-                .unwrap_or_else(|| panic!("{prelude}.lua does not start with {REQUIRED_BY:?}"));
-            let mut actual: Vec<&str> = SCRIPTS
-                .iter()
-                .filter(|(_, script)| names(script, REQUIRES).unwrap().contains(prelude))
-                .map(|(name, _)| *name)
-                .collect();
-            said.sort_unstable();
-            actual.sort_unstable();
-            assert_eq!(said, actual, "{prelude}.lua's first line");
+    fn every_generated_text_is_the_composed_one() {
+        let modes = every_mode();
+        assert_eq!(ALL.len(), modes.len());
+        for (name, features, source) in modes {
+            let script = lua(name, features);
+            assert_eq!(script.source(), source, "{name} {features:?}");
+            let sha1 = sha1_smol::Sha1::from(&source).digest().to_string();
+            assert_eq!(script.sha1(), sha1);
+            assert_eq!(script.keys_read, keys_read(&source));
+            assert_eq!(script.reads_guard, reads_guard(&source));
         }
     }
 }

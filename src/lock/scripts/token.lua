@@ -1,6 +1,6 @@
 -- required by: release extend raise_fence
 -- A prelude: put in front of every script whose first line names it in
--- "-- requires:" (lock/scripts/source.rs assembles them).
+-- "-- requires:" (lock/scripts/compose.rs assembles them).
 -- What KEYS[1] holds against the token ARGV[1]: "held" (the token), "gone"
 -- (no key: it expired, or the server restarted or was flushed) or "taken"
 -- (another value, or a key of another type), or an error reply to return.
