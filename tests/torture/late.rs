@@ -144,15 +144,9 @@ fn phase(netns: &mut Netns, fault: Fault, lock: &str) -> Result<Vec<String>, Str
             said.trim()
         ));
     }
-    let delivered = support::wait_until(DELIVERY, || {
-        HELD_UP.iter().all(|&i| !netns.has_connections(i))
-    });
-    let mut found = Vec::new();
-    if !delivered {
-        found.push(format!(
-            "{fault:?}: connections to servers {HELD_UP:?} still open {DELIVERY:?} after it ended"
-        ));
-    }
+    let mut found: Vec<String> = undelivered(netns, &format!("{fault:?}"))
+        .into_iter()
+        .collect();
     for i in HELD_UP {
         if let Some(pttl) = netns.pttl(i, lock).filter(|&pttl| pttl > 0) {
             found.push(format!(
@@ -197,15 +191,7 @@ fn extension_phase(netns: &mut Netns, lock: &str) -> Result<Vec<String>, String>
     if !released {
         return Err("exec's watchdog did not release the lock after the kill".to_string());
     }
-    let delivered = support::wait_until(DELIVERY, || {
-        HELD_UP.iter().all(|&i| !netns.has_connections(i))
-    });
-    let mut found = Vec::new();
-    if !delivered {
-        found.push(format!(
-            "Extension: connections to servers {HELD_UP:?} still open {DELIVERY:?} after the heal"
-        ));
-    }
+    let mut found: Vec<String> = undelivered(netns, "Extension").into_iter().collect();
     // A little slack for the time between seeing the key and its SET.
     let most = expires.saturating_duration_since(Instant::now()) + Duration::from_millis(300);
     for i in HELD_UP {
@@ -220,6 +206,20 @@ fn extension_phase(netns: &mut Netns, lock: &str) -> Result<Vec<String>, String>
         }
     }
     Ok(found)
+}
+
+/// Waits until no connection to the held-up servers is left, so that
+/// whatever was on its way arrived (or was given up); `round`'s problem
+/// when some are still open after [`DELIVERY`].
+fn undelivered(netns: &Netns, round: &str) -> Option<String> {
+    let delivered = support::wait_until(DELIVERY, || {
+        HELD_UP.iter().all(|&i| !netns.has_connections(i))
+    });
+    (!delivered).then(|| {
+        format!(
+            "{round}: connections to servers {HELD_UP:?} still open {DELIVERY:?} after the fault"
+        )
+    })
 }
 
 fn sleep_until(at: Instant) {
