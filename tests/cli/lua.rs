@@ -813,6 +813,36 @@ fn extend_pushes_the_expiry_out_only_with_the_right_token() {
     assert_eq!(server.get(&gone[0]), None);
 }
 
+/// A text composed without the slot's (or the fence's) code refuses a
+/// slot's (or a fenced) call instead of skipping the K check (or the
+/// counter), and writes nothing: the mode and the arguments must agree.
+#[test]
+fn a_plain_text_refuses_a_slots_or_a_fenced_call() {
+    let server = RedisServer::start();
+    let mut k = keys("mismatch");
+    k.push(b"mismatch\0limit".to_vec());
+    let slot = [
+        "tok", "10000", GUARD_OFF, "", "", "0", "1000", "0", "0", "3",
+    ];
+    let fenced = ["tok", "10000", GUARD_OFF, "", "", "0", "1000", "1", "0", ""];
+    for (args, what) in [(&slot, "slot"), (&fenced, "fenced")] {
+        let refused = eval_mode(&server, ("acquire", Features::NONE), &k, args, "0");
+        let message = refused.expect_err(what).to_string();
+        assert!(message.contains(what), "{message}");
+        assert_eq!(server.pttl(&k[0]), -2, "{what}: nothing written");
+    }
+    server.set_px(&k[0], b"tok", 2000);
+    let extended = eval_mode(
+        &server,
+        ("extend", Features::NONE),
+        &k,
+        &["tok", "60000", "", "3"],
+        "0",
+    );
+    assert!(extended.is_err(), "{extended:?}");
+    assert!(server.pttl(&k[0]) <= 2000, "not extended");
+}
+
 #[test]
 fn extend_does_nothing_for_a_request_that_arrived_after_its_deadline() {
     let server = RedisServer::start();

@@ -42,6 +42,19 @@ if other_limit then
   return other_limit
 end
 -- end when
+-- A text without the slot's or the fence's code must never be sent for
+-- a slot or a fenced attempt: it would skip the K check, or answer
+-- without the counter. Refuse rather than fail open.
+-- unless limit:
+if ARGV[10] and ARGV[10] ~= "" then
+  return redis.error_reply("ERR a slot's attempt sent without the slot's code")
+end
+-- end when
+-- unless fence:
+if ARGV[8] == "1" then
+  return redis.error_reply("ERR a fenced attempt sent without the fence's code")
+end
+-- end when
 -- A fenced attempt takes no server whose counter cannot be used: that
 -- server's failure, before its key is written (fence_read's error).
 -- when fence:

@@ -480,10 +480,10 @@ mod tests {
                 Features::READERS.with(Features::ANNOUNCE, true),
                 162,
             ),
-            ("acquire (plain)", "acquire", none, 321),
-            ("acquire --fence", "acquire", Features::FENCE, 359),
-            ("acquire --shared", "acquire", Features::SHARED, 406),
-            ("acquire --limit (a slot)", "acquire", Features::LIMIT, 354),
+            ("acquire (plain)", "acquire", none, 327),
+            ("acquire --fence", "acquire", Features::FENCE, 362),
+            ("acquire --shared", "acquire", Features::SHARED, 412),
+            ("acquire --limit (a slot)", "acquire", Features::LIMIT, 357),
         ] {
             let sent = composed(name, features).lines().count();
             println!("{call}: {sent} lines");

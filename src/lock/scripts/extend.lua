@@ -20,6 +20,13 @@ local not_after = tonumber(ARGV[5])
 if not_after and now and tonumber(now) > not_after then
   return {"late", now}
 end
+-- A slot's extension (ARGV[4] its K) must carry the slot's code, which
+-- keeps its K recorded: refuse rather than fail open.
+-- unless limit:
+if ARGV[4] and ARGV[4] ~= "" then
+  return redis.error_reply("ERR a slot's extension sent without the slot's code")
+end
+-- end when
 local state = token_state()
 if type(state) == "table" then
   return state
