@@ -9,8 +9,8 @@ use std::time::Duration;
 use crate::duration::{exact, rounded};
 use crate::lock::{
     escape_and_cut, Broken, Failures, GuardCause, Guarded, HeldBy, Holder, LockError, LockKey,
-    Recorded, Said, Semaphore, ServerError, SharedHolder, Standing, TokenOp, TokenRound, Tried,
-    MAX_FENCE,
+    Recorded, Said, Semaphore, ServerError, ServerSpec, SharedHolder, Standing, TokenOp,
+    TokenRound, Tried, MAX_FENCE,
 };
 
 /// How many characters of each recorded field a one-line summary shows.
@@ -574,21 +574,15 @@ fn counts_by_itself(error: &LockError) -> &'static str {
 
 /// The guard's message when it keeps out only servers it sees for the
 /// first time: what a new user meets, named as it is, with the time left
-/// and that it happens once.
-fn first_sight(error: &LockError) -> String {
-    let LockError::Restarting {
-        restarting,
-        total,
-        guard,
-        again_in,
-        causes,
-        ..
-    } = error
-    else {
-        return String::new();
-    };
+/// and that it happens once. `restarting` of `total` servers are kept out
+/// by a guard of `guard`, the first counted again in `again_in`.
+fn first_sight(
+    (restarting, total): (usize, usize),
+    (guard, again_in): (Duration, Duration),
+    causes: &[(ServerSpec, GuardCause)],
+) -> String {
     let named: Vec<String> = causes.iter().map(|(s, _)| s.to_string()).collect();
-    let they = match *restarting {
+    let they = match restarting {
         1 => "it lost its",
         _ => "they lost their",
     };
@@ -596,11 +590,11 @@ fn first_sight(error: &LockError) -> String {
         "first sight of {} ({}), or {they} data (a restart without persistence, a flush: \
          the same to redlock): {} in {}, when the restart guard ({}) has passed; first sight \
          happens once per server and prefix",
-        some_of(*restarting, *total),
+        some_of(restarting, total),
         named.join(", "),
-        they_count(*restarting),
-        exact(*again_in),
-        exact(*guard)
+        they_count(restarting),
+        exact(again_in),
+        exact(guard)
     )
 }
 
@@ -618,7 +612,7 @@ fn restarting_why(error: &LockError) -> String {
         return String::new();
     };
     if first_sight_only(error) {
-        return first_sight(error);
+        return first_sight((*restarting, *total), (*guard, *again_in), causes);
     }
     // Grouped by cause, each naming its servers: "a, b: why; c: why".
     let mut by_cause: Vec<(GuardCause, Vec<String>)> = Vec::new();
