@@ -24,6 +24,7 @@ mod duration;
 mod error;
 /// Public for the tests: the README's table is checked against it.
 pub mod exit_code;
+mod keeper;
 mod lock;
 /// Public for the tests: tests/cli/lua.rs runs the Lua scripts as each mode
 /// of a call sends them (lock/scripts/compose.rs composes them).

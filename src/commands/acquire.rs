@@ -5,7 +5,7 @@ use std::cell::Cell;
 use nix::sys::signal::Signal;
 use tokio::sync::watch;
 
-use super::waiting::acquire_showing_progress;
+use super::support::waiting::acquire_showing_progress;
 use crate::clock::BootInstant;
 use crate::config::AcquireJob;
 use crate::error::Error;

@@ -7,9 +7,10 @@ use std::os::unix::ffi::OsStrExt as _;
 
 use tokio::sync::watch;
 
-use super::handoff::{ChildEnv, Handoff};
-use super::orphan::lease_words;
-use super::waiting::acquire_showing_progress;
+pub(super) mod handoff;
+pub(super) mod orphan;
+
+use super::support::waiting::acquire_showing_progress;
 use crate::clock::BootInstant;
 use crate::config::{ExecSpec, NameSource};
 use crate::error::Error;
@@ -21,6 +22,8 @@ use crate::output::{Event, Events};
 use crate::repeats::{Failing, Repeats};
 use crate::signals::Listener;
 use crate::supervise::{self, child, StopReason, Watchdog};
+use handoff::{ChildEnv, Handoff};
+use orphan::lease_words;
 
 pub async fn run(
     redlock: &Redlock,

@@ -8,15 +8,15 @@ mod doctor;
 mod exec;
 mod extend;
 pub mod generate;
-mod handoff;
-mod hold;
-mod holder;
 mod list;
-mod orphan;
 mod release;
-mod rendezvous;
 mod status;
-mod waiting;
+mod support;
+
+use exec::{handoff, orphan};
+use support::holder;
+
+use crate::keeper as hold;
 
 use nix::sys::signal::Signal;
 

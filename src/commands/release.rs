@@ -1,8 +1,8 @@
 //! `redlock release`: delete the lock if the token still holds it, or with
 //! `--force` whoever holds it.
 
-use super::rendezvous::{Stood, STOPPED_FOR};
 use crate::error::Error;
+use crate::keeper::rendezvous::{Stood, STOPPED_FOR};
 use crate::lock::{Breaking, LockKey, Redlock, Semaphore, Token};
 use crate::outcome::Outcome;
 
@@ -35,7 +35,7 @@ pub async fn slot(
 /// may still cover what the script left running, which only the keeper and
 /// its watchdog see), rather than wait for as long as it stays stopped.
 fn stand_down(key: &LockKey, token: &Token) -> Result<(), Error> {
-    match super::rendezvous::stop_keeper(key, token) {
+    match crate::keeper::rendezvous::stop_keeper(key, token) {
         Stood::Down => Ok(()),
         Stood::Stopped { pid } => Err(Error::KeeperStopped {
             pid,
@@ -49,7 +49,7 @@ fn stand_down(key: &LockKey, token: &Token) -> Result<(), Error> {
 /// (the outcome's status says so).
 pub async fn force(redlock: &Redlock, key: &LockKey, breaking: Breaking) -> Result<Outcome, Error> {
     let breaking = Breaking {
-        who: super::holder::who(),
+        who: super::support::holder::who(),
         ..breaking
     };
     Ok(Outcome::Forced(redlock.force_release(key, &breaking).await))

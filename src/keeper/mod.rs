@@ -7,7 +7,7 @@
 //!   by `acquire` while PID was known to be alive, turns readable), once
 //!   what PID left in its process group (when it leads one) has ended too;
 //! - stops quietly when `redlock release NAME TOKEN` asks it to first (see
-//!   [`super::rendezvous`]), once the rest of that group has ended;
+//!   [`rendezvous`]), once the rest of that group has ended;
 //! - sends the `--while-signal` to PID (and to its process group if it
 //!   leads one) when the lock is lost: a majority says the token is gone,
 //!   or the validity is about to run out with no extension confirmed; the
@@ -57,7 +57,8 @@ use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
-use super::rendezvous::{self, Rendezvous};
+pub mod rendezvous;
+
 use crate::clock::BootInstant;
 use crate::config::{KeepWhile, Servers};
 use crate::error::Error;
@@ -68,6 +69,7 @@ use crate::supervise::schedule::StopPlan;
 use crate::supervise::watchdog::{Report, Target};
 use crate::supervise::{WatchError, Watchdog, Watched};
 use crate::test_hooks;
+use rendezvous::Rendezvous;
 
 /// What the keeper needs besides the lease: the servers and what to watch.
 #[derive(Debug, Serialize, Deserialize)]

@@ -1,0 +1,5 @@
+//! What more than one command does around the lock call, and is no command
+//! itself.
+
+pub mod holder;
+pub mod waiting;
