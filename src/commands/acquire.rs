@@ -1,18 +1,20 @@
-//! `redlock acquire`: take the lock; its token is printed by `hand_over`.
+//! `redlock acquire`: take the lock; its token is printed by [`hand_over`].
 
 use std::cell::Cell;
 
 use nix::sys::signal::Signal;
 use tokio::sync::watch;
 
+use super::ctx::Ctx;
 use super::support::waiting::acquire_showing_progress;
 use crate::clock::BootInstant;
 use crate::config::AcquireJob;
 use crate::error::Error;
 use crate::exit_code::Exit;
-use crate::lock::{host_name, HeldBy, LockError, Redlock, Tried};
+use crate::keeper::Keeper;
+use crate::lock::{host_name, HeldBy, Lease, LockError, Redlock, Tried};
 use crate::outcome::Outcome;
-use crate::output::{Event, Events};
+use crate::output::{Event, Events, Output};
 use crate::signals::Listener;
 use crate::supervise::Watched;
 
@@ -52,9 +54,16 @@ fn kept_for(error: &LockError, watched: &Watched) -> Option<u32> {
         .filter(|_| !recorded.pid_gone && !recorded.keeper_gone)
 }
 
+/// Takes the lock; with `--while`, the keeper's process is the one it is
+/// for, and its exit ends the wait.
+pub fn run(ctx: &Ctx<'_>, job: AcquireJob) -> Result<Outcome, Error> {
+    let watched = ctx.keeper.as_ref().map(Keeper::watched);
+    ctx.block_on(take(&ctx.redlock, job, watched, ctx.events()))?
+}
+
 /// Takes the lock; with `--while`, `watched` is the process it is for, and
 /// its exit ends the wait.
-pub async fn run(
+async fn take(
     redlock: &Redlock,
     job: AcquireJob,
     watched: Option<&Watched>,
@@ -117,5 +126,46 @@ pub async fn run(
             pid: watched.map_or(0, Watched::pid),
             keeper,
         }),
+    }
+}
+
+/// `acquire`'s token goes to stdout. Nobody could ever release a lock whose
+/// token was lost, and a token printed after the validity ran out (a full
+/// pipe, Ctrl-S) is no lock: either way the lock is released, and the run
+/// fails with that second message. With `--while`, the token is printed
+/// only once the keeper is ready, and the keeper keeps the lock only once
+/// the token was printed in time. The failure is the run's, to render.
+pub fn hand_over(ctx: &mut Ctx<'_>, acquired: &Outcome, lease: &Lease) -> Result<(), Error> {
+    let failure = match print_token(acquired, lease, ctx.output, ctx.keeper.take()) {
+        Ok(()) => return Ok(()),
+        Err(failure) => failure,
+    };
+    let _ = ctx.block_on(ctx.redlock.release(&lease.key, &lease.token));
+    Err(failure)
+}
+
+fn print_token(
+    acquired: &Outcome,
+    lease: &Lease,
+    output: &Output,
+    mut keeper: Option<Keeper>,
+) -> Result<(), Error> {
+    if let Some(keeper) = &mut keeper {
+        keeper.start(lease)?;
+    }
+    let rendered = match crate::output::stdout_was_closed() {
+        true => Err(std::io::Error::other("stdout is closed")),
+        false => output.render(Ok(acquired), acquired.exit()),
+    };
+    match rendered {
+        Err(err) => Err(Error::internal(
+            "could not print the token, so the lock was released",
+            err,
+        )),
+        Ok(()) if lease.deadline <= crate::clock::BootInstant::now() => Err(Error::Expired {
+            key: lease.key.clone(),
+            validity: lease.validity(),
+        }),
+        Ok(()) => keeper.map_or(Ok(()), Keeper::commit),
     }
 }

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::ctx::Ctx;
 use crate::config::DoctorJob;
 use crate::error::Error;
 use crate::lock::{
@@ -20,7 +21,11 @@ struct Against {
     accept_replicas: bool,
 }
 
-pub async fn run(redlock: &Redlock, job: DoctorJob, prefix: &[u8]) -> Result<Outcome, Error> {
+pub fn run(ctx: &Ctx<'_>, job: DoctorJob) -> Result<Outcome, Error> {
+    ctx.block_on(check(&ctx.redlock, job, &ctx.handoff.prefix))?
+}
+
+async fn check(redlock: &Redlock, job: DoctorJob, prefix: &[u8]) -> Result<Outcome, Error> {
     let probes = redlock.probe(prefix).await;
     let against = Against {
         guard: redlock.restart_guard(),

@@ -4,12 +4,14 @@
 use std::cell::{Cell, RefCell};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt as _;
+use std::time::Duration;
 
 use tokio::sync::watch;
 
 pub(super) mod handoff;
 pub(super) mod orphan;
 
+use super::ctx::Ctx;
 use super::support::waiting::acquire_showing_progress;
 use crate::clock::BootInstant;
 use crate::config::{ExecSpec, NameSource};
@@ -25,7 +27,25 @@ use crate::supervise::{self, child, StopReason, Watchdog};
 use handoff::{ChildEnv, Handoff};
 use orphan::lease_words;
 
-pub async fn run(
+/// Forks the watchdog, then takes the lock and runs the command under it.
+pub fn run(ctx: &Ctx<'_>, spec: ExecSpec) -> Result<Outcome, Error> {
+    let watchdog = fork_watchdog(&spec, &ctx.redlock, ctx.timeout)?;
+    let redlock = &ctx.redlock;
+    ctx.block_on(exec(redlock, spec, &ctx.handoff, watchdog, ctx.events()))?
+}
+
+/// `exec`'s watchdog, forked now, while this process has one thread; see
+/// `Watchdog::fork`. It is a copy of this process, so it costs no second
+/// start of the binary. It waits on its pipe until the command runs. It
+/// gets the servers (answering within `timeout`) now, to release the lock
+/// should exec be killed (see `orphan`).
+fn fork_watchdog(spec: &ExecSpec, redlock: &Redlock, timeout: Duration) -> Result<Watchdog, Error> {
+    let orphan = orphan::Orphan::new(redlock.clone(), timeout);
+    Watchdog::fork(spec.signal, spec.stop, Some(Box::new(orphan)))
+        .map_err(|err| Error::internal("cannot start the watchdog process", err))
+}
+
+async fn exec(
     redlock: &Redlock,
     spec: ExecSpec,
     handoff: &Handoff,

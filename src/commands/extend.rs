@@ -2,11 +2,18 @@
 
 use std::time::Duration;
 
+use super::ctx::Ctx;
+use crate::config::ExtendJob;
 use crate::error::Error;
 use crate::lock::{LockKey, Redlock, Semaphore, Token};
 use crate::outcome::Outcome;
 
-pub async fn run(
+pub fn run(ctx: &Ctx<'_>, job: ExtendJob) -> Result<Outcome, Error> {
+    let target = (&job.key, job.semaphore.as_ref());
+    ctx.block_on(extend(&ctx.redlock, target, &job.token, job.ttl))?
+}
+
+async fn extend(
     redlock: &Redlock,
     (key, semaphore): (&LockKey, Option<&Semaphore>),
     token: &Token,

@@ -1,13 +1,19 @@
 //! `redlock list`: every lock on the servers, and who holds it, written a
 //! batch at a time as it is read.
 
+use super::ctx::Ctx;
+use crate::config::ListJob;
 use crate::error::Error;
 use crate::lock::{ListQuery, Redlock};
 use crate::outcome::Outcome;
 use crate::output::Output;
 
+pub fn run(ctx: &Ctx<'_>, job: ListJob) -> Result<Outcome, Error> {
+    ctx.block_on(list(&ctx.redlock, job.query, job.names, ctx.output))?
+}
+
 /// `names`: only the names, one a line (`--names`), instead of the table.
-pub async fn run(
+async fn list(
     redlock: &Redlock,
     query: ListQuery,
     names: bool,

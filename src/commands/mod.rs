@@ -1,9 +1,15 @@
-//! The commands. Each `commands/<cmd>.rs` has one `run` that takes what it
-//! needs (the servers as a [`Redlock`], the validated job, the [`Events`]
-//! sink) and returns `Result<Outcome, Error>`: data, no text. [`dispatch`]
-//! picks the command for a task and [`finish`] renders how it ended, once.
+//! The commands, behind one registry. Each `commands/<cmd>.rs` has one
+//! `run(ctx, job)` that takes the [`Ctx`] (the servers as a [`Redlock`],
+//! the [`Output`], a runtime to wait on) and its validated job, and returns
+//! `Result<Outcome, Error>`: data, no text. [`dispatch`] builds the context
+//! for a task, [`run`] hands the job to its command, and [`finish`] renders
+//! how it ended, once. What is no command lives beside what it serves:
+//! `exec/` (its hand-off of the servers, its watchdog's release), `support/`
+//! (what several commands do around the lock call), and the `--while`
+//! keeper in `crate::keeper`.
 
 mod acquire;
+mod ctx;
 mod doctor;
 mod exec;
 mod extend;
@@ -13,20 +19,18 @@ mod release;
 mod status;
 mod support;
 
-use exec::{handoff, orphan};
-use support::holder;
-
-use crate::keeper as hold;
-
 use nix::sys::signal::Signal;
 
-use crate::config::{AcquireJob, LockJob, Servers, Task};
+use crate::config::{LockJob, Servers, Task};
 use crate::error::Error;
 use crate::exit_code::Exit;
-use crate::lock::{Lease, Redlock};
+use crate::keeper::Keeper;
+use crate::lock::Redlock;
 use crate::outcome::Outcome;
 use crate::output::{self, Output};
-use crate::supervise::Watchdog;
+use ctx::Ctx;
+use exec::handoff;
+use support::holder;
 
 /// How the process must end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +65,7 @@ pub fn dispatch(task: Task, output: &Output) -> Ending {
     match task {
         Task::Generate { what, dir } => finish(output, &generate::write(what, &dir)),
         Task::Keeper => Ending {
-            exit: hold::serve(),
+            exit: crate::keeper::serve(),
             signal: None,
         },
         Task::Lock { servers, job } => match lock_job(*servers, job, output) {
@@ -84,13 +88,10 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
     let handoff = handoff::Handoff::new(&servers);
     // `--while PID`: the pid is checked and the keeper started first, so
     // that the record beside the lock names it.
-    let keeper = match &job {
-        LockJob::Acquire(AcquireJob {
-            keep_while: Some(keep),
-            ..
-        }) => Some(hold::Keeper::spawn(&servers, *keep)?),
-        _ => None,
-    };
+    let keeper = job
+        .keep_while()
+        .map(|keep| Keeper::spawn(&servers, keep))
+        .transpose()?;
     let redlock = Redlock::new(
         servers.specs,
         servers.timeout,
@@ -109,97 +110,42 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
     });
     let redlock = with_record(redlock, &job, keeper.as_ref());
     crate::signals::reset_inherited();
-    let watchdog = fork_watchdog(&job, &redlock, servers.timeout)?;
-    // One thread is plenty for N sockets, and it keeps the process simple to
-    // reason about when it later supervises a child.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .thread_keep_alive(crate::supervise::child::blocking_thread_keep_alive())
-        .build()?;
-    let events = output.events();
-    Ok(runtime.block_on(async {
-        let result = match job {
-            LockJob::Acquire(job) => {
-                let watched = keeper.as_ref().map(hold::Keeper::watched);
-                acquire::run(&redlock, job, watched, events).await
-            }
-            LockJob::ForceRelease { key, breaking } => {
-                release::force(&redlock, &key, breaking).await
-            }
-            LockJob::List { query, names } => list::run(&redlock, query, names, output).await,
-            LockJob::Doctor(job) => doctor::run(&redlock, job, &handoff.prefix).await,
-            LockJob::Exec(spec) => {
-                let watchdog = watchdog.expect("forked for exec");
-                exec::run(&redlock, spec, &handoff, watchdog, events).await
-            }
-            named => on_name(&redlock, named).await,
-        };
-        match &result {
-            Ok(acquired @ Outcome::Acquired { lease, .. }) => {
-                hand_over(&redlock, acquired, lease, output, keeper).await
-            }
-            _ => finish(output, &result),
-        }
-    }))
+    let ctx = Ctx::new(redlock, output, handoff, keeper, servers.timeout);
+    Ok(run(ctx, job))
 }
 
-/// `exec`'s watchdog, forked now, while this process has one thread; see
-/// `Watchdog::fork`. It is a copy of this process, so it costs no second
-/// start of the binary. It waits on its pipe until the command runs. It
-/// gets the servers (answering within `timeout`) now, to release the lock
-/// should exec be killed (see `orphan`).
-fn fork_watchdog(
-    job: &LockJob,
-    redlock: &Redlock,
-    timeout: std::time::Duration,
-) -> Result<Option<Watchdog>, Error> {
-    let LockJob::Exec(spec) = job else {
-        return Ok(None);
+/// The registry: each job to its command's `run`, once. An `acquire` that
+/// took the lock still has its token to print ([`acquire::hand_over`]);
+/// every other result is rendered by [`finish`].
+fn run(mut ctx: Ctx<'_>, job: LockJob) -> Ending {
+    let result = match job {
+        LockJob::Acquire(job) => acquire::run(&ctx, job),
+        LockJob::Release(job) => release::run(&ctx, job),
+        LockJob::ForceRelease(job) => release::force(&ctx, job),
+        LockJob::Extend(job) => extend::run(&ctx, job),
+        LockJob::Status(job) => status::run(&ctx, job),
+        LockJob::List(job) => list::run(&ctx, job),
+        LockJob::Exec(spec) => exec::run(&ctx, spec),
+        LockJob::Doctor(job) => doctor::run(&ctx, job),
     };
-    let orphan = orphan::Orphan::new(redlock.clone(), timeout);
-    Watchdog::fork(spec.signal, spec.stop, Some(Box::new(orphan)))
-        .map(Some)
-        .map_err(|err| Error::internal("cannot start the watchdog process", err))
-}
-
-/// `release`, `extend` and `status`: on the lock NAME, or with `--limit K`
-/// on the semaphore NAME's slots.
-async fn on_name(redlock: &Redlock, job: LockJob) -> Result<Outcome, Error> {
-    match job {
-        LockJob::Release {
-            key,
-            token,
-            semaphore: None,
-        } => release::run(redlock, &key, &token).await,
-        LockJob::Release {
-            token,
-            semaphore: Some(semaphore),
-            ..
-        } => release::slot(redlock, &semaphore, &token).await,
-        LockJob::Extend {
-            key,
-            token,
-            ttl,
-            semaphore,
-        } => extend::run(redlock, (&key, semaphore.as_ref()), &token, ttl).await,
-        LockJob::Status {
-            key,
-            semaphore: None,
-        } => status::run(redlock, &key).await,
-        LockJob::Status {
-            semaphore: Some(semaphore),
-            ..
-        } => status::slots(redlock, semaphore).await,
-        other => Err(Error::Internal(anyhow::anyhow!(
-            "not a job on a name: {other:?}"
-        ))),
+    match &result {
+        Ok(acquired @ Outcome::Acquired { lease, .. }) => {
+            match acquire::hand_over(&mut ctx, acquired, lease) {
+                Ok(()) => Ending {
+                    exit: acquired.exit(),
+                    signal: None,
+                },
+                Err(failure) => finish(ctx.output, &Err(failure)),
+            }
+        }
+        _ => finish(ctx.output, &result),
     }
 }
 
 /// What `job` records beside the lock it takes: this process, with
 /// `exec`'s command, or for `acquire --while` the process the keeper
 /// keeps the lock for.
-fn with_record(redlock: Redlock, job: &LockJob, keeper: Option<&hold::Keeper>) -> Redlock {
+fn with_record(redlock: Redlock, job: &LockJob, keeper: Option<&Keeper>) -> Redlock {
     match job {
         LockJob::Acquire(job) => {
             // A keeper renews the lock as exec does; plain acquire does not.
@@ -222,57 +168,5 @@ fn with_record(redlock: Redlock, job: &LockJob, keeper: Option<&hold::Keeper>) -
             ))
         }
         _ => redlock,
-    }
-}
-
-/// `acquire`'s token goes to stdout. Nobody could ever release a lock whose
-/// token was lost, and a token printed after the validity ran out (a full
-/// pipe, Ctrl-S) is no lock: either way the lock is released, and the run
-/// fails with that second message. With `--while`, the token is printed
-/// only once the keeper is ready, and the keeper keeps the lock only once
-/// the token was printed in time.
-async fn hand_over(
-    redlock: &Redlock,
-    acquired: &Outcome,
-    lease: &Lease,
-    output: &Output,
-    keeper: Option<hold::Keeper>,
-) -> Ending {
-    let failure = match print_token(acquired, lease, output, keeper) {
-        Ok(()) => {
-            return Ending {
-                exit: acquired.exit(),
-                signal: None,
-            }
-        }
-        Err(failure) => failure,
-    };
-    let _ = redlock.release(&lease.key, &lease.token).await;
-    finish(output, &Err(failure))
-}
-
-fn print_token(
-    acquired: &Outcome,
-    lease: &Lease,
-    output: &Output,
-    mut keeper: Option<hold::Keeper>,
-) -> Result<(), Error> {
-    if let Some(keeper) = &mut keeper {
-        keeper.start(lease)?;
-    }
-    let rendered = match crate::output::stdout_was_closed() {
-        true => Err(std::io::Error::other("stdout is closed")),
-        false => output.render(Ok(acquired), acquired.exit()),
-    };
-    match rendered {
-        Err(err) => Err(Error::internal(
-            "could not print the token, so the lock was released",
-            err,
-        )),
-        Ok(()) if lease.deadline <= crate::clock::BootInstant::now() => Err(Error::Expired {
-            key: lease.key.clone(),
-            validity: lease.validity(),
-        }),
-        Ok(()) => keeper.map_or(Ok(()), hold::Keeper::commit),
     }
 }

@@ -1,12 +1,38 @@
 //! `redlock release`: delete the lock if the token still holds it, or with
 //! `--force` whoever holds it.
 
+use super::ctx::Ctx;
+use crate::config::{ForceJob, ReleaseJob};
 use crate::error::Error;
 use crate::keeper::rendezvous::{Stood, STOPPED_FOR};
 use crate::lock::{Breaking, LockKey, Redlock, Semaphore, Token};
 use crate::outcome::Outcome;
 
-pub async fn run(redlock: &Redlock, key: &LockKey, token: &Token) -> Result<Outcome, Error> {
+/// `release NAME TOKEN`, or with `--limit K` the slot TOKEN holds.
+pub fn run(ctx: &Ctx<'_>, job: ReleaseJob) -> Result<Outcome, Error> {
+    let redlock = &ctx.redlock;
+    ctx.block_on(async {
+        match &job.semaphore {
+            None => release(redlock, &job.key, &job.token).await,
+            Some(semaphore) => slot(redlock, semaphore, &job.token).await,
+        }
+    })?
+}
+
+/// `release --force`: delete the lock whoever holds it (with `--if-token`,
+/// only while that token does). A key that is not a lock is left alone
+/// (the outcome's status says so).
+pub fn force(ctx: &Ctx<'_>, job: ForceJob) -> Result<Outcome, Error> {
+    let breaking = Breaking {
+        who: super::support::holder::who(),
+        ..job.breaking
+    };
+    let redlock = &ctx.redlock;
+    let forced = ctx.block_on(redlock.force_release(&job.key, &breaking))?;
+    Ok(Outcome::Forced(forced))
+}
+
+async fn release(redlock: &Redlock, key: &LockKey, token: &Token) -> Result<Outcome, Error> {
     // A keeper left by `acquire --while` on this host stands down first, so
     // that it does not take the release for a loss.
     stand_down(key, token)?;
@@ -18,11 +44,7 @@ pub async fn run(redlock: &Redlock, key: &LockKey, token: &Token) -> Result<Outc
 }
 
 /// `release --limit K NAME TOKEN`: the slot TOKEN holds, whichever it is.
-pub async fn slot(
-    redlock: &Redlock,
-    semaphore: &Semaphore,
-    token: &Token,
-) -> Result<Outcome, Error> {
+async fn slot(redlock: &Redlock, semaphore: &Semaphore, token: &Token) -> Result<Outcome, Error> {
     for key in semaphore.slot_keys() {
         stand_down(&key, token)?;
     }
@@ -42,15 +64,4 @@ fn stand_down(key: &LockKey, token: &Token) -> Result<(), Error> {
             waited: STOPPED_FOR,
         }),
     }
-}
-
-/// `release --force`: delete the lock whoever holds it (with `--if-token`,
-/// only while that token does). A key that is not a lock is left alone
-/// (the outcome's status says so).
-pub async fn force(redlock: &Redlock, key: &LockKey, breaking: Breaking) -> Result<Outcome, Error> {
-    let breaking = Breaking {
-        who: super::support::holder::who(),
-        ..breaking
-    };
-    Ok(Outcome::Forced(redlock.force_release(key, &breaking).await))
 }

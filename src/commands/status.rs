@@ -1,10 +1,23 @@
 //! `redlock status`: what every server holds, and who holds the lock.
 
+use super::ctx::Ctx;
+use crate::config::StatusJob;
 use crate::error::Error;
 use crate::lock::{LockKey, Redlock, Semaphore};
 use crate::outcome::{Outcome, Slots};
 
-pub async fn run(redlock: &Redlock, key: &LockKey) -> Result<Outcome, Error> {
+/// `status NAME`, or with `--limit K` every slot of the semaphore NAME.
+pub fn run(ctx: &Ctx<'_>, job: StatusJob) -> Result<Outcome, Error> {
+    let redlock = &ctx.redlock;
+    ctx.block_on(async {
+        match job.semaphore {
+            None => status(redlock, &job.key).await,
+            Some(semaphore) => slots(redlock, semaphore).await,
+        }
+    })?
+}
+
+async fn status(redlock: &Redlock, key: &LockKey) -> Result<Outcome, Error> {
     let inspection = redlock.inspect(key).await;
     let verdict = inspection.verdict();
     Ok(Outcome::Status {
@@ -14,7 +27,7 @@ pub async fn run(redlock: &Redlock, key: &LockKey) -> Result<Outcome, Error> {
 }
 
 /// `status NAME --limit K`: every slot, read one after another.
-pub async fn slots(redlock: &Redlock, semaphore: Semaphore) -> Result<Outcome, Error> {
+async fn slots(redlock: &Redlock, semaphore: Semaphore) -> Result<Outcome, Error> {
     let mut slots = Vec::with_capacity(semaphore.limit as usize);
     for key in semaphore.slot_keys() {
         let inspection = redlock.inspect(&key).await;

@@ -85,35 +85,56 @@ pub struct Servers {
 #[derive(Debug)]
 pub enum LockJob {
     Acquire(AcquireJob),
-    Release {
-        key: LockKey,
-        token: Token,
-        /// `--limit K`: the slot of this semaphore that TOKEN holds.
-        semaphore: Option<Semaphore>,
-    },
+    Release(ReleaseJob),
     /// `release --force`: whoever holds it.
-    ForceRelease {
-        key: LockKey,
-        breaking: Breaking,
-    },
-    Extend {
-        key: LockKey,
-        token: Token,
-        ttl: Duration,
-        semaphore: Option<Semaphore>,
-    },
-    Status {
-        key: LockKey,
-        /// `--limit K`: every slot of this semaphore.
-        semaphore: Option<Semaphore>,
-    },
-    /// `list`; `names`: only the names, one a line.
-    List {
-        query: ListQuery,
-        names: bool,
-    },
+    ForceRelease(ForceJob),
+    Extend(ExtendJob),
+    Status(StatusJob),
+    List(ListJob),
     Exec(ExecSpec),
     Doctor(DoctorJob),
+}
+
+/// A validated `redlock release NAME TOKEN`.
+#[derive(Debug)]
+pub struct ReleaseJob {
+    pub key: LockKey,
+    pub token: Token,
+    /// `--limit K`: the slot of this semaphore that TOKEN holds.
+    pub semaphore: Option<Semaphore>,
+}
+
+/// A validated `redlock release --force NAME`.
+#[derive(Debug)]
+pub struct ForceJob {
+    pub key: LockKey,
+    pub breaking: Breaking,
+}
+
+/// A validated `redlock extend`.
+#[derive(Debug)]
+pub struct ExtendJob {
+    pub key: LockKey,
+    pub token: Token,
+    pub ttl: Duration,
+    /// `--limit K`: the slot of this semaphore that TOKEN holds.
+    pub semaphore: Option<Semaphore>,
+}
+
+/// A validated `redlock status`.
+#[derive(Debug)]
+pub struct StatusJob {
+    pub key: LockKey,
+    /// `--limit K`: every slot of this semaphore.
+    pub semaphore: Option<Semaphore>,
+}
+
+/// A validated `redlock list`.
+#[derive(Debug)]
+pub struct ListJob {
+    pub query: ListQuery,
+    /// `--names`: only the names, one a line.
+    pub names: bool,
 }
 
 /// A validated `redlock doctor` invocation.
@@ -238,7 +259,7 @@ impl Config {
             Command::Status(args) => {
                 let key = key(&args.name)?;
                 let semaphore = semaphore(&key, &args.limit);
-                LockJob::Status { key, semaphore }
+                LockJob::Status(StatusJob { key, semaphore })
             }
             Command::List(args) => list(args, &prefix, json)?,
             Command::Exec(args) => {
@@ -289,12 +310,12 @@ impl Config {
 
 fn extend(args: cli::ExtendArgs, prefix: &[u8]) -> Result<LockJob, Error> {
     let key = named_key(prefix, &args.lock.name)?;
-    Ok(LockJob::Extend {
+    Ok(LockJob::Extend(ExtendJob {
         ttl: ttl(args.ttl.ttl, MIN_TTL)?,
         semaphore: semaphore(&key, &args.limit),
         key,
         token: token(args.lock.token)?,
-    })
+    }))
 }
 
 /// `--limit K` on the lock `key`: the semaphore of K slots named so.
@@ -481,15 +502,25 @@ impl LockJob {
         }
     }
 
+    /// `acquire --while PID`: the process a keeper keeps the lock for.
+    pub fn keep_while(&self) -> Option<KeepWhile> {
+        match self {
+            LockJob::Acquire(job) => job.keep_while,
+            _ => None,
+        }
+    }
+
     /// The TTL the command asks for, which bounds the server timeout.
     fn ttl(&self) -> Option<Duration> {
         match self {
-            LockJob::Acquire(AcquireJob { ttl, .. }) | LockJob::Extend { ttl, .. } => Some(*ttl),
+            LockJob::Acquire(AcquireJob { ttl, .. }) | LockJob::Extend(ExtendJob { ttl, .. }) => {
+                Some(*ttl)
+            }
             LockJob::Exec(spec) => Some(spec.ttl),
-            LockJob::Release { .. }
-            | LockJob::ForceRelease { .. }
-            | LockJob::Status { .. }
-            | LockJob::List { .. }
+            LockJob::Release(_)
+            | LockJob::ForceRelease(_)
+            | LockJob::Status(_)
+            | LockJob::List(_)
             | LockJob::Doctor(_) => None,
         }
     }
@@ -506,11 +537,11 @@ fn release(args: cli::ReleaseArgs, prefix: &[u8]) -> Result<LockJob, Error> {
             given => token(given)?,
         };
         let semaphore = semaphore(&key, &args.limit);
-        return Ok(LockJob::Release {
+        return Ok(LockJob::Release(ReleaseJob {
             key,
             token,
             semaphore,
-        });
+        }));
     }
     if args.limit.limit.is_some() {
         return Err(Error::Usage(
@@ -529,7 +560,7 @@ fn release(args: cli::ReleaseArgs, prefix: &[u8]) -> Result<LockJob, Error> {
         any_key: args.any_key,
         who: String::new(),
     };
-    Ok(LockJob::ForceRelease { key, breaking })
+    Ok(LockJob::ForceRelease(ForceJob { key, breaking }))
 }
 
 /// `list [PATTERN]`: the pattern is a glob on the name, kept as bytes.
@@ -556,10 +587,10 @@ fn list(args: cli::ListArgs, prefix: &[u8], json: bool) -> Result<LockJob, Error
         pattern: args.pattern.as_bytes().to_vec(),
         older_than: args.older_than,
     };
-    Ok(LockJob::List {
+    Ok(LockJob::List(ListJob {
         query,
         names: args.names,
-    })
+    }))
 }
 
 /// Why `list` refuses a PATTERN.
@@ -1027,10 +1058,10 @@ mod tests {
             cap(2 * HOUR, Duration::ZERO).is_ok(),
             "a guard of 0 is no cap"
         );
-        let status = LockJob::Status {
+        let status = LockJob::Status(StatusJob {
             key: LockKey::new(b"k".to_vec()),
             semaphore: None,
-        };
+        });
         assert!(ttl_within_guard(&status, &guard(MS(1))).is_ok(), "no TTL");
     }
 
