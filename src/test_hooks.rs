@@ -120,7 +120,7 @@ pub fn progress_every() -> Option<Duration> {
 }
 
 /// `REDLOCK_TEST_KEEPER_FAILS` (a number, e.g. 1): the keeper of
-/// `acquire --while` fails instead of taking over (commands/hold.rs), so
+/// `acquire --while` fails instead of taking over (keeper/mod.rs), so
 /// that a test sees `acquire` print no token and release the lock. Set by
 /// `keeper::no_token_is_printed_when_the_keeper_cannot_take_over`.
 pub fn keeper_fails() -> bool {

@@ -1,4 +1,4 @@
-//! The keeper of `acquire --while` (src/commands/rendezvous.rs) reads each
+//! The keeper of `acquire --while` (src/keeper/rendezvous.rs) reads each
 //! peer of its socket on its own: peers that connect and say nothing do
 //! not hold up `release`. It once served one connection at a time, with
 //! 2 s for each: 15 idle connections made a `release` take 30 s.

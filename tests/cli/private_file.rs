@@ -1,5 +1,5 @@
 //! The private servers file `exec` writes for its command when the
-//! servers have a password (src/commands/handoff.rs) never outlives the
+//! servers have a password (src/commands/exec/handoff.rs) never outlives the
 //! processes that keep it: `exec` removes it, its watchdog does when `exec`
 //! was killed, and the next `exec` sweeps one that both left behind.
 

@@ -98,7 +98,7 @@ const ENVIRONMENT: [(&str, &[&str], &str); 14] = [
 
 /// What `exec` sets in the command's environment, so that a `redlock`
 /// inside it reaches the same lock and servers (`commands/exec.rs`,
-/// `commands/handoff.rs`).
+/// `commands/exec/handoff.rs`).
 const EXEC_EXPORTS: [(&str, &str); 10] = [
     ("REDLOCK_NAME", "The lock's name, without the prefix."),
     (
