@@ -16,8 +16,9 @@
 //! A keeper that stops extending because it is frozen (SIGSTOP, a
 //! debugger, starved of CPU) or killed cannot signal anyone. So that the
 //! script never outlives the lock unwarned, the keeper forks a watchdog
-//! (`exec`'s, [`Watchdog::fork_for`]) before it builds its runtime, and
-//! sends it each new deadline once the script holds the token. If no
+//! (`exec`'s, [`Watchdog::fork_for`]; see [`watchdog`]) before it builds
+//! its runtime, and sends it each new deadline once the script holds the
+//! token. If no
 //! extension comes, the watchdog sends the `--while-signal` on the keeper's
 //! own schedule ([`stop_lead`] before the validity ends), to the same
 //! processes, and SIGCONT after it; if the keeper dies, it sends it at once.
@@ -44,10 +45,8 @@
 use std::cell::RefCell;
 use std::future::Future;
 use std::io::{self, Write as _};
-use std::os::fd::{AsFd, AsRawFd as _, BorrowedFd, FromRawFd as _, OwnedFd};
-use std::os::unix::process::CommandExt as _;
+use std::os::fd::{AsFd, FromRawFd as _, OwnedFd};
 use std::pin::Pin;
-use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::time::Duration;
 
 use nix::errno::Errno;
@@ -57,19 +56,20 @@ use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+mod handle;
 pub mod rendezvous;
+mod watchdog;
+
+pub use handle::Keeper;
+use rendezvous::Rendezvous;
+use watchdog::{feed, fork_watchdog, stop_lead, Dog};
 
 use crate::clock::BootInstant;
-use crate::config::{KeepWhile, Servers};
-use crate::error::Error;
 use crate::exit_code::Exit;
-use crate::lock::{keep, Holder, Keeping, Lease, LockKey, Redlock, ServerSpec, Slot, Token};
+use crate::lock::{keep, Keeping, Lease, LockKey, Redlock, ServerSpec, Slot, Token};
 use crate::signals::Listener;
-use crate::supervise::schedule::StopPlan;
-use crate::supervise::watchdog::{Report, Target};
-use crate::supervise::{WatchError, Watchdog, Watched};
-use crate::test_hooks;
-use rendezvous::Rendezvous;
+use crate::supervise::watchdog::Report;
+use crate::supervise::{Watchdog, Watched};
 
 /// What the keeper needs besides the lease: the servers and what to watch.
 #[derive(Debug, Serialize, Deserialize)]
@@ -86,7 +86,7 @@ struct Setup {
     pidfd: i32,
     signal: Option<i32>,
     /// Tests only: the keeper fails instead of taking over
-    /// ([`test_hooks::keeper_fails`]).
+    /// ([`crate::test_hooks::keeper_fails`]).
     #[serde(default)]
     fails: bool,
 }
@@ -107,188 +107,6 @@ struct Handed {
 
 /// Longer lines are not ours (a PEM bundle is a few hundred kilobytes at most).
 const MAX_LINE: usize = 4 << 20;
-
-/// How long `acquire` waits for the keeper's `keeping`.
-const ANSWER_WITHIN: Duration = Duration::from_secs(5);
-
-/// `exec`'s default `-k`: how long before SIGKILL its command gets the stop
-/// signal, and so how long before the lock's end a keeper signals.
-const EXEC_KILL_AFTER: Duration = Duration::from_secs(5);
-
-/// `acquire`'s handle on the keeper it started.
-pub struct Keeper {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: Lines<ChildStdout>,
-    /// The process the lock is for: if it exits while `acquire` still
-    /// waits, nothing is taken for it.
-    watched: Watched,
-    committed: bool,
-}
-
-impl Keeper {
-    /// Opens a pidfd on `keep.pid` (it must be alive and ours: a usage
-    /// error otherwise) and starts the keeper with it and the servers.
-    pub fn spawn(servers: &Servers, keep: KeepWhile) -> Result<Keeper, Error> {
-        let watched = Watched::open(keep.pid).map_err(|err| match err {
-            WatchError::Failed { error, .. } => {
-                Error::internal("cannot watch the --while process", error)
-            }
-            err => Error::Usage(format!("--while {}: {err}", keep.pid)),
-        })?;
-        let setup = Setup {
-            servers: servers
-                .specs
-                .iter()
-                .map(|spec| spec.secret_url().to_owned())
-                .collect(),
-            timeout_ms: millis(servers.timeout),
-            restart_guard_ms: millis(servers.restart_guard),
-            tls_root_cert: servers.tls_root_cert.clone(),
-            prefix: servers.prefix.clone(),
-            pid: keep.pid,
-            pidfd: watched.fd().as_raw_fd(),
-            signal: keep.signal.map(|signal| signal as i32),
-            fails: test_hooks::keeper_fails(),
-        };
-        let mut child = keeper_command(watched.fd())
-            .spawn()
-            .map_err(|err| Error::internal("cannot start the keeper process (--while)", err))?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err(Error::Internal(anyhow::anyhow!("the keeper has no pipes")));
-        };
-        let mut keeper = Keeper {
-            child,
-            stdin: Some(stdin),
-            stdout: Lines::new(stdout),
-            watched,
-            committed: false,
-        };
-        keeper
-            .send(&json_line(&setup))
-            .map_err(|err| Error::internal("cannot start the keeper process (--while)", err))?;
-        Ok(keeper)
-    }
-
-    /// The record beside the lock names the watched process as the holder
-    /// (with its start time, so that a reused pid reads as gone), kept by
-    /// this keeper.
-    pub fn describe(&self, holder: Holder) -> Holder {
-        let pid = self.watched.pid().unsigned_abs();
-        Holder {
-            pid,
-            pid_started: crate::lock::process_started(pid),
-            keeper_pid: Some(self.child.id()),
-            ..holder
-        }
-    }
-
-    /// The process the lock is kept for.
-    pub fn watched(&self) -> &Watched {
-        &self.watched
-    }
-
-    /// Hands `lease` over and waits, within its validity, until the keeper
-    /// is ready to keep it.
-    pub fn start(&mut self, lease: &Lease) -> Result<(), Error> {
-        let handed = Handed {
-            key: lease.key.bytes().to_vec(),
-            token: lease.token.as_str().to_owned(),
-            ttl_ms: millis(lease.ttl),
-            deadline_ns: lease.deadline.as_nanos(),
-            slot: lease
-                .slot
-                .as_ref()
-                .map(|slot| (slot.semaphore.bytes().to_vec(), slot.index, slot.limit)),
-        };
-        // A keeper that already failed has said why: read it either way.
-        let _ = self.send(&json_line(&handed));
-        self.expect(b"ready", lease.deadline)
-    }
-
-    /// The token was printed: the keeper keeps the lock from now on, and
-    /// outlives this process.
-    pub fn commit(mut self) -> Result<(), Error> {
-        let sent = self.send(b"commit\n");
-        self.stdin = None;
-        sent.map_err(|err| Error::internal(NOT_KEPT, err))?;
-        self.expect(b"keeping", BootInstant::now() + ANSWER_WITHIN)?;
-        self.committed = true;
-        Ok(())
-    }
-
-    fn send(&mut self, line: &[u8]) -> io::Result<()> {
-        match &mut self.stdin {
-            Some(stdin) => stdin.write_all(line),
-            None => Err(io::ErrorKind::BrokenPipe.into()),
-        }
-    }
-
-    /// Reads the keeper's answer: `word`, or `error WHY`.
-    fn expect(&mut self, word: &[u8], until: BootInstant) -> Result<(), Error> {
-        let answer = self
-            .stdout
-            .next(Some(until))
-            .map_err(|err| Error::internal(NOT_KEPT, err))?;
-        match answer {
-            Some(line) if line == word => Ok(()),
-            Some(line) => {
-                let why = String::from_utf8_lossy(line.strip_prefix(b"error ").unwrap_or(&line));
-                Err(Error::internal(
-                    NOT_KEPT,
-                    io::Error::other(why.into_owned()),
-                ))
-            }
-            None => Err(Error::internal(
-                NOT_KEPT,
-                io::Error::other("it did not answer in time"),
-            )),
-        }
-    }
-}
-
-const NOT_KEPT: &str =
-    "the keeper process (--while) could not take over the lock, so it was released";
-
-impl Drop for Keeper {
-    /// Without `commit`, end of file tells the keeper to let go: it releases
-    /// what it was handed and exits, and is reaped here.
-    fn drop(&mut self) {
-        if !self.committed {
-            self.stdin = None;
-            let _ = self.child.wait();
-        }
-    }
-}
-
-/// `redlock keeper` from this very binary (also after an upgrade replaced
-/// its file), with nothing of the caller's but the pidfd.
-fn keeper_command(pidfd: BorrowedFd<'_>) -> std::process::Command {
-    let mut command = std::process::Command::new("/proc/self/exe");
-    command
-        .arg0("redlock")
-        .arg("keeper")
-        .env_clear()
-        .current_dir("/")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let pidfd = pidfd.as_raw_fd();
-    // SAFETY: setsid and fcntl are async-signal-safe and allocate nothing.
-    unsafe {
-        command.pre_exec(move || {
-            // Out of the caller's session: no terminal, no job-control
-            // signals, no SIGHUP when the terminal goes.
-            nix::unistd::setsid()?;
-            // The pidfd, and only it, stays open across exec.
-            match libc::fcntl(pidfd, libc::F_SETFD, 0) {
-                -1 => Err(io::Error::last_os_error()),
-                _ => Ok(()),
-            }
-        });
-    }
-    command
-}
 
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
@@ -423,33 +241,6 @@ fn take_over() -> Result<(), String> {
     runtime.block_on(hold(&redlock, &lease, (&watched, signal, &watchdog), stdin))
 }
 
-/// The script, as the watchdog sees it: signalled as [`Holding::lose`]
-/// signals it, through the same pidfd, and never killed.
-struct Script(Watched);
-
-impl Target for Script {
-    fn stop(&self, signal: Signal) {
-        self.0.signal(signal);
-    }
-
-    fn kills(&self) -> bool {
-        false
-    }
-
-    fn has_live_members(&self) -> bool {
-        self.0.is_alive() || !self.0.others_in_group(&[]).is_empty()
-    }
-}
-
-/// The keeper's watchdog, on the schedule the keeper itself follows.
-fn fork_watchdog(watched: &Watched, signal: Signal, ttl: Duration) -> Result<Watchdog, String> {
-    let script = watched
-        .try_clone()
-        .map_err(|err| format!("cannot watch the --while process: {err}"))?;
-    Watchdog::fork_for(Box::new(Script(script)), signal, stop_plan(ttl))
-        .map_err(|err| format!("cannot start the watchdog process: {err}"))
-}
-
 fn redlock_of(setup: &Setup) -> Result<Redlock, String> {
     let specs = setup
         .servers
@@ -493,10 +284,6 @@ enum End {
     /// The keeper itself was told to stop.
     Stopped,
 }
-
-/// The keeper's watchdog, if it has one: fed each new deadline while the
-/// lock is kept, and told `done` once it is not.
-type Dog = RefCell<Option<Watchdog>>;
 
 /// Says `ready`, waits for `commit`, detaches, and keeps the lock.
 async fn hold(
@@ -560,31 +347,6 @@ async fn hold(
         let _ = redlock.release(&lease.key, &lease.token).await;
     }
     Ok(())
-}
-
-/// How long before the validity ends a keeper that could not extend the
-/// lock signals the script: when exec would send its command the stop
-/// signal, exec's default -k (at most TTL/3) and a margin before, so that
-/// a script that handles the signal has that long to stop before anyone
-/// else can take the lock. No SIGKILL follows: the process is the caller's
-/// shell (--while-signal KILL asks for a hard stop).
-fn stop_lead(ttl: Duration) -> Duration {
-    let plan = stop_plan(ttl);
-    plan.margin + plan.grace
-}
-
-/// The schedule the keeper and its watchdog both follow: the stop signal
-/// at the plan's stop time (see [`stop_lead`]); its SIGKILL is never sent.
-fn stop_plan(ttl: Duration) -> StopPlan {
-    StopPlan::new(ttl, EXEC_KILL_AFTER)
-}
-
-/// Tells the watchdog the lock's new deadline. One that cannot hear it
-/// (it died) is left be: the keeper still signals on its own schedule.
-fn feed(watchdog: &Dog, deadline: BootInstant) {
-    if let Some(watchdog) = watchdog.borrow_mut().as_mut() {
-        let _ = watchdog.deadline(deadline);
-    }
 }
 
 /// The keeper's state once it keeps the lock.
