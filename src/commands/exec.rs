@@ -30,8 +30,13 @@ use orphan::lease_words;
 /// Forks the watchdog, then takes the lock and runs the command under it.
 pub fn run(ctx: &Ctx<'_>, spec: ExecSpec) -> Result<Outcome, Error> {
     let watchdog = fork_watchdog(&spec, &ctx.redlock, ctx.timeout)?;
-    let redlock = &ctx.redlock;
-    ctx.block_on(exec(redlock, spec, &ctx.handoff, watchdog, ctx.events()))?
+    ctx.block_on(exec(
+        &ctx.redlock,
+        spec,
+        &ctx.handoff,
+        watchdog,
+        ctx.events(),
+    ))?
 }
 
 /// `exec`'s watchdog, forked now, while this process has one thread; see
