@@ -10,7 +10,7 @@ use crate::clock::BootInstant;
 use crate::config::AcquireJob;
 use crate::error::Error;
 use crate::exit_code::Exit;
-use crate::lock::{host_name, HeldBy, LockError, Redlock, Tried};
+use crate::lock::{host_name, HeldBy, LockError, Redlock, Take, Tried};
 use crate::outcome::Outcome;
 use crate::output::{Event, Events};
 use crate::signals::Listener;
@@ -56,7 +56,7 @@ fn kept_for(error: &LockError, watched: &Watched) -> Option<u32> {
 /// its exit ends the wait.
 pub async fn run(
     redlock: &Redlock,
-    job: AcquireJob,
+    (job, request): (AcquireJob, Take),
     watched: Option<&Watched>,
     events: Events,
 ) -> Result<Outcome, Error> {
@@ -84,9 +84,7 @@ pub async fn run(
         }
         events.say(Event::Retrying { attempt, error });
     };
-    let wanted = (job.ttl, job.wait);
-    let target = (&job.key, job.semaphore.as_ref());
-    let acquired = acquire_showing_progress(redlock, target, wanted, ended, events, on_retry).await;
+    let acquired = acquire_showing_progress(redlock, &request, ended, events, on_retry).await;
     let tried =
         |error: &LockError| Tried::ended(attempts.get(), started.elapsed(), job.wait, error);
     match acquired {

@@ -14,7 +14,7 @@ use crate::clock::BootInstant;
 use crate::config::{ExecSpec, NameSource};
 use crate::error::Error;
 use crate::lock::{
-    keep, Holder, Keeping, Lease, LockError, LockKey, Redlock, Semaphore, Tried, Verdict,
+    keep, Holder, Keeping, Lease, LockError, LockKey, Redlock, Semaphore, Take, Tried, Verdict,
 };
 use crate::outcome::{Outcome, Ran, RunEnd, Stop};
 use crate::output::{Event, Events};
@@ -24,7 +24,7 @@ use crate::supervise::{self, child, StopReason, Watchdog};
 
 pub async fn run(
     redlock: &Redlock,
-    spec: ExecSpec,
+    (spec, request): (ExecSpec, Take),
     handoff: &Handoff,
     mut watchdog: Watchdog,
     events: Events,
@@ -44,7 +44,7 @@ pub async fn run(
     // the command instead of being lost.
     let mut signals = Listener::new(&supervise::FORWARDED)?;
     let started = BootInstant::now();
-    let lease = match take(redlock, &spec, &mut signals, events).await {
+    let lease = match take(redlock, (&spec, &request), &mut signals, events).await {
         Ok(lease) => lease,
         Err(not_taken) => return not_taken,
     };
@@ -60,7 +60,7 @@ pub async fn run(
     let extensions = Cell::new(0);
     let end = supervise_under(
         redlock,
-        &spec,
+        (&spec, &request),
         handoff,
         &lease,
         (&mut signals, watchdog),
@@ -110,7 +110,7 @@ async fn with_breaker(redlock: &Redlock, key: &LockKey, end: RunEnd) -> RunEnd {
 /// taken (busy, interrupted, failed) is the `Err`.
 async fn take(
     redlock: &Redlock,
-    spec: &ExecSpec,
+    (spec, request): (&ExecSpec, &Take),
     signals: &mut Listener,
     events: Events,
 ) -> Result<Lease, Result<Outcome, Error>> {
@@ -120,10 +120,8 @@ async fn take(
         attempts.set(attempt + 1);
         events.say(Event::Retrying { attempt, error });
     };
-    let wanted = (spec.ttl, spec.wait);
-    let target = (&spec.key, spec.semaphore.as_ref());
     let acquired =
-        acquire_showing_progress(redlock, target, wanted, signals.recv(), events, on_retry).await;
+        acquire_showing_progress(redlock, request, signals.recv(), events, on_retry).await;
     let tried =
         |error: &LockError| Tried::ended(attempts.get(), started.elapsed(), spec.wait, error);
     match acquired {
@@ -178,7 +176,7 @@ fn command_under(spec: &ExecSpec, lease: &Lease, child_env: &ChildEnv) -> superv
 /// extensions in `extensions`.
 async fn supervise_under(
     redlock: &Redlock,
-    spec: &ExecSpec,
+    (spec, request): (&ExecSpec, &Take),
     handoff: &Handoff,
     lease: &Lease,
     (signals, mut watchdog): (&mut Listener, Watchdog),
@@ -230,7 +228,7 @@ async fn supervise_under(
         ));
     };
     let report = |event: supervise::Event| {
-        if let (supervise::Event::Started { pid }, Some(holder)) = (&event, redlock.holder()) {
+        if let (supervise::Event::Started { pid }, Some(holder)) = (&event, &request.record) {
             holder_updates.send_replace(Some(Holder {
                 command_pid: Some(*pid),
                 ..holder.clone()

@@ -20,10 +20,10 @@ mod waiting;
 
 use nix::sys::signal::Signal;
 
-use crate::config::{AcquireJob, LockJob, Servers, Task};
+use crate::config::{AcquireJob, ExecSpec, LockJob, Servers, Task};
 use crate::error::Error;
 use crate::exit_code::Exit;
-use crate::lock::{Lease, Redlock};
+use crate::lock::{Holder, Lease, Redlock};
 use crate::outcome::Outcome;
 use crate::output::{self, Output};
 use crate::supervise::Watchdog;
@@ -100,14 +100,7 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
     .map_err(|err| Error::Config(err.to_string()))?
     .with_prefix(&handoff.prefix)
     .with_wakeups(servers.wakeups)
-    .with_every_answer_shown(output.events().shows_every_answer())
-    .with_fence(job.fence())
-    .with_shared(match &job {
-        LockJob::Acquire(job) => job.shared,
-        LockJob::Exec(spec) => spec.shared,
-        _ => false,
-    });
-    let redlock = with_record(redlock, &job, keeper.as_ref());
+    .with_every_answer_shown(output.events().shows_every_answer());
     crate::signals::reset_inherited();
     let watchdog = fork_watchdog(&job, &redlock, servers.timeout)?;
     // One thread is plenty for N sockets, and it keeps the process simple to
@@ -121,7 +114,8 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
         let result = match job {
             LockJob::Acquire(job) => {
                 let watched = keeper.as_ref().map(hold::Keeper::watched);
-                acquire::run(&redlock, job, watched, events).await
+                let request = job.take(Some(acquire_record(&job, keeper.as_ref())));
+                acquire::run(&redlock, (job, request), watched, events).await
             }
             LockJob::ForceRelease { key, breaking } => {
                 release::force(&redlock, &key, breaking).await
@@ -130,7 +124,8 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
             LockJob::Doctor(job) => doctor::run(&redlock, job, &handoff.prefix).await,
             LockJob::Exec(spec) => {
                 let watchdog = watchdog.expect("forked for exec");
-                exec::run(&redlock, spec, &handoff, watchdog, events).await
+                let request = spec.take(Some(exec_record(&spec)));
+                exec::run(&redlock, (spec, request), &handoff, watchdog, events).await
             }
             named => on_name(&redlock, named).await,
         };
@@ -196,33 +191,30 @@ async fn on_name(redlock: &Redlock, job: LockJob) -> Result<Outcome, Error> {
     }
 }
 
-/// What `job` records beside the lock it takes: this process, with
-/// `exec`'s command, or for `acquire --while` the process the keeper
-/// keeps the lock for.
-fn with_record(redlock: Redlock, job: &LockJob, keeper: Option<&hold::Keeper>) -> Redlock {
-    match job {
-        LockJob::Acquire(job) => {
-            // A keeper renews the lock as exec does; plain acquire does not.
-            let renew_every = keeper.map(|_| crate::lock::keeper_interval(job.ttl));
-            let holder = holder::this_process(job.message.clone(), None, renew_every);
-            redlock.with_holder(match keeper {
-                Some(keeper) => keeper.describe(holder),
-                None => holder,
-            })
-        }
-        LockJob::Exec(spec) => {
-            let command = holder::Command {
-                argv: &spec.argv,
-                whole_line: spec.record_command,
-            };
-            redlock.with_holder(holder::this_process(
-                spec.message.clone(),
-                Some(command),
-                Some(crate::lock::keeper_interval(spec.ttl)),
-            ))
-        }
-        _ => redlock,
+/// What `acquire` records beside the lock it takes: this process, or with
+/// `--while` the process the keeper keeps the lock for.
+fn acquire_record(job: &AcquireJob, keeper: Option<&hold::Keeper>) -> Holder {
+    // A keeper renews the lock as exec does; plain acquire does not.
+    let renew_every = keeper.map(|_| crate::lock::keeper_interval(job.ttl));
+    let holder = holder::this_process(job.message.clone(), None, renew_every);
+    match keeper {
+        Some(keeper) => keeper.describe(holder),
+        None => holder,
     }
+}
+
+/// What `exec` records beside the lock it takes: this process, with its
+/// command.
+fn exec_record(spec: &ExecSpec) -> Holder {
+    let command = holder::Command {
+        argv: &spec.argv,
+        whole_line: spec.record_command,
+    };
+    holder::this_process(
+        spec.message.clone(),
+        Some(command),
+        Some(crate::lock::keeper_interval(spec.ttl)),
+    )
 }
 
 /// `acquire`'s token goes to stdout. Nobody could ever release a lock whose

@@ -13,7 +13,9 @@ use nix::sys::signal::Signal;
 use crate::cli::{self, Cli, Command, ExecArgs, GlobalArgs};
 use crate::duration;
 use crate::error::Error;
-use crate::lock::{Breaking, ListQuery, LockKey, Semaphore, ServerSpec, Token, Wait};
+use crate::lock::{
+    Breaking, Holder, ListQuery, LockKey, Semaphore, ServerSpec, Take, Target, Token, Wait,
+};
 use crate::supervise::schedule::StopPlan;
 
 mod file;
@@ -471,16 +473,40 @@ fn ttl_within_guard(job: &LockJob, guard: &Given) -> Result<(), Error> {
     )))
 }
 
-impl LockJob {
-    /// Whether the lock it takes gets a fencing token (`--fence`).
-    pub fn fence(&self) -> bool {
-        match self {
-            LockJob::Acquire(job) => job.fence,
-            LockJob::Exec(spec) => spec.fence,
-            _ => false,
+/// The request for `key`, or with `--limit` any slot of `semaphore`.
+fn take_of(key: &LockKey, semaphore: Option<&Semaphore>, (ttl, wait): (Duration, Wait)) -> Take {
+    let target = match semaphore {
+        Some(semaphore) => Target::Slot(semaphore.clone()),
+        None => Target::Lock(key.clone()),
+    };
+    Take::new(target, ttl, wait)
+}
+
+impl AcquireJob {
+    /// What this job asks of the servers, with `record` beside the lock.
+    pub fn take(&self, record: Option<Holder>) -> Take {
+        Take {
+            fence: self.fence,
+            shared: self.shared,
+            record,
+            ..take_of(&self.key, self.semaphore.as_ref(), (self.ttl, self.wait))
         }
     }
+}
 
+impl ExecSpec {
+    /// What this run asks of the servers, with `record` beside the lock.
+    pub fn take(&self, record: Option<Holder>) -> Take {
+        Take {
+            fence: self.fence,
+            shared: self.shared,
+            record,
+            ..take_of(&self.key, self.semaphore.as_ref(), (self.ttl, self.wait))
+        }
+    }
+}
+
+impl LockJob {
     /// The TTL the command asks for, which bounds the server timeout.
     fn ttl(&self) -> Option<Duration> {
         match self {

@@ -30,6 +30,7 @@ mod server_url;
 mod servers;
 mod shared;
 mod slot;
+mod take;
 mod tried;
 
 pub use error::{Failures, LockError, Said, TokenOp, TokenRound};
@@ -51,10 +52,10 @@ pub use probe::{Facts, Feature, Markers, Missing, Probe, Reached, Unknown, CONNE
 pub use quorum::drift;
 pub use retry::{acquire_or_cancel, Wait};
 pub use scripts::{composed, Features, ForceVerdict, MAX_FENCE, MAX_TOKEN};
-pub use semaphore::acquire_slot_or_cancel;
 pub use server_info::{evicts_locks, ClusterNode, Concern, ConcernKind, Info, CLUSTER_SLOTS};
 pub use server_url::{redact_url, ServerSpec};
 pub use servers::ServerError;
 pub use shared::SharedHolder;
 pub use slot::{Semaphore, Slot, MAX_LIMIT};
+pub use take::{Take, Target};
 pub use tried::Tried;

@@ -23,6 +23,7 @@ use super::scripts::{
 use super::server_url::{ServerSpec, SpecError};
 use super::servers::{tls_config, Connection, Server, ServerError};
 use super::slot::{LimitRecord, Slot};
+use super::take::Take;
 use crate::clock::BootInstant;
 
 /// A lock this process holds.
@@ -142,8 +143,9 @@ impl Vote for SetReply {
 enum Undo<'a> {
     /// A lock held: waiters hear of it.
     Hold,
-    /// A failed attempt, by a waiter with this ticket (if it has one).
-    Attempt(Option<&'a Ticket>),
+    /// A failed attempt, by a waiter with this ticket (if it has one),
+    /// taken shared or not.
+    Attempt(Option<&'a Ticket>, bool),
 }
 
 /// The configured masters and the protocol over them. A clone shares the
@@ -158,14 +160,8 @@ pub struct Redlock {
     /// The restart guard's marker key (guard.lua), beside the locks under
     /// the same prefix.
     pub(super) marker: Vec<u8>,
-    /// What is recorded beside each lock this client takes (`None`: nothing).
-    holder: Option<Holder>,
     /// Whether a waiter listens for releases (notify.rs) besides polling.
     pub(super) wakeups: bool,
-    /// Whether each lock taken gets a fencing token (lock/fence.rs).
-    fence: bool,
-    /// Whether this client takes its locks shared (`--shared`, shared.rs).
-    pub(super) shared: bool,
     /// Whether every server's answer is shown (`-v`, JSON's `held_on`): a
     /// decided round then gives the late ones the whole grace (round.rs).
     shows_every_answer: bool,
@@ -211,21 +207,10 @@ impl Redlock {
             servers,
             quorum,
             restart_guard,
-            holder: None,
             marker: guard_marker(b""),
             wakeups: true,
-            fence: false,
-            shared: false,
             shows_every_answer: false,
         })
-    }
-
-    /// Records `holder` beside every lock this client takes.
-    pub fn with_holder(self, holder: Holder) -> Self {
-        Redlock {
-            holder: Some(holder),
-            ..self
-        }
     }
 
     /// Keeps the restart guard's marker beside the locks under `prefix`, so
@@ -240,17 +225,6 @@ impl Redlock {
     /// The keys every script on `key` gets, in the order they name them.
     pub(super) fn keys_of(&self, key: &LockKey) -> LockKeys {
         LockKeys::new(key, &self.marker)
-    }
-
-    /// Gives every lock this client takes a fencing token (`--fence`).
-    pub fn with_fence(self, fence: bool) -> Self {
-        Redlock { fence, ..self }
-    }
-
-    /// Takes every lock shared (`--shared`): one reader among many, beside
-    /// other readers and never beside a writer (see shared.rs).
-    pub fn with_shared(self, shared: bool) -> Self {
-        Redlock { shared, ..self }
     }
 
     /// Whether waiters listen for releases (on by default) or only poll.
@@ -275,19 +249,6 @@ impl Redlock {
             true => Progress::Settled,
             false => Progress::Won,
         }
-    }
-
-    /// What this client records beside the locks it takes.
-    pub fn holder(&self) -> Option<&Holder> {
-        self.holder.as_ref()
-    }
-
-    /// The record written beside `token`'s lock: empty when none is kept.
-    fn record(&self, token: &Token, holder: Option<&Holder>) -> Vec<u8> {
-        holder
-            .or(self.holder.as_ref())
-            .map(|holder| holder.encode(token))
-            .unwrap_or_default()
     }
 
     pub fn len(&self) -> usize {
@@ -361,7 +322,9 @@ impl Redlock {
     }
 
     /// One Redlock round: `SET key token NX PX ttl` on every server at once,
-    /// deciding as soon as a majority agreed or no longer can. On failure the
+    /// deciding as soon as a majority agreed or no longer can, as `take`
+    /// asks (its TTL, fence, mode and record; `key` is its lock's or one of
+    /// its slots'). On failure the
     /// key is released wherever it may be, servers that did not answer
     /// included ([`Self::may_hold`]).
     /// A waiter passes its `ticket`: it stands in line while the lock is
@@ -369,41 +332,31 @@ impl Redlock {
     /// lock is taken only when nobody stands in line. Also returns the
     /// servers' clock as the attempt saw it
     /// (the median of the clocks the servers that answered gave, in ms since
-    /// the Unix epoch), which a waiter takes its place in line by.
-    /// A semaphore's slot passes `limit`: where the servers record its K,
-    /// and this client's K (a server that records another refuses it).
-    pub(super) async fn attempt(
-        &self,
-        key: &LockKey,
-        token: &Token,
-        ttl: Duration,
-        (ticket, limit): (Option<&Ticket>, Option<LimitRecord>),
-    ) -> (Result<Lease, LockError>, Option<u64>) {
-        let (outcome, clock, _) = self.attempt_in_line(key, token, ttl, (ticket, limit)).await;
-        (outcome, clock)
-    }
-
-    /// [`Self::attempt`], and whether the waiter's next attempt goes past a
+    /// the Unix epoch), which a waiter takes its place in line by, and
+    /// whether the waiter's next attempt goes past a
     /// split line (lock/line.rs): its attempt failed though the lock was
     /// free on a majority, and no ticket ahead of its own stands on one.
+    /// A semaphore's slot passes `limit`: where the servers record its K,
+    /// and this client's K (a server that records another refuses it).
     pub(super) async fn attempt_in_line(
         &self,
         key: &LockKey,
         token: &Token,
-        ttl: Duration,
+        take: &Take,
         (ticket, limit): (Option<&Ticket>, Option<LimitRecord>),
     ) -> (Result<Lease, LockError>, Option<u64>, bool) {
         let started = BootInstant::now();
+        let ttl = take.ttl;
         let call = Acquire {
             keys: self.keys_of(key),
             token: token.as_str().to_owned(),
             ttl_ms: ttl_millis(ttl),
             guard_ms: ttl_millis(self.restart_guard),
-            record: self.record(token, None),
+            record: take.record_for(token),
             ticket: ticket.map(|t| (t.id.clone(), t.score)),
             linger_ms: ttl_millis(queue::linger()),
-            fence: self.fence,
-            shared: self.shared,
+            fence: take.fence,
+            shared: take.shared,
             limit,
             past_a_split_line: ticket.is_some_and(|t| t.past_a_split_line),
         };
@@ -417,7 +370,7 @@ impl Redlock {
             .await;
         let clock = median(replies.answered().filter_map(SetReply::clock).collect());
         let too_slow = match self.lease(key, token, ttl, started, &replies) {
-            Ok(lease) if self.fence => match self.fence(lease, &replies).await {
+            Ok(lease) if take.fence => match self.fence(lease, &replies).await {
                 Ok(fenced) => return (Ok(fenced), clock, false),
                 Err(unfenced) => Some(unfenced),
             },
@@ -430,7 +383,7 @@ impl Redlock {
         // would leave its key behind: no retry can work, so say so.
         // Not announced (Undo::Attempt).
         let (may_hold, answered) = self.may_hold(&replies);
-        let undo = Undo::Attempt(ticket);
+        let undo = Undo::Attempt(ticket, take.shared);
         let unlocked = self
             .release_round((&may_hold, &answered), key, token, undo)
             .await;
@@ -742,21 +695,21 @@ impl Redlock {
             token: token.as_str().to_owned(),
             channel: match undo {
                 Undo::Hold => notify::channel(key),
-                Undo::Attempt(_) => Vec::new(),
+                Undo::Attempt(..) => Vec::new(),
             },
             back_in_line: match undo {
-                Undo::Attempt(Some(ticket)) => {
+                Undo::Attempt(Some(ticket), _) => {
                     Some((ticket.id.clone(), ticket.score, ttl_millis(queue::linger())))
                 }
                 _ => None,
             },
             // A failed attempt's token is its own, of the mode it ran in;
-            // a hold's may be a reader's however this process runs (the
-            // `release` command cannot tell).
-            holder: match (undo, self.shared) {
-                (_, true) => TokenHolder::Reader,
-                (Undo::Attempt(_), false) => TokenHolder::Writer,
-                (Undo::Hold, false) => TokenHolder::Either,
+            // a hold's may be a reader's (the `release` command cannot
+            // tell), and a reader's release is the same call.
+            holder: match undo {
+                Undo::Attempt(_, true) => TokenHolder::Reader,
+                Undo::Attempt(_, false) => TokenHolder::Writer,
+                Undo::Hold => TokenHolder::Either,
             },
         };
         let request =

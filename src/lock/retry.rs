@@ -9,8 +9,9 @@ use std::time::Duration;
 use super::error::LockError;
 use super::key::{LockKey, Token};
 use super::mutex::{Lease, Redlock};
-use super::notify::Wakeups;
+use super::notify::{self, Wakeups};
 use super::queue::Ticket;
+use super::take::{Take, Target};
 use crate::clock::BootInstant;
 use crate::test_hooks;
 
@@ -36,53 +37,96 @@ impl Wait {
     }
 }
 
-/// Takes the lock, retrying after a random delay while `wait` allows, unless
-/// `cancel` resolves first. Then whatever the attempt in flight took is
-/// released, so that a cancelled acquire never leaves a lock behind, and
-/// `cancel`'s output is returned. On failure the last attempt's reason is
-/// returned; `on_retry` hears of each failed attempt that is retried.
+/// Takes what `take` asks for, retrying after a random delay while its
+/// wait allows, unless `cancel` resolves first. Then whatever the attempt
+/// in flight took is released, so that a cancelled acquire never leaves a
+/// lock behind, and `cancel`'s output is returned. On failure the last
+/// attempt's reason is returned; `on_retry` hears of each failed attempt
+/// that is retried.
 ///
-/// A caller that waits stands in the lock's line of waiters with one ticket
-/// from its second attempt on, placed where the servers' clocks say its
-/// first attempt came, and leaves the line however it ends: with the lock
-/// (on the servers that did not confirm it), on giving up, or when
-/// cancelled. A caller that does not wait (`-n`) never stands in line.
+/// A caller that waits stands in line with one ticket from its second
+/// attempt on (in every slot's line, for a semaphore), placed where the
+/// servers' clocks say its first attempt came, and leaves the line however
+/// it ends: with the lock (on the servers that did not confirm it), on
+/// giving up, or when cancelled. A caller that does not wait (`-n`) never
+/// stands in line.
 pub async fn acquire_or_cancel<C: Future>(
     redlock: &Redlock,
-    key: &LockKey,
-    ttl: Duration,
-    wait: Wait,
+    take: &Take,
     cancel: C,
     on_retry: impl FnMut(u32, &LockError),
 ) -> Result<Result<Lease, LockError>, C::Output> {
     let in_flight = InFlight::default();
-    let acquiring = acquire(redlock, key, (ttl, wait), &in_flight, on_retry);
+    let acquiring = acquire(redlock, take, &in_flight, on_retry);
     let outcome = tokio::select! {
         outcome = acquiring => Ok(outcome),
         cancelled = cancel => {
-            if let Some(token) = in_flight.token() {
-                let _ = redlock.release(key, &token).await;
+            if let Some((key, token)) = in_flight.attempt() {
+                let _ = redlock.release(&key, &token).await;
             }
             Err(cancelled)
         }
     };
     if let Some(ticket) = &in_flight.ticket() {
-        // The attempt that took the lock took the ticket out of line where
-        // it took the lock; the line is left everywhere else, however the
-        // wait ended.
-        let left_on = match &outcome {
-            Ok(Ok(lease)) if !redlock.shared => lease.held_on.as_slice(),
-            _ => &[],
-        };
-        redlock.leave_line(key, ticket, left_on).await;
+        leave_every_line(redlock, take, ticket, &outcome).await;
     }
     outcome
 }
 
+/// Takes `ticket` out of every line it stood in. The attempt that took
+/// the lock took it out of that key's line where it took the lock
+/// (acquire.lua; a reader's ticket stays, shared.rs); every other line
+/// is left everywhere, however the wait ended. Every line at once: each
+/// leave waits for a majority, and with a majority slow or hung, K of
+/// them one after another would cost K times that wait.
+async fn leave_every_line<T>(
+    redlock: &Redlock,
+    take: &Take,
+    ticket: &Ticket,
+    outcome: &Result<Result<Lease, LockError>, T>,
+) {
+    let won = match outcome {
+        Ok(Ok(lease)) if !take.shared => Some(lease),
+        _ => None,
+    };
+    let keys = take.keys();
+    join_all(keys.iter().map(|key| {
+        let left_on = match won {
+            Some(lease) if lease.key == *key => lease.held_on.as_slice(),
+            _ => &[],
+        };
+        redlock.leave_line(key, ticket, left_on)
+    }))
+    .await;
+}
+
+/// Runs `futures` concurrently on this task, until every one is done.
+async fn join_all<F: Future<Output = ()>>(futures: impl Iterator<Item = F>) {
+    let mut pending: Vec<_> = futures.map(Box::pin).collect();
+    std::future::poll_fn(|cx| {
+        pending.retain_mut(|future| future.as_mut().poll(cx).is_pending());
+        match pending.is_empty() {
+            true => std::task::Poll::Ready(()),
+            false => std::task::Poll::Pending,
+        }
+    })
+    .await;
+}
+
+/// Why an attempt (on a lock, or a pass over a semaphore's slots) took
+/// nothing.
+pub(super) enum Failed {
+    /// Worth another attempt: the error to report, the servers' clock as
+    /// the attempt saw it, and whether the next attempt goes past a split
+    /// line (lock/line.rs).
+    Transient(LockError, Option<u64>, bool),
+    Final(LockError),
+}
+
 /// Every attempt has a fresh token: a compare-and-delete of a failed attempt
 /// that reaches a stalled server late must not match the next attempt's key.
-/// `in_flight` always holds the current attempt's token, and the ticket
-/// once the caller stands in line.
+/// `in_flight` always holds the current attempt's key and token, and the
+/// ticket once the caller stands in line.
 ///
 /// After the first failed attempt the waiter listens for releases on every
 /// server (notify.rs) and tries again once the subscriptions have settled,
@@ -90,39 +134,33 @@ pub async fn acquire_or_cancel<C: Future>(
 /// uncontended path never subscribes.
 async fn acquire(
     redlock: &Redlock,
-    key: &LockKey,
-    (ttl, wait): (Duration, Wait),
+    take: &Take,
     in_flight: &InFlight,
     mut on_retry: impl FnMut(u32, &LockError),
 ) -> Result<Lease, LockError> {
-    let give_up_at = wait.gives_up_at();
+    let give_up_at = take.wait.gives_up_at();
     let mut wakeups: Option<Wakeups> = None;
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let token = Token::generate();
-        in_flight.set(token.clone());
         let ticket = in_flight.ticket();
         if let Some(wakeups) = wakeups.as_mut() {
             wakeups.attempt_starts(ticket.as_ref().map(|t| t.id.as_str()));
         }
-        let (outcome, servers_clock, split) = redlock
-            .attempt_in_line(key, &token, ttl, (ticket.as_ref(), None))
-            .await;
-        let error = match outcome {
+        let (error, servers_clock, split) = match attempt(redlock, take, in_flight).await {
             Ok(lease) => return Ok(Lease { attempts, ..lease }),
-            Err(error) if error.is_transient() => error,
-            Err(error) => return Err(error),
+            Err(Failed::Final(error)) => return Err(error),
+            Err(Failed::Transient(error, clock, split)) => (error, clock, split),
         };
         in_flight.past_a_split_line(split);
-        if ticket.is_none() && wait != Wait::No {
-            in_flight.stand_in_line(Ticket::draw(servers_clock, redlock.shared));
+        if ticket.is_none() && take.wait != Wait::No {
+            in_flight.stand_in_line(Ticket::draw(servers_clock, take.shared));
         }
         // Past a split line the lock is free now: no pause (lock/line.rs).
         let mut pause = if split {
             Duration::ZERO
         } else {
-            retry_delay(ttl)
+            retry_delay(take.ttl)
         };
         if let Some(give_up_at) = give_up_at {
             let left = give_up_at.remaining();
@@ -135,7 +173,12 @@ async fn acquire(
         if wakeups.is_none() && redlock.wakeups {
             let ticket = in_flight.ticket();
             let ticket = ticket.as_ref().map(|t| t.id.as_str());
-            wakeups = Some(Wakeups::subscribe(&redlock.servers, key, ticket));
+            let channels = take
+                .keys()
+                .iter()
+                .flat_map(|key| notify::channels(key, ticket))
+                .collect();
+            wakeups = Some(Wakeups::subscribe(&redlock.servers, channels));
         }
         match wakeups.as_mut() {
             Some(wakeups) => {
@@ -149,23 +192,49 @@ async fn acquire(
     }
 }
 
-/// The token of the attempt in flight, and the caller's ticket once it
-/// stands in line: what must be cleaned up however the wait ends.
+/// One attempt at `take`'s target, by the waiter's ticket if it has one: a
+/// round on the lock, or a pass over the semaphore's slots.
+async fn attempt(redlock: &Redlock, take: &Take, in_flight: &InFlight) -> Result<Lease, Failed> {
+    let ticket = in_flight.ticket();
+    let key = match &take.target {
+        Target::Slot(semaphore) => {
+            return super::semaphore::pass(redlock, take, semaphore, ticket.as_ref(), in_flight)
+                .await
+        }
+        Target::Lock(key) => key,
+    };
+    let token = Token::generate();
+    in_flight.set(key.clone(), token.clone());
+    let (outcome, servers_clock, split) = redlock
+        .attempt_in_line(key, &token, take, (ticket.as_ref(), None))
+        .await;
+    match outcome {
+        Ok(lease) => Ok(lease),
+        Err(error) if error.is_transient() => Err(Failed::Transient(error, servers_clock, split)),
+        Err(error) => Err(Failed::Final(error)),
+    }
+}
+
+/// The key and token of the attempt in flight, and the caller's ticket
+/// once it stands in line: what must be cleaned up however the wait ends.
 #[derive(Debug, Default)]
-struct InFlight(Mutex<(Option<Token>, Option<Ticket>)>);
+pub(super) struct InFlight(Mutex<InFlightState>);
+
+/// The key and token of the attempt in flight; the waiter's ticket.
+type InFlightState = (Option<(LockKey, Token)>, Option<Ticket>);
 
 impl InFlight {
-    fn state(&self) -> std::sync::MutexGuard<'_, (Option<Token>, Option<Ticket>)> {
+    fn state(&self) -> std::sync::MutexGuard<'_, InFlightState> {
         self.0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn set(&self, token: Token) {
-        self.state().0 = Some(token);
+    pub(super) fn set(&self, key: LockKey, token: Token) {
+        self.state().0 = Some((key, token));
     }
 
-    fn token(&self) -> Option<Token> {
+    fn attempt(&self) -> Option<(LockKey, Token)> {
         self.state().0.clone()
     }
 
