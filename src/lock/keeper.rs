@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::core::redlock::{Lease, Redlock};
 use super::error::LockError;
 use super::holder::Holder;
-use super::mutex::{Lease, Redlock};
 use crate::clock::BootInstant;
 
 /// How often the lease is extended: three times per TTL, so that two

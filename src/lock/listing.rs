@@ -7,17 +7,17 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::core::quorum::{no_quorum, ttl_millis, KeptOut};
+use super::core::redlock::Redlock;
+use super::core::servers::{after, Connection, Server, ServerError};
 use super::error::{Failures, LockError};
 use super::guard::Guarded;
 use super::holder::HeldBy;
 use super::inspection::{Inspection, KeyState, Occupied, ServerState, Verdict};
 use super::key::LockKey;
 use super::key::{is_record_key, READERS_SUFFIX, RECORD_SUFFIX};
-use super::mutex::Redlock;
-use super::quorum::{no_quorum, ttl_millis, KeptOut};
 use super::scripts::List;
 use super::server_url::ServerSpec;
-use super::servers::{after, Connection, Server, ServerError};
 use super::shared::SharedHolder;
 use crate::test_hooks;
 

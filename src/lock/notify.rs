@@ -14,8 +14,8 @@ use std::time::Duration;
 use tokio::sync::mpsc::{self, UnboundedSender};
 use tokio::task::JoinSet;
 
+use super::core::servers::Server;
 use super::key::LockKey;
-use super::servers::Server;
 
 /// Appended to a lock's key to name the channel its releases are announced
 /// on, as `\0holder` names its holder record. Channels and keys live in
@@ -262,7 +262,7 @@ impl Wakeups {
             settle: None,
             listening: false,
             majority_listening: false,
-            quorum: super::quorum::quorum(servers),
+            quorum: super::core::quorum::quorum(servers),
             budget: WakeBudget::new(tokio::time::Instant::now()),
             ticket: None,
         }

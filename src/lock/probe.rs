@@ -8,10 +8,10 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::core::servers::{Server, ServerError};
 use super::key::{escape_and_cut, record_key, LockKey, SERVER_TEXT_SHOWN};
 use super::server_info::{ClusterNode, Info};
 use super::server_url::ServerSpec;
-use super::servers::{Server, ServerError};
 
 /// An answer the server would not give (a managed Redis refuses CONFIG or
 /// ACL): why, escaped.
@@ -308,7 +308,7 @@ impl Server {
         let mut rtt = Duration::MAX;
         for _ in 0..PINGS {
             let started = std::time::Instant::now();
-            let ping = |mut c: super::servers::Connection| async move {
+            let ping = |mut c: super::core::servers::Connection| async move {
                 c.query::<String>(&redis::cmd("PING")).await
             };
             match self.call(ping).await {
@@ -416,7 +416,7 @@ impl Server {
         let mut complete = false;
         for _ in 0..SCAN_PAGES {
             let pattern = pattern.clone();
-            let page = move |mut c: super::servers::Connection| async move {
+            let page = move |mut c: super::core::servers::Connection| async move {
                 c.scan_page(cursor, &pattern, SCAN_COUNT).await
             };
             let (next, keys) = self.call(page).await.map_err(|err| match err {
@@ -460,7 +460,8 @@ impl Server {
             redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).to_ascii_lowercase(),
             _ => String::new(),
         });
-        let request = move |mut c: super::servers::Connection| async move { c.query(&cmd).await };
+        let request =
+            move |mut c: super::core::servers::Connection| async move { c.query(&cmd).await };
         self.call(request).await.map_err(|err| match err {
             ServerError::Refused(why) if why.starts_with(NOT_PERMITTED) => Unknown(format!(
                 "{NOT_PERMITTED}: the user lacks +{}",
@@ -507,7 +508,7 @@ impl Server {
         // DRYRUN is told from the rest.
         pipe.ignore_errors();
         let request =
-            move |mut c: super::servers::Connection| async move { c.query_all(&pipe).await };
+            move |mut c: super::core::servers::Connection| async move { c.query_all(&pipe).await };
         let replies = self.call(request).await.map_err(unknown)?;
         let mut missing = Vec::new();
         for (needed, reply) in NEEDED.iter().zip(replies) {

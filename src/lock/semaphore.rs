@@ -44,15 +44,15 @@
 
 use std::time::Duration;
 
+use super::core::attempt::{Failed, InFlight};
+use super::core::quorum::quorum;
+use super::core::redlock::{Lease, Redlock, Released};
+use super::core::servers::ServerError;
+use super::core::take::Take;
 use super::error::{Failures, LockError};
 use super::key::{LockKey, Token};
-use super::mutex::{Lease, Redlock, Released};
 use super::queue::Ticket;
-use super::quorum::quorum;
-use super::retry::{Failed, InFlight};
-use super::servers::ServerError;
 use super::slot::Semaphore;
-use super::take::Take;
 
 /// One attempt on each slot, in a random order, each with a fresh token,
 /// until one is taken, or until an attempt shows that no majority can

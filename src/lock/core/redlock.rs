@@ -6,25 +6,25 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::error::{Failures, LockError, Said, TokenOp, TokenRound};
-use super::guard::Guarded;
-use super::holder::Holder;
-use super::inspection::{Inspection, KeyState, Occupied, ServerState};
-use super::key::{guard_marker, LockKey, Token};
-use super::line;
-use super::notify;
-use super::queue::{self, Ticket};
 use super::quorum::{drift, no_quorum, quorum, ttl_millis, validity, KeptOut, Tally};
 use super::round::{round, Progress, Replies, Vote};
-use super::scripts::{
+use super::servers::{tls_config, Connection, Server, ServerError};
+use super::take::Take;
+use crate::clock::BootInstant;
+use crate::lock::error::{Failures, LockError, Said, TokenOp, TokenRound};
+use crate::lock::guard::Guarded;
+use crate::lock::holder::Holder;
+use crate::lock::inspection::{Inspection, KeyState, Occupied, ServerState};
+use crate::lock::key::{guard_marker, LockKey, Token};
+use crate::lock::line;
+use crate::lock::notify;
+use crate::lock::queue::{self, Ticket};
+use crate::lock::scripts::{
     Acquire, AcquireReply, Extend, Inspect, Invocation, Leave, LockKeys, Release, TokenHolder,
     TokenReply,
 };
-use super::server_url::{ServerSpec, SpecError};
-use super::servers::{tls_config, Connection, Server, ServerError};
-use super::slot::{LimitRecord, Slot};
-use super::take::Take;
-use crate::clock::BootInstant;
+use crate::lock::server_url::{ServerSpec, SpecError};
+use crate::lock::slot::{LimitRecord, Slot};
 
 /// A lock this process holds.
 #[derive(Debug, Clone)]
@@ -64,7 +64,7 @@ pub struct Released {
 
 /// What one server said to `SET NX` under the restart guard.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum SetReply {
+pub(in crate::lock) enum SetReply {
     /// Taken; with the server's fencing counter when the caller fences.
     Taken(Option<u64>),
     /// Another value holds the key: what the server holds.
@@ -152,16 +152,16 @@ enum Undo<'a> {
 /// servers and their connections.
 #[derive(Clone)]
 pub struct Redlock {
-    pub(super) servers: Vec<Arc<Server>>,
-    pub(super) quorum: usize,
+    pub(in crate::lock) servers: Vec<Arc<Server>>,
+    pub(in crate::lock) quorum: usize,
     /// A server that started less than this long ago does not count toward
     /// a quorum for acquire (zero: every server counts).
-    pub(super) restart_guard: Duration,
+    pub(in crate::lock) restart_guard: Duration,
     /// The restart guard's marker key (guard.lua), beside the locks under
     /// the same prefix.
-    pub(super) marker: Vec<u8>,
+    pub(in crate::lock) marker: Vec<u8>,
     /// Whether a waiter listens for releases (notify.rs) besides polling.
-    pub(super) wakeups: bool,
+    pub(in crate::lock) wakeups: bool,
     /// Whether every server's answer is shown (`-v`, JSON's `held_on`): a
     /// decided round then gives the late ones the whole grace (round.rs).
     shows_every_answer: bool,
@@ -170,7 +170,7 @@ pub struct Redlock {
 /// How long an acquire's round waits for the servers that have not answered
 /// once the others cannot make its outcome certain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Patience {
+pub(in crate::lock) enum Patience {
     /// Until the outcome is certain (or the server timeout).
     Decided,
     /// Not for a server whose last call timed out (hung, or cut off by a
@@ -223,7 +223,7 @@ impl Redlock {
     }
 
     /// The keys every script on `key` gets, in the order they name them.
-    pub(super) fn keys_of(&self, key: &LockKey) -> LockKeys {
+    pub(in crate::lock) fn keys_of(&self, key: &LockKey) -> LockKeys {
         LockKeys::new(key, &self.marker)
     }
 
@@ -244,7 +244,7 @@ impl Redlock {
 
     /// How a round that went this client's way ends: with the whole grace
     /// for the late servers when their answers are shown, else a short one.
-    pub(super) fn won(&self) -> Progress {
+    pub(in crate::lock) fn won(&self) -> Progress {
         match self.shows_every_answer {
             true => Progress::Settled,
             false => Progress::Won,
@@ -264,7 +264,7 @@ impl Redlock {
         &self,
         held_on: &[ServerSpec],
         others: Option<Duration>,
-    ) -> Vec<super::Concern> {
+    ) -> Vec<crate::lock::Concern> {
         let mut concerns = Vec::new();
         for server in &self.servers {
             let counted = held_on
@@ -275,7 +275,7 @@ impl Redlock {
                 false => others.map(|patience| patience.min(server.timeout())),
             };
             if let Some(info) = server.behind.known(wait).await {
-                concerns.extend(super::server_info::Concern::of(
+                concerns.extend(crate::lock::server_info::Concern::of(
                     server.spec(),
                     counted,
                     &info,
@@ -287,7 +287,7 @@ impl Redlock {
 
     /// Asks every server, at once, everything `doctor` checks; the locks
     /// live under `prefix`.
-    pub async fn probe(&self, prefix: &[u8]) -> Vec<super::Probe> {
+    pub async fn probe(&self, prefix: &[u8]) -> Vec<crate::lock::Probe> {
         let asked: Vec<_> = self
             .servers
             .iter()
@@ -298,7 +298,7 @@ impl Redlock {
             .collect();
         let mut probes = Vec::with_capacity(asked.len());
         for (handle, server) in asked.into_iter().zip(&self.servers) {
-            probes.push(handle.await.unwrap_or_else(|err| super::Probe {
+            probes.push(handle.await.unwrap_or_else(|err| crate::lock::Probe {
                 spec: server.spec().clone(),
                 answer: Err(ServerError::Failed(err.to_string())),
             }));
@@ -338,7 +338,7 @@ impl Redlock {
     /// free on a majority, and no ticket ahead of its own stands on one.
     /// A semaphore's slot passes `limit`: where the servers record its K,
     /// and this client's K (a server that records another refuses it).
-    pub(super) async fn attempt_in_line(
+    pub(in crate::lock) async fn attempt_in_line(
         &self,
         key: &LockKey,
         token: &Token,
@@ -609,7 +609,7 @@ impl Redlock {
     /// Runs `call` (a script whose reply says what occupies one lock) on
     /// every server, waiting for every server or its timeout: every
     /// server's answer, in configuration order.
-    pub(super) async fn occupant_round<I>(&self, call: I) -> Vec<ServerState>
+    pub(in crate::lock) async fn occupant_round<I>(&self, call: I) -> Vec<ServerState>
     where
         I: Invocation,
         I::Reply: Into<KeyState>,
@@ -626,7 +626,7 @@ impl Redlock {
 
     /// Runs `call` on every server, waiting for every server or its
     /// timeout: every server's reply, in configuration order.
-    pub(super) async fn script_round<I: Invocation>(
+    pub(in crate::lock) async fn script_round<I: Invocation>(
         &self,
         call: I,
     ) -> Vec<(ServerSpec, Result<I::Reply, ServerError>)> {
@@ -739,7 +739,7 @@ impl Redlock {
 
     /// A yes/no round that ends as soon as its outcome is certain, or, with
     /// [`Patience::NotForSuspects`], as soon as only suspects could make it.
-    pub(super) async fn decided_round<T, F, Fut>(
+    pub(in crate::lock) async fn decided_round<T, F, Fut>(
         &self,
         patience: Patience,
         request: F,
@@ -816,7 +816,10 @@ impl Redlock {
 
     /// What each server said to a token round (release, extend, the
     /// fencing write), in configuration order.
-    pub(super) fn token_said(&self, replies: &Replies<TokenReply>) -> Vec<(ServerSpec, Said)> {
+    pub(in crate::lock) fn token_said(
+        &self,
+        replies: &Replies<TokenReply>,
+    ) -> Vec<(ServerSpec, Said)> {
         replies
             .answers
             .iter()

@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use super::holder::Holder;
-use super::key::{LockKey, Token};
-use super::retry::Wait;
-use super::slot::Semaphore;
+use crate::clock::BootInstant;
+use crate::lock::holder::Holder;
+use crate::lock::key::{LockKey, Token};
+use crate::lock::slot::Semaphore;
 
 /// What a request takes: a lock, or any one slot of a semaphore
 /// (`--limit K`, semaphore.rs).
@@ -56,7 +56,7 @@ impl Take {
 
     /// The keys whose lines a waiter stands in, and whose releases wake it:
     /// the lock's, or every slot's.
-    pub(super) fn keys(&self) -> Vec<LockKey> {
+    pub(in crate::lock) fn keys(&self) -> Vec<LockKey> {
         match &self.target {
             Target::Lock(key) => vec![key.clone()],
             Target::Slot(semaphore) => semaphore.slot_keys(),
@@ -64,10 +64,32 @@ impl Take {
     }
 
     /// The record written beside `token`'s lock: empty when none is kept.
-    pub(super) fn record_for(&self, token: &Token) -> Vec<u8> {
+    pub(in crate::lock) fn record_for(&self, token: &Token) -> Vec<u8> {
         self.record
             .as_ref()
             .map(|holder| holder.encode(token))
             .unwrap_or_default()
+    }
+}
+
+/// How long `acquire` keeps trying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// One attempt only (`-n`, `-w 0`).
+    No,
+    /// Retry until this much time has passed.
+    For(Duration),
+    /// Retry until the lock is ours (the default, like `flock`).
+    Forever,
+}
+
+impl Wait {
+    /// When a wait that starts now gives up (`None`: never).
+    pub(in crate::lock) fn gives_up_at(self) -> Option<BootInstant> {
+        match self {
+            Wait::No => Some(BootInstant::now()),
+            Wait::For(limit) => Some(BootInstant::now() + limit),
+            Wait::Forever => None,
+        }
     }
 }

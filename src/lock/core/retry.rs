@@ -3,39 +3,16 @@
 //! here prints; the caller reports.
 
 use std::future::Future;
-use std::sync::Mutex;
 use std::time::Duration;
 
-use super::error::LockError;
-use super::key::{LockKey, Token};
-use super::mutex::{Lease, Redlock};
-use super::notify::{self, Wakeups};
-use super::queue::Ticket;
-use super::take::{Take, Target};
-use crate::clock::BootInstant;
+use super::attempt::{Failed, InFlight};
+use super::redlock::{Lease, Redlock};
+use super::take::{Take, Target, Wait};
+use crate::lock::error::LockError;
+use crate::lock::key::Token;
+use crate::lock::notify::{self, Wakeups};
+use crate::lock::queue::Ticket;
 use crate::test_hooks;
-
-/// How long `acquire` keeps trying.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wait {
-    /// One attempt only (`-n`, `-w 0`).
-    No,
-    /// Retry until this much time has passed.
-    For(Duration),
-    /// Retry until the lock is ours (the default, like `flock`).
-    Forever,
-}
-
-impl Wait {
-    /// When a wait that starts now gives up (`None`: never).
-    pub(super) fn gives_up_at(self) -> Option<BootInstant> {
-        match self {
-            Wait::No => Some(BootInstant::now()),
-            Wait::For(limit) => Some(BootInstant::now() + limit),
-            Wait::Forever => None,
-        }
-    }
-}
 
 /// Takes what `take` asks for, retrying after a random delay while its
 /// wait allows, unless `cancel` resolves first. Then whatever the attempt
@@ -113,16 +90,6 @@ async fn join_all<F: Future<Output = ()>>(futures: impl Iterator<Item = F>) {
     .await;
 }
 
-/// Why an attempt (on a lock, or a pass over a semaphore's slots) took
-/// nothing.
-pub(super) enum Failed {
-    /// Worth another attempt: the error to report, the servers' clock as
-    /// the attempt saw it, and whether the next attempt goes past a split
-    /// line (lock/line.rs).
-    Transient(LockError, Option<u64>, bool),
-    Final(LockError),
-}
-
 /// Every attempt has a fresh token: a compare-and-delete of a failed attempt
 /// that reaches a stalled server late must not match the next attempt's key.
 /// `in_flight` always holds the current attempt's key and token, and the
@@ -198,8 +165,14 @@ async fn attempt(redlock: &Redlock, take: &Take, in_flight: &InFlight) -> Result
     let ticket = in_flight.ticket();
     let key = match &take.target {
         Target::Slot(semaphore) => {
-            return super::semaphore::pass(redlock, take, semaphore, ticket.as_ref(), in_flight)
-                .await
+            return crate::lock::semaphore::pass(
+                redlock,
+                take,
+                semaphore,
+                ticket.as_ref(),
+                in_flight,
+            )
+            .await
         }
         Target::Lock(key) => key,
     };
@@ -215,50 +188,11 @@ async fn attempt(redlock: &Redlock, take: &Take, in_flight: &InFlight) -> Result
     }
 }
 
-/// The key and token of the attempt in flight, and the caller's ticket
-/// once it stands in line: what must be cleaned up however the wait ends.
-#[derive(Debug, Default)]
-pub(super) struct InFlight(Mutex<InFlightState>);
-
-/// The key and token of the attempt in flight; the waiter's ticket.
-type InFlightState = (Option<(LockKey, Token)>, Option<Ticket>);
-
-impl InFlight {
-    fn state(&self) -> std::sync::MutexGuard<'_, InFlightState> {
-        self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    pub(super) fn set(&self, key: LockKey, token: Token) {
-        self.state().0 = Some((key, token));
-    }
-
-    fn attempt(&self) -> Option<(LockKey, Token)> {
-        self.state().0.clone()
-    }
-
-    fn stand_in_line(&self, ticket: Ticket) {
-        self.state().1 = Some(ticket);
-    }
-
-    fn ticket(&self) -> Option<Ticket> {
-        self.state().1.clone()
-    }
-
-    /// Whether the next attempt goes past a split line (lock/line.rs).
-    fn past_a_split_line(&self, split: bool) {
-        if let Some(ticket) = self.state().1.as_mut() {
-            ticket.past_a_split_line = split;
-        }
-    }
-}
-
 /// A random pause between attempts, so that competing clients that failed
 /// together do not retry in lockstep: uniform in [base/2, 3·base/2), with the
 /// base a tenth of the TTL, between 10ms and 200ms. Tests may fix it
 /// ([`test_hooks::poll_delay`]), to tell a wake-up from a poll.
-pub(super) fn retry_delay(ttl: Duration) -> Duration {
+pub(in crate::lock) fn retry_delay(ttl: Duration) -> Duration {
     if let Some(forced) = test_hooks::poll_delay() {
         return forced;
     }
