@@ -23,7 +23,8 @@
 //! 1 locks {A,B} and gets 11, holder 2 later locks {B,C} and gets 3. The
 //! argument is checked by an exhaustive model (tests in this file).
 
-use super::core::redlock::{Lease, Patience, Redlock, SetReply};
+use super::core::lease::Lease;
+use super::core::redlock::{Patience, Redlock, SetReply};
 use super::core::round::Replies;
 use super::core::servers::Connection;
 use super::error::{LockError, Said, TokenOp, TokenRound};

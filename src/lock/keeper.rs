@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::core::redlock::{Lease, Redlock};
+use super::core::lease::Lease;
+use super::core::redlock::Redlock;
 use super::error::LockError;
 use super::holder::Holder;
 use crate::clock::BootInstant;

@@ -657,6 +657,25 @@ async fn read(
     Ok((restarting, states))
 }
 
+impl Connection {
+    /// One page of `SCAN cursor MATCH pattern COUNT count`: the cursor to
+    /// continue from (0 when the scan is complete) and the keys of the page.
+    pub(super) async fn scan_page(
+        &mut self,
+        cursor: u64,
+        pattern: &[u8],
+        count: usize,
+    ) -> redis::RedisResult<(u64, Vec<Vec<u8>>)> {
+        let mut scan = redis::cmd("SCAN");
+        scan.arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(count);
+        self.query(&scan).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

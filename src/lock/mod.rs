@@ -12,6 +12,7 @@ mod holder;
 mod inspection;
 mod keeper;
 mod key;
+mod leave;
 mod line;
 mod listening;
 mod listing;
@@ -26,9 +27,10 @@ mod shared;
 mod slot;
 mod tried;
 
+pub use self::core::lease::{Lease, Released};
 #[cfg(test)]
 pub use self::core::quorum::drift;
-pub use self::core::redlock::{Lease, Redlock, Released};
+pub use self::core::redlock::Redlock;
 pub use self::core::retry::acquire_or_cancel;
 pub use self::core::servers::ServerError;
 pub use self::core::take::{Take, Target, Wait};

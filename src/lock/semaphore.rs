@@ -45,8 +45,9 @@
 use std::time::Duration;
 
 use super::core::attempt::{Failed, InFlight};
+use super::core::lease::{Lease, Released};
 use super::core::quorum::quorum;
-use super::core::redlock::{Lease, Redlock, Released};
+use super::core::redlock::Redlock;
 use super::core::servers::ServerError;
 use super::core::take::Take;
 use super::error::{Failures, LockError};

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::lease::{Lease, Released};
 use super::quorum::{drift, no_quorum, quorum, ttl_millis, validity, KeptOut, Tally};
 use super::round::{round, Progress, Replies, Vote};
 use super::servers::{tls_config, Connection, Server, ServerError};
@@ -20,47 +21,10 @@ use crate::lock::line;
 use crate::lock::notify;
 use crate::lock::queue::{self, Ticket};
 use crate::lock::scripts::{
-    Acquire, AcquireReply, Extend, Inspect, Invocation, Leave, LockKeys, Release, TokenHolder,
-    TokenReply,
+    Acquire, AcquireReply, Extend, Inspect, Invocation, LockKeys, Release, TokenHolder, TokenReply,
 };
 use crate::lock::server_url::{ServerSpec, SpecError};
 use crate::lock::slot::{LimitRecord, Slot};
-
-/// A lock this process holds.
-#[derive(Debug, Clone)]
-pub struct Lease {
-    pub key: LockKey,
-    pub token: Token,
-    pub ttl: Duration,
-    /// The instant the validity runs out; comparable across processes.
-    pub deadline: BootInstant,
-    /// The servers that confirmed, in the order they answered.
-    pub held_on: Vec<ServerSpec>,
-    /// How many rounds `acquire` needed (1 for extend).
-    pub attempts: u32,
-    /// The semaphore slot this lease holds (`--limit`), if it is one.
-    pub slot: Option<Slot>,
-    /// The fencing token, when taken with `--fence` (lock/fence.rs).
-    pub fence: Option<u64>,
-}
-
-impl Lease {
-    /// How long the lock can still be relied upon: counted now, from the
-    /// deadline, so that it is never more than what is left when the user
-    /// reads it, whatever rounds ran since the lock was taken.
-    pub fn validity(&self) -> Duration {
-        self.deadline.remaining()
-    }
-}
-
-/// The result of a release that reached a majority.
-#[derive(Debug, Clone)]
-pub struct Released {
-    /// The servers where the key held the token and was deleted, in the
-    /// order they answered.
-    pub released_on: Vec<ServerSpec>,
-    pub total: usize,
-}
 
 /// What one server said to `SET NX` under the restart guard.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -255,57 +219,6 @@ impl Redlock {
         self.servers.len()
     }
 
-    /// The servers that can lose a lock they hold (a replica, an eviction
-    /// policy that evicts keys with an expiry), as they answered behind the
-    /// first attempt. For the servers in `held_on` the answer is waited for
-    /// (it was pipelined behind the attempt's own and is all but there);
-    /// for the others up to `others` (`None`: only what arrived counts).
-    pub async fn concerns(
-        &self,
-        held_on: &[ServerSpec],
-        others: Option<Duration>,
-    ) -> Vec<crate::lock::Concern> {
-        let mut concerns = Vec::new();
-        for server in &self.servers {
-            let counted = held_on
-                .iter()
-                .any(|spec| spec.secret_url() == server.spec().secret_url());
-            let wait = match counted {
-                true => Some(server.timeout()),
-                false => others.map(|patience| patience.min(server.timeout())),
-            };
-            if let Some(info) = server.behind.known(wait).await {
-                concerns.extend(crate::lock::server_info::Concern::of(
-                    server.spec(),
-                    counted,
-                    &info,
-                ));
-            }
-        }
-        concerns
-    }
-
-    /// Asks every server, at once, everything `doctor` checks; the locks
-    /// live under `prefix`.
-    pub async fn probe(&self, prefix: &[u8]) -> Vec<crate::lock::Probe> {
-        let asked: Vec<_> = self
-            .servers
-            .iter()
-            .map(|server| {
-                let (server, prefix) = (Arc::clone(server), prefix.to_vec());
-                tokio::spawn(async move { server.probe(&prefix).await })
-            })
-            .collect();
-        let mut probes = Vec::with_capacity(asked.len());
-        for (handle, server) in asked.into_iter().zip(&self.servers) {
-            probes.push(handle.await.unwrap_or_else(|err| crate::lock::Probe {
-                spec: server.spec().clone(),
-                answer: Err(ServerError::Failed(err.to_string())),
-            }));
-        }
-        probes
-    }
-
     /// How long each server gets to connect and for each reply.
     pub fn server_timeout(&self) -> Duration {
         self.servers.first().map_or(Duration::ZERO, |s| s.timeout())
@@ -399,48 +312,6 @@ impl Redlock {
         let split = ticket.is_some_and(|t| line::split_for(&t.id, self.quorum, seen));
         let error = too_slow.unwrap_or_else(|| self.not_taken(key, &replies));
         (Err(error), clock, split)
-    }
-
-    /// Takes `ticket` out of `key`'s line on every server but those in
-    /// `left_on`, where the attempt that took the lock took it out
-    /// already (acquire.lua). Like a decided
-    /// round, it waits for a majority's replies and then only for the
-    /// requests to be written: a hung minority must not cost every waiter
-    /// that got the lock, gave up or was interrupted a server timeout, and
-    /// a majority without the ticket lets the next waiter go first.
-    pub async fn leave_line(&self, key: &LockKey, ticket: &Ticket, left_on: &[ServerSpec]) {
-        let servers: Vec<Arc<Server>> = self
-            .servers
-            .iter()
-            .filter(|server| !left_on.iter().any(|spec| spec.is(server.spec())))
-            .cloned()
-            .collect();
-        if servers.is_empty() {
-            return;
-        }
-        let call = Leave {
-            keys: self.keys_of(key),
-            ticket: ticket.id.clone(),
-            channel: if self.wakeups {
-                notify::channel(key)
-            } else {
-                Vec::new()
-            },
-        };
-        let request =
-            move |mut connection: Connection| async move { connection.invoke(&call).await };
-        // The servers the ticket already left count as answered.
-        let enough = self
-            .quorum
-            .saturating_sub(self.servers.len() - servers.len());
-        round(&servers, request, move |replies| {
-            if replies.answers.len() - replies.pending() >= enough {
-                Progress::Settled
-            } else {
-                Progress::Undecided
-            }
-        })
-        .await;
     }
 
     /// Why a round of `SET NX` did not take the lock: busy when enough

@@ -6,7 +6,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use super::attempt::{Failed, InFlight};
-use super::redlock::{Lease, Redlock};
+use super::lease::Lease;
+use super::redlock::Redlock;
 use super::take::{Take, Target, Wait};
 use crate::lock::error::LockError;
 use crate::lock::key::Token;

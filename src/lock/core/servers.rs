@@ -277,26 +277,6 @@ impl Connection {
     }
 }
 
-impl Connection {
-    /// One page of `SCAN cursor MATCH pattern COUNT count`: the cursor to
-    /// continue from (0 when the scan is complete) and the keys of the page.
-    pub async fn scan_page(
-        &mut self,
-        cursor: u64,
-        pattern: &[u8],
-        count: usize,
-    ) -> redis::RedisResult<(u64, Vec<Vec<u8>>)> {
-        redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(pattern)
-            .arg("COUNT")
-            .arg(count)
-            .query_async(&mut self.inner)
-            .await
-    }
-}
-
 impl Server {
     pub fn new(
         spec: ServerSpec,
