@@ -473,36 +473,49 @@ fn ttl_within_guard(job: &LockJob, guard: &Given) -> Result<(), Error> {
     )))
 }
 
-/// The request for `key`, or with `--limit` any slot of `semaphore`.
-fn take_of(key: &LockKey, semaphore: Option<&Semaphore>, (ttl, wait): (Duration, Wait)) -> Take {
+/// What a job that takes a lock asks of the servers: `key`, or with
+/// `--limit` any slot of `semaphore`, with `record` beside it.
+fn take_of(
+    (key, semaphore): (&LockKey, Option<&Semaphore>),
+    (ttl, wait): (Duration, Wait),
+    (fence, shared): (bool, bool),
+    record: Option<Holder>,
+) -> Take {
     let target = match semaphore {
         Some(semaphore) => Target::Slot(semaphore.clone()),
         None => Target::Lock(key.clone()),
     };
-    Take::new(target, ttl, wait)
+    Take {
+        fence,
+        shared,
+        record,
+        ..Take::new(target, ttl, wait)
+    }
 }
 
 impl AcquireJob {
     /// What this job asks of the servers, with `record` beside the lock.
     pub fn take(&self, record: Option<Holder>) -> Take {
-        Take {
-            fence: self.fence,
-            shared: self.shared,
+        let target = (&self.key, self.semaphore.as_ref());
+        take_of(
+            target,
+            (self.ttl, self.wait),
+            (self.fence, self.shared),
             record,
-            ..take_of(&self.key, self.semaphore.as_ref(), (self.ttl, self.wait))
-        }
+        )
     }
 }
 
 impl ExecSpec {
     /// What this run asks of the servers, with `record` beside the lock.
     pub fn take(&self, record: Option<Holder>) -> Take {
-        Take {
-            fence: self.fence,
-            shared: self.shared,
+        let target = (&self.key, self.semaphore.as_ref());
+        take_of(
+            target,
+            (self.ttl, self.wait),
+            (self.fence, self.shared),
             record,
-            ..take_of(&self.key, self.semaphore.as_ref(), (self.ttl, self.wait))
-        }
+        )
     }
 }
 
