@@ -6,13 +6,14 @@ use nix::sys::signal::Signal;
 use tokio::sync::watch;
 
 use super::ctx::Ctx;
+use super::support::holder;
 use super::support::waiting::acquire_showing_progress;
 use crate::clock::BootInstant;
 use crate::config::AcquireJob;
 use crate::error::Error;
 use crate::exit_code::Exit;
 use crate::keeper::Keeper;
-use crate::lock::{host_name, HeldBy, Lease, LockError, Redlock, Tried};
+use crate::lock::{host_name, HeldBy, Holder, Lease, LockError, Redlock, Take, Tried};
 use crate::outcome::Outcome;
 use crate::output::{Event, Events, Output};
 use crate::signals::Listener;
@@ -58,14 +59,27 @@ fn kept_for(error: &LockError, watched: &Watched) -> Option<u32> {
 /// for, and its exit ends the wait.
 pub fn run(ctx: &Ctx<'_>, job: AcquireJob) -> Result<Outcome, Error> {
     let watched = ctx.keeper.as_ref().map(Keeper::watched);
-    ctx.block_on(take(&ctx.redlock, job, watched, ctx.events()))?
+    let request = job.take(Some(record(&job, ctx.keeper.as_ref())));
+    ctx.block_on(take(&ctx.redlock, (job, request), watched, ctx.events()))?
+}
+
+/// What `acquire` records beside the lock it takes: this process, or with
+/// `--while` the process the keeper keeps the lock for.
+fn record(job: &AcquireJob, keeper: Option<&Keeper>) -> Holder {
+    // A keeper renews the lock as exec does; plain acquire does not.
+    let renew_every = keeper.map(|_| crate::lock::keeper_interval(job.ttl));
+    let holder = holder::this_process(job.message.clone(), None, renew_every);
+    match keeper {
+        Some(keeper) => keeper.describe(holder),
+        None => holder,
+    }
 }
 
 /// Takes the lock; with `--while`, `watched` is the process it is for, and
 /// its exit ends the wait.
 async fn take(
     redlock: &Redlock,
-    job: AcquireJob,
+    (job, request): (AcquireJob, Take),
     watched: Option<&Watched>,
     events: Events,
 ) -> Result<Outcome, Error> {
@@ -93,9 +107,7 @@ async fn take(
         }
         events.say(Event::Retrying { attempt, error });
     };
-    let wanted = (job.ttl, job.wait);
-    let target = (&job.key, job.semaphore.as_ref());
-    let acquired = acquire_showing_progress(redlock, target, wanted, ended, events, on_retry).await;
+    let acquired = acquire_showing_progress(redlock, &request, ended, events, on_retry).await;
     let tried =
         |error: &LockError| Tried::ended(attempts.get(), started.elapsed(), job.wait, error);
     match acquired {

@@ -12,12 +12,13 @@ pub(super) mod handoff;
 pub(super) mod orphan;
 
 use super::ctx::Ctx;
+use super::support::holder;
 use super::support::waiting::acquire_showing_progress;
 use crate::clock::BootInstant;
 use crate::config::{ExecSpec, NameSource};
 use crate::error::Error;
 use crate::lock::{
-    keep, Holder, Keeping, Lease, LockError, LockKey, Redlock, Semaphore, Tried, Verdict,
+    keep, Holder, Keeping, Lease, LockError, LockKey, Redlock, Semaphore, Take, Tried, Verdict,
 };
 use crate::outcome::{Outcome, Ran, RunEnd, Stop};
 use crate::output::{Event, Events};
@@ -30,13 +31,28 @@ use orphan::lease_words;
 /// Forks the watchdog, then takes the lock and runs the command under it.
 pub fn run(ctx: &Ctx<'_>, spec: ExecSpec) -> Result<Outcome, Error> {
     let watchdog = fork_watchdog(&spec, &ctx.redlock, ctx.timeout)?;
+    let request = spec.take(Some(record(&spec)));
     ctx.block_on(exec(
         &ctx.redlock,
-        spec,
+        (spec, request),
         &ctx.handoff,
         watchdog,
         ctx.events(),
     ))?
+}
+
+/// What `exec` records beside the lock it takes: this process, with its
+/// command.
+fn record(spec: &ExecSpec) -> Holder {
+    let command = holder::Command {
+        argv: &spec.argv,
+        whole_line: spec.record_command,
+    };
+    holder::this_process(
+        spec.message.clone(),
+        Some(command),
+        Some(crate::lock::keeper_interval(spec.ttl)),
+    )
 }
 
 /// `exec`'s watchdog, forked now, while this process has one thread; see
@@ -52,7 +68,7 @@ fn fork_watchdog(spec: &ExecSpec, redlock: &Redlock, timeout: Duration) -> Resul
 
 async fn exec(
     redlock: &Redlock,
-    spec: ExecSpec,
+    (spec, request): (ExecSpec, Take),
     handoff: &Handoff,
     mut watchdog: Watchdog,
     events: Events,
@@ -72,7 +88,7 @@ async fn exec(
     // the command instead of being lost.
     let mut signals = Listener::new(&supervise::FORWARDED)?;
     let started = BootInstant::now();
-    let lease = match take(redlock, &spec, &mut signals, events).await {
+    let lease = match take(redlock, (&spec, &request), &mut signals, events).await {
         Ok(lease) => lease,
         Err(not_taken) => return not_taken,
     };
@@ -88,7 +104,7 @@ async fn exec(
     let extensions = Cell::new(0);
     let end = supervise_under(
         redlock,
-        &spec,
+        (&spec, &request),
         handoff,
         &lease,
         (&mut signals, watchdog),
@@ -138,7 +154,7 @@ async fn with_breaker(redlock: &Redlock, key: &LockKey, end: RunEnd) -> RunEnd {
 /// taken (busy, interrupted, failed) is the `Err`.
 async fn take(
     redlock: &Redlock,
-    spec: &ExecSpec,
+    (spec, request): (&ExecSpec, &Take),
     signals: &mut Listener,
     events: Events,
 ) -> Result<Lease, Result<Outcome, Error>> {
@@ -148,10 +164,8 @@ async fn take(
         attempts.set(attempt + 1);
         events.say(Event::Retrying { attempt, error });
     };
-    let wanted = (spec.ttl, spec.wait);
-    let target = (&spec.key, spec.semaphore.as_ref());
     let acquired =
-        acquire_showing_progress(redlock, target, wanted, signals.recv(), events, on_retry).await;
+        acquire_showing_progress(redlock, request, signals.recv(), events, on_retry).await;
     let tried =
         |error: &LockError| Tried::ended(attempts.get(), started.elapsed(), spec.wait, error);
     match acquired {
@@ -206,7 +220,7 @@ fn command_under(spec: &ExecSpec, lease: &Lease, child_env: &ChildEnv) -> superv
 /// extensions in `extensions`.
 async fn supervise_under(
     redlock: &Redlock,
-    spec: &ExecSpec,
+    (spec, request): (&ExecSpec, &Take),
     handoff: &Handoff,
     lease: &Lease,
     (signals, mut watchdog): (&mut Listener, Watchdog),
@@ -258,7 +272,7 @@ async fn supervise_under(
         ));
     };
     let report = |event: supervise::Event| {
-        if let (supervise::Event::Started { pid }, Some(holder)) = (&event, redlock.holder()) {
+        if let (supervise::Event::Started { pid }, Some(holder)) = (&event, &request.record) {
             holder_updates.send_replace(Some(Holder {
                 command_pid: Some(*pid),
                 ..holder.clone()

@@ -30,7 +30,6 @@ use crate::outcome::Outcome;
 use crate::output::{self, Output};
 use ctx::Ctx;
 use exec::handoff;
-use support::holder;
 
 /// How the process must end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,14 +100,7 @@ fn lock_job(servers: Servers, job: LockJob, output: &Output) -> Result<Ending, E
     .map_err(|err| Error::Config(err.to_string()))?
     .with_prefix(&handoff.prefix)
     .with_wakeups(servers.wakeups)
-    .with_every_answer_shown(output.events().shows_every_answer())
-    .with_fence(job.fence())
-    .with_shared(match &job {
-        LockJob::Acquire(job) => job.shared,
-        LockJob::Exec(spec) => spec.shared,
-        _ => false,
-    });
-    let redlock = with_record(redlock, &job, keeper.as_ref());
+    .with_every_answer_shown(output.events().shows_every_answer());
     crate::signals::reset_inherited();
     let ctx = Ctx::new(redlock, output, handoff, keeper, servers.timeout);
     Ok(run(ctx, job))
@@ -139,34 +131,5 @@ fn run(mut ctx: Ctx<'_>, job: LockJob) -> Ending {
             }
         }
         _ => finish(ctx.output, &result),
-    }
-}
-
-/// What `job` records beside the lock it takes: this process, with
-/// `exec`'s command, or for `acquire --while` the process the keeper
-/// keeps the lock for.
-fn with_record(redlock: Redlock, job: &LockJob, keeper: Option<&Keeper>) -> Redlock {
-    match job {
-        LockJob::Acquire(job) => {
-            // A keeper renews the lock as exec does; plain acquire does not.
-            let renew_every = keeper.map(|_| crate::lock::keeper_interval(job.ttl));
-            let holder = holder::this_process(job.message.clone(), None, renew_every);
-            redlock.with_holder(match keeper {
-                Some(keeper) => keeper.describe(holder),
-                None => holder,
-            })
-        }
-        LockJob::Exec(spec) => {
-            let command = holder::Command {
-                argv: &spec.argv,
-                whole_line: spec.record_command,
-            };
-            redlock.with_holder(holder::this_process(
-                spec.message.clone(),
-                Some(command),
-                Some(crate::lock::keeper_interval(spec.ttl)),
-            ))
-        }
-        _ => redlock,
     }
 }

@@ -13,7 +13,9 @@ use nix::sys::signal::Signal;
 use crate::cli::{self, Cli, Command, ExecArgs, GlobalArgs};
 use crate::duration;
 use crate::error::Error;
-use crate::lock::{Breaking, ListQuery, LockKey, Semaphore, ServerSpec, Token, Wait};
+use crate::lock::{
+    Breaking, Holder, ListQuery, LockKey, Semaphore, ServerSpec, Take, Target, Token, Wait,
+};
 use crate::supervise::schedule::StopPlan;
 
 mod file;
@@ -492,16 +494,53 @@ fn ttl_within_guard(job: &LockJob, guard: &Given) -> Result<(), Error> {
     )))
 }
 
-impl LockJob {
-    /// Whether the lock it takes gets a fencing token (`--fence`).
-    pub fn fence(&self) -> bool {
-        match self {
-            LockJob::Acquire(job) => job.fence,
-            LockJob::Exec(spec) => spec.fence,
-            _ => false,
-        }
+/// What a job that takes a lock asks of the servers: `key`, or with
+/// `--limit` any slot of `semaphore`, with `record` beside it.
+fn take_of(
+    (key, semaphore): (&LockKey, Option<&Semaphore>),
+    (ttl, wait): (Duration, Wait),
+    (fence, shared): (bool, bool),
+    record: Option<Holder>,
+) -> Take {
+    let target = match semaphore {
+        Some(semaphore) => Target::Slot(semaphore.clone()),
+        None => Target::Lock(key.clone()),
+    };
+    Take {
+        fence,
+        shared,
+        record,
+        ..Take::new(target, ttl, wait)
     }
+}
 
+impl AcquireJob {
+    /// What this job asks of the servers, with `record` beside the lock.
+    pub fn take(&self, record: Option<Holder>) -> Take {
+        let target = (&self.key, self.semaphore.as_ref());
+        take_of(
+            target,
+            (self.ttl, self.wait),
+            (self.fence, self.shared),
+            record,
+        )
+    }
+}
+
+impl ExecSpec {
+    /// What this run asks of the servers, with `record` beside the lock.
+    pub fn take(&self, record: Option<Holder>) -> Take {
+        let target = (&self.key, self.semaphore.as_ref());
+        take_of(
+            target,
+            (self.ttl, self.wait),
+            (self.fence, self.shared),
+            record,
+        )
+    }
+}
+
+impl LockJob {
     /// `acquire --while PID`: the process a keeper keeps the lock for.
     pub fn keep_while(&self) -> Option<KeepWhile> {
         match self {

@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
+use super::core::servers::ServerError;
 use super::guard::GuardCause;
 use super::holder::HeldBy;
 use super::key::LockKey;
 use super::server_url::ServerSpec;
-use super::servers::ServerError;
 
 /// The servers that failed in one round and why, in configuration order.
 #[derive(Debug, Clone, Default)]

@@ -23,11 +23,12 @@
 //! 1 locks {A,B} and gets 11, holder 2 later locks {B,C} and gets 3. The
 //! argument is checked by an exhaustive model (tests in this file).
 
+use super::core::lease::Lease;
+use super::core::redlock::{Patience, Redlock, SetReply};
+use super::core::round::Replies;
+use super::core::servers::Connection;
 use super::error::{LockError, Said, TokenOp, TokenRound};
-use super::mutex::{Lease, Patience, Redlock, SetReply};
-use super::round::Replies;
 use super::scripts::{RaiseFence, MAX_FENCE};
-use super::servers::Connection;
 use crate::clock::BootInstant;
 use crate::test_hooks;
 

@@ -3,13 +3,13 @@
 //! with its holder record in the same step, so what is reported is exactly
 //! what was deleted.
 
+use super::core::quorum::no_quorum;
+use super::core::redlock::Redlock;
 use super::error::{Failures, LockError};
 use super::inspection::{Inspection, KeyState, ServerState};
 use super::key::LockKey;
 use super::key::Token;
-use super::mutex::Redlock;
 use super::notify;
-use super::quorum::no_quorum;
 use super::scripts::{Force, ForceVerdict};
 use super::server_url::ServerSpec;
 

@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
+use super::core::quorum::{no_quorum, KeptOut};
+use super::core::servers::ServerError;
 use super::error::{Failures, LockError};
 use super::guard::Guarded;
 use super::holder::HeldBy;
 use super::key::LockKey;
-use super::quorum::{no_quorum, KeptOut};
 use super::scripts::{ForceReply, InspectReply, Occupant, Restarting};
 use super::server_url::ServerSpec;
-use super::servers::ServerError;
 use super::shared::{self, ReadersSeen, SharedHolder, READERS_KIND};
 
 /// What one server holds under a lock's key.
@@ -402,7 +402,7 @@ impl From<ForceReply> for KeyState {
 
 #[cfg(test)]
 mod tests {
-    use super::super::quorum::quorum;
+    use super::super::core::quorum::quorum;
     use super::*;
 
     fn inspection(states: Vec<Result<Option<&str>, ()>>) -> Inspection {

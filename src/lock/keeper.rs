@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::core::lease::Lease;
+use super::core::redlock::Redlock;
 use super::error::LockError;
 use super::holder::Holder;
-use super::mutex::{Lease, Redlock};
 use crate::clock::BootInstant;
 
 /// How often the lease is extended: three times per TTL, so that two

@@ -7,17 +7,17 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::core::quorum::{no_quorum, ttl_millis, KeptOut};
+use super::core::redlock::Redlock;
+use super::core::servers::{after, Connection, Server, ServerError};
 use super::error::{Failures, LockError};
 use super::guard::Guarded;
 use super::holder::HeldBy;
 use super::inspection::{Inspection, KeyState, Occupied, ServerState, Verdict};
 use super::key::LockKey;
 use super::key::{is_record_key, READERS_SUFFIX, RECORD_SUFFIX};
-use super::mutex::Redlock;
-use super::quorum::{no_quorum, ttl_millis, KeptOut};
 use super::scripts::List;
 use super::server_url::ServerSpec;
-use super::servers::{after, Connection, Server, ServerError};
 use super::shared::SharedHolder;
 use crate::test_hooks;
 
@@ -655,6 +655,25 @@ async fn read(
         })
         .collect();
     Ok((restarting, states))
+}
+
+impl Connection {
+    /// One page of `SCAN cursor MATCH pattern COUNT count`: the cursor to
+    /// continue from (0 when the scan is complete) and the keys of the page.
+    pub(super) async fn scan_page(
+        &mut self,
+        cursor: u64,
+        pattern: &[u8],
+        count: usize,
+    ) -> redis::RedisResult<(u64, Vec<Vec<u8>>)> {
+        let mut scan = redis::cmd("SCAN");
+        scan.arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(count);
+        self.query(&scan).await
+    }
 }
 
 #[cfg(test)]

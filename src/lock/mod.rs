@@ -3,7 +3,7 @@
 //! durations and get typed outcomes back. It imports nothing of the crate but
 //! the shared clock and the test hooks.
 
-mod capped;
+mod core;
 mod error;
 mod fence;
 mod force;
@@ -12,26 +12,28 @@ mod holder;
 mod inspection;
 mod keeper;
 mod key;
+mod leave;
 mod line;
 mod listening;
 mod listing;
-mod mutex;
 mod notify;
 mod probe;
 mod queue;
-mod quorum;
-mod retry;
-mod round;
 mod scripts;
 mod semaphore;
-mod server_clock;
 mod server_info;
 mod server_url;
-mod servers;
 mod shared;
 mod slot;
 mod tried;
 
+pub use self::core::lease::{Lease, Released};
+#[cfg(test)]
+pub use self::core::quorum::drift;
+pub use self::core::redlock::Redlock;
+pub use self::core::retry::acquire_or_cancel;
+pub use self::core::servers::ServerError;
+pub use self::core::take::{Take, Target, Wait};
 pub use error::{Failures, LockError, Said, TokenOp, TokenRound};
 pub use force::{Breaking, Forced};
 pub use guard::{GuardCause, Guarded};
@@ -45,16 +47,10 @@ pub use key::{
 pub use listing::{
     glob_problem, oldest_reader, GlobProblem, ListQuery, Listed, Listing, ServerPart, Standing,
 };
-pub use mutex::{Lease, Redlock, Released};
 pub use probe::{Facts, Feature, Markers, Missing, Probe, Reached, Unknown, CONNECTIONS};
-#[cfg(test)]
-pub use quorum::drift;
-pub use retry::{acquire_or_cancel, Wait};
 pub use scripts::{composed, Features, ForceVerdict, MAX_FENCE, MAX_TOKEN};
-pub use semaphore::acquire_slot_or_cancel;
 pub use server_info::{evicts_locks, ClusterNode, Concern, ConcernKind, Info, CLUSTER_SLOTS};
 pub use server_url::{redact_url, ServerSpec};
-pub use servers::ServerError;
 pub use shared::SharedHolder;
 pub use slot::{Semaphore, Slot, MAX_LIMIT};
 pub use tried::Tried;

@@ -14,8 +14,8 @@ use std::time::Duration;
 use tokio::sync::mpsc::{self, UnboundedSender};
 use tokio::task::JoinSet;
 
+use super::core::servers::Server;
 use super::key::LockKey;
-use super::servers::Server;
 
 /// Appended to a lock's key to name the channel its releases are announced
 /// on, as `\0holder` names its holder record. Channels and keys live in
@@ -238,16 +238,10 @@ pub struct Wakeups {
 }
 
 impl Wakeups {
-    /// Subscribes to `key`'s channels for the waiter with `ticket` on every
-    /// server, in the background.
-    pub fn subscribe(servers: &[Arc<Server>], key: &LockKey, ticket: Option<&str>) -> Self {
-        Self::subscribe_all(servers, channels(key, ticket))
-    }
-
     /// Subscribes to every one of `channels` on every server, in the
-    /// background: a release on any of them
-    /// wakes the waiter (a semaphore's slots, semaphore.rs).
-    pub fn subscribe_all(servers: &[Arc<Server>], channels: Vec<Vec<u8>>) -> Self {
+    /// background: a release on any of them wakes the waiter (a lock's
+    /// [`channels`], or every slot's of a semaphore).
+    pub fn subscribe(servers: &[Arc<Server>], channels: Vec<Vec<u8>>) -> Self {
         let (sender, events) = mpsc::unbounded_channel();
         let mut listeners = JoinSet::new();
         let channels: Arc<[Vec<u8>]> = channels.into();
@@ -268,7 +262,7 @@ impl Wakeups {
             settle: None,
             listening: false,
             majority_listening: false,
-            quorum: super::quorum::quorum(servers),
+            quorum: super::core::quorum::quorum(servers),
             budget: WakeBudget::new(tokio::time::Instant::now()),
             ticket: None,
         }

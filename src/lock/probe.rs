@@ -5,13 +5,15 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::core::redlock::Redlock;
+use super::core::servers::{Server, ServerError};
 use super::key::{escape_and_cut, record_key, LockKey, SERVER_TEXT_SHOWN};
-use super::server_info::{ClusterNode, Info};
+use super::server_info::{ClusterNode, Concern, Info};
 use super::server_url::ServerSpec;
-use super::servers::{Server, ServerError};
 
 /// An answer the server would not give (a managed Redis refuses CONFIG or
 /// ACL): why, escaped.
@@ -308,7 +310,7 @@ impl Server {
         let mut rtt = Duration::MAX;
         for _ in 0..PINGS {
             let started = std::time::Instant::now();
-            let ping = |mut c: super::servers::Connection| async move {
+            let ping = |mut c: super::core::servers::Connection| async move {
                 c.query::<String>(&redis::cmd("PING")).await
             };
             match self.call(ping).await {
@@ -416,7 +418,7 @@ impl Server {
         let mut complete = false;
         for _ in 0..SCAN_PAGES {
             let pattern = pattern.clone();
-            let page = move |mut c: super::servers::Connection| async move {
+            let page = move |mut c: super::core::servers::Connection| async move {
                 c.scan_page(cursor, &pattern, SCAN_COUNT).await
             };
             let (next, keys) = self.call(page).await.map_err(|err| match err {
@@ -460,7 +462,8 @@ impl Server {
             redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).to_ascii_lowercase(),
             _ => String::new(),
         });
-        let request = move |mut c: super::servers::Connection| async move { c.query(&cmd).await };
+        let request =
+            move |mut c: super::core::servers::Connection| async move { c.query(&cmd).await };
         self.call(request).await.map_err(|err| match err {
             ServerError::Refused(why) if why.starts_with(NOT_PERMITTED) => Unknown(format!(
                 "{NOT_PERMITTED}: the user lacks +{}",
@@ -507,7 +510,7 @@ impl Server {
         // DRYRUN is told from the rest.
         pipe.ignore_errors();
         let request =
-            move |mut c: super::servers::Connection| async move { c.query_all(&pipe).await };
+            move |mut c: super::core::servers::Connection| async move { c.query_all(&pipe).await };
         let replies = self.call(request).await.map_err(unknown)?;
         let mut missing = Vec::new();
         for (needed, reply) in NEEDED.iter().zip(replies) {
@@ -663,6 +666,51 @@ fn wall_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
+}
+
+impl Redlock {
+    /// The servers that can lose a lock they hold (a replica, an eviction
+    /// policy that evicts keys with an expiry), as they answered behind the
+    /// first attempt. For the servers in `held_on` the answer is waited for
+    /// (it was pipelined behind the attempt's own and is all but there);
+    /// for the others up to `others` (`None`: only what arrived counts).
+    pub async fn concerns(&self, held_on: &[ServerSpec], others: Option<Duration>) -> Vec<Concern> {
+        let mut concerns = Vec::new();
+        for server in &self.servers {
+            let counted = held_on
+                .iter()
+                .any(|spec| spec.secret_url() == server.spec().secret_url());
+            let wait = match counted {
+                true => Some(server.timeout()),
+                false => others.map(|patience| patience.min(server.timeout())),
+            };
+            if let Some(info) = server.behind.known(wait).await {
+                concerns.extend(Concern::of(server.spec(), counted, &info));
+            }
+        }
+        concerns
+    }
+
+    /// Asks every server, at once, everything `doctor` checks; the locks
+    /// live under `prefix`.
+    pub async fn probe(&self, prefix: &[u8]) -> Vec<Probe> {
+        let asked: Vec<_> = self
+            .servers
+            .iter()
+            .map(|server| {
+                let (server, prefix) = (Arc::clone(server), prefix.to_vec());
+                tokio::spawn(async move { server.probe(&prefix).await })
+            })
+            .collect();
+        let mut probes = Vec::with_capacity(asked.len());
+        for (handle, server) in asked.into_iter().zip(&self.servers) {
+            probes.push(handle.await.unwrap_or_else(|err| Probe {
+                spec: server.spec().clone(),
+                answer: Err(ServerError::Failed(err.to_string())),
+            }));
+        }
+        probes
+    }
 }
 
 #[cfg(test)]

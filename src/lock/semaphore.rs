@@ -42,131 +42,18 @@
 //! that stops coming back lapses from every line after a linger. The line
 //! only ever keeps a caller out, so mutual exclusion per slot is unchanged.
 
-use std::future::Future;
-use std::sync::Mutex;
 use std::time::Duration;
 
+use super::core::attempt::{Failed, InFlight};
+use super::core::lease::{Lease, Released};
+use super::core::quorum::quorum;
+use super::core::redlock::Redlock;
+use super::core::servers::ServerError;
+use super::core::take::Take;
 use super::error::{Failures, LockError};
 use super::key::{LockKey, Token};
-use super::mutex::{Lease, Redlock, Released};
-use super::notify::{self, Wakeups};
 use super::queue::Ticket;
-use super::quorum::quorum;
-use super::retry::{retry_delay, Wait};
-use super::servers::ServerError;
 use super::slot::Semaphore;
-
-/// [`super::acquire_or_cancel`] for a semaphore: takes any one free slot,
-/// waiting as `wait` says, unless `cancel` resolves first (then what the
-/// attempt in flight took is released). The lease is the slot's, its key
-/// the slot's key, with [`Lease::slot`] set. However it ends, the waiter
-/// leaves every slot's line it stood in.
-pub async fn acquire_slot_or_cancel<C: Future>(
-    redlock: &Redlock,
-    semaphore: &Semaphore,
-    (ttl, wait): (Duration, Wait),
-    cancel: C,
-    on_retry: impl FnMut(u32, &LockError),
-) -> Result<Result<Lease, LockError>, C::Output> {
-    let in_flight = SlotInFlight::default();
-    let acquiring = take_any(redlock, semaphore, (ttl, wait), &in_flight, on_retry);
-    let outcome = tokio::select! {
-        outcome = acquiring => Ok(outcome),
-        cancelled = cancel => {
-            if let Some((key, token)) = in_flight.attempt() {
-                let _ = redlock.release(&key, &token).await;
-            }
-            Err(cancelled)
-        }
-    };
-    if let Some(ticket) = in_flight.ticket() {
-        // Every line at once: each leave waits for a majority, and with a
-        // majority slow or hung, K of them one after another would cost K
-        // times that wait.
-        let keys = semaphore.slot_keys();
-        join_all(keys.iter().map(|key| redlock.leave_line(key, &ticket, &[]))).await;
-    }
-    outcome
-}
-
-/// Runs `futures` concurrently on this task, until every one is done.
-async fn join_all<F: Future<Output = ()>>(futures: impl Iterator<Item = F>) {
-    let mut pending: Vec<_> = futures.map(Box::pin).collect();
-    std::future::poll_fn(|cx| {
-        pending.retain_mut(|future| future.as_mut().poll(cx).is_pending());
-        match pending.is_empty() {
-            true => std::task::Poll::Ready(()),
-            false => std::task::Poll::Pending,
-        }
-    })
-    .await;
-}
-
-/// Passes over the slots in random order until one is taken; between
-/// passes, waits for a release of any slot or the random poll.
-async fn take_any(
-    redlock: &Redlock,
-    semaphore: &Semaphore,
-    (ttl, wait): (Duration, Wait),
-    in_flight: &SlotInFlight,
-    mut on_retry: impl FnMut(u32, &LockError),
-) -> Result<Lease, LockError> {
-    let give_up_at = wait.gives_up_at();
-    let mut wakeups: Option<Wakeups> = None;
-    let mut attempts = 0;
-    loop {
-        attempts += 1;
-        let ticket = in_flight.ticket();
-        if let Some(wakeups) = wakeups.as_mut() {
-            wakeups.attempt_starts(ticket.as_ref().map(|t| t.id.as_str()));
-        }
-        let (error, servers_clock) =
-            match pass(redlock, semaphore, ttl, ticket.as_ref(), in_flight).await {
-                Ok(lease) => return Ok(Lease { attempts, ..lease }),
-                Err(Failed::Final(error)) => return Err(error),
-                Err(Failed::Transient(error, clock)) => (error, clock),
-            };
-        if ticket.is_none() && wait != Wait::No {
-            in_flight.stand_in_line(Ticket::draw(servers_clock, redlock.shared));
-        }
-        let mut pause = retry_delay(ttl);
-        if let Some(give_up_at) = give_up_at {
-            let left = give_up_at.remaining();
-            if left.is_zero() {
-                return Err(error);
-            }
-            pause = pause.min(left);
-        }
-        on_retry(attempts, &error);
-        if wakeups.is_none() && redlock.wakeups {
-            let ticket = in_flight.ticket();
-            let ticket = ticket.as_ref().map(|t| t.id.as_str());
-            let channels = semaphore
-                .slot_keys()
-                .iter()
-                .flat_map(|key| notify::channels(key, ticket))
-                .collect();
-            wakeups = Some(Wakeups::subscribe_all(&redlock.servers, channels));
-        }
-        match wakeups.as_mut() {
-            Some(wakeups) => {
-                tokio::select! {
-                    _ = tokio::time::sleep(pause) => {}
-                    _ = wakeups.woken() => {}
-                }
-            }
-            None => tokio::time::sleep(pause).await,
-        }
-    }
-}
-
-/// Why a pass took no slot.
-enum Failed {
-    /// Worth another pass: the error to report (a busy slot's when any slot
-    /// was busy, else the last), and the servers' clock as the pass saw it.
-    Transient(LockError, Option<u64>),
-    Final(LockError),
-}
 
 /// One attempt on each slot, in a random order, each with a fresh token,
 /// until one is taken, or until an attempt shows that no majority can
@@ -174,12 +61,12 @@ enum Failed {
 /// down, kept out by the restart guard) are the same for the next, and each
 /// further slot would wait out the server timeout again. That attempt's
 /// error is the pass's: the servers, not the slots, are why.
-async fn pass(
+pub(super) async fn pass(
     redlock: &Redlock,
+    take: &Take,
     semaphore: &Semaphore,
-    ttl: Duration,
     ticket: Option<&Ticket>,
-    in_flight: &SlotInFlight,
+    in_flight: &InFlight,
 ) -> Result<Lease, Failed> {
     let mut busy = None;
     let mut last = None;
@@ -189,7 +76,9 @@ async fn pass(
         let token = Token::generate();
         in_flight.set(key.clone(), token.clone());
         let limit = Some(semaphore.limit_record());
-        let (outcome, servers_clock) = redlock.attempt(&key, &token, ttl, (ticket, limit)).await;
+        let (outcome, servers_clock, _) = redlock
+            .attempt_in_line(&key, &token, take, (ticket, limit))
+            .await;
         clock = clock.or(servers_clock);
         match outcome {
             Ok(lease) => {
@@ -200,7 +89,7 @@ async fn pass(
             }
             Err(error @ LockError::Busy { .. }) => busy = Some(error),
             Err(error) if no_majority_can_answer(&error) => {
-                return Err(Failed::Transient(error, clock))
+                return Err(Failed::Transient(error, clock, false))
             }
             Err(error) if error.is_transient() => last = Some(error),
             Err(error) => return Err(Failed::Final(error)),
@@ -210,7 +99,7 @@ async fn pass(
         *every_slot = Some(Box::new(semaphore.clone()));
     }
     let error = busy.or(last).expect("a semaphore has at least one slot");
-    Err(Failed::Transient(error, clock))
+    Err(Failed::Transient(error, clock, false))
 }
 
 /// Whether a failed attempt on one slot says that no slot can be taken
@@ -260,38 +149,6 @@ fn random_order(limit: u32) -> Vec<u32> {
         order.swap(i, j);
     }
     order
-}
-
-/// The slot and token of the attempt in flight, and the ticket once the
-/// waiter stands in line: what must be cleaned up however the wait ends.
-#[derive(Debug, Default)]
-struct SlotInFlight(Mutex<InFlightState>);
-
-/// The slot and token of the attempt in flight; the waiter's ticket.
-type InFlightState = (Option<(LockKey, Token)>, Option<Ticket>);
-
-impl SlotInFlight {
-    fn state(&self) -> std::sync::MutexGuard<'_, InFlightState> {
-        self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    fn set(&self, key: LockKey, token: Token) {
-        self.state().0 = Some((key, token));
-    }
-
-    fn attempt(&self) -> Option<(LockKey, Token)> {
-        self.state().0.clone()
-    }
-
-    fn stand_in_line(&self, ticket: Ticket) {
-        self.state().1 = Some(ticket);
-    }
-
-    fn ticket(&self) -> Option<Ticket> {
-        self.state().1.clone()
-    }
 }
 
 impl Redlock {

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use super::core::take::Wait;
 use super::error::LockError;
-use super::retry::Wait;
 
 /// The attempts an operation made, and how long they took in all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,9 +6,7 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::time::Duration;
 
-use crate::lock::{
-    acquire_or_cancel, acquire_slot_or_cancel, Lease, LockError, LockKey, Redlock, Semaphore, Wait,
-};
+use crate::lock::{acquire_or_cancel, Lease, LockError, Redlock, Take};
 use crate::output::{Event, Events, Progress};
 
 /// How often the progress is looked at; it decides itself what is due.
@@ -16,29 +14,20 @@ const TICK: Duration = Duration::from_millis(250);
 
 /// [`acquire_or_cancel`] with the progress shown on stderr while it waits;
 /// `on_retry` hears of each failed attempt as well. The progress is cleared
-/// from the terminal before this returns. With a `semaphore` (`--limit`),
-/// any one of its slots is taken instead of `key`.
+/// from the terminal before this returns.
 pub async fn acquire_showing_progress<C: Future>(
     redlock: &Redlock,
-    (key, semaphore): (&LockKey, Option<&Semaphore>),
-    (ttl, wait): (Duration, Wait),
+    take: &Take,
     cancel: C,
     events: Events,
     mut on_retry: impl FnMut(u32, &LockError),
 ) -> Result<Result<Lease, LockError>, C::Output> {
-    let progress = RefCell::new(events.progress(key, wait));
+    let progress = RefCell::new(events.progress(take.name(), take.wait));
     let on_retry = |attempt, err: &LockError| {
         progress.borrow_mut().saw(err);
         on_retry(attempt, err);
     };
-    let acquiring = async {
-        match semaphore {
-            Some(semaphore) => {
-                acquire_slot_or_cancel(redlock, semaphore, (ttl, wait), cancel, on_retry).await
-            }
-            None => acquire_or_cancel(redlock, key, ttl, wait, cancel, on_retry).await,
-        }
-    };
+    let acquiring = acquire_or_cancel(redlock, take, cancel, on_retry);
     let outcome = showing(&progress, acquiring).await;
     progress.borrow_mut().finish();
     if let Ok(Ok(lease)) = &outcome {

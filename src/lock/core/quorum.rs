@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use super::error::{Failures, LockError};
-use super::guard::Guarded;
-use super::key::LockKey;
-use super::server_url::ServerSpec;
+use crate::lock::error::{Failures, LockError};
+use crate::lock::guard::Guarded;
+use crate::lock::key::LockKey;
+use crate::lock::server_url::ServerSpec;
 
 /// The number of servers that must agree: a strict majority of the servers
 /// that are *configured*, whatever number of them happens to answer.
@@ -35,7 +35,7 @@ pub fn ttl_millis(ttl: Duration) -> u64 {
 
 /// Servers that answered but that the restart guard keeps out of quorums.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct KeptOut<'a> {
+pub(in crate::lock) struct KeptOut<'a> {
     /// The guard they were judged by.
     pub guard: Duration,
     /// Each of them, when it counts again, and why it is kept out.
@@ -47,7 +47,7 @@ pub(super) struct KeptOut<'a> {
 /// are among the reasons (whoever asks passes them in `kept_out`; the
 /// failures come along), else `Refused` when enough servers refuse us that
 /// no majority is ever possible, else `NoQuorum`.
-pub(super) fn no_quorum(
+pub(in crate::lock) fn no_quorum(
     key: &LockKey,
     (total, quorum): (usize, usize),
     kept_out: Option<KeptOut<'_>>,
@@ -75,7 +75,7 @@ pub(super) fn no_quorum(
 /// The counts of a yes/no round (acquire, extend, release) against the
 /// quorum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Tally {
+pub(in crate::lock) struct Tally {
     pub total: usize,
     pub quorum: usize,
     pub yes: usize,
@@ -156,8 +156,8 @@ mod tests {
 
     #[test]
     fn no_quorum_is_restarting_only_when_servers_were_kept_out() {
-        use super::super::server_url::ServerSpec;
-        use super::super::servers::ServerError;
+        use crate::lock::core::servers::ServerError;
+        use crate::lock::server_url::ServerSpec;
         let key = LockKey::new(b"k".to_vec());
         let failed = |refused: bool| {
             let spec = ServerSpec::parse("127.0.0.1:7000").unwrap();

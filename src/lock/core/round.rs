@@ -9,12 +9,12 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::quorum::Tally;
-use super::server_url::ServerSpec;
 use super::servers::{Connection, Server, ServerError};
+use crate::lock::server_url::ServerSpec;
 
 /// What the replies so far say about the round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Progress {
+pub(in crate::lock) enum Progress {
     /// Keep waiting for replies.
     Undecided,
     /// The round failed; nobody else need be waited for.
@@ -34,7 +34,7 @@ pub(super) enum Progress {
 /// Every server's reply, in configuration order; `None` for one that has not
 /// answered (yet).
 #[derive(Debug)]
-pub(super) struct Replies<T> {
+pub(in crate::lock) struct Replies<T> {
     pub answers: Vec<Option<Result<T, ServerError>>>,
     /// Server indices in the order their replies arrived.
     arrival: Vec<usize>,
@@ -90,7 +90,7 @@ impl<T> Replies<T> {
 }
 
 /// A reply that counts toward a quorum or against it.
-pub(super) trait Vote {
+pub(in crate::lock) trait Vote {
     fn is_yes(&self) -> bool;
 
     /// A "no" that says nothing about who holds the lock (a server kept out
@@ -143,7 +143,7 @@ impl<T: Vote> Replies<T> {
 /// (or failed within its timeout). Requests still in flight when the round
 /// ends run on in the background, so that a late SET can still be released
 /// by the compare-and-delete that follows it on the same connection.
-pub(super) async fn round<T, F, Fut>(
+pub(in crate::lock) async fn round<T, F, Fut>(
     servers: &[Arc<Server>],
     request: F,
     mut progress: impl FnMut(&Replies<T>) -> Progress,

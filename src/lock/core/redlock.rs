@@ -6,64 +6,29 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::error::{Failures, LockError, Said, TokenOp, TokenRound};
-use super::guard::Guarded;
-use super::holder::Holder;
-use super::inspection::{Inspection, KeyState, Occupied, ServerState};
-use super::key::{guard_marker, LockKey, Token};
-use super::line;
-use super::notify;
-use super::queue::{self, Ticket};
+use super::lease::{Lease, Released};
 use super::quorum::{drift, no_quorum, quorum, ttl_millis, validity, KeptOut, Tally};
 use super::round::{round, Progress, Replies, Vote};
-use super::scripts::{
-    Acquire, AcquireReply, Extend, Inspect, Invocation, Leave, LockKeys, Release, TokenHolder,
-    TokenReply,
-};
-use super::server_url::{ServerSpec, SpecError};
 use super::servers::{tls_config, Connection, Server, ServerError};
-use super::slot::{LimitRecord, Slot};
+use super::take::Take;
 use crate::clock::BootInstant;
-
-/// A lock this process holds.
-#[derive(Debug, Clone)]
-pub struct Lease {
-    pub key: LockKey,
-    pub token: Token,
-    pub ttl: Duration,
-    /// The instant the validity runs out; comparable across processes.
-    pub deadline: BootInstant,
-    /// The servers that confirmed, in the order they answered.
-    pub held_on: Vec<ServerSpec>,
-    /// How many rounds `acquire` needed (1 for extend).
-    pub attempts: u32,
-    /// The semaphore slot this lease holds (`--limit`), if it is one.
-    pub slot: Option<Slot>,
-    /// The fencing token, when taken with `--fence` (lock/fence.rs).
-    pub fence: Option<u64>,
-}
-
-impl Lease {
-    /// How long the lock can still be relied upon: counted now, from the
-    /// deadline, so that it is never more than what is left when the user
-    /// reads it, whatever rounds ran since the lock was taken.
-    pub fn validity(&self) -> Duration {
-        self.deadline.remaining()
-    }
-}
-
-/// The result of a release that reached a majority.
-#[derive(Debug, Clone)]
-pub struct Released {
-    /// The servers where the key held the token and was deleted, in the
-    /// order they answered.
-    pub released_on: Vec<ServerSpec>,
-    pub total: usize,
-}
+use crate::lock::error::{Failures, LockError, Said, TokenOp, TokenRound};
+use crate::lock::guard::Guarded;
+use crate::lock::holder::Holder;
+use crate::lock::inspection::{Inspection, KeyState, Occupied, ServerState};
+use crate::lock::key::{guard_marker, LockKey, Token};
+use crate::lock::line;
+use crate::lock::notify;
+use crate::lock::queue::{self, Ticket};
+use crate::lock::scripts::{
+    Acquire, AcquireReply, Extend, Inspect, Invocation, LockKeys, Release, TokenHolder, TokenReply,
+};
+use crate::lock::server_url::{ServerSpec, SpecError};
+use crate::lock::slot::{LimitRecord, Slot};
 
 /// What one server said to `SET NX` under the restart guard.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum SetReply {
+pub(in crate::lock) enum SetReply {
     /// Taken; with the server's fencing counter when the caller fences.
     Taken(Option<u64>),
     /// Another value holds the key: what the server holds.
@@ -142,30 +107,25 @@ impl Vote for SetReply {
 enum Undo<'a> {
     /// A lock held: waiters hear of it.
     Hold,
-    /// A failed attempt, by a waiter with this ticket (if it has one).
-    Attempt(Option<&'a Ticket>),
+    /// A failed attempt, by a waiter with this ticket (if it has one),
+    /// taken shared or not.
+    Attempt(Option<&'a Ticket>, bool),
 }
 
 /// The configured masters and the protocol over them. A clone shares the
 /// servers and their connections.
 #[derive(Clone)]
 pub struct Redlock {
-    pub(super) servers: Vec<Arc<Server>>,
-    pub(super) quorum: usize,
+    pub(in crate::lock) servers: Vec<Arc<Server>>,
+    pub(in crate::lock) quorum: usize,
     /// A server that started less than this long ago does not count toward
     /// a quorum for acquire (zero: every server counts).
-    pub(super) restart_guard: Duration,
+    pub(in crate::lock) restart_guard: Duration,
     /// The restart guard's marker key (guard.lua), beside the locks under
     /// the same prefix.
-    pub(super) marker: Vec<u8>,
-    /// What is recorded beside each lock this client takes (`None`: nothing).
-    holder: Option<Holder>,
+    pub(in crate::lock) marker: Vec<u8>,
     /// Whether a waiter listens for releases (notify.rs) besides polling.
-    pub(super) wakeups: bool,
-    /// Whether each lock taken gets a fencing token (lock/fence.rs).
-    fence: bool,
-    /// Whether this client takes its locks shared (`--shared`, shared.rs).
-    pub(super) shared: bool,
+    pub(in crate::lock) wakeups: bool,
     /// Whether every server's answer is shown (`-v`, JSON's `held_on`): a
     /// decided round then gives the late ones the whole grace (round.rs).
     shows_every_answer: bool,
@@ -174,7 +134,7 @@ pub struct Redlock {
 /// How long an acquire's round waits for the servers that have not answered
 /// once the others cannot make its outcome certain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Patience {
+pub(in crate::lock) enum Patience {
     /// Until the outcome is certain (or the server timeout).
     Decided,
     /// Not for a server whose last call timed out (hung, or cut off by a
@@ -211,21 +171,10 @@ impl Redlock {
             servers,
             quorum,
             restart_guard,
-            holder: None,
             marker: guard_marker(b""),
             wakeups: true,
-            fence: false,
-            shared: false,
             shows_every_answer: false,
         })
-    }
-
-    /// Records `holder` beside every lock this client takes.
-    pub fn with_holder(self, holder: Holder) -> Self {
-        Redlock {
-            holder: Some(holder),
-            ..self
-        }
     }
 
     /// Keeps the restart guard's marker beside the locks under `prefix`, so
@@ -238,19 +187,8 @@ impl Redlock {
     }
 
     /// The keys every script on `key` gets, in the order they name them.
-    pub(super) fn keys_of(&self, key: &LockKey) -> LockKeys {
+    pub(in crate::lock) fn keys_of(&self, key: &LockKey) -> LockKeys {
         LockKeys::new(key, &self.marker)
-    }
-
-    /// Gives every lock this client takes a fencing token (`--fence`).
-    pub fn with_fence(self, fence: bool) -> Self {
-        Redlock { fence, ..self }
-    }
-
-    /// Takes every lock shared (`--shared`): one reader among many, beside
-    /// other readers and never beside a writer (see shared.rs).
-    pub fn with_shared(self, shared: bool) -> Self {
-        Redlock { shared, ..self }
     }
 
     /// Whether waiters listen for releases (on by default) or only poll.
@@ -270,79 +208,15 @@ impl Redlock {
 
     /// How a round that went this client's way ends: with the whole grace
     /// for the late servers when their answers are shown, else a short one.
-    pub(super) fn won(&self) -> Progress {
+    pub(in crate::lock) fn won(&self) -> Progress {
         match self.shows_every_answer {
             true => Progress::Settled,
             false => Progress::Won,
         }
     }
 
-    /// What this client records beside the locks it takes.
-    pub fn holder(&self) -> Option<&Holder> {
-        self.holder.as_ref()
-    }
-
-    /// The record written beside `token`'s lock: empty when none is kept.
-    fn record(&self, token: &Token, holder: Option<&Holder>) -> Vec<u8> {
-        holder
-            .or(self.holder.as_ref())
-            .map(|holder| holder.encode(token))
-            .unwrap_or_default()
-    }
-
     pub fn len(&self) -> usize {
         self.servers.len()
-    }
-
-    /// The servers that can lose a lock they hold (a replica, an eviction
-    /// policy that evicts keys with an expiry), as they answered behind the
-    /// first attempt. For the servers in `held_on` the answer is waited for
-    /// (it was pipelined behind the attempt's own and is all but there);
-    /// for the others up to `others` (`None`: only what arrived counts).
-    pub async fn concerns(
-        &self,
-        held_on: &[ServerSpec],
-        others: Option<Duration>,
-    ) -> Vec<super::Concern> {
-        let mut concerns = Vec::new();
-        for server in &self.servers {
-            let counted = held_on
-                .iter()
-                .any(|spec| spec.secret_url() == server.spec().secret_url());
-            let wait = match counted {
-                true => Some(server.timeout()),
-                false => others.map(|patience| patience.min(server.timeout())),
-            };
-            if let Some(info) = server.behind.known(wait).await {
-                concerns.extend(super::server_info::Concern::of(
-                    server.spec(),
-                    counted,
-                    &info,
-                ));
-            }
-        }
-        concerns
-    }
-
-    /// Asks every server, at once, everything `doctor` checks; the locks
-    /// live under `prefix`.
-    pub async fn probe(&self, prefix: &[u8]) -> Vec<super::Probe> {
-        let asked: Vec<_> = self
-            .servers
-            .iter()
-            .map(|server| {
-                let (server, prefix) = (Arc::clone(server), prefix.to_vec());
-                tokio::spawn(async move { server.probe(&prefix).await })
-            })
-            .collect();
-        let mut probes = Vec::with_capacity(asked.len());
-        for (handle, server) in asked.into_iter().zip(&self.servers) {
-            probes.push(handle.await.unwrap_or_else(|err| super::Probe {
-                spec: server.spec().clone(),
-                answer: Err(ServerError::Failed(err.to_string())),
-            }));
-        }
-        probes
     }
 
     /// How long each server gets to connect and for each reply.
@@ -361,7 +235,9 @@ impl Redlock {
     }
 
     /// One Redlock round: `SET key token NX PX ttl` on every server at once,
-    /// deciding as soon as a majority agreed or no longer can. On failure the
+    /// deciding as soon as a majority agreed or no longer can, as `take`
+    /// asks (its TTL, fence, mode and record; `key` is its lock's or one of
+    /// its slots'). On failure the
     /// key is released wherever it may be, servers that did not answer
     /// included ([`Self::may_hold`]).
     /// A waiter passes its `ticket`: it stands in line while the lock is
@@ -369,41 +245,31 @@ impl Redlock {
     /// lock is taken only when nobody stands in line. Also returns the
     /// servers' clock as the attempt saw it
     /// (the median of the clocks the servers that answered gave, in ms since
-    /// the Unix epoch), which a waiter takes its place in line by.
-    /// A semaphore's slot passes `limit`: where the servers record its K,
-    /// and this client's K (a server that records another refuses it).
-    pub(super) async fn attempt(
-        &self,
-        key: &LockKey,
-        token: &Token,
-        ttl: Duration,
-        (ticket, limit): (Option<&Ticket>, Option<LimitRecord>),
-    ) -> (Result<Lease, LockError>, Option<u64>) {
-        let (outcome, clock, _) = self.attempt_in_line(key, token, ttl, (ticket, limit)).await;
-        (outcome, clock)
-    }
-
-    /// [`Self::attempt`], and whether the waiter's next attempt goes past a
+    /// the Unix epoch), which a waiter takes its place in line by, and
+    /// whether the waiter's next attempt goes past a
     /// split line (lock/line.rs): its attempt failed though the lock was
     /// free on a majority, and no ticket ahead of its own stands on one.
-    pub(super) async fn attempt_in_line(
+    /// A semaphore's slot passes `limit`: where the servers record its K,
+    /// and this client's K (a server that records another refuses it).
+    pub(in crate::lock) async fn attempt_in_line(
         &self,
         key: &LockKey,
         token: &Token,
-        ttl: Duration,
+        take: &Take,
         (ticket, limit): (Option<&Ticket>, Option<LimitRecord>),
     ) -> (Result<Lease, LockError>, Option<u64>, bool) {
         let started = BootInstant::now();
+        let ttl = take.ttl;
         let call = Acquire {
             keys: self.keys_of(key),
             token: token.as_str().to_owned(),
             ttl_ms: ttl_millis(ttl),
             guard_ms: ttl_millis(self.restart_guard),
-            record: self.record(token, None),
+            record: take.record_for(token),
             ticket: ticket.map(|t| (t.id.clone(), t.score)),
             linger_ms: ttl_millis(queue::linger()),
-            fence: self.fence,
-            shared: self.shared,
+            fence: take.fence,
+            shared: take.shared,
             limit,
             past_a_split_line: ticket.is_some_and(|t| t.past_a_split_line),
         };
@@ -417,7 +283,7 @@ impl Redlock {
             .await;
         let clock = median(replies.answered().filter_map(SetReply::clock).collect());
         let too_slow = match self.lease(key, token, ttl, started, &replies) {
-            Ok(lease) if self.fence => match self.fence(lease, &replies).await {
+            Ok(lease) if take.fence => match self.fence(lease, &replies).await {
                 Ok(fenced) => return (Ok(fenced), clock, false),
                 Err(unfenced) => Some(unfenced),
             },
@@ -430,7 +296,7 @@ impl Redlock {
         // would leave its key behind: no retry can work, so say so.
         // Not announced (Undo::Attempt).
         let (may_hold, answered) = self.may_hold(&replies);
-        let undo = Undo::Attempt(ticket);
+        let undo = Undo::Attempt(ticket, take.shared);
         let unlocked = self
             .release_round((&may_hold, &answered), key, token, undo)
             .await;
@@ -446,48 +312,6 @@ impl Redlock {
         let split = ticket.is_some_and(|t| line::split_for(&t.id, self.quorum, seen));
         let error = too_slow.unwrap_or_else(|| self.not_taken(key, &replies));
         (Err(error), clock, split)
-    }
-
-    /// Takes `ticket` out of `key`'s line on every server but those in
-    /// `left_on`, where the attempt that took the lock took it out
-    /// already (acquire.lua). Like a decided
-    /// round, it waits for a majority's replies and then only for the
-    /// requests to be written: a hung minority must not cost every waiter
-    /// that got the lock, gave up or was interrupted a server timeout, and
-    /// a majority without the ticket lets the next waiter go first.
-    pub async fn leave_line(&self, key: &LockKey, ticket: &Ticket, left_on: &[ServerSpec]) {
-        let servers: Vec<Arc<Server>> = self
-            .servers
-            .iter()
-            .filter(|server| !left_on.iter().any(|spec| spec.is(server.spec())))
-            .cloned()
-            .collect();
-        if servers.is_empty() {
-            return;
-        }
-        let call = Leave {
-            keys: self.keys_of(key),
-            ticket: ticket.id.clone(),
-            channel: if self.wakeups {
-                notify::channel(key)
-            } else {
-                Vec::new()
-            },
-        };
-        let request =
-            move |mut connection: Connection| async move { connection.invoke(&call).await };
-        // The servers the ticket already left count as answered.
-        let enough = self
-            .quorum
-            .saturating_sub(self.servers.len() - servers.len());
-        round(&servers, request, move |replies| {
-            if replies.answers.len() - replies.pending() >= enough {
-                Progress::Settled
-            } else {
-                Progress::Undecided
-            }
-        })
-        .await;
     }
 
     /// Why a round of `SET NX` did not take the lock: busy when enough
@@ -656,7 +480,7 @@ impl Redlock {
     /// Runs `call` (a script whose reply says what occupies one lock) on
     /// every server, waiting for every server or its timeout: every
     /// server's answer, in configuration order.
-    pub(super) async fn occupant_round<I>(&self, call: I) -> Vec<ServerState>
+    pub(in crate::lock) async fn occupant_round<I>(&self, call: I) -> Vec<ServerState>
     where
         I: Invocation,
         I::Reply: Into<KeyState>,
@@ -673,7 +497,7 @@ impl Redlock {
 
     /// Runs `call` on every server, waiting for every server or its
     /// timeout: every server's reply, in configuration order.
-    pub(super) async fn script_round<I: Invocation>(
+    pub(in crate::lock) async fn script_round<I: Invocation>(
         &self,
         call: I,
     ) -> Vec<(ServerSpec, Result<I::Reply, ServerError>)> {
@@ -742,21 +566,21 @@ impl Redlock {
             token: token.as_str().to_owned(),
             channel: match undo {
                 Undo::Hold => notify::channel(key),
-                Undo::Attempt(_) => Vec::new(),
+                Undo::Attempt(..) => Vec::new(),
             },
             back_in_line: match undo {
-                Undo::Attempt(Some(ticket)) => {
+                Undo::Attempt(Some(ticket), _) => {
                     Some((ticket.id.clone(), ticket.score, ttl_millis(queue::linger())))
                 }
                 _ => None,
             },
             // A failed attempt's token is its own, of the mode it ran in;
-            // a hold's may be a reader's however this process runs (the
-            // `release` command cannot tell).
-            holder: match (undo, self.shared) {
-                (_, true) => TokenHolder::Reader,
-                (Undo::Attempt(_), false) => TokenHolder::Writer,
-                (Undo::Hold, false) => TokenHolder::Either,
+            // a hold's may be a reader's (the `release` command cannot
+            // tell), and a reader's release is the same call.
+            holder: match undo {
+                Undo::Attempt(_, true) => TokenHolder::Reader,
+                Undo::Attempt(_, false) => TokenHolder::Writer,
+                Undo::Hold => TokenHolder::Either,
             },
         };
         let request =
@@ -786,7 +610,7 @@ impl Redlock {
 
     /// A yes/no round that ends as soon as its outcome is certain, or, with
     /// [`Patience::NotForSuspects`], as soon as only suspects could make it.
-    pub(super) async fn decided_round<T, F, Fut>(
+    pub(in crate::lock) async fn decided_round<T, F, Fut>(
         &self,
         patience: Patience,
         request: F,
@@ -863,7 +687,10 @@ impl Redlock {
 
     /// What each server said to a token round (release, extend, the
     /// fencing write), in configuration order.
-    pub(super) fn token_said(&self, replies: &Replies<TokenReply>) -> Vec<(ServerSpec, Said)> {
+    pub(in crate::lock) fn token_said(
+        &self,
+        replies: &Replies<TokenReply>,
+    ) -> Vec<(ServerSpec, Said)> {
         replies
             .answers
             .iter()

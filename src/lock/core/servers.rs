@@ -17,13 +17,13 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Mutex};
 
 use super::capped::{Capped, MOST_PER_REPLY};
-use super::key::{escape_and_cut, SERVER_TEXT_SHOWN};
-use super::listening::Listening;
-use super::scripts::{late_clock, Features, Invocation, LuaScript};
 use super::server_clock::ServerClock;
-use super::server_info::Behind;
-use super::server_url::{ServerSpec, SpecError};
 use crate::clock::BootInstant;
+use crate::lock::key::{escape_and_cut, SERVER_TEXT_SHOWN};
+use crate::lock::listening::Listening;
+use crate::lock::scripts::{late_clock, Features, Invocation, LuaScript};
+use crate::lock::server_info::Behind;
+use crate::lock::server_url::{ServerSpec, SpecError};
 
 /// Why one server did not give a usable answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -75,7 +75,7 @@ pub struct Server {
     last_timed_out: AtomicBool,
     /// What the server said of its role and eviction policy, asked behind
     /// the first acquire (see [`Connection::invoke_asking`]).
-    pub(super) behind: Arc<Behind>,
+    pub(in crate::lock) behind: Arc<Behind>,
     /// Its clock, as its replies say it (lock/server_clock.rs).
     clock: Arc<ServerClock>,
 }
@@ -274,26 +274,6 @@ impl Connection {
                 .insert((script.name, script.features));
         }
         reply
-    }
-}
-
-impl Connection {
-    /// One page of `SCAN cursor MATCH pattern COUNT count`: the cursor to
-    /// continue from (0 when the scan is complete) and the keys of the page.
-    pub async fn scan_page(
-        &mut self,
-        cursor: u64,
-        pattern: &[u8],
-        count: usize,
-    ) -> redis::RedisResult<(u64, Vec<Vec<u8>>)> {
-        redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(pattern)
-            .arg("COUNT")
-            .arg(count)
-            .query_async(&mut self.inner)
-            .await
     }
 }
 
@@ -861,7 +841,9 @@ fn is_not_permitted(err: &RedisError, message: &str) -> bool {
 /// The TLS set-up of the `rediss://` servers: the CA file's certificates
 /// (PEM) if one is given, else the system's roots. Built once for all of
 /// them (`Redlock::new`): reading the system's roots costs milliseconds.
-pub(super) fn tls_config(root_cert: Option<&[u8]>) -> Result<rustls::ClientConfig, String> {
+pub(in crate::lock) fn tls_config(
+    root_cert: Option<&[u8]>,
+) -> Result<rustls::ClientConfig, String> {
     use rustls::pki_types::{pem::PemObject as _, CertificateDer};
     let mut roots = rustls::RootCertStore::empty();
     match root_cert {
