@@ -210,7 +210,9 @@ fn sleeper_pid(sleeper: &Running) -> String {
 
 /// With `appendfsync always`, a minority of servers restarting (between
 /// holders, and under one) loses no increase: every holder's fence is
-/// above the last.
+/// above the last, and a majority keeps a counter at or above it. Not
+/// every server: acquire returns once a majority confirmed the fence, and
+/// the server restarted right after may not have read its write yet.
 #[test]
 fn no_increase_is_lost_when_a_minority_of_servers_restarts() {
     let mut cluster = Cluster::start_with(3, &["--appendonly", "yes", "--appendfsync", "always"]);
@@ -232,15 +234,19 @@ fn no_increase_is_lost_when_a_minority_of_servers_restarts() {
             .args(guard_off))
         .assert_code(0, "release");
         cluster.servers[(round + 1) % 3].restart();
-        for server in &cluster.servers {
-            let kept = server.get(&counter_key("job"));
-            assert!(
-                kept.as_deref()
-                    .and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok())
-                    .is_some_and(|n| n >= fence),
-                "round {round}: a counter below {fence} after a restart: {kept:?}"
-            );
-        }
+        let kept: Vec<Option<u64>> = cluster
+            .servers
+            .iter()
+            .map(|server| {
+                let kept = server.get(&counter_key("job"))?;
+                std::str::from_utf8(&kept).ok()?.parse().ok()
+            })
+            .collect();
+        let at_least = kept.iter().filter(|n| n.is_some_and(|n| n >= fence));
+        assert!(
+            at_least.count() >= 2,
+            "round {round}: fewer than a majority kept a counter of {fence} or more after a restart: {kept:?}"
+        );
     }
 }
 
