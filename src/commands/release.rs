@@ -52,5 +52,5 @@ pub async fn force(redlock: &Redlock, key: &LockKey, breaking: Breaking) -> Resu
         who: super::holder::who(),
         ..breaking
     };
-    Ok(Outcome::Forced(redlock.force_release(key, &breaking).await))
+    Ok(Outcome::forced(redlock.force_release(key, &breaking).await))
 }

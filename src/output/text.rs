@@ -12,11 +12,12 @@ use super::words::{self, servers as count_servers, waiters};
 use crate::config::Notice;
 use crate::duration::{exact as human, rounded};
 use crate::lock::{
-    escape_and_cut, escape_bytes, oldest_reader, ForceVerdict, Forced, HeldBy, Inspection,
-    KeyState, Lease, Listed, Listing, LockError, LockKey, ServerPart, Standing, Verdict, MAX_TOKEN,
-    SERVER_TEXT_SHOWN,
+    escape_and_cut, escape_bytes, oldest_reader, HeldBy, Inspection, KeyState, Lease, Listed,
+    Listing, LockError, LockKey, ServerPart, Standing, Verdict, MAX_TOKEN, SERVER_TEXT_SHOWN,
 };
-use crate::outcome::{Failed, Outcome, Ran, RunEnd, Slots, Stop};
+use crate::outcome::{
+    Did, Failed, Forcing, LockState, NotALock, Outcome, Ran, RunEnd, Slots, Stop,
+};
 use crate::repeats::Failing;
 
 /// Text for people: the token, the status table, the list.
@@ -105,11 +106,11 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>, json: bool) -> V
             vec![stdout, unknown.and_then(|m| said(Warning, m))]
         }
         Outcome::Listed(listing) => listed(listing, stdout, json),
-        Outcome::Forced(forced) => {
-            let broke = self::forced(forced).and_then(|m| said(Expected, m));
-            let failed = match forced.no_quorum() {
+        Outcome::Forced(forcing) => {
+            let broke = self::forced(forcing).and_then(|m| said(Expected, m));
+            let failed = match forcing.forced.no_quorum() {
                 Some(err) => Some(words::lock_error(&err)),
-                None => not_a_lock(forced),
+                None => not_a_lock(forcing),
             };
             vec![broke, stdout, failed.and_then(|m| said(Warning, m))]
         }
@@ -504,8 +505,9 @@ fn slots(slots: &Slots) -> String {
 
 fn status(inspection: &Inspection, verdict: &Verdict) -> String {
     let (total, quorum) = (inspection.servers.len(), inspection.quorum);
-    let mut text = match (verdict, inspection.occupied()) {
-        (Verdict::Held { .. } | Verdict::Foreign { .. }, Some(occupied)) => {
+    let state = LockState::of(verdict, inspection.readers());
+    let mut text = match (state, inspection.occupied()) {
+        (LockState::Held, Some(occupied)) => {
             let mut text = words::held(&inspection.key, &occupied.held_by, occupied.expires_in);
             if let HeldBy::Redlock(recorded) = &occupied.held_by {
                 if let Some(command) = &recorded.holder.command {
@@ -514,10 +516,8 @@ fn status(inspection: &Inspection, verdict: &Verdict) -> String {
             }
             text
         }
-        (Verdict::Free, _) if inspection.readers() > 0 => {
-            words::shared(&inspection.key, inspection.readers(), total)
-        }
-        (Verdict::Free, _) => format!(
+        (LockState::Shared, _) => words::shared(&inspection.key, inspection.readers(), total),
+        (LockState::Free, _) => format!(
             "{} is free: nothing holds a majority of {} (quorum {quorum})",
             inspection.key,
             count_servers(total)
@@ -740,66 +740,60 @@ fn list_empty(listing: &Listing) -> String {
 }
 
 /// What `release --force` broke, in one line; `None` when it deleted
-/// nothing because the key is not a lock (see [`not_a_lock`]).
-fn forced(forced: &Forced) -> Option<String> {
-    let before = &forced.before;
+/// nothing because the key is not a lock (see [`not_a_lock`]), or when no
+/// server answered (the no-quorum error says so).
+fn forced(forcing: &Forcing) -> Option<String> {
+    let before = &forcing.forced.before;
     let (key, total) = (&before.key, before.servers.len());
-    let deleted = forced.deleted_on().len();
-    let answered = before.servers.iter().filter(|s| s.state.is_ok()).count();
+    let deleted = forcing.deleted_on.len();
     let on = format!("{deleted} of {}", count_servers(total));
     let cleared = waiters(before.waiters())
         .map(|line| format!("; took the {line} out of it"))
         .unwrap_or_default();
-    let text = match (
-        before.verdict(),
-        before.occupied().or_else(|| before.seen()),
-    ) {
-        _ if deleted == 0 && !forced.left_alone().is_empty() => return None,
-        // Nobody answered: the no-quorum error says so.
-        _ if answered == 0 => return None,
-        (_, seen) if deleted == 0 && !forced.held_by_another().is_empty() => format!(
+    let seen = forcing.occupied.as_ref();
+    let seen_held = |before: &str| {
+        seen.map(|o| format!(" ({before}{})", words::held_by(&o.held_by)))
+            .unwrap_or_default()
+    };
+    let text = match forcing.did {
+        Did::NotALock | Did::NobodyAnswered => return None,
+        Did::KeptByAnother => format!(
             "left {key} alone: another token holds it now{} on {} of {}, not the one given \
              (--if-token); nothing deleted",
-            seen.map(|o| format!(" ({})", words::held_by(&o.held_by)))
-                .unwrap_or_default(),
-            forced.held_by_another().len(),
+            seen_held(""),
+            forcing.held_by_another.len(),
             count_servers(total)
         ),
-        _ if deleted == 0 && !forced.readers_broken().is_empty() => format!(
+        Did::RemovedReaders => format!(
             "broke {key}: {} removed on {} of {}, with their holder records",
-            words::readers(forced.readers_broken_count()),
-            forced.readers_broken().len(),
+            words::readers(forcing.readers_removed()),
+            forcing.readers_removed_on.len(),
             count_servers(total)
         ),
-        _ if deleted == 0 && !cleared.is_empty() => {
-            format!(
-                "{key} was free; took the {} out of its line",
-                waiters(before.waiters()).unwrap_or_default()
-            )
-        }
-        _ if deleted == 0 => format!(
-            "{key} was already free on the {answered} of {} that answered; nothing deleted",
+        Did::ClearedLine => format!(
+            "{key} was free; took the {} out of its line",
+            waiters(before.waiters()).unwrap_or_default()
+        ),
+        Did::AlreadyFree => format!(
+            "{key} was already free on the {} of {} that answered; nothing deleted",
+            forcing.answered,
             count_servers(total)
         ),
-        (Verdict::Held { .. }, Some(occupied)) => {
-            format!(
-                "broke {key}: held by {}; deleted on {on}",
-                words::held_by(&occupied.held_by)
-            )
-        }
-        (Verdict::Unknown, seen) => format!(
+        Did::Broke => format!(
+            "broke {key}: held by {}; deleted on {on}",
+            seen.map(|o| words::held_by(&o.held_by)).unwrap_or_default()
+        ),
+        Did::DeletedUnknown => format!(
             "deleted {key} on {on}{}; too few servers answered to tell whether a majority \
              held it",
-            seen.map(|o| format!(" (held by {})", words::held_by(&o.held_by)))
-                .unwrap_or_default()
+            seen_held("held by ")
         ),
-        (_, seen) => format!(
+        Did::DeletedLeftovers => format!(
             "deleted leftovers of {key} on {on}{}; no majority held it",
-            seen.map(|o| format!(" (held by {})", words::held_by(&o.held_by)))
-                .unwrap_or_default()
+            seen_held("held by ")
         ),
     };
-    let text = match deleted + forced.readers_broken().len() {
+    let text = match deleted + forcing.readers_removed_on.len() {
         0 => text,
         _ => text + &cleared,
     };
@@ -810,32 +804,31 @@ fn forced(forced: &Forced) -> Option<String> {
         .collect();
     Some(match failed.as_slice() {
         [] => text,
-        failed => format!("{text}; not reached: {}", failed.join("; ")),
+        failed => format!("{text}; not reached: {failed}", failed = failed.join("; ")),
     })
 }
 
 /// Why `release --force` left a key alone: it is of another type than a
 /// lock's on some server.
-fn not_a_lock(forced: &Forced) -> Option<String> {
-    let left = forced.left_alone();
-    let (_, verdict, kind) = left.first()?;
-    let before = &forced.before;
-    let (what, rule) = match verdict {
-        ForceVerdict::NoExpiry => (
+fn not_a_lock(forcing: &Forcing) -> Option<String> {
+    let first = forcing.left_alone.first()?;
+    let before = &forcing.forced.before;
+    let (what, rule) = match first.why {
+        NotALock::NoExpiry => (
             "a string without expiry".to_owned(),
             "which always expire; --any-key breaks it anyway",
         ),
-        ForceVerdict::TooLong => (
+        NotALock::TooLong => (
             format!("a string longer than {MAX_TOKEN} bytes"),
             "whose values are tokens; --any-key breaks it anyway",
         ),
-        ForceVerdict::NotAToken => (
+        NotALock::NotAToken => (
             "a string that is no redlock token, with no holder record".to_owned(),
             "whose values are redlock tokens; --any-key breaks it anyway, as it must a lock \
              another Redlock client took",
         ),
-        _ => (
-            format!("a {}", server_text(kind.as_bytes())),
+        NotALock::OtherType => (
+            format!("a {}", server_text(first.kind.as_bytes())),
             "which are strings",
         ),
     };
@@ -843,9 +836,9 @@ fn not_a_lock(forced: &Forced) -> Option<String> {
         "{} is not a lock: {what} on {} of {}, left alone (release --force deletes only locks, \
          {rule}{})",
         before.key,
-        left.len(),
+        forcing.left_alone.len(),
         count_servers(before.servers.len()),
-        match forced.deleted_on().len() {
+        match forcing.deleted_on.len() {
             0 => String::new(),
             n => format!("; the lock was deleted on {n}"),
         }
