@@ -5,7 +5,7 @@ use std::io;
 
 use serde::Serialize;
 
-use super::format::Format;
+use super::format::{Format, Piece, SoFar};
 pub use crate::duration::millis;
 use crate::lock::{
     escape_bytes, is_hidden, HeldBy, Inspection, KeyState, Lease, Listed, Listing, LockError,
@@ -54,6 +54,36 @@ impl Format for Json {
             Failed::Lock { error, tried } => Ok(Some(to_line(&FailureJson::new(error, *tried))?)),
             Failed::Expired { .. } | Failed::KeeperStopped { .. } | Failed::Said(_) => Ok(None),
         }
+    }
+
+    /// The object's opening with the first batch, then the batch's locks,
+    /// as elements of its `locks` array (see [`list_opening`]).
+    fn list_batch(&self, batch: &Listing, so_far: &mut SoFar) -> io::Result<Vec<Piece>> {
+        let entries = batch.entries();
+        let comma = if so_far.any { "," } else { "" };
+        let opening = match so_far.opened {
+            true => String::new(),
+            false => list_opening(batch).unwrap_or_default(),
+        };
+        so_far.opened = true;
+        so_far.any |= !entries.is_empty();
+        let locks = list_locks(&entries)?;
+        Ok(vec![Piece::Partial(format!("{opening}{comma}{locks}"))])
+    }
+
+    /// The object's end (its opening too if no batch came).
+    fn list_end(&self, listing: &Listing, so_far: &SoFar) -> io::Result<Option<Piece>> {
+        let opening = match so_far.opened {
+            true => String::new(),
+            false => list_opening(listing)?,
+        };
+        let end = format!("{opening}{}", list_closing(listing)?);
+        Ok(Some(Piece::Stdout(end)))
+    }
+
+    /// `held_on` and `released_on` name every server that said yes.
+    fn shows_every_answer(&self) -> bool {
+        true
     }
 }
 
@@ -738,7 +768,7 @@ struct FailedJson {
 }
 
 /// `{"prefix":…,"pattern":…,"locks":[`
-pub fn list_opening(listing: &Listing) -> io::Result<String> {
+fn list_opening(listing: &Listing) -> io::Result<String> {
     let opening = to_line(&ListOpening {
         prefix: Bytes(&listing.query.prefix),
         pattern: Bytes(&listing.query.pattern),
@@ -747,7 +777,7 @@ pub fn list_opening(listing: &Listing) -> io::Result<String> {
 }
 
 /// The locks of one batch, as array elements joined by commas.
-pub fn list_locks(entries: &[Listed<'_>]) -> io::Result<String> {
+fn list_locks(entries: &[Listed<'_>]) -> io::Result<String> {
     let locks: Vec<String> = entries
         .iter()
         .map(|entry| {
@@ -778,7 +808,7 @@ pub fn list_locks(entries: &[Listed<'_>]) -> io::Result<String> {
 }
 
 /// `],"servers":…,"quorum":…,"failed":[…]}`
-pub fn list_closing(listing: &Listing) -> io::Result<String> {
+fn list_closing(listing: &Listing) -> io::Result<String> {
     let failed = listing
         .servers
         .iter()

@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::time::Duration;
 
 use super::event::Event;
-use super::format::{Format, Level, Piece};
+use super::format::{Format, Level, Piece, SoFar};
 use super::words::{self, servers as count_servers, waiters};
 use crate::config::Notice;
 use crate::duration::{exact as human, rounded};
@@ -23,6 +23,7 @@ use crate::repeats::Failing;
 /// Text for people: the token, the status table, the list.
 pub struct Text {
     pub quiet: bool,
+    pub verbose: bool,
 }
 
 impl Format for Text {
@@ -42,6 +43,32 @@ impl Format for Text {
     fn failure(&self, _: &Failed<'_>) -> std::io::Result<Option<String>> {
         Ok(None)
     }
+
+    /// The table's rows, under its header with the first batch; nothing
+    /// under `-q`.
+    fn list_batch(&self, batch: &Listing, so_far: &mut SoFar) -> std::io::Result<Vec<Piece>> {
+        if self.quiet {
+            return Ok(Vec::new());
+        }
+        let entries = batch.entries();
+        let header = !so_far.opened;
+        let rows = list_rows(&entries, &mut so_far.widths, header);
+        so_far.opened = true;
+        so_far.any |= !entries.is_empty();
+        Ok(vec![Piece::Stdout(rows)])
+    }
+
+    /// That nothing matched; without a quorum, finding nothing says
+    /// nothing (the locks may be on the servers that did not answer), and
+    /// the no-quorum warning follows instead.
+    fn list_end(&self, listing: &Listing, _: &SoFar) -> std::io::Result<Option<Piece>> {
+        let empty = listing.count == 0 && listing.no_quorum().is_none();
+        Ok(empty.then(|| Piece::Stderr(Level::Expected, list_empty(listing))))
+    }
+
+    fn shows_every_answer(&self) -> bool {
+        self.verbose
+    }
 }
 
 /// `acquire`'s stdout: the token, and with `--fence` the fencing token
@@ -55,11 +82,10 @@ fn token_line(lease: &Lease) -> String {
     }
 }
 
-/// What an outcome writes, in order, around `stdout` (the format's part;
-/// `json` when it is a JSON object).
-pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>, json: bool) -> Vec<Piece> {
+/// What an outcome writes, in order, in either format: the words it says
+/// on stderr, around `stdout`, the format's own part.
+pub(super) fn pieces(outcome: &Outcome, stdout: Option<Piece>) -> Vec<Piece> {
     use Level::{Expected, Verbose, Warning};
-    let stdout = stdout.map(Piece::Stdout);
     let said = |level, text: String| Some(Piece::Stderr(level, text));
     let pieces: Vec<Option<Piece>> = match outcome {
         Outcome::Acquired { lease, servers } => {
@@ -105,7 +131,7 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>, json: bool) -> V
             let unknown = slots.unknown().map(|e| words::lock_error(&e));
             vec![stdout, unknown.and_then(|m| said(Warning, m))]
         }
-        Outcome::Listed(listing) => listed(listing, stdout, json),
+        Outcome::Listed(listing) => listed(listing, stdout),
         Outcome::Forced(forcing) => {
             let broke = self::forced(forcing).and_then(|m| said(Expected, m));
             let failed = match forcing.forced.no_quorum() {
@@ -137,23 +163,18 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>, json: bool) -> V
     pieces.into_iter().flatten().collect()
 }
 
-/// `list`: the servers that could not be read, always; the table, or that
-/// nothing matched; and no quorum when too few could be read.
-fn listed(listing: &Listing, stdout: Option<Piece>, json: bool) -> Vec<Option<Piece>> {
+/// `list`: the servers that could not be read, always; the format's end
+/// (the JSON object's, or that nothing matched); and no quorum when too few
+/// could be read.
+fn listed(listing: &Listing, end: Option<Piece>) -> Vec<Option<Piece>> {
     let mut pieces: Vec<Option<Piece>> = listing
         .servers
         .iter()
         .filter_map(list_server)
         .map(|m| Some(Piece::Stderr(Level::Warning, m)))
         .collect();
-    let no_quorum = listing.no_quorum();
-    // Without a quorum, finding nothing says nothing: the locks may be on
-    // the servers that did not answer.
-    if listing.count == 0 && !json && no_quorum.is_none() {
-        pieces.push(Some(Piece::Stderr(Level::Expected, list_empty(listing))));
-    }
-    pieces.push(stdout);
-    if let Some(err) = no_quorum {
+    pieces.push(end);
+    if let Some(err) = listing.no_quorum() {
         let shown =
             escape_bytes(&[listing.query.prefix.as_slice(), &listing.query.pattern].concat());
         pieces.push(Some(Piece::Stderr(
@@ -628,7 +649,7 @@ const NAME_COLUMN: usize = 40;
 /// is the longest, under a header if `header`. The columns are as wide as
 /// the widest of this batch and those before (`widths`, which grow), so a
 /// listing of one batch is aligned whole and a longer one never shrinks.
-pub(super) fn list_rows(entries: &[Listed<'_>], widths: &mut [usize; 4], header: bool) -> String {
+fn list_rows(entries: &[Listed<'_>], widths: &mut [usize; 4], header: bool) -> String {
     let rows: Vec<[String; 5]> = entries.iter().map(list_row).collect();
     let head = ["NAME", "STATE", "AGE", "EXPIRES", "HOLDER"].map(String::from);
     for (c, width) in widths.iter_mut().enumerate() {
