@@ -2,6 +2,8 @@
 //! stdout), what each event says, the status and list tables, and command
 //! lines shown safely.
 
+mod doctor;
+
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt as _;
 use std::time::Duration;
@@ -34,7 +36,7 @@ impl Format for Text {
                 inspection,
                 verdict,
             } if !self.quiet => Some(status(inspection, verdict)),
-            Outcome::Doctor(report) if !self.quiet => Some(super::doctor::text(report)),
+            Outcome::Doctor(report) if !self.quiet => Some(doctor::text(report)),
             Outcome::Slots(slots) if !self.quiet => Some(self::slots(slots)),
             _ => None,
         })

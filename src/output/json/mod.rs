@@ -1,6 +1,8 @@
 //! The documented JSON objects, one type each, written by serde_json. Field
 //! names and meanings are part of the interface: see docs/guide.md.
 
+mod doctor;
+
 use std::io;
 
 use serde::Serialize;
@@ -36,7 +38,7 @@ impl Format for Json {
                 to_line(&SlotsJson::new(slots, &occupied))?
             }
             Outcome::Forced(forcing) => to_line(&ForcedJson::new(forcing))?,
-            Outcome::Doctor(report) => super::doctor::json(report)?,
+            Outcome::Doctor(report) => doctor::json(report)?,
             // `exec --json` is refused; an interrupted wait prints nothing;
             // `list` writes its object as it reads (see `Output::listed`).
             Outcome::Ran(_)
