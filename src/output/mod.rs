@@ -210,8 +210,9 @@ fn say(mode: OutputMode, level: Level, text: &str) {
     }
 }
 
-/// Writes `text` to stdout as it is, no newline: part of a line.
-fn raw(text: &str) -> io::Result<()> {
+/// Writes `text` to stdout as it is, no newline: part of a line (or,
+/// for `--version`, a line with its own newline).
+pub fn raw(text: &str) -> io::Result<()> {
     let mut stdout = io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
     stdout.flush()
