@@ -131,3 +131,26 @@ impl Forcing {
         self.forced.readers_broken_count()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{LockState, NotALock};
+
+    fn json(value: impl serde::Serialize) -> String {
+        serde_json::to_string(&value).unwrap()
+    }
+
+    /// The words are the documented JSON (docs/guide.md): `state` and
+    /// `left_alone[].reason`.
+    #[test]
+    fn the_classifications_are_written_as_documented() {
+        assert_eq!(json(LockState::Held), r#""held""#);
+        assert_eq!(json(LockState::Shared), r#""shared""#);
+        assert_eq!(json(LockState::Free), r#""free""#);
+        assert_eq!(json(LockState::Unknown), r#""unknown""#);
+        assert_eq!(json(NotALock::OtherType), r#""type""#);
+        assert_eq!(json(NotALock::NoExpiry), r#""no_expiry""#);
+        assert_eq!(json(NotALock::TooLong), r#""too_long""#);
+        assert_eq!(json(NotALock::NotAToken), r#""not_token""#);
+    }
+}
