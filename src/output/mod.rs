@@ -15,6 +15,7 @@ mod event;
 mod format;
 mod json;
 mod progress;
+mod said;
 mod text;
 mod words;
 
@@ -40,7 +41,7 @@ pub struct Events {
 
 impl Events {
     pub fn say(&self, event: Event<'_>) {
-        let (level, text) = text::event(&event);
+        let (level, text) = said::event(&event);
         say(self.mode, level, &text);
     }
 
@@ -149,11 +150,11 @@ impl Output {
     pub fn render(&self, result: Result<&Outcome, &Failed<'_>>, exit: Exit) -> io::Result<()> {
         let pieces = match result {
             Ok(outcome @ Outcome::Listed(listing)) => {
-                text::pieces(outcome, self.listing_end(listing)?)
+                said::pieces(outcome, self.listing_end(listing)?)
             }
             Ok(outcome) => {
                 let stdout = self.format.outcome(outcome)?.map(Piece::Stdout);
-                text::pieces(outcome, stdout)
+                said::pieces(outcome, stdout)
             }
             Err(failed) => {
                 let level = if exit.is_expected_outcome() {
@@ -162,7 +163,7 @@ impl Output {
                     Level::Warning
                 };
                 let stdout = self.format.failure(failed)?;
-                let message = Piece::Stderr(level, text::failure(failed));
+                let message = Piece::Stderr(level, said::failure(failed));
                 stdout
                     .map(Piece::Stdout)
                     .into_iter()
