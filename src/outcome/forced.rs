@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::LockState;
-use crate::lock::{ForceVerdict, Forced, Occupied, ServerSpec, Verdict};
+use crate::lock::{ForceVerdict, Forced, Occupied, ServerError, ServerSpec, Verdict};
 
 /// `release --force`'s outcome: what the servers held before and did, and
 /// what that comes to.
@@ -24,8 +24,9 @@ pub struct Forcing {
     pub held_by_another: Vec<ServerSpec>,
     /// The servers where live readers were removed, and how many.
     pub readers_removed_on: Vec<(ServerSpec, u64)>,
-    /// How many servers answered.
+    /// How many servers answered; those that did not, and why.
     pub answered: usize,
+    pub not_reached: Vec<(ServerSpec, ServerError)>,
     pub did: Did,
 }
 
@@ -102,6 +103,11 @@ impl Forcing {
             held_by_another: forced.held_by_another(),
             readers_removed_on: forced.readers_broken(),
             answered: before.servers.iter().filter(|s| s.state.is_ok()).count(),
+            not_reached: before
+                .servers
+                .iter()
+                .filter_map(|s| Some((s.server.clone(), s.state.clone().err()?)))
+                .collect(),
             left_alone,
             did: Did::AlreadyFree,
             occupied,

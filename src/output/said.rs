@@ -523,10 +523,10 @@ fn forced(forcing: &Forcing) -> Option<String> {
         0 => text,
         _ => text + &cleared,
     };
-    let failed: Vec<String> = before
-        .servers
+    let failed: Vec<String> = forcing
+        .not_reached
         .iter()
-        .filter_map(|s| Some(format!("{}: {}", s.server, s.state.as_ref().err()?)))
+        .map(|(server, err)| format!("{server}: {err}"))
         .collect();
     Some(match failed.as_slice() {
         [] => text,

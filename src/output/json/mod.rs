@@ -931,16 +931,14 @@ impl<'a> ForcedJson<'a> {
                 .map(ToString::to_string)
                 .collect(),
             waiters_cleared: before.waiters(),
-            failed: before
-                .servers
+            failed: forcing
+                .not_reached
                 .iter()
-                .filter_map(|s| {
-                    Some(FailedJson {
-                        server: s.server.to_string(),
-                        error: s.state.as_ref().err()?.to_string(),
-                        restarting_ms: None,
-                        restarting_cause: None,
-                    })
+                .map(|(server, err)| FailedJson {
+                    server: server.to_string(),
+                    error: err.to_string(),
+                    restarting_ms: None,
+                    restarting_cause: None,
                 })
                 .collect(),
         }
