@@ -117,8 +117,7 @@ fn version_asked() -> bool {
 
 /// Prints [`VERSION`] as clap would (a closed stdout is not an error).
 fn print_version() -> Exit {
-    use std::io::Write as _;
-    let _ = std::io::stdout().lock().write_all(VERSION.as_bytes());
+    let _ = output::raw(VERSION);
     Exit::Success
 }
 

@@ -20,8 +20,10 @@ use crate::lock::{
 use crate::repeats::Failing;
 use crate::signals::QUIET_DEATHS;
 
+pub mod forced;
 pub mod report;
 
+pub use forced::{Did, Forcing, NotALock};
 pub use report::Report;
 
 /// What a command did. Data only: the words are `output`'s.
@@ -53,7 +55,8 @@ pub enum Outcome {
     /// `status --limit K`: every slot of a semaphore.
     Slots(Slots),
     Listed(Listing),
-    Forced(Forced),
+    /// `release --force`: what it did, classified once.
+    Forced(Box<Forcing>),
     /// `exec`: how the command went under the lock.
     Ran(Ran),
     /// A signal ended the wait for `key`; whatever was taken was released.
@@ -78,6 +81,32 @@ pub enum Outcome {
     Generated,
     /// `doctor`: what the servers' settings come to.
     Doctor(Report),
+}
+
+/// What a lock is, as `status` and `release --force` show it (in text and
+/// as JSON's `state`), from a majority's verdict and its readers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LockState {
+    /// A majority holds it (a lock, or a key of another type).
+    Held,
+    /// Readers (`--shared`) hold it on a majority.
+    Shared,
+    Free,
+    /// Too few servers answered to tell.
+    Unknown,
+}
+
+impl LockState {
+    /// `readers`: how many readers a majority holds.
+    pub fn of(verdict: &Verdict, readers: u64) -> LockState {
+        match verdict {
+            Verdict::Held { .. } | Verdict::Foreign { .. } => LockState::Held,
+            Verdict::Free if readers > 0 => LockState::Shared,
+            Verdict::Free => LockState::Free,
+            Verdict::Unknown => LockState::Unknown,
+        }
+    }
 }
 
 /// What every slot of a semaphore is (`status --limit K`), in slot order.
@@ -195,6 +224,11 @@ pub enum Failed<'a> {
 }
 
 impl Outcome {
+    /// `release --force`'s outcome, classified.
+    pub fn forced(forced: Forced) -> Outcome {
+        Outcome::Forced(Box::new(Forcing::new(forced)))
+    }
+
     /// The status this outcome ends the process with.
     pub fn exit(&self) -> Exit {
         match self {
@@ -206,11 +240,10 @@ impl Outcome {
             Outcome::Status {
                 inspection,
                 verdict,
-            } => match verdict {
-                Verdict::Held { .. } | Verdict::Foreign { .. } => Exit::Success,
-                Verdict::Free if inspection.readers() > 0 => Exit::Success,
-                Verdict::Free => Exit::Free,
-                Verdict::Unknown => lock_exit(&inspection.no_quorum()),
+            } => match LockState::of(verdict, inspection.readers()) {
+                LockState::Held | LockState::Shared => Exit::Success,
+                LockState::Free => Exit::Free,
+                LockState::Unknown => lock_exit(&inspection.no_quorum()),
             },
             // As for one lock: 0 while any slot is held, 1 when all are free.
             Outcome::Slots(slots) => match slots.unknown() {
@@ -221,14 +254,12 @@ impl Outcome {
             Outcome::Listed(listing) => {
                 listing.no_quorum().map_or(Exit::Success, |e| lock_exit(&e))
             }
-            Outcome::Forced(forced) => match forced.no_quorum() {
+            Outcome::Forced(forcing) => match forcing.forced.no_quorum() {
                 Some(error) => lock_exit(&error),
                 // The name given is not a lock's: a usage error.
-                None if !forced.left_alone().is_empty() => Exit::Usage,
+                None if !forcing.left_alone.is_empty() => Exit::Usage,
                 // `--if-token`: another holder has it now, and keeps it.
-                None if forced.deleted_on().is_empty() && !forced.held_by_another().is_empty() => {
-                    Exit::Lost
-                }
+                None if forcing.did == Did::KeptByAnother => Exit::Lost,
                 None => Exit::Success,
             },
             Outcome::Ran(ran) => ran.end.exit(),

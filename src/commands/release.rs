@@ -29,7 +29,7 @@ pub fn force(ctx: &Ctx<'_>, job: ForceJob) -> Result<Outcome, Error> {
     };
     let redlock = &ctx.redlock;
     let forced = ctx.block_on(redlock.force_release(&job.key, &breaking))?;
-    Ok(Outcome::Forced(forced))
+    Ok(Outcome::forced(forced))
 }
 
 async fn release(redlock: &Redlock, key: &LockKey, token: &Token) -> Result<Outcome, Error> {

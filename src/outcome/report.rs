@@ -9,8 +9,10 @@ use crate::lock::{
     ClusterNode, Guarded, Markers, Missing, Reached, ServerError, ServerSpec, Unknown,
 };
 
-/// How much a finding matters, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// How much a finding matters, in order; as JSON, the documented `level`
+/// (and a server's `verdict`): "ok", "unknown", "warning", "unsafe".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Level {
     Ok,
     /// The server would not say (a managed Redis refuses CONFIG or ACL).

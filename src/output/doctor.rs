@@ -1,23 +1,23 @@
-//! `redlock doctor`'s words: each finding as a check's name, a one-line
-//! explanation and the fix; the report as text and as JSON; and the
-//! warning `acquire` and `exec` give about a server that can lose a lock.
+//! `redlock doctor`'s words, which both formats show: each finding as a
+//! check's name, a one-line explanation and the fix ([`words`]), the
+//! verdict and the levels' words; and the warning `acquire` and `exec`
+//! give about a server that can lose a lock. The report as text is in
+//! `text/doctor.rs`, as JSON in `json/doctor.rs`.
 
 use std::time::Duration;
-
-use serde::Serialize;
 
 use super::format::Level as Loudness;
 use super::words::{guard_cause, server_failure};
 use crate::duration::rounded;
 use crate::lock::{Concern, ConcernKind, Feature, Missing, CLUSTER_SLOTS};
-use crate::outcome::report::{Finding, Level, Now, Ready, Report, ServerReport, State};
+use crate::outcome::report::{Finding, Level, Now, Ready, Report, State};
 
 /// A finding in words: the check, what it found, and the fix (none when
 /// nothing needs fixing).
-struct Said {
-    check: &'static str,
-    says: String,
-    fix: Option<String>,
+pub(super) struct Said {
+    pub check: &'static str,
+    pub says: String,
+    pub fix: Option<String>,
 }
 
 fn said(check: &'static str, says: String, fix: Option<&str>) -> Said {
@@ -28,7 +28,7 @@ fn said(check: &'static str, says: String, fix: Option<&str>) -> Said {
     }
 }
 
-fn words(finding: &Finding) -> Said {
+pub(super) fn words(finding: &Finding) -> Said {
     let bad = finding.level() > Level::Ok;
     let unknown = |check, why: &crate::lock::Unknown, fix: Option<&str>| {
         said(check, format!("unknown ({})", why.0), fix)
@@ -652,11 +652,11 @@ fn cut(text: &str, chars: usize) -> String {
 }
 
 /// A duration of a round trip: sub-millisecond ones too.
-fn ms(duration: Duration) -> String {
+pub(super) fn ms(duration: Duration) -> String {
     format!("{:.1}ms", duration.as_secs_f64() * 1000.0)
 }
 
-fn level_word(level: Level) -> &'static str {
+pub(super) fn level_word(level: Level) -> &'static str {
     match level {
         Level::Ok => "ok",
         Level::Unknown => "unknown",
@@ -667,7 +667,7 @@ fn level_word(level: Level) -> &'static str {
 
 /// The verdict of the whole report, in the order of the exit status: no
 /// lock can be taken, unsafe, not ready yet, degraded, then the worst level.
-fn verdict(report: &Report) -> &'static str {
+pub(super) fn verdict(report: &Report) -> &'static str {
     match (report.too_few(), report.state()) {
         (true, _) => "unreachable",
         (_, State::Unavailable) => "unavailable",
@@ -679,184 +679,13 @@ fn verdict(report: &Report) -> &'static str {
 }
 
 /// The state's word in JSON.
-fn state_word(state: State) -> &'static str {
+pub(super) fn state_word(state: State) -> &'static str {
     match state {
         State::Ready => "ready",
         State::Degraded => "degraded",
         State::NotReady(_) => "not-ready",
         State::Unavailable => "unavailable",
     }
-}
-
-/// The report for people: a block per server, one for the list, the
-/// verdict.
-pub fn text(report: &Report) -> String {
-    let mut out = String::new();
-    for server in &report.servers {
-        let mut about: Vec<String> = server
-            .server
-            .iter()
-            .map(|(name, version)| format!("{name} {version}"))
-            .collect();
-        about.extend(server.rtt.map(|rtt| format!("round trip {}", ms(rtt))));
-        let about = match about.is_empty() {
-            true => String::new(),
-            false => format!(" ({})", about.join(", ")),
-        };
-        out.push_str(&format!(
-            "{}: {}{about}\n",
-            server.spec,
-            level_word(server.level())
-        ));
-        lines(&mut out, &server.findings);
-    }
-    out.push_str(&match report.total {
-        1 => "the 1 server:\n".to_owned(),
-        n => format!("the {n} servers:\n"),
-    });
-    lines(&mut out, &report.overall);
-    let counted = |level| report.count(level);
-    out.push_str(&format!(
-        "verdict: {} ({} unsafe, {} warnings, {} unknown{})",
-        verdict(report),
-        counted(Level::Unsafe),
-        counted(Level::Warning),
-        counted(Level::Unknown),
-        if report.strict { "; --strict" } else { "" }
-    ));
-    out
-}
-
-fn lines(out: &mut String, findings: &[Finding]) {
-    for finding in findings {
-        let said = words(finding);
-        let level = match finding.level() {
-            Level::Unsafe => "UNSAFE",
-            level => level_word(level),
-        };
-        let fix = said.fix.map(|f| format!("; fix: {f}")).unwrap_or_default();
-        out.push_str(&format!(
-            "  {level:<8} {:<12} {}{fix}\n",
-            said.check, said.says
-        ));
-    }
-}
-
-#[derive(Serialize)]
-struct ReportJson {
-    verdict: &'static str,
-    exit: u8,
-    strict: bool,
-    total: usize,
-    quorum: usize,
-    answered: usize,
-    /// The three kinds a monitoring check alerts on, apart: `state` (can
-    /// a lock be taken now), and `unsafe` (the configuration).
-    state: &'static str,
-    usable: usize,
-    /// `state` is `not-ready`: in how long a lock can be taken.
-    ready_in_ms: Option<u64>,
-    #[serde(rename = "unsafe")]
-    unsafe_configuration: bool,
-    degraded: bool,
-    not_ready: bool,
-    unavailable: bool,
-    servers: Vec<ServerJson>,
-    checks: Vec<CheckJson>,
-}
-
-#[derive(Serialize)]
-struct ServerJson {
-    server: String,
-    verdict: &'static str,
-    /// What the server says it is (`redis`, `valkey`) and its version.
-    server_name: Option<String>,
-    version: Option<String>,
-    rtt_ms: Option<f64>,
-    /// Whether a lock can count it now.
-    usable: bool,
-    /// The restart guard keeps it out: how long yet, and why.
-    guard: Option<GuardJson>,
-    checks: Vec<CheckJson>,
-}
-
-#[derive(Serialize)]
-struct GuardJson {
-    left_ms: u64,
-    cause: &'static str,
-}
-
-#[derive(Serialize)]
-struct CheckJson {
-    check: &'static str,
-    level: &'static str,
-    says: String,
-    fix: Option<String>,
-}
-
-fn checks(findings: &[Finding]) -> Vec<CheckJson> {
-    findings
-        .iter()
-        .map(|finding| {
-            let said = words(finding);
-            CheckJson {
-                check: said.check,
-                level: level_word(finding.level()),
-                says: said.says,
-                fix: said.fix,
-            }
-        })
-        .collect()
-}
-
-fn server_json(server: &ServerReport) -> ServerJson {
-    ServerJson {
-        server: server.spec.to_string(),
-        verdict: level_word(server.level()),
-        server_name: server.server.as_ref().map(|(name, _)| name.clone()),
-        version: server.server.as_ref().map(|(_, version)| version.clone()),
-        rtt_ms: server
-            .rtt
-            .map(|rtt| (rtt.as_secs_f64() * 1e6).round() / 1e3),
-        usable: server.usable(),
-        guard: server.findings.iter().find_map(|f| match f {
-            Finding::Now(Now::Guarded(g)) => Some(GuardJson {
-                left_ms: millis(g.left),
-                cause: g.cause.as_str(),
-            }),
-            _ => None,
-        }),
-        checks: checks(&server.findings),
-    }
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// The report as one JSON object.
-pub fn json(report: &Report) -> serde_json::Result<String> {
-    let state = report.state();
-    serde_json::to_string(&ReportJson {
-        verdict: verdict(report),
-        exit: report.exit().code(),
-        strict: report.strict,
-        total: report.total,
-        quorum: report.quorum,
-        answered: report.answered,
-        state: state_word(state),
-        usable: report.usable(),
-        ready_in_ms: match state {
-            State::NotReady(left) => Some(millis(left)),
-            _ => None,
-        },
-        unsafe_configuration: report.unsafe_configuration(),
-        degraded: state == State::Degraded,
-        not_ready: matches!(state, State::NotReady(_)),
-        unavailable: state == State::Unavailable,
-        servers: report.servers.iter().map(server_json).collect(),
-        checks: checks(&report.overall),
-    })
 }
 
 /// What `acquire` and `exec` say of a server that can lose a lock: always

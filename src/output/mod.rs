@@ -1,7 +1,10 @@
 //! Every byte `redlock` writes to stdout and stderr. A run ends with one
-//! [`Output::render`] of its outcome or failure, through the format chosen
-//! once from the options (text or `--json`); while it runs, a command says
-//! what happens through [`Events`], the one narrow sink it is given.
+//! [`Output::render`] of its outcome or failure, through the [`Format`]
+//! (text or `--json`, one implementation each) chosen once from the
+//! options, which alone decides what differs between the two; `list`
+//! streams through the same format a batch at a time; while it runs, a
+//! command says what happens through [`Events`], the one narrow sink it is
+//! given.
 //! Nothing here panics on a closed pipe: a failed write to stdout is
 //! returned to the caller, who decides what it costs; a reader that went
 //! away early (`| head`) costs nothing and is not mentioned.
@@ -12,6 +15,7 @@ mod event;
 mod format;
 mod json;
 mod progress;
+mod said;
 mod text;
 mod words;
 
@@ -21,7 +25,7 @@ use crate::config::OutputMode;
 use crate::exit_code::Exit;
 use crate::lock::{self, LockKey, Wait};
 use crate::outcome::{Failed, Outcome};
-use format::{Format, Level, Piece};
+use format::{Format, Level, Piece, SoFar};
 
 pub use closed::stdout_was_closed;
 pub use event::Event;
@@ -31,11 +35,13 @@ pub use progress::Progress;
 #[derive(Debug, Clone, Copy)]
 pub struct Events {
     mode: OutputMode,
+    /// What the format asks for: see [`Events::shows_every_answer`].
+    every_answer: bool,
 }
 
 impl Events {
     pub fn say(&self, event: Event<'_>) {
-        let (level, text) = text::event(&event);
+        let (level, text) = said::event(&event);
         say(self.mode, level, &text);
     }
 
@@ -48,7 +54,7 @@ impl Events {
     /// Whether every server's answer is shown: under `-v`, and in JSON
     /// (`held_on`, `released_on` list each server that said yes).
     pub fn shows_every_answer(&self) -> bool {
-        self.mode.verbose || self.mode.json
+        self.every_answer
     }
 
     /// What a wait for `key` shows while it lasts (nothing without a wait).
@@ -58,7 +64,8 @@ impl Events {
     }
 }
 
-/// The run's output, in the format chosen once.
+/// The run's output, in the format chosen once: the one writer of stdout
+/// and stderr, of what the format gives it and of the words around it.
 pub struct Output {
     mode: OutputMode,
     format: Box<dyn Format>,
@@ -66,23 +73,23 @@ pub struct Output {
     listing: std::cell::RefCell<Listing>,
 }
 
-/// `list`'s stdout so far: whether its header (or the JSON object's
-/// opening) and a lock are out, the table's column widths, and a write
-/// that failed (nothing more is written after it).
+/// `list`'s stdout so far, and a write that failed (nothing more is
+/// written after it).
 #[derive(Default)]
 struct Listing {
-    opened: bool,
-    any: bool,
-    widths: [usize; 4],
+    so_far: SoFar,
     failed: Option<io::Error>,
 }
 
 impl Output {
     pub fn new(mode: OutputMode) -> Output {
-        let format: Box<dyn Format> = if mode.json {
-            Box::new(json::Json)
-        } else {
-            Box::new(text::Text { quiet: mode.quiet })
+        // The one place the format is chosen.
+        let format: Box<dyn Format> = match mode.json {
+            true => Box::new(json::Json),
+            false => Box::new(text::Text {
+                quiet: mode.quiet,
+                verbose: mode.verbose,
+            }),
         };
         Output {
             mode,
@@ -92,35 +99,24 @@ impl Output {
     }
 
     /// One batch of `list`'s locks, written as soon as it is read, so that
-    /// a listing of any size holds one batch in memory. `-q` writes no
-    /// table; a failed write (a closed pipe) stops the writing, and the end
-    /// of the listing says so.
+    /// a listing of any size holds one batch in memory. A failed write (a
+    /// closed pipe) stops the writing, and the end of the listing says so.
     pub fn listed(&self, batch: &lock::Listing) {
         let mut state = self.listing.borrow_mut();
-        if state.failed.is_some() || (self.mode.quiet && !self.mode.json) {
+        if state.failed.is_some() {
             return;
         }
-        let entries = batch.entries();
-        let written = if self.mode.json {
-            let comma = if state.any { "," } else { "" };
-            let opening = match state.opened {
-                true => String::new(),
-                false => json::list_opening(batch).unwrap_or_default(),
-            };
-            json::list_locks(&entries).and_then(|locks| raw(&format!("{opening}{comma}{locks}")))
-        } else {
-            let header = !state.opened;
-            line(&text::list_rows(&entries, &mut state.widths, header))
-        };
-        state.opened = true;
-        state.any |= !entries.is_empty();
+        let written = self
+            .format
+            .list_batch(batch, &mut state.so_far)
+            .and_then(|pieces| self.write(pieces));
         if let Err(err) = written {
             state.failed = Some(err);
         }
     }
 
     /// One batch of `list --names`: its names, one a line, and nothing
-    /// else (nothing at all under `-q`).
+    /// else (nothing at all under `-q`), in either format.
     pub fn listed_names(&self, batch: &lock::Listing) {
         let mut state = self.listing.borrow_mut();
         let entries = batch.entries();
@@ -132,25 +128,21 @@ impl Output {
         }
     }
 
-    /// The end of `list --json`'s object (its opening too if no lock was
-    /// written), after the batches.
-    fn listing_end(&self, listing: &lock::Listing) -> io::Result<Option<String>> {
+    /// What the format writes at the end of `list`, after the batches; a
+    /// write of a batch that failed, if one did.
+    fn listing_end(&self, listing: &lock::Listing) -> io::Result<Option<Piece>> {
         let mut state = self.listing.borrow_mut();
         if let Some(err) = state.failed.take() {
             return Err(err);
         }
-        if !self.mode.json {
-            return Ok(None);
-        }
-        let opening = match state.opened {
-            true => String::new(),
-            false => json::list_opening(listing)?,
-        };
-        Ok(Some(format!("{opening}{}", json::list_closing(listing)?)))
+        self.format.list_end(listing, &state.so_far)
     }
 
     pub fn events(&self) -> Events {
-        Events { mode: self.mode }
+        Events {
+            mode: self.mode,
+            every_answer: self.format.shows_every_answer(),
+        }
     }
 
     /// Writes how the run ended; the error is a write to stdout that
@@ -158,9 +150,12 @@ impl Output {
     pub fn render(&self, result: Result<&Outcome, &Failed<'_>>, exit: Exit) -> io::Result<()> {
         let pieces = match result {
             Ok(outcome @ Outcome::Listed(listing)) => {
-                text::pieces(outcome, self.listing_end(listing)?, self.mode.json)
+                said::pieces(outcome, self.listing_end(listing)?)
             }
-            Ok(outcome) => text::pieces(outcome, self.format.outcome(outcome)?, self.mode.json),
+            Ok(outcome) => {
+                let stdout = self.format.outcome(outcome)?.map(Piece::Stdout);
+                said::pieces(outcome, stdout)
+            }
             Err(failed) => {
                 let level = if exit.is_expected_outcome() {
                     Level::Expected
@@ -168,7 +163,7 @@ impl Output {
                     Level::Warning
                 };
                 let stdout = self.format.failure(failed)?;
-                let message = Piece::Stderr(level, text::failure(failed));
+                let message = Piece::Stderr(level, said::failure(failed));
                 stdout
                     .map(Piece::Stdout)
                     .into_iter()
@@ -176,9 +171,15 @@ impl Output {
                     .collect()
             }
         };
+        self.write(pieces)
+    }
+
+    /// Writes `pieces` in order; stops at a write to stdout that failed.
+    fn write(&self, pieces: Vec<Piece>) -> io::Result<()> {
         for piece in pieces {
             match piece {
                 Piece::Stdout(text) => line(&text)?,
+                Piece::Partial(text) => raw(&text)?,
                 Piece::Stderr(level, text) => say(self.mode, level, &text),
             }
         }
@@ -210,8 +211,9 @@ fn say(mode: OutputMode, level: Level, text: &str) {
     }
 }
 
-/// Writes `text` to stdout as it is, no newline: part of a line.
-fn raw(text: &str) -> io::Result<()> {
+/// Writes `text` to stdout as it is, no newline: part of a line (or,
+/// for `--version`, a line with its own newline).
+pub fn raw(text: &str) -> io::Result<()> {
     let mut stdout = io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
     stdout.flush()

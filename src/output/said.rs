@@ -1,64 +1,29 @@
-//! The human side: what each outcome says on stderr (and, as text, on
-//! stdout), what each event says, the status and list tables, and command
-//! lines shown safely.
+//! What each outcome and event says on stderr, in either format: the
+//! words around the format's own part (see [`pieces`]), in order and at
+//! their level (`-q` and `-v` choose which are written). Only stdout
+//! differs between text and JSON, and only through `format::Format`.
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt as _;
 use std::time::Duration;
 
 use super::event::Event;
-use super::format::{Format, Level, Piece};
+use super::format::{Level, Piece};
+use super::text::server_text;
 use super::words::{self, servers as count_servers, waiters};
 use crate::config::Notice;
 use crate::duration::{exact as human, rounded};
 use crate::lock::{
-    escape_and_cut, escape_bytes, oldest_reader, ForceVerdict, Forced, HeldBy, Inspection,
-    KeyState, Lease, Listed, Listing, LockError, LockKey, ServerPart, Standing, Verdict, MAX_TOKEN,
-    SERVER_TEXT_SHOWN,
+    escape_and_cut, escape_bytes, Lease, Listing, LockError, LockKey, ServerPart, Verdict,
+    MAX_TOKEN,
 };
-use crate::outcome::{Failed, Outcome, Ran, RunEnd, Slots, Stop};
+use crate::outcome::{Did, Failed, Forcing, NotALock, Outcome, Ran, RunEnd, Stop};
 use crate::repeats::Failing;
 
-/// Text for people: the token, the status table, the list.
-pub struct Text {
-    pub quiet: bool,
-}
-
-impl Format for Text {
-    fn outcome(&self, outcome: &Outcome) -> std::io::Result<Option<String>> {
-        Ok(match outcome {
-            Outcome::Acquired { lease, .. } => Some(token_line(lease)),
-            Outcome::Status {
-                inspection,
-                verdict,
-            } if !self.quiet => Some(status(inspection, verdict)),
-            Outcome::Doctor(report) if !self.quiet => Some(super::doctor::text(report)),
-            Outcome::Slots(slots) if !self.quiet => Some(self::slots(slots)),
-            _ => None,
-        })
-    }
-
-    fn failure(&self, _: &Failed<'_>) -> std::io::Result<Option<String>> {
-        Ok(None)
-    }
-}
-
-/// `acquire`'s stdout: the token, and with `--fence` the fencing token
-/// after one space on the same line, so that `read -r tok fence` takes
-/// both (a token never holds a space). Without `--fence` the line is the
-/// token alone, as ever.
-fn token_line(lease: &Lease) -> String {
-    match lease.fence {
-        Some(fence) => format!("{} {fence}", lease.token.as_str()),
-        None => lease.token.as_str().to_owned(),
-    }
-}
-
-/// What an outcome writes, in order, around `stdout` (the format's part;
-/// `json` when it is a JSON object).
-pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>, json: bool) -> Vec<Piece> {
+/// What an outcome writes, in order, in either format: the words it says
+/// on stderr, around `stdout`, the format's own part.
+pub(super) fn pieces(outcome: &Outcome, stdout: Option<Piece>) -> Vec<Piece> {
     use Level::{Expected, Verbose, Warning};
-    let stdout = stdout.map(Piece::Stdout);
     let said = |level, text: String| Some(Piece::Stderr(level, text));
     let pieces: Vec<Option<Piece>> = match outcome {
         Outcome::Acquired { lease, servers } => {
@@ -104,12 +69,12 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>, json: bool) -> V
             let unknown = slots.unknown().map(|e| words::lock_error(&e));
             vec![stdout, unknown.and_then(|m| said(Warning, m))]
         }
-        Outcome::Listed(listing) => listed(listing, stdout, json),
-        Outcome::Forced(forced) => {
-            let broke = self::forced(forced).and_then(|m| said(Expected, m));
-            let failed = match forced.no_quorum() {
+        Outcome::Listed(listing) => listed(listing, stdout),
+        Outcome::Forced(forcing) => {
+            let broke = self::forced(forcing).and_then(|m| said(Expected, m));
+            let failed = match forcing.forced.no_quorum() {
                 Some(err) => Some(words::lock_error(&err)),
-                None => not_a_lock(forced),
+                None => not_a_lock(forcing),
             };
             vec![broke, stdout, failed.and_then(|m| said(Warning, m))]
         }
@@ -136,23 +101,18 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<String>, json: bool) -> V
     pieces.into_iter().flatten().collect()
 }
 
-/// `list`: the servers that could not be read, always; the table, or that
-/// nothing matched; and no quorum when too few could be read.
-fn listed(listing: &Listing, stdout: Option<Piece>, json: bool) -> Vec<Option<Piece>> {
+/// `list`: the servers that could not be read, always; the format's end
+/// (the JSON object's, or that nothing matched); and no quorum when too few
+/// could be read.
+fn listed(listing: &Listing, end: Option<Piece>) -> Vec<Option<Piece>> {
     let mut pieces: Vec<Option<Piece>> = listing
         .servers
         .iter()
         .filter_map(list_server)
         .map(|m| Some(Piece::Stderr(Level::Warning, m)))
         .collect();
-    let no_quorum = listing.no_quorum();
-    // Without a quorum, finding nothing says nothing: the locks may be on
-    // the servers that did not answer.
-    if listing.count == 0 && !json && no_quorum.is_none() {
-        pieces.push(Some(Piece::Stderr(Level::Expected, list_empty(listing))));
-    }
-    pieces.push(stdout);
-    if let Some(err) = no_quorum {
+    pieces.push(end);
+    if let Some(err) = listing.no_quorum() {
         let shown =
             escape_bytes(&[listing.query.prefix.as_slice(), &listing.query.pattern].concat());
         pieces.push(Some(Piece::Stderr(
@@ -489,223 +449,6 @@ fn notice(notice: &Notice) -> String {
     }
 }
 
-/// `redlock status`: who holds it and until when, what the holder
-/// recorded, the token's majority, then one line per server.
-/// `status --limit K`: how many slots are held and free, then each slot
-/// as `status` shows a lock.
-fn slots(slots: &Slots) -> String {
-    let mut text = words::slots(&slots.semaphore, slots.held(), slots.free());
-    for (inspection, verdict) in &slots.slots {
-        text.push_str("\n\n");
-        text.push_str(&status(inspection, verdict));
-    }
-    text
-}
-
-fn status(inspection: &Inspection, verdict: &Verdict) -> String {
-    let (total, quorum) = (inspection.servers.len(), inspection.quorum);
-    let mut text = match (verdict, inspection.occupied()) {
-        (Verdict::Held { .. } | Verdict::Foreign { .. }, Some(occupied)) => {
-            let mut text = words::held(&inspection.key, &occupied.held_by, occupied.expires_in);
-            if let HeldBy::Redlock(recorded) = &occupied.held_by {
-                if let Some(command) = &recorded.holder.command {
-                    text.push_str(&format!("\n  command: {}", server_text(command.as_bytes())));
-                }
-            }
-            text
-        }
-        (Verdict::Free, _) if inspection.readers() > 0 => {
-            words::shared(&inspection.key, inspection.readers(), total)
-        }
-        (Verdict::Free, _) => format!(
-            "{} is free: nothing holds a majority of {} (quorum {quorum})",
-            inspection.key,
-            count_servers(total)
-        ),
-        _ => {
-            let answered: Vec<&KeyState> = inspection
-                .servers
-                .iter()
-                .filter_map(|s| s.state.as_ref().ok())
-                .collect();
-            let guarded: Vec<_> = answered.iter().filter_map(|s| s.restarting).collect();
-            words::status_unknown(&inspection.key, (total, quorum), answered.len(), &guarded)
-        }
-    };
-    match verdict {
-        Verdict::Held { value, on } => text.push_str(&format!(
-            "\n  token:   {} on {on} of {} (quorum {quorum})",
-            server_text(value),
-            count_servers(total)
-        )),
-        Verdict::Foreign { kind, on } => text.push_str(&format!(
-            "\n  a {} on {on} of {} (quorum {quorum})",
-            server_text(kind.as_bytes()),
-            count_servers(total)
-        )),
-        Verdict::Free | Verdict::Unknown => {}
-    }
-    text.push_str(&reader_lines(inspection));
-    if let Some(line) = waiters(inspection.waiters()) {
-        text.push_str(&format!("\n  line:    {line}"));
-    }
-    if let Some(fence) = inspection.fence() {
-        text.push_str(&format!(
-            "\n  fence:   {fence} (the last fencing token handed out)"
-        ));
-    }
-    if let Some(broken) = inspection.broken() {
-        text.push_str(&format!("\n  {}", words::broken(&broken)));
-    }
-    text.push_str(&server_lines(inspection));
-    text
-}
-
-/// Status's line for each server: what it holds for the lock.
-fn server_lines(inspection: &Inspection) -> String {
-    let mut text = String::new();
-    let names: Vec<String> = inspection
-        .servers
-        .iter()
-        .map(|s| s.server.to_string())
-        .collect();
-    let width = names.iter().map(String::len).max().unwrap_or(0);
-    for (s, name) in inspection.servers.iter().zip(&names) {
-        let detail = match &s.state {
-            Ok(KeyState { readers, .. }) if readers.count > 0 => words::readers(readers.count),
-            Ok(KeyState { kind, .. }) if kind == "none" => "free".to_owned(),
-            Ok(KeyState {
-                value: Some(value),
-                pttl_ms,
-                ..
-            }) => format!("token {}  {}", server_text(value), expiry(*pttl_ms)),
-            Ok(KeyState { kind, pttl_ms, .. }) => format!(
-                "foreign {} value  {}",
-                server_text(kind.as_bytes()),
-                expiry(*pttl_ms)
-            ),
-            Err(err) => format!("error: {err}"),
-        };
-        let detail = match &s.state {
-            Ok(KeyState {
-                restarting: Some(guarded),
-                ..
-            }) => format!("{detail}  ({})", words::server_restarting(*guarded)),
-            _ => detail,
-        };
-        text.push_str(&format!("\n  {name:width$}  {detail}"));
-    }
-    text
-}
-
-/// Status's line for each reader (`--shared`) on a majority.
-fn reader_lines(inspection: &Inspection) -> String {
-    let total = count_servers(inspection.servers.len());
-    inspection
-        .shared_holders()
-        .iter()
-        .map(|reader| {
-            format!(
-                "\n  reader:  {} on {} of {total}, expires in {}{}",
-                server_text(&reader.token),
-                reader.on,
-                rounded(reader.expires_in),
-                reader
-                    .recorded
-                    .as_ref()
-                    .map(|record| format!("; {}", words::recorded(record)))
-                    .unwrap_or_default()
-            )
-        })
-        .collect()
-}
-
-/// How many characters of a name `list` pads its column to; longer names
-/// are shown whole and push their line's other columns out.
-const NAME_COLUMN: usize = 40;
-
-/// `redlock list`'s lines for one batch of locks, the holder last since it
-/// is the longest, under a header if `header`. The columns are as wide as
-/// the widest of this batch and those before (`widths`, which grow), so a
-/// listing of one batch is aligned whole and a longer one never shrinks.
-pub(super) fn list_rows(entries: &[Listed<'_>], widths: &mut [usize; 4], header: bool) -> String {
-    let rows: Vec<[String; 5]> = entries.iter().map(list_row).collect();
-    let head = ["NAME", "STATE", "AGE", "EXPIRES", "HOLDER"].map(String::from);
-    for (c, width) in widths.iter_mut().enumerate() {
-        let widest = rows.iter().map(|row| row[c].chars().count()).max();
-        *width = (*width).max(widest.unwrap_or(0)).max(head[c].len());
-    }
-    widths[0] = widths[0].min(NAME_COLUMN);
-    header
-        .then_some(&head)
-        .into_iter()
-        .chain(&rows)
-        .map(|row| {
-            let padded: Vec<String> = (0..4)
-                .map(|c| format!("{:<w$}", row[c], w = widths[c]))
-                .collect();
-            format!("{}  {}", padded.join("  "), row[4])
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// `redlock list --names`'s lines for one batch: each name escaped as in the
-/// table, without its quotes.
-pub(super) fn list_names(entries: &[Listed<'_>]) -> String {
-    let names: Vec<String> = entries.iter().map(|e| escape_bytes(e.name)).collect();
-    names.join("\n")
-}
-
-fn list_row(entry: &Listed<'_>) -> [String; 5] {
-    let occupied = entry.occupied.as_ref();
-    let age = match occupied.map(|o| &o.held_by) {
-        Some(HeldBy::Redlock(recorded)) if recorded.ahead.is_some() => words::FUTURE.to_owned(),
-        Some(HeldBy::Redlock(recorded)) => recorded.held_for.map_or("-".to_owned(), rounded),
-        Some(HeldBy::Readers { .. }) => {
-            oldest_reader(&entry.readers).map_or("-".to_owned(), rounded)
-        }
-        _ => "-".to_owned(),
-    };
-    let expires = match (entry.standing, occupied) {
-        (Standing::Held, Some(o)) => {
-            let left = o.expires_in.map_or("never".to_owned(), rounded);
-            match &o.held_by {
-                HeldBy::Redlock(recorded) if recorded.pid_gone => format!("{left} (pid gone)"),
-                HeldBy::Redlock(recorded) if recorded.keeper_gone => {
-                    format!("{left} (keeper gone)")
-                }
-                HeldBy::Redlock(recorded) if recorded.renewer_stopped => {
-                    format!("{left} (stopped)")
-                }
-                HeldBy::Redlock(recorded) => match recorded.holder.renew_every_ms {
-                    Some(every) => {
-                        format!("renewed every {}", rounded(Duration::from_millis(every)))
-                    }
-                    None => left,
-                },
-                _ => left,
-            }
-        }
-        (Standing::Shared, Some(o)) => o.expires_in.map_or("-".to_owned(), rounded),
-        _ => "-".to_owned(),
-    };
-    let holder = match occupied.map(|o| &o.held_by) {
-        Some(HeldBy::Redlock(recorded)) => words::holder(&recorded.holder),
-        Some(HeldBy::Readers { count }) => words::readers_named(*count, &entry.readers),
-        Some(other) => words::held_by(other),
-        None => "-".to_owned(),
-    };
-    let name = format!("\"{}\"", escape_bytes(entry.name));
-    [
-        name,
-        words::standing(entry.standing).to_owned(),
-        age,
-        expires,
-        holder,
-    ]
-}
-
 /// What `list` says on stderr about a server whose locks it could not read.
 fn list_server(part: &ServerPart) -> Option<String> {
     match &part.state {
@@ -722,120 +465,96 @@ fn list_server(part: &ServerPart) -> Option<String> {
     }
 }
 
-/// `list` found nothing.
-fn list_empty(listing: &Listing) -> String {
-    let pattern = escape_bytes(&listing.query.pattern);
-    let older = listing
-        .query
-        .older_than
-        .map(|least| format!(" and were taken more than {} ago", human(least)))
-        .unwrap_or_default();
-    match listing.query.prefix.as_slice() {
-        [] => format!("no locks taken by redlock match \"{pattern}\"{older}"),
-        prefix => format!(
-            "no locks under the prefix \"{}\" match \"{pattern}\"{older}",
-            escape_bytes(prefix)
-        ),
-    }
-}
-
 /// What `release --force` broke, in one line; `None` when it deleted
-/// nothing because the key is not a lock (see [`not_a_lock`]).
-fn forced(forced: &Forced) -> Option<String> {
-    let before = &forced.before;
+/// nothing because the key is not a lock (see [`not_a_lock`]), or when no
+/// server answered (the no-quorum error says so).
+fn forced(forcing: &Forcing) -> Option<String> {
+    let before = &forcing.forced.before;
     let (key, total) = (&before.key, before.servers.len());
-    let deleted = forced.deleted_on().len();
-    let answered = before.servers.iter().filter(|s| s.state.is_ok()).count();
+    let deleted = forcing.deleted_on.len();
     let on = format!("{deleted} of {}", count_servers(total));
     let cleared = waiters(before.waiters())
         .map(|line| format!("; took the {line} out of it"))
         .unwrap_or_default();
-    let text = match (
-        before.verdict(),
-        before.occupied().or_else(|| before.seen()),
-    ) {
-        _ if deleted == 0 && !forced.left_alone().is_empty() => return None,
-        // Nobody answered: the no-quorum error says so.
-        _ if answered == 0 => return None,
-        (_, seen) if deleted == 0 && !forced.held_by_another().is_empty() => format!(
+    let seen = forcing.occupied.as_ref();
+    let seen_held = |before: &str| {
+        seen.map(|o| format!(" ({before}{})", words::held_by(&o.held_by)))
+            .unwrap_or_default()
+    };
+    let text = match forcing.did {
+        Did::NotALock | Did::NobodyAnswered => return None,
+        Did::KeptByAnother => format!(
             "left {key} alone: another token holds it now{} on {} of {}, not the one given \
              (--if-token); nothing deleted",
-            seen.map(|o| format!(" ({})", words::held_by(&o.held_by)))
-                .unwrap_or_default(),
-            forced.held_by_another().len(),
+            seen_held(""),
+            forcing.held_by_another.len(),
             count_servers(total)
         ),
-        _ if deleted == 0 && !forced.readers_broken().is_empty() => format!(
+        Did::RemovedReaders => format!(
             "broke {key}: {} removed on {} of {}, with their holder records",
-            words::readers(forced.readers_broken_count()),
-            forced.readers_broken().len(),
+            words::readers(forcing.readers_removed()),
+            forcing.readers_removed_on.len(),
             count_servers(total)
         ),
-        _ if deleted == 0 && !cleared.is_empty() => {
-            format!(
-                "{key} was free; took the {} out of its line",
-                waiters(before.waiters()).unwrap_or_default()
-            )
-        }
-        _ if deleted == 0 => format!(
-            "{key} was already free on the {answered} of {} that answered; nothing deleted",
+        Did::ClearedLine => format!(
+            "{key} was free; took the {} out of its line",
+            waiters(before.waiters()).unwrap_or_default()
+        ),
+        Did::AlreadyFree => format!(
+            "{key} was already free on the {} of {} that answered; nothing deleted",
+            forcing.answered,
             count_servers(total)
         ),
-        (Verdict::Held { .. }, Some(occupied)) => {
-            format!(
-                "broke {key}: held by {}; deleted on {on}",
-                words::held_by(&occupied.held_by)
-            )
-        }
-        (Verdict::Unknown, seen) => format!(
+        Did::Broke => format!(
+            "broke {key}: held by {}; deleted on {on}",
+            seen.map(|o| words::held_by(&o.held_by)).unwrap_or_default()
+        ),
+        Did::DeletedUnknown => format!(
             "deleted {key} on {on}{}; too few servers answered to tell whether a majority \
              held it",
-            seen.map(|o| format!(" (held by {})", words::held_by(&o.held_by)))
-                .unwrap_or_default()
+            seen_held("held by ")
         ),
-        (_, seen) => format!(
+        Did::DeletedLeftovers => format!(
             "deleted leftovers of {key} on {on}{}; no majority held it",
-            seen.map(|o| format!(" (held by {})", words::held_by(&o.held_by)))
-                .unwrap_or_default()
+            seen_held("held by ")
         ),
     };
-    let text = match deleted + forced.readers_broken().len() {
+    let text = match deleted + forcing.readers_removed_on.len() {
         0 => text,
         _ => text + &cleared,
     };
-    let failed: Vec<String> = before
-        .servers
+    let failed: Vec<String> = forcing
+        .not_reached
         .iter()
-        .filter_map(|s| Some(format!("{}: {}", s.server, s.state.as_ref().err()?)))
+        .map(|(server, err)| format!("{server}: {err}"))
         .collect();
     Some(match failed.as_slice() {
         [] => text,
-        failed => format!("{text}; not reached: {}", failed.join("; ")),
+        failed => format!("{text}; not reached: {failed}", failed = failed.join("; ")),
     })
 }
 
 /// Why `release --force` left a key alone: it is of another type than a
 /// lock's on some server.
-fn not_a_lock(forced: &Forced) -> Option<String> {
-    let left = forced.left_alone();
-    let (_, verdict, kind) = left.first()?;
-    let before = &forced.before;
-    let (what, rule) = match verdict {
-        ForceVerdict::NoExpiry => (
+fn not_a_lock(forcing: &Forcing) -> Option<String> {
+    let first = forcing.left_alone.first()?;
+    let before = &forcing.forced.before;
+    let (what, rule) = match first.why {
+        NotALock::NoExpiry => (
             "a string without expiry".to_owned(),
             "which always expire; --any-key breaks it anyway",
         ),
-        ForceVerdict::TooLong => (
+        NotALock::TooLong => (
             format!("a string longer than {MAX_TOKEN} bytes"),
             "whose values are tokens; --any-key breaks it anyway",
         ),
-        ForceVerdict::NotAToken => (
+        NotALock::NotAToken => (
             "a string that is no redlock token, with no holder record".to_owned(),
             "whose values are redlock tokens; --any-key breaks it anyway, as it must a lock \
              another Redlock client took",
         ),
-        _ => (
-            format!("a {}", server_text(kind.as_bytes())),
+        NotALock::OtherType => (
+            format!("a {}", server_text(first.kind.as_bytes())),
             "which are strings",
         ),
     };
@@ -843,26 +562,13 @@ fn not_a_lock(forced: &Forced) -> Option<String> {
         "{} is not a lock: {what} on {} of {}, left alone (release --force deletes only locks, \
          {rule}{})",
         before.key,
-        left.len(),
+        forcing.left_alone.len(),
         count_servers(before.servers.len()),
-        match forced.deleted_on().len() {
+        match forcing.deleted_on.len() {
             0 => String::new(),
             n => format!("; the lock was deleted on {n}"),
         }
     ))
-}
-
-/// A value or type a server holds, for the table: escaped and cut (the JSON
-/// shows it whole).
-fn server_text(bytes: &[u8]) -> String {
-    escape_and_cut(bytes, SERVER_TEXT_SHOWN)
-}
-
-fn expiry(pttl_ms: i64) -> String {
-    match u64::try_from(pttl_ms) {
-        Ok(ms) => format!("expires in {}", human(Duration::from_millis(ms))),
-        Err(_) => "never expires".to_owned(),
-    }
 }
 
 #[cfg(test)]

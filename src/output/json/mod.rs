@@ -1,18 +1,19 @@
 //! The documented JSON objects, one type each, written by serde_json. Field
 //! names and meanings are part of the interface: see docs/guide.md.
 
+mod doctor;
+
 use std::io;
 
 use serde::Serialize;
 
-use super::format::Format;
+use super::format::{Format, Piece, SoFar};
 pub use crate::duration::millis;
 use crate::lock::{
-    escape_bytes, is_hidden, ForceVerdict, Forced, HeldBy, Inspection, KeyState, Lease, Listed,
-    Listing, LockError, LockKey, Recorded, Released, Said, ServerError, SharedHolder, Tried,
-    Verdict,
+    escape_bytes, is_hidden, HeldBy, Inspection, KeyState, Lease, Listed, Listing, LockError,
+    LockKey, Recorded, Released, Said, ServerError, SharedHolder, Tried, Verdict,
 };
-use crate::outcome::{Failed, Outcome, Slots};
+use crate::outcome::{Failed, Forcing, LockState, NotALock, Outcome, Slots};
 
 /// One JSON object on stdout per run, for programs.
 pub struct Json;
@@ -36,12 +37,8 @@ impl Format for Json {
                 let occupied: Vec<_> = slots.slots.iter().map(|(i, _)| i.occupied()).collect();
                 to_line(&SlotsJson::new(slots, &occupied))?
             }
-            Outcome::Forced(forced) => {
-                let verdict = forced.before.verdict();
-                let occupied = forced.before.occupied().or_else(|| forced.before.seen());
-                to_line(&ForcedJson::new(forced, &verdict, occupied.as_ref()))?
-            }
-            Outcome::Doctor(report) => super::doctor::json(report)?,
+            Outcome::Forced(forcing) => to_line(&ForcedJson::new(forcing))?,
+            Outcome::Doctor(report) => doctor::json(report)?,
             // `exec --json` is refused; an interrupted wait prints nothing;
             // `list` writes its object as it reads (see `Output::listed`).
             Outcome::Ran(_)
@@ -59,6 +56,36 @@ impl Format for Json {
             Failed::Lock { error, tried } => Ok(Some(to_line(&FailureJson::new(error, *tried))?)),
             Failed::Expired { .. } | Failed::KeeperStopped { .. } | Failed::Said(_) => Ok(None),
         }
+    }
+
+    /// The object's opening with the first batch, then the batch's locks,
+    /// as elements of its `locks` array (see [`list_opening`]).
+    fn list_batch(&self, batch: &Listing, so_far: &mut SoFar) -> io::Result<Vec<Piece>> {
+        let entries = batch.entries();
+        let comma = if so_far.any { "," } else { "" };
+        let opening = match so_far.opened {
+            true => String::new(),
+            false => list_opening(batch).unwrap_or_default(),
+        };
+        so_far.opened = true;
+        so_far.any |= !entries.is_empty();
+        let locks = list_locks(&entries)?;
+        Ok(vec![Piece::Partial(format!("{opening}{comma}{locks}"))])
+    }
+
+    /// The object's end (its opening too if no batch came).
+    fn list_end(&self, listing: &Listing, so_far: &SoFar) -> io::Result<Option<Piece>> {
+        let opening = match so_far.opened {
+            true => String::new(),
+            false => list_opening(listing)?,
+        };
+        let end = format!("{opening}{}", list_closing(listing)?);
+        Ok(Some(Piece::Stdout(end)))
+    }
+
+    /// `held_on` and `released_on` name every server that said yes.
+    fn shows_every_answer(&self) -> bool {
+        true
     }
 }
 
@@ -460,7 +487,7 @@ fn failure_kind(error: &LockError) -> &'static str {
 pub struct StatusJson<'a> {
     #[serde(flatten)]
     name: Name<'a>,
-    state: &'static str,
+    state: LockState,
     /// `null` when the state is unknown.
     held: Option<bool>,
     token: Option<Bytes<'a>>,
@@ -596,12 +623,10 @@ impl<'a> StatusJson<'a> {
                 },
             })
             .collect();
-        let (state, token) = match verdict {
-            Verdict::Held { value, .. } => ("held", Some(value.as_slice())),
-            Verdict::Foreign { .. } => ("held", None),
-            Verdict::Free if inspection.readers() > 0 => ("shared", None),
-            Verdict::Free => ("free", None),
-            Verdict::Unknown => ("unknown", None),
+        let state = LockState::of(verdict, inspection.readers());
+        let token = match verdict {
+            Verdict::Held { value, .. } => Some(value.as_slice()),
+            _ => None,
         };
         let held_on = token
             .map(|token| inspection.holding(token))
@@ -609,7 +634,8 @@ impl<'a> StatusJson<'a> {
         StatusJson {
             name: Name::of(inspection.key.bytes()),
             state,
-            held: (state != "unknown").then_some(state == "held" || state == "shared"),
+            held: (state != LockState::Unknown)
+                .then_some(matches!(state, LockState::Held | LockState::Shared)),
             token: token.map(Bytes),
             holder: occupied.map(|o| HolderJson::new(&o.held_by)),
             expires_in_ms: occupied.and_then(|o| o.expires_in).map(millis),
@@ -744,7 +770,7 @@ struct FailedJson {
 }
 
 /// `{"prefix":…,"pattern":…,"locks":[`
-pub fn list_opening(listing: &Listing) -> io::Result<String> {
+fn list_opening(listing: &Listing) -> io::Result<String> {
     let opening = to_line(&ListOpening {
         prefix: Bytes(&listing.query.prefix),
         pattern: Bytes(&listing.query.pattern),
@@ -753,7 +779,7 @@ pub fn list_opening(listing: &Listing) -> io::Result<String> {
 }
 
 /// The locks of one batch, as array elements joined by commas.
-pub fn list_locks(entries: &[Listed<'_>]) -> io::Result<String> {
+fn list_locks(entries: &[Listed<'_>]) -> io::Result<String> {
     let locks: Vec<String> = entries
         .iter()
         .map(|entry| {
@@ -784,7 +810,7 @@ pub fn list_locks(entries: &[Listed<'_>]) -> io::Result<String> {
 }
 
 /// `],"servers":…,"quorum":…,"failed":[…]}`
-pub fn list_closing(listing: &Listing) -> io::Result<String> {
+fn list_closing(listing: &Listing) -> io::Result<String> {
     let failed = listing
         .servers
         .iter()
@@ -831,7 +857,7 @@ pub struct ForcedJson<'a> {
     released: bool,
     /// What it was before, as `status` says: "held", "shared", "free" or
     /// "unknown".
-    state: &'static str,
+    state: LockState,
     token: Option<Bytes<'a>>,
     holder: Option<HolderJson<'a>>,
     released_on: Vec<String>,
@@ -840,7 +866,7 @@ pub struct ForcedJson<'a> {
     /// Servers where the key is not a lock (another type, no expiry, a
     /// value longer than any token, or neither a redlock token nor beside
     /// a holder record) and was left alone.
-    left_alone: Vec<LeftAloneJson>,
+    left_alone: Vec<LeftAloneJson<'a>>,
     /// With `--if-token`: the servers where another token held it, left
     /// alone.
     held_by_another: Vec<String>,
@@ -854,33 +880,27 @@ pub struct ForcedJson<'a> {
 }
 
 #[derive(Debug, Serialize)]
-struct LeftAloneJson {
+struct LeftAloneJson<'a> {
     server: String,
     #[serde(rename = "type")]
-    kind: String,
+    kind: &'a str,
     /// "type", "no_expiry", "too_long" or "not_token".
-    reason: &'static str,
+    reason: NotALock,
 }
 
 impl<'a> ForcedJson<'a> {
-    pub fn new(
-        forced: &'a Forced,
-        verdict: &'a Verdict,
-        occupied: Option<&'a crate::lock::Occupied>,
-    ) -> Self {
-        let before = &forced.before;
-        let released_on: Vec<String> = forced
-            .deleted_on()
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+    pub fn new(forcing: &'a Forcing) -> Self {
+        let before = &forcing.forced.before;
+        let released_on = forcing.deleted_on.iter().map(ToString::to_string);
+        let released_on: Vec<String> = released_on.collect();
+        let occupied = forcing.occupied.as_ref();
         let token = occupied.and_then(|o| match &o.held_by {
             HeldBy::Redlock(recorded) => Some(recorded.holder.token.as_bytes()),
             HeldBy::OtherClient { token } => Some(token.as_slice()),
             HeldBy::NonRedlock { .. } | HeldBy::Readers { .. } => None,
         });
-        let readers_removed_on: Vec<String> = forced
-            .readers_broken()
+        let readers_removed_on: Vec<String> = forcing
+            .readers_removed_on
             .iter()
             .map(|(server, _)| server.to_string())
             .collect();
@@ -888,49 +908,37 @@ impl<'a> ForcedJson<'a> {
             name: Name::of(before.key.bytes()),
             forced: true,
             released: !released_on.is_empty() || !readers_removed_on.is_empty(),
-            readers_removed: forced.readers_broken_count(),
+            readers_removed: forcing.readers_removed(),
             readers_removed_on,
-            state: match verdict {
-                Verdict::Held { .. } | Verdict::Foreign { .. } => "held",
-                Verdict::Free if before.readers() > 0 => "shared",
-                Verdict::Free => "free",
-                Verdict::Unknown => "unknown",
-            },
+            state: forcing.was,
             token: token.map(Bytes),
             holder: occupied.map(|o| HolderJson::new(&o.held_by)),
             released_count: released_on.len(),
             released_on,
             servers: before.servers.len(),
-            left_alone: forced
-                .left_alone()
-                .into_iter()
-                .map(|(server, verdict, kind)| LeftAloneJson {
-                    server: server.to_string(),
-                    kind,
-                    reason: match verdict {
-                        ForceVerdict::NoExpiry => "no_expiry",
-                        ForceVerdict::TooLong => "too_long",
-                        ForceVerdict::NotAToken => "not_token",
-                        _ => "type",
-                    },
+            left_alone: forcing
+                .left_alone
+                .iter()
+                .map(|left| LeftAloneJson {
+                    server: left.server.to_string(),
+                    kind: &left.kind,
+                    reason: left.why,
                 })
                 .collect(),
-            held_by_another: forced
-                .held_by_another()
+            held_by_another: forcing
+                .held_by_another
                 .iter()
                 .map(ToString::to_string)
                 .collect(),
             waiters_cleared: before.waiters(),
-            failed: before
-                .servers
+            failed: forcing
+                .not_reached
                 .iter()
-                .filter_map(|s| {
-                    Some(FailedJson {
-                        server: s.server.to_string(),
-                        error: s.state.as_ref().err()?.to_string(),
-                        restarting_ms: None,
-                        restarting_cause: None,
-                    })
+                .map(|(server, err)| FailedJson {
+                    server: server.to_string(),
+                    error: err.to_string(),
+                    restarting_ms: None,
+                    restarting_cause: None,
                 })
                 .collect(),
         }
