@@ -50,7 +50,9 @@ pub use probe::{Facts, Feature, Markers, Missing, Probe, Reached, Unknown, CONNE
 #[cfg(test)]
 pub use quorum::drift;
 pub use retry::{acquire_or_cancel, Wait};
-pub use scripts::{composed, Features, ForceVerdict, MAX_FENCE, MAX_TOKEN};
+pub use scripts::{
+    composed, composition, keys_sent, mode_of, Features, ForceVerdict, MAX_FENCE, MAX_TOKEN,
+};
 pub use semaphore::acquire_slot_or_cancel;
 pub use server_info::{evicts_locks, ClusterNode, Concern, ConcernKind, Info, CLUSTER_SLOTS};
 pub use server_url::{redact_url, ServerSpec};

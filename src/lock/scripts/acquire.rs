@@ -68,12 +68,14 @@ const READ: Reader = Reader("acquire");
 impl Invocation for Acquire {
     type Reply = AcquireReply;
 
-    /// The attempt's mode: the fence's, the readers' and the semaphore's
-    /// Lua only for an attempt that uses them. The line's goes to every
-    /// attempt: a waiter's first attempt has no ticket yet, and one text
-    /// for all its attempts is sent once per connection.
+    /// The attempt's mode: the line's, the fence's, the readers' and the
+    /// semaphore's Lua only for an attempt that uses them. A waiter's
+    /// first attempt has no ticket yet, and sends the plain text; its
+    /// later ones the line's (one more text per connection, for a run
+    /// that waits).
     fn script(&self) -> &'static LuaScript {
         let features = Features::NONE
+            .with(Features::LINE, self.ticket.is_some())
             .with(Features::FENCE, self.fence)
             .with(Features::SHARED, self.shared)
             .with(Features::LIMIT, self.limit.is_some());
@@ -369,5 +371,37 @@ mod tests {
         assert_eq!(slot.args()[9], b"3");
         assert_eq!(slot.keys().len(), 11);
         assert_eq!(slot.keys()[10], b"k\0limit");
+    }
+
+    /// The mode an attempt's fields give is the one its arguments give by
+    /// the composition's table (`SWITCHES`), which tests/cli/lua.rs uses.
+    #[test]
+    fn the_mode_is_the_one_the_arguments_switch_on() {
+        let plain = Acquire {
+            keys: LockKeys::new(&super::super::super::key::LockKey::new(b"k".to_vec()), b"m"),
+            token: "tok".into(),
+            ttl_ms: 5000,
+            guard_ms: 0,
+            record: Vec::new(),
+            ticket: None,
+            linger_ms: 1000,
+            fence: false,
+            shared: false,
+            limit: None,
+            past_a_split_line: false,
+        };
+        for bits in 0..16 {
+            let on = |bit: u8| bits & bit != 0;
+            let call = Acquire {
+                ticket: on(1).then(|| ("000-ab".to_owned(), 12)),
+                fence: on(2),
+                shared: on(4),
+                limit: on(8).then(|| (b"k\0limit".to_vec(), 3)),
+                ..plain.clone()
+            };
+            let features = call.script().features;
+            assert_eq!(features, super::super::mode_of("acquire", &call.args()));
+            assert_eq!(features.bits(), bits);
+        }
     }
 }

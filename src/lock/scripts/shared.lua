@@ -210,9 +210,11 @@ end
 local function release_reader()
   redis.call("ZREM", KEYS[9], ARGV[1])
   forget_readers({ARGV[1]})
+  -- when announce:
   if ARGV[2] and ARGV[2] ~= "" then
     announce(ARGV[2])
   end
+  -- end when
   return 1
 end
 
