@@ -140,8 +140,9 @@ impl Vote for SetReply {
 /// What a compare-and-delete undoes.
 #[derive(Debug, Clone, Copy)]
 enum Undo<'a> {
-    /// A lock held: waiters hear of it.
-    Hold,
+    /// A lock held: waiters hear of it. `readers`: its token may be a
+    /// reader's (a semaphore's slot has none).
+    Hold { readers: bool },
     /// A failed attempt, by a waiter with this ticket (if it has one).
     Attempt(Option<&'a Ticket>),
 }
@@ -617,8 +618,27 @@ impl Redlock {
     /// and for a server still connecting (see [`round`]), so that the
     /// delete has reached them before the process exits.
     pub async fn release(&self, key: &LockKey, token: &Token) -> Result<Released, LockError> {
+        self.release_hold(key, token, true).await
+    }
+
+    /// [`Self::release`] of a semaphore's slot: no reader's token, so the
+    /// readers' Lua is not sent.
+    pub(super) async fn release_slot_key(
+        &self,
+        key: &LockKey,
+        token: &Token,
+    ) -> Result<Released, LockError> {
+        self.release_hold(key, token, false).await
+    }
+
+    async fn release_hold(
+        &self,
+        key: &LockKey,
+        token: &Token,
+        readers: bool,
+    ) -> Result<Released, LockError> {
         let replies = self
-            .release_round((&self.servers, &[]), key, token, Undo::Hold)
+            .release_round((&self.servers, &[]), key, token, Undo::Hold { readers })
             .await;
         let tally = replies.tally(self.quorum);
         if tally.succeeded() {
@@ -741,7 +761,7 @@ impl Redlock {
             keys: self.keys_of(key),
             token: token.as_str().to_owned(),
             channel: match undo {
-                Undo::Hold => notify::channel(key),
+                Undo::Hold { .. } => notify::channel(key),
                 Undo::Attempt(_) => Vec::new(),
             },
             back_in_line: match undo {
@@ -755,8 +775,8 @@ impl Redlock {
             // `release` command cannot tell).
             holder: match (undo, self.shared) {
                 (_, true) => TokenHolder::Reader,
-                (Undo::Attempt(_), false) => TokenHolder::Writer,
-                (Undo::Hold, false) => TokenHolder::Either,
+                (Undo::Attempt(_) | Undo::Hold { readers: false }, false) => TokenHolder::Writer,
+                (Undo::Hold { readers: true }, false) => TokenHolder::Either,
             },
         };
         let request =
