@@ -502,7 +502,9 @@ mod tests {
             "limit_live_for",
             "writer_ahead",
             "write_reader_record",
-            "\"ZADD\", KEYS[9]",
+            "\"ZADD\"",
+            "stand_in_line",
+            "leave_line",
         ] {
             assert!(!plain.source.contains(feature), "plain acquire: {feature}");
         }
@@ -562,30 +564,72 @@ mod tests {
         assert_eq!(keys_sent(None, &all), all);
     }
 
-    /// The lines of Lua each kind of call sends (issue 30's measure; it
-    /// asks for at most 60 for a plain release and 150 for a plain
-    /// acquire), against the most each may send now: a feature whose Lua
-    /// leaks into another mode fails here. Before the composition every
-    /// acquire sent 628 lines, every release 481.
+    /// The lines and bytes of Lua each kind of call sends, against the
+    /// most each may send now: a feature whose Lua leaks into another mode
+    /// fails here. Issue 30 asks at most 60 lines for a plain release and
+    /// 150 for a plain acquire: an attempt's undo is there, a hold's
+    /// release and a plain acquire are not yet (docs/benchmarks.md says
+    /// where their lines go). Before the composition every acquire sent
+    /// 628 lines (31 KB with its comments), every release 481.
     #[test]
     fn the_lines_each_call_sends() {
-        let none = Features::NONE;
-        for (call, name, features, most) in [
-            ("release undoing an attempt", "release", none, 60),
+        let (none, readers) = (Features::NONE, Features::READERS);
+        let hold = readers.with(Features::ANNOUNCE, true);
+        for (call, name, features, (lines, bytes)) in [
+            ("release undoing an attempt", "release", none, (60, 1100)),
             (
-                "release (a hold: a writer's or a reader's token)",
+                "release undoing a waiter's attempt",
                 "release",
-                Features::READERS.with(Features::ANNOUNCE, true),
-                162,
+                Features::LINE,
+                (60, 1700),
             ),
-            ("acquire (plain)", "acquire", none, 327),
-            ("acquire --fence", "acquire", Features::FENCE, 362),
-            ("acquire --shared", "acquire", Features::SHARED, 412),
-            ("acquire --limit (a slot)", "acquire", Features::LIMIT, 357),
+            (
+                "release of a slot",
+                "release",
+                Features::ANNOUNCE,
+                (111, 2900),
+            ),
+            (
+                "release of a hold (a writer's or a reader's token)",
+                "release",
+                hold,
+                (150, 3900),
+            ),
+            (
+                "acquire (plain: acquire -n, a first attempt)",
+                "acquire",
+                none,
+                (297, 8400),
+            ),
+            (
+                "acquire by a waiter in line",
+                "acquire",
+                Features::LINE,
+                (312, 8900),
+            ),
+            ("acquire --fence", "acquire", Features::FENCE, (332, 9400)),
+            (
+                "acquire --shared",
+                "acquire",
+                Features::SHARED,
+                (383, 10600),
+            ),
+            (
+                "acquire --limit (a slot)",
+                "acquire",
+                Features::LIMIT,
+                (327, 9200),
+            ),
         ] {
-            let sent = composed(name, features).lines().count();
-            println!("{call}: {sent} lines");
-            assert!(sent <= most, "{call}: {sent} lines, more than {most}");
+            let sent = composed(name, features);
+            let count = sent.lines().count();
+            println!("{call}: {count} lines, {} bytes", sent.len());
+            assert!(count <= lines, "{call}: {count} lines, more than {lines}");
+            assert!(
+                sent.len() <= bytes,
+                "{call}: {} bytes, more than {bytes}",
+                sent.len()
+            );
         }
     }
 
