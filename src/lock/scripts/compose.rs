@@ -11,7 +11,7 @@
 //! | (core)    | holder.lua, token.lua| clock, holder record, compare-and-delete    |
 //! | (core)    | guard.lua            | the restart guard                           |
 //! | (core)    | queue.lua            | the line ahead of an acquire (every one)    |
-//! | `line`    | queue.lua            | release: the caller's ticket put back       |
+//! | `line`    | queue.lua            | a waiter's ticket: kept, left, put back     |
 //! | `fence`   | fence.lua            | the fencing counter in the reply            |
 //! | `shared`  | shared.lua, reader_records.lua | a reader's attempt              |
 //! | `readers` | shared.lua, reader_records.lua | releasing a reader's token      |
@@ -29,15 +29,19 @@
 //! nothing (`redis.replicate_commands()`) always goes. So a feature's Lua
 //! reaches only the calls that use it, and a plain `release` is
 //! compare-and-delete and what it must clean up. Comment lines, blank lines
-//! and indentation are left out of what is sent. tests/cli/lua.rs runs the
-//! same text, through [`composed`].
+//! and indentation are left out of what is sent. Last, the text's `KEYS[n]`
+//! are renumbered to the keys it reads, and a call passes only those
+//! ([`keys_sent`]). tests/cli/lua.rs runs the same text with the same keys,
+//! through [`composition`], in the mode [`SWITCHES`] gives its arguments.
 //!
-//! Every acquire sends the line's Lua (a waiter's first attempt has no
-//! ticket yet, and one text for all its attempts is sent once), and the
-//! exclusive attempt's half of the readers' (live readers keep a writer
-//! out). A new feature is its Lua in its prelude, a `-- when` block where
-//! the script calls it, a name and a bit here ([`Features`], [`MODES`]),
-//! and the line of its call's `script()` that sets it.
+//! Every acquire sends the part of the line's Lua that keeps it out (who is
+//! first, and when the line steps aside for a free lock), and the exclusive
+//! attempt's half of the readers' (live readers keep a writer out); only a
+//! waiter's attempt with its ticket gets the rest of the line's. A new
+//! feature is its Lua in its prelude, a `-- when` block where the script
+//! calls it, a name and a bit here ([`Features`], [`MODES`]), the argument
+//! that turns it on ([`SWITCHES`]), and the line of its call's `script()`
+//! that sets it.
 
 //!
 //! This module is plain std: build.rs compiles it too, and composes every
@@ -72,9 +76,9 @@ impl Features {
     }
 
     pub const NONE: Features = Features(0);
-    /// An undone attempt's ticket goes back in line (release). Every
-    /// acquire carries the line's code: a waiter's first attempt has no
-    /// ticket yet, and one text per server is sent.
+    /// A waiter's ticket: kept in line or taken out where its attempt
+    /// takes the lock (acquire), put back when the attempt is undone
+    /// (release). A waiter's first attempt has no ticket yet.
     pub const LINE: Features = Features(1);
     /// `--fence`: the reply says the fencing counter.
     pub const FENCE: Features = Features(2);
@@ -313,9 +317,12 @@ pub fn composed(name: &str, features: Features) -> String {
     composition(name, features).0
 }
 
+/// A text as sent, and which of a call's keys it reads ([`keys_sent`]).
+pub type Composition = (String, Option<Vec<usize>>);
+
 /// The text of `name` for `features`, its KEYS renumbered, and which of
 /// the call's keys it reads ([`keys_sent`]).
-pub fn composition(name: &str, features: Features) -> (String, Option<Vec<usize>>) {
+pub fn composition(name: &str, features: Features) -> Composition {
     let source = unnumbered(name, features);
     match keys_read(&source) {
         Some(read) => (renumber(&source, &read), Some(read)),
@@ -417,7 +424,7 @@ fn uses<'a>(body: &'a str, pieces: &'a [Piece]) -> BTreeSet<&'a str> {
 /// Every mode of every script: each script with each subset of the
 /// features [`MODES`] gives it, composed.
 /// (Its text, and the keys it reads, as [`composition`] gives them.)
-pub fn every_mode() -> Vec<(&'static str, Features, (String, Option<Vec<usize>>))> {
+pub fn every_mode() -> Vec<(&'static str, Features, Composition)> {
     let mut all = Vec::new();
     for &(name, allowed) in MODES {
         for bits in 0..=allowed.0 {
