@@ -804,12 +804,12 @@ fn extend_pushes_the_expiry_out_only_with_the_right_token() {
     assert_eq!(server.get(&gone[0]), None);
 }
 
-/// A text composed without the slot's (the fence's, the readers', the
-/// line's) code refuses a slot's (a fenced, a shared, a waiter's) call
-/// instead of skipping the K check (the counter, the readers' set, the
-/// ticket), and writes nothing: the mode and the arguments must agree.
+/// A text composed without the slot's (the fence's, the readers') code
+/// refuses a slot's (a fenced, a shared) call instead of skipping the K
+/// check (the counter, the readers' set), and writes nothing: the mode
+/// and the arguments must agree.
 #[test]
-fn a_plain_text_refuses_a_slots_a_fenced_a_shared_or_a_waiters_call() {
+fn a_plain_text_refuses_a_slots_a_fenced_or_a_shared_call() {
     let server = RedisServer::start();
     let mut k = keys("mismatch");
     k.push(b"mismatch\0limit".to_vec());
@@ -818,15 +818,7 @@ fn a_plain_text_refuses_a_slots_a_fenced_a_shared_or_a_waiters_call() {
     ];
     let fenced = ["tok", "10000", GUARD_OFF, "", "", "0", "1000", "1", "0", ""];
     let shared = ["tok", "10000", GUARD_OFF, "", "", "0", "1000", "0", "1", ""];
-    let waiter = [
-        "tok", "10000", GUARD_OFF, "", "t-1", "5", "1000", "0", "0", "",
-    ];
-    for (args, what) in [
-        (&slot, "slot"),
-        (&fenced, "fenced"),
-        (&shared, "shared"),
-        (&waiter, "waiter"),
-    ] {
+    for (args, what) in [(&slot, "slot"), (&fenced, "fenced"), (&shared, "shared")] {
         let refused = eval_mode(&server, ("acquire", Features::NONE), &k, args, "0");
         let message = refused.expect_err(what).to_string();
         assert!(message.contains(what), "{message}");

@@ -42,11 +42,10 @@ if other_limit then
   return other_limit
 end
 -- end when
--- A text without the slot's, the fence's, the readers' or the line's
--- code must never be sent for a call that uses it: it would skip the K
--- check, answer without the counter, take a reader's attempt for nothing
--- or leave a waiter's ticket where it stands. Refuse rather than fail
--- open.
+-- A text without the slot's, the fence's or the readers' code must never
+-- be sent for a call that uses it: it would skip the K check, answer
+-- without the counter, or take a reader's attempt for nothing. Refuse
+-- rather than fail open.
 -- unless limit:
 if ARGV[10] and ARGV[10] ~= "" then
   return redis.error_reply("ERR a slot's attempt sent without the slot's code")
@@ -60,11 +59,6 @@ end
 -- unless shared:
 if ARGV[9] == "1" then
   return redis.error_reply("ERR a shared attempt sent without the readers' code")
-end
--- end when
--- unless line:
-if ARGV[5] and ARGV[5] ~= "" then
-  return redis.error_reply("ERR a waiter's attempt sent without the line's code")
 end
 -- end when
 -- A fenced attempt takes no server whose counter cannot be used: that
@@ -120,13 +114,11 @@ if first == nil or first == ticket then
     -- did not take it is left by the winner afterwards (lock/retry.rs).
     -- A reader stays in line until it leaves everywhere: its leaving is
     -- what wakes the readers behind it (leave.lua).
-    -- when line:
     if ticket ~= "" and ARGV[9] == "1" and now then
       stand_in_line(ticket, ARGV[6], tonumber(now), linger)
     elseif ticket ~= "" then
       leave_line(ticket)
     end
-    -- end when
   end
   -- Taken here, or already ours.
   if taken or holds_value(KEYS[1], ARGV[1]) then
@@ -141,11 +133,9 @@ if first == nil or first == ticket then
     -- end when
   end
 end
--- when line:
 if ticket ~= "" and now then
   stand_in_line(ticket, ARGV[6], tonumber(now), linger)
 end
--- end when
 local seen = readers_reply(now) or occupant()
 if seen[1] == "readers" then
   return seen

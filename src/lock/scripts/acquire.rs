@@ -68,14 +68,12 @@ const READ: Reader = Reader("acquire");
 impl Invocation for Acquire {
     type Reply = AcquireReply;
 
-    /// The attempt's mode: the line's, the fence's, the readers' and the
-    /// semaphore's Lua only for an attempt that uses them. A waiter's
-    /// first attempt has no ticket yet, and sends the plain text; its
-    /// later ones the line's (one more text per connection, for a run
-    /// that waits).
+    /// The attempt's mode: the fence's, the readers' and the semaphore's
+    /// Lua only for an attempt that uses them. The line's goes to every
+    /// attempt: a waiter's first attempt has no ticket yet, and one text
+    /// for all its attempts is sent once per connection.
     fn script(&self) -> &'static LuaScript {
         let features = Features::NONE
-            .with(Features::LINE, self.ticket.is_some())
             .with(Features::FENCE, self.fence)
             .with(Features::SHARED, self.shared)
             .with(Features::LIMIT, self.limit.is_some());
@@ -393,6 +391,7 @@ mod tests {
         for bits in 0..16 {
             let on = |bit: u8| bits & bit != 0;
             let call = Acquire {
+                // A ticket or none: the same text.
                 ticket: on(1).then(|| ("000-ab".to_owned(), 12)),
                 fence: on(2),
                 shared: on(4),
@@ -401,7 +400,7 @@ mod tests {
             };
             let features = call.script().features;
             assert_eq!(features, super::super::mode_of("acquire", &call.args()));
-            assert_eq!(features.bits(), bits);
+            assert_eq!(features.bits(), bits & !1);
         }
     }
 }

@@ -11,7 +11,7 @@
 //! | (core)    | holder.lua, token.lua| clock, holder record, compare-and-delete    |
 //! | (core)    | guard.lua            | the restart guard                           |
 //! | (core)    | queue.lua            | the line ahead of an acquire (every one)    |
-//! | `line`    | queue.lua            | a waiter's ticket: kept, left, put back     |
+//! | `line`    | queue.lua            | release: the caller's ticket put back       |
 //! | `fence`   | fence.lua            | the fencing counter in the reply            |
 //! | `shared`  | shared.lua, reader_records.lua | a reader's attempt              |
 //! | `readers` | shared.lua, reader_records.lua | releasing a reader's token      |
@@ -34,10 +34,10 @@
 //! ([`keys_sent`]). tests/cli/lua.rs runs the same text with the same keys,
 //! through [`composition`], in the mode [`SWITCHES`] gives its arguments.
 //!
-//! Every acquire sends the part of the line's Lua that keeps it out (who is
-//! first, and when the line steps aside for a free lock), and the exclusive
-//! attempt's half of the readers' (live readers keep a writer out); only a
-//! waiter's attempt with its ticket gets the rest of the line's. A new
+//! Every acquire sends the line's Lua (a waiter's first attempt has no
+//! ticket yet, and one text for all its attempts is sent once per server:
+//! tests/cli/server_work.rs), and the exclusive attempt's half of the
+//! readers' (live readers keep a writer out). A new
 //! feature is its Lua in its prelude, a `-- when` block where the script
 //! calls it, a name and a bit here ([`Features`], [`MODES`]), the argument
 //! that turns it on ([`SWITCHES`]), and the line of its call's `script()`
@@ -76,9 +76,9 @@ impl Features {
     }
 
     pub const NONE: Features = Features(0);
-    /// A waiter's ticket: kept in line or taken out where its attempt
-    /// takes the lock (acquire), put back when the attempt is undone
-    /// (release). A waiter's first attempt has no ticket yet.
+    /// An undone attempt's ticket goes back in line (release). Every
+    /// acquire carries the line's code: a waiter's first attempt has no
+    /// ticket yet, and one text per server is sent.
     pub const LINE: Features = Features(1);
     /// `--fence`: the reply says the fencing counter.
     pub const FENCE: Features = Features(2);
@@ -143,7 +143,7 @@ const SCRIPTS: &[(&str, &str)] = &[
 pub const MODES: &[(&str, Features)] = &[
     (
         "acquire",
-        Features(Features::LINE.0 | Features::FENCE.0 | Features::SHARED.0 | Features::LIMIT.0),
+        Features(Features::FENCE.0 | Features::SHARED.0 | Features::LIMIT.0),
     ),
     (
         "release",
@@ -165,7 +165,6 @@ pub const MODES: &[(&str, Features)] = &[
 /// `readers` is no argument's: whose token a release deletes (a writer's,
 /// or maybe a reader's) only its caller knows.
 pub const SWITCHES: &[(&str, Features, usize, Option<&str>)] = &[
-    ("acquire", Features::LINE, 5, None),
     ("acquire", Features::FENCE, 8, Some("1")),
     ("acquire", Features::SHARED, 9, Some("1")),
     ("acquire", Features::LIMIT, 10, None),
@@ -509,9 +508,7 @@ mod tests {
             "limit_live_for",
             "writer_ahead",
             "write_reader_record",
-            "\"ZADD\"",
-            "stand_in_line",
-            "leave_line",
+            "\"ZADD\", KEYS[7]",
         ] {
             assert!(!plain.source.contains(feature), "plain acquire: {feature}");
         }
@@ -602,30 +599,19 @@ mod tests {
                 hold,
                 (150, 3900),
             ),
-            (
-                "acquire (plain: acquire -n, a first attempt)",
-                "acquire",
-                none,
-                (297, 8400),
-            ),
-            (
-                "acquire by a waiter in line",
-                "acquire",
-                Features::LINE,
-                (312, 8900),
-            ),
-            ("acquire --fence", "acquire", Features::FENCE, (332, 9400)),
+            ("acquire (plain)", "acquire", none, (312, 8900)),
+            ("acquire --fence", "acquire", Features::FENCE, (347, 9900)),
             (
                 "acquire --shared",
                 "acquire",
                 Features::SHARED,
-                (383, 10600),
+                (398, 11100),
             ),
             (
                 "acquire --limit (a slot)",
                 "acquire",
                 Features::LIMIT,
-                (327, 9200),
+                (342, 9700),
             ),
         ] {
             let sent = composed(name, features);
