@@ -29,7 +29,7 @@ mod lock;
 /// Public for the tests: tests/cli/lua.rs runs the Lua scripts as each mode
 /// of a call sends them (lock/scripts/compose.rs composes them).
 pub mod lua {
-    pub use crate::lock::{composed, Features};
+    pub use crate::lock::{composed, composition, keys_sent, mode_of, Features};
 }
 mod outcome;
 mod output;

@@ -121,7 +121,10 @@ async fn exec(
     // After a loss (or a refusal) the release only tidies up; after a
     // normal end the command's status matters more than a lock that lapsed
     // at the very end, but it is said.
-    let release_failed = match redlock.release(&lease.key, &lease.token).await {
+    let release_failed = match redlock
+        .release_own(&lease.key, &lease.token, request.shared)
+        .await
+    {
         Ok(_) => {
             events.say(Event::Released(&lease.key));
             None

@@ -48,7 +48,9 @@ pub use listing::{
     glob_problem, oldest_reader, GlobProblem, ListQuery, Listed, Listing, ServerPart, Standing,
 };
 pub use probe::{Facts, Feature, Markers, Missing, Probe, Reached, Unknown, CONNECTIONS};
-pub use scripts::{composed, Features, ForceVerdict, MAX_FENCE, MAX_TOKEN};
+pub use scripts::{
+    composed, composition, keys_sent, mode_of, Features, ForceVerdict, MAX_FENCE, MAX_TOKEN,
+};
 pub use server_info::{evicts_locks, ClusterNode, Concern, ConcernKind, Info, CLUSTER_SLOTS};
 pub use server_url::{redact_url, ServerSpec};
 pub use shared::SharedHolder;

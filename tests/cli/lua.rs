@@ -1,35 +1,24 @@
 //! The Lua scripts on their own: each one as redlock sends it for the mode
-//! of the call (`redlock::lua::composed`, the composition of
-//! `src/lock/scripts/source.rs`) and run with EVAL on a real redis-server,
+//! of the call (`redlock::lua::composition`, the composition of
+//! `src/lock/scripts/compose.rs`, with the KEYS that mode reads) and run with EVAL on a real redis-server,
 //! with crafted keys, one branch per test. Replies are checked in the exact
 //! shape the Rust parsers (`src/lock/scripts/*.rs`) read.
 
 use redis::Value;
-use redlock::lua::{composed, Features};
+use redlock::lua::{composition, keys_sent, mode_of, Features};
 
 use crate::support::RedisServer;
 
 const GUARD_OFF: &str = "0";
 
-/// The mode of a call of `name` with `args`, as the Rust call that sends
-/// those arguments chooses it (lock/scripts/acquire.rs, token.rs).
+/// The mode of a call of `name` with `args`, by the composition's table of
+/// which argument turns which feature on (`redlock::lua::mode_of`, which
+/// the calls in src/lock/scripts/ agree with). A release that announces is
+/// a hold's, whose token may be a reader's (`readers`, which no argument
+/// says); one that does not undoes an attempt, a writer's.
 fn mode(name: &str, args: &[&str]) -> Features {
-    let given = |i: usize| args.get(i).is_some_and(|a| !a.is_empty());
-    let one = |i: usize| args.get(i) == Some(&"1");
-    match name {
-        "acquire" => Features::NONE
-            .with(Features::FENCE, one(7))
-            .with(Features::SHARED, one(8))
-            .with(Features::LIMIT, given(9)),
-        // A release that announces is a hold's, whose token may be a
-        // reader's; one that does not undoes an attempt, a writer's.
-        "release" => Features::NONE
-            .with(Features::LINE, given(2))
-            .with(Features::READERS, given(1))
-            .with(Features::ANNOUNCE, given(1)),
-        "extend" => Features::NONE.with(Features::LIMIT, given(3)),
-        _ => Features::NONE,
-    }
+    let announces = name == "release" && args.get(1).is_some_and(|a| !a.is_empty());
+    mode_of(name, args).with(Features::READERS, announces)
 }
 
 /// EVAL of the script `name` with `keys` and `args` (and db 0 last, for a
@@ -60,7 +49,9 @@ fn eval_mode(
     args: &[&str],
     db: &str,
 ) -> redis::RedisResult<Value> {
-    let source = composed(name, features);
+    let (source, read) = composition(name, features);
+    // Only the keys the text reads, as a connection sends them.
+    let keys = keys_sent(read.as_deref(), keys);
     let mut args = args.to_vec();
     // A script that runs the restart guard gets the db index its
     // connection selected as its last argument.
@@ -813,11 +804,12 @@ fn extend_pushes_the_expiry_out_only_with_the_right_token() {
     assert_eq!(server.get(&gone[0]), None);
 }
 
-/// A text composed without the slot's (or the fence's) code refuses a
-/// slot's (or a fenced) call instead of skipping the K check (or the
-/// counter), and writes nothing: the mode and the arguments must agree.
+/// A text composed without the slot's (the fence's, the readers') code
+/// refuses a slot's (a fenced, a shared) call instead of skipping the K
+/// check (the counter, the readers' set), and writes nothing: the mode
+/// and the arguments must agree.
 #[test]
-fn a_plain_text_refuses_a_slots_or_a_fenced_call() {
+fn a_plain_text_refuses_a_slots_a_fenced_or_a_shared_call() {
     let server = RedisServer::start();
     let mut k = keys("mismatch");
     k.push(b"mismatch\0limit".to_vec());
@@ -825,11 +817,14 @@ fn a_plain_text_refuses_a_slots_or_a_fenced_call() {
         "tok", "10000", GUARD_OFF, "", "", "0", "1000", "0", "0", "3",
     ];
     let fenced = ["tok", "10000", GUARD_OFF, "", "", "0", "1000", "1", "0", ""];
-    for (args, what) in [(&slot, "slot"), (&fenced, "fenced")] {
+    let shared = ["tok", "10000", GUARD_OFF, "", "", "0", "1000", "0", "1", ""];
+    for (args, what) in [(&slot, "slot"), (&fenced, "fenced"), (&shared, "shared")] {
         let refused = eval_mode(&server, ("acquire", Features::NONE), &k, args, "0");
         let message = refused.expect_err(what).to_string();
         assert!(message.contains(what), "{message}");
-        assert_eq!(server.pttl(&k[0]), -2, "{what}: nothing written");
+        for key in &k {
+            assert_eq!(server.pttl(key), -2, "{what}: nothing written");
+        }
     }
     server.set_px(&k[0], b"tok", 2000);
     let extended = eval_mode(

@@ -105,8 +105,9 @@ impl Vote for SetReply {
 /// What a compare-and-delete undoes.
 #[derive(Debug, Clone, Copy)]
 enum Undo<'a> {
-    /// A lock held: waiters hear of it.
-    Hold,
+    /// A lock held: waiters hear of it. `readers`: its token may be a
+    /// reader's (a semaphore's slot has none).
+    Hold { readers: bool },
     /// A failed attempt, by a waiter with this ticket (if it has one),
     /// taken shared or not.
     Attempt(Option<&'a Ticket>, bool),
@@ -441,8 +442,29 @@ impl Redlock {
     /// and for a server still connecting (see [`round`]), so that the
     /// delete has reached them before the process exits.
     pub async fn release(&self, key: &LockKey, token: &Token) -> Result<Released, LockError> {
+        self.release_hold(key, token, true).await
+    }
+
+    /// [`Self::release`] of a lock this process took itself, knowing
+    /// whether it took it `shared`: a writer's token (a semaphore's slot
+    /// too) gets no readers' Lua.
+    pub async fn release_own(
+        &self,
+        key: &LockKey,
+        token: &Token,
+        shared: bool,
+    ) -> Result<Released, LockError> {
+        self.release_hold(key, token, shared).await
+    }
+
+    async fn release_hold(
+        &self,
+        key: &LockKey,
+        token: &Token,
+        readers: bool,
+    ) -> Result<Released, LockError> {
         let replies = self
-            .release_round((&self.servers, &[]), key, token, Undo::Hold)
+            .release_round((&self.servers, &[]), key, token, Undo::Hold { readers })
             .await;
         let tally = replies.tally(self.quorum);
         if tally.succeeded() {
@@ -565,7 +587,7 @@ impl Redlock {
             keys: self.keys_of(key),
             token: token.as_str().to_owned(),
             channel: match undo {
-                Undo::Hold => notify::channel(key),
+                Undo::Hold { .. } => notify::channel(key),
                 Undo::Attempt(..) => Vec::new(),
             },
             back_in_line: match undo {
@@ -576,11 +598,11 @@ impl Redlock {
             },
             // A failed attempt's token is its own, of the mode it ran in;
             // a hold's may be a reader's (the `release` command cannot
-            // tell), and a reader's release is the same call.
+            // tell; a semaphore's slot has none).
             holder: match undo {
                 Undo::Attempt(_, true) => TokenHolder::Reader,
-                Undo::Attempt(_, false) => TokenHolder::Writer,
-                Undo::Hold => TokenHolder::Either,
+                Undo::Attempt(_, false) | Undo::Hold { readers: false } => TokenHolder::Writer,
+                Undo::Hold { readers: true } => TokenHolder::Either,
             },
         };
         let request =

@@ -40,7 +40,7 @@ pub async fn acquire_or_cancel<C: Future>(
         outcome = acquiring => Ok(outcome),
         cancelled = cancel => {
             if let Some((key, token)) = in_flight.attempt() {
-                let _ = redlock.release(&key, &token).await;
+                let _ = redlock.release_own(&key, &token, take.shared).await;
             }
             Err(cancelled)
         }

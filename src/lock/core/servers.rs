@@ -142,11 +142,8 @@ impl Connection {
         &mut self,
         call: &I,
     ) -> redis::RedisResult<Result<I::Reply, Late>> {
-        let (mut keys, mut args) = (call.keys(), call.args());
-        // Only the keys the script's mode reads (the lock's own come first).
-        if let Some(read) = call.script().keys_read {
-            keys.truncate(read);
-        }
+        // Only the keys the script's mode reads.
+        let (keys, mut args) = (call.script().keys_sent(&call.keys()), call.args());
         // A bounded script's deadline is this server's clock a reply wait
         // from now: only the connection knows which server that is.
         if I::BOUNDED {

@@ -42,9 +42,10 @@ if other_limit then
   return other_limit
 end
 -- end when
--- A text without the slot's or the fence's code must never be sent for
--- a slot or a fenced attempt: it would skip the K check, or answer
--- without the counter. Refuse rather than fail open.
+-- A text without the slot's, the fence's or the readers' code must never
+-- be sent for a call that uses it: it would skip the K check, answer
+-- without the counter, or take a reader's attempt for nothing. Refuse
+-- rather than fail open.
 -- unless limit:
 if ARGV[10] and ARGV[10] ~= "" then
   return redis.error_reply("ERR a slot's attempt sent without the slot's code")
@@ -53,6 +54,11 @@ end
 -- unless fence:
 if ARGV[8] == "1" then
   return redis.error_reply("ERR a fenced attempt sent without the fence's code")
+end
+-- end when
+-- unless shared:
+if ARGV[9] == "1" then
+  return redis.error_reply("ERR a shared attempt sent without the readers' code")
 end
 -- end when
 -- A fenced attempt takes no server whose counter cannot be used: that

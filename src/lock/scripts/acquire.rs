@@ -370,4 +370,37 @@ mod tests {
         assert_eq!(slot.keys().len(), 11);
         assert_eq!(slot.keys()[10], b"k\0limit");
     }
+
+    /// The mode an attempt's fields give is the one its arguments give by
+    /// the composition's table (`SWITCHES`), which tests/cli/lua.rs uses.
+    #[test]
+    fn the_mode_is_the_one_the_arguments_switch_on() {
+        let plain = Acquire {
+            keys: LockKeys::new(&super::super::super::key::LockKey::new(b"k".to_vec()), b"m"),
+            token: "tok".into(),
+            ttl_ms: 5000,
+            guard_ms: 0,
+            record: Vec::new(),
+            ticket: None,
+            linger_ms: 1000,
+            fence: false,
+            shared: false,
+            limit: None,
+            past_a_split_line: false,
+        };
+        for bits in 0..16 {
+            let on = |bit: u8| bits & bit != 0;
+            let call = Acquire {
+                // A ticket or none: the same text.
+                ticket: on(1).then(|| ("000-ab".to_owned(), 12)),
+                fence: on(2),
+                shared: on(4),
+                limit: on(8).then(|| (b"k\0limit".to_vec(), 3)),
+                ..plain.clone()
+            };
+            let features = call.script().features;
+            assert_eq!(features, super::super::mode_of("acquire", &call.args()));
+            assert_eq!(features.bits(), bits & !1);
+        }
+    }
 }

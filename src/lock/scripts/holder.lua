@@ -34,10 +34,7 @@ local LONGEST_RECORD = 33 * 1024
 -- the caller's GET decides, as it always did.
 local function string_length(key)
   local length = redis.pcall("STRLEN", key)
-  if type(length) == "number" then
-    return length
-  end
-  return nil
+  return type(length) == "number" and length or nil
 end
 
 -- Whether the string at `key` is `value`, without moving a longer one.
@@ -59,10 +56,7 @@ local function holder_record(record_key)
     return false
   end
   local record = redis.pcall("GET", record_key)
-  if type(record) ~= "string" then
-    return false
-  end
-  return record
+  return type(record) == "string" and record
 end
 
 -- Whether KEYS[2] may be written or deleted: missing, or a string (a

@@ -4,7 +4,7 @@
 -- not wait for its ticket to lapse. If the lock is free, the next waiter may
 -- take it now: that is announced on the channel ARGV[2] as a release is,
 -- naming the next waiter (pcall: announcing is an optimisation).
--- (leave_line and next_waiter come from queue.lua.)
+-- (leave_line comes from queue.lua, announce from shared.lua.)
 -- Returns 1 (lock/scripts/leave.rs checks it).
 leave_line(ARGV[1])
 if ARGV[2] ~= "" and redis.call("TYPE", KEYS[1])["ok"] == "none" then

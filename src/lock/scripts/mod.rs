@@ -30,5 +30,5 @@ pub use inspect::{Inspect, InspectReply};
 pub use leave::Leave;
 pub use list::List;
 pub use protocol::{late_clock, Invocation, LockKeys, Occupant, Restarting, MAX_FENCE};
-pub use source::{composed, Features, LuaScript};
+pub use source::{composed, composition, keys_sent, mode_of, Features, LuaScript};
 pub use token::{Extend, Release, TokenHolder, TokenReply};

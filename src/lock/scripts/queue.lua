@@ -27,11 +27,9 @@ local function first_in_line(now)
   if failed(lapsed) then
     return nil
   end
-  if #lapsed > 0 then
-    if failed(redis.pcall("ZREM", KEYS[3], unpack(lapsed)))
-      or failed(redis.pcall("ZREM", KEYS[4], unpack(lapsed))) then
-      return nil
-    end
+  if #lapsed > 0 and (failed(redis.pcall("ZREM", KEYS[3], unpack(lapsed)))
+    or failed(redis.pcall("ZREM", KEYS[4], unpack(lapsed)))) then
+    return nil
   end
   local first = redis.pcall("ZRANGE", KEYS[3], 0, 0)
   if failed(first) or first[1] == nil then
@@ -66,22 +64,11 @@ local function tickets_ahead(ticket)
   return ahead
 end
 
--- What a release announces: the ticket of the waiter first in line, who
--- alone may take the lock now, or "" when nobody stands in line (then
--- everyone may try). now_ms comes from holder.lua.
-local function next_waiter()
-  local now = now_ms()
-  return (now and first_in_line(now)) or ""
-end
-
 -- How many waiters stand in line, lapsed ones left out (0 when the line
 -- cannot be kept here).
 local function waiters_in_line(now)
   local count = redis.pcall("ZCOUNT", KEYS[4], "(" .. now, "+inf")
-  if failed(count) then
-    return 0
-  end
-  return count
+  return failed(count) and 0 or count
 end
 
 -- Whether the line must step aside for a free lock: it has kept the free

@@ -67,30 +67,27 @@ end
 -- the attempt holds this server now.
 local function take_lock(now)
   local ttl = tonumber(ARGV[2])
-  if ARGV[9] ~= "1" then
-    if live_readers(now) > 0 then
+  -- when shared:
+  if ARGV[9] == "1" then
+    if not now then
+      error({err = "ERR a shared lock needs TIME (this server's clock), which the ACL denies"})
+    end
+    local kind = redis.call("TYPE", KEYS[9])["ok"]
+    if redis.call("TYPE", KEYS[1])["ok"] ~= "none" or (kind ~= "none" and kind ~= "zset") then
       return false
     end
-    if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
-      write_holder(ARGV[4], ttl, false)
-      return true
-    end
-    return false
+    live_readers(now)
+    redis.call("ZADD", KEYS[9], tonumber(now) + ttl, ARGV[1])
+    write_reader_record(ARGV[4], false)
+    readers_live_for(ttl)
+    return true
   end
-  -- when shared:
-  if not now then
-    error({err = "ERR a shared lock needs TIME (this server's clock), which the ACL denies"})
-  end
-  local kind = redis.call("TYPE", KEYS[9])["ok"]
-  if redis.call("TYPE", KEYS[1])["ok"] ~= "none" or (kind ~= "none" and kind ~= "zset") then
-    return false
-  end
-  live_readers(now)
-  redis.call("ZADD", KEYS[9], tonumber(now) + ttl, ARGV[1])
-  write_reader_record(ARGV[4], false)
-  readers_live_for(ttl)
-  return true
   -- end when
+  if live_readers(now) == 0 and redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+    write_holder(ARGV[4], ttl, false)
+    return true
+  end
+  return false
 end
 
 -- Whether take_lock(now) would take this server: KEYS[1] absent and, for
@@ -101,13 +98,13 @@ local function lock_takeable(now)
   if redis.call("TYPE", KEYS[1])["ok"] ~= "none" then
     return false
   end
-  if ARGV[9] ~= "1" then
-    return live_readers(now) == 0
-  end
   -- when shared:
-  local kind = redis.call("TYPE", KEYS[9])["ok"]
-  return kind == "none" or kind == "zset"
+  if ARGV[9] == "1" then
+    local kind = redis.call("TYPE", KEYS[9])["ok"]
+    return kind == "none" or kind == "zset"
+  end
   -- end when
+  return live_readers(now) == 0
 end
 
 -- For a shared attempt whose line has `first` at its head: the first
@@ -158,26 +155,23 @@ local function readers_reply(now)
   return {"readers", count, redis.call("PTTL", KEYS[9]), now}
 end
 
--- What a release announces: as next_waiter() (queue.lua), but when the
--- line's head is a reader, "shared<" and the first writer's ticket (empty
--- when none stands in line): every reader whose ticket sorts before it may
--- try now, so the whole run at the head enters together.
-local function next_turn()
-  local first = next_waiter()
-  if not is_shared_ticket(first) then
-    return first
-  end
-  return "shared<" .. (first_writer(first, "") or "")
-end
-
--- Announces whose turn it is now (next_turn()) to the waiters listening on
--- `channel`: one waiter's turn on that waiter's own channel (`channel`, a
--- NUL, its ticket), so that no other waiter wakes; anyone's turn (nobody
--- in line) and a run of readers on `channel` itself, where every waiter
--- listens. pcall: announcing is an optimisation, and an ACL without
--- PUBLISH (or without the channel) must not fail the caller.
+-- Announces whose turn it is now to the waiters listening on `channel`.
+-- The waiter first in line (first_in_line, queue.lua; now_ms from
+-- holder.lua) alone may take the lock now: its ticket goes on that
+-- waiter's own channel (`channel`, a NUL, its ticket), so that no other
+-- waiter wakes. When the line's head is a reader, "shared<" and the first
+-- writer's ticket (empty when none stands in line) go on `channel` itself,
+-- where every waiter listens: every reader whose ticket sorts before it
+-- may try now, so the whole run at the head enters together. Nobody in
+-- line: "" there (everyone may try). pcall: announcing is an
+-- optimisation, and an ACL without PUBLISH (or without the channel) must
+-- not fail the caller.
 local function announce(channel)
-  local turn = next_turn()
+  local now = now_ms()
+  local turn = (now and first_in_line(now)) or ""
+  if is_shared_ticket(turn) then
+    turn = "shared<" .. (first_writer(turn, "") or "")
+  end
   if turn ~= "" and string.sub(turn, 1, 7) ~= "shared<" then
     redis.pcall("PUBLISH", channel .. "\0" .. turn, turn)
   else
@@ -210,9 +204,11 @@ end
 local function release_reader()
   redis.call("ZREM", KEYS[9], ARGV[1])
   forget_readers({ARGV[1]})
+  -- when announce:
   if ARGV[2] and ARGV[2] ~= "" then
     announce(ARGV[2])
   end
+  -- end when
   return 1
 end
 

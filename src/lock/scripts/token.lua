@@ -35,8 +35,5 @@ end
 -- key: 0 when the key is gone, 2 when another value holds it
 -- (lock/scripts/token.rs parses it).
 local function not_held_reply(state)
-  if state == "gone" then
-    return 0
-  end
-  return 2
+  return state == "gone" and 0 or 2
 end

@@ -206,5 +206,43 @@ mod tests {
         };
         assert_eq!(slot.args()[3], b"4");
         assert_eq!(slot.keys()[10], b"k\0limit");
+        for call in [
+            slot.clone(),
+            Extend {
+                limit: None,
+                ..slot
+            },
+        ] {
+            let mode = super::super::mode_of("extend", &call.args());
+            assert_eq!(call.script().features, mode);
+        }
+    }
+
+    /// A release's mode is the one its arguments give by the composition's
+    /// table (`SWITCHES`), which tests/cli/lua.rs uses, and `readers` for
+    /// a token that may be a reader's.
+    #[test]
+    fn the_mode_is_the_one_the_arguments_switch_on() {
+        let keys = LockKeys::new(&super::super::super::key::LockKey::new(b"k".to_vec()), b"m");
+        for channel in [Vec::new(), b"ch".to_vec()] {
+            for back_in_line in [None, Some(("0012-ab".to_owned(), 12, 1000))] {
+                for holder in [
+                    TokenHolder::Writer,
+                    TokenHolder::Reader,
+                    TokenHolder::Either,
+                ] {
+                    let call = Release {
+                        keys: keys.clone(),
+                        token: "tok".into(),
+                        channel: channel.clone(),
+                        back_in_line: back_in_line.clone(),
+                        holder,
+                    };
+                    let mode = super::super::mode_of("release", &call.args())
+                        .with(Features::READERS, holder != TokenHolder::Writer);
+                    assert_eq!(call.script().features, mode);
+                }
+            }
+        }
     }
 }
