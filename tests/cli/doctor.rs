@@ -720,6 +720,7 @@ fn servers_inside_the_guard_are_not_ready_yet_with_when_and_why() {
 /// Waits out a restart guard of 1s from the first doctor run.
 fn past_a_guard_of_1s(cluster: &Cluster) {
     doctor(&mut guarded(cluster, "1s"), &[]);
+    // The behaviour: the guard of 1s passes.
     std::thread::sleep(Duration::from_millis(1200));
 }
 
@@ -746,6 +747,7 @@ fn a_flushall_of_a_majority_is_not_ready_until_the_guard_passes() {
     }
     assert_eq!(server_json(&json, 2)["usable"], true, "{json}");
     assert!(server_json(&json, 2)["guard"].is_null(), "{json}");
+    // The behaviour: the guard of 1s passes.
     std::thread::sleep(Duration::from_millis(1200));
     doctor(&mut guarded(&cluster, "1s"), &["--strict"]).assert_code(0, "the guard passed");
 }

@@ -86,6 +86,7 @@ fn a_command_that_ended_while_exec_was_frozen_keeps_its_status() {
         "the command never started"
     );
     exec.signal(Signal::SIGSTOP);
+    // The behaviour: frozen past the TTL of 3s.
     std::thread::sleep(Duration::from_millis(3500));
     exec.signal(Signal::SIGCONT);
     let out = exec.finish(Duration::from_secs(10));

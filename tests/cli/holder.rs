@@ -41,6 +41,7 @@ fn status_names_the_holder_its_note_its_job_and_its_age() {
         .env("GITHUB_RUN_ID", "4242"));
     out.assert_code(0, "acquire -m");
     let token = out.stdout.trim().to_owned();
+    // The behaviour: a second of age, which status shows.
     std::thread::sleep(Duration::from_millis(1100));
 
     let out = run(cluster.redlock().args(["status", "deploy"]));
@@ -136,6 +137,7 @@ fn the_record_lives_and_dies_with_the_lock() {
         let (lock, record) = (server.pttl(b"deploy"), server.pttl(RECORD));
         assert!((lock - record).abs() < 50, "{lock} vs {record}");
     }
+    // The behaviour: time passes, so that the record's expiry must follow the extension.
     std::thread::sleep(Duration::from_millis(1100));
     run(cluster
         .redlock()

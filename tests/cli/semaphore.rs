@@ -468,6 +468,7 @@ fn the_limit_record_lives_while_a_slot_is_held_and_then_lapses() {
             "extend", "--limit", "2", "--ttl", "1s", "extended", &extended,
         ]))
         .assert_code(0, "extend --limit");
+        // The behaviour: held past the first TTL by extensions alone.
         thread::sleep(Duration::from_millis(300));
     }
     for name in ["kept", "extended"] {
