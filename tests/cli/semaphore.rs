@@ -465,7 +465,7 @@ fn the_limit_record_lives_while_a_slot_is_held_and_then_lapses() {
     ]));
     let extended = out.json()["token"].as_str().unwrap().to_owned();
     let started = Instant::now();
-    while started.elapsed() < Duration::from_millis(2500) {
+    while started.elapsed() < Duration::from_millis(1500) {
         run(cluster.redlock().args([
             "extend", "--limit", "2", "--ttl", "1s", "extended", &extended,
         ]))
