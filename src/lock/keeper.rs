@@ -83,3 +83,21 @@ pub async fn keep(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The keeper's timing, without a server: three extensions per TTL, so
+    /// that the lock outlives two failed ones in a row (tests/cli/exec.rs
+    /// keeps one end-to-end run of a short TTL kept alive).
+    #[test]
+    fn an_extension_every_third_of_the_ttl_outlives_two_failures() {
+        for ms in [30, 1_000, 3_000, 30_000] {
+            let ttl = Duration::from_millis(ms);
+            let every = interval(ttl);
+            assert!(every * 3 <= ttl && every * 3 + Duration::from_nanos(3) > ttl);
+            assert!(every * 2 < ttl, "{ms}: the third attempt comes in time");
+        }
+    }
+}

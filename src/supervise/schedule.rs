@@ -269,4 +269,88 @@ mod tests {
             (next_action(plan, near, deadline, watching), Due::Lock)
         );
     }
+
+    /// What following the schedule does from `start`: when the stop signal
+    /// and SIGKILL go out, as a supervisor that wakes exactly when told
+    /// (and never later than a clock check) would send them.
+    fn follow(
+        plan: StopPlan,
+        start: BootInstant,
+        deadline: BootInstant,
+        timeout_at: Option<BootInstant>,
+    ) -> (Option<(BootInstant, Due)>, BootInstant) {
+        let (mut now, mut stage, mut signalled) = (start, Stage::Watching, None);
+        loop {
+            match next_action_within(plan, now, deadline, timeout_at, stage) {
+                (Action::Sleep(until), _) => {
+                    assert!(until > now && until.saturating_since(now) <= CLOCK_CHECK);
+                    now = until;
+                }
+                (Action::Signal { kill_at }, due) => {
+                    assert!(signalled.is_none(), "a second stop signal at {now:?}");
+                    signalled = Some((now, due));
+                    stage = Stage::Stopping { kill_at };
+                }
+                (Action::Kill, _) => return (signalled, now),
+            }
+        }
+    }
+
+    /// The lock's stop, end to end: one stop signal `-k` before SIGKILL,
+    /// SIGKILL the margin before the validity runs out (tests/cli/exec.rs
+    /// keeps one run of it against real servers and a real child).
+    #[test]
+    fn followed_through_the_lock_stop_signals_once_then_kills_before_the_lapse() {
+        let start = BootInstant::from_nanos(1_000_000_000);
+        for (ttl, kill_after) in [(1_000, 5_000), (3_000, 1_000), (30_000, 5_000), (60, 10)] {
+            let plan = StopPlan::new(MS(ttl), MS(kill_after));
+            let deadline = start + MS(ttl);
+            let (signalled, killed) = follow(plan, start, deadline, None);
+            let (term, due) = signalled.expect("a stop signal before SIGKILL");
+            assert_eq!((term, due), (plan.term_at(deadline), Due::Lock), "{ttl}");
+            assert_eq!(killed, plan.kill_at(deadline), "{ttl}");
+            assert_eq!(killed.saturating_since(term), MS(kill_after.min(ttl / 3)));
+            assert!(killed < deadline, "{ttl}");
+        }
+        // With no grace at all (`-k 0`), SIGKILL is the stop.
+        let plan = StopPlan::new(MS(1_000), MS(0));
+        let deadline = start + MS(1_000);
+        assert_eq!(
+            follow(plan, start, deadline, None),
+            (None, plan.kill_at(deadline))
+        );
+    }
+
+    /// `exec --ttl 3s -k 1s --timeout 300ms`: the stop signal at 300ms, and
+    /// SIGKILL a second later, long before the lock's own stop.
+    #[test]
+    fn followed_through_a_timeout_kills_after_the_grace_period() {
+        let start = BootInstant::from_nanos(1_000_000_000);
+        let plan = StopPlan::new(MS(3_000), MS(1_000));
+        let deadline = start + MS(3_000);
+        let timeout_at = start + MS(300);
+        let (signalled, killed) = follow(plan, start, deadline, Some(timeout_at));
+        assert_eq!(signalled, Some((timeout_at, Due::Timeout)));
+        assert_eq!(killed, timeout_at + MS(1_000));
+        // A time limit later than the lock's stop changes nothing.
+        let late = Some(deadline + MS(1));
+        assert_eq!(
+            follow(plan, start, deadline, late),
+            follow(plan, start, deadline, None)
+        );
+    }
+
+    /// A supervisor frozen past the kill time (SIGSTOP, a suspend) kills
+    /// at once when it wakes, without a stop signal first.
+    #[test]
+    fn woken_past_the_kill_time_the_schedule_kills_at_once() {
+        let plan = StopPlan::new(MS(3_000), MS(1_000));
+        let deadline = BootInstant::from_nanos(10_000_000_000);
+        let woken = deadline + MS(500);
+        assert_eq!(follow(plan, woken, deadline, None), (None, woken));
+        let between = plan.term_at(deadline) + MS(10);
+        let (signalled, killed) = follow(plan, between, deadline, None);
+        assert_eq!(signalled, Some((between, Due::Lock)));
+        assert_eq!(killed, plan.kill_at(deadline));
+    }
 }

@@ -731,6 +731,7 @@ fn a_stopped_server_costs_a_waiting_acquire_and_a_hand_off_nothing() {
                     .count()
                     >= 3
             }));
+            // A moment more for the waiter to settle into its wait (no state shows it).
             std::thread::sleep(Duration::from_millis(50));
             let released = Instant::now();
             run(cluster.redlock().args(["release", "h", &token])).assert_code(0, "release");

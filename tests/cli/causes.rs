@@ -297,6 +297,7 @@ fn a_release_without_a_token_hints_at_force_and_if_token() {
 fn list_older_than_shows_only_locks_held_longer() {
     let cluster = Cluster::start(3);
     acquire(&cluster, "app:causes-old", &["--ttl", "60s"]);
+    // The behaviour: one lock held a second longer than the other.
     std::thread::sleep(Duration::from_millis(1500));
     acquire(&cluster, "app:causes-new", &["--ttl", "60s"]);
     for i in 0..3 {

@@ -35,6 +35,7 @@ fn acquire(servers: &str, name: &str, extra: &[&str]) -> Output {
 /// Lets redlock see every server under the guard, then waits it out.
 fn seen_longer_than_the_guard(servers: &str) {
     run(redlock_on(servers).args(["status", "seen"]));
+    // The behaviour: the guard of 2s passes.
     std::thread::sleep(Duration::from_millis(2100));
     let out = run(redlock_on(servers).args(["status", "seen"]));
     out.assert_code(1, "every server counts: the lock is free");

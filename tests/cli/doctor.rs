@@ -291,25 +291,11 @@ fn json_has_one_object_per_server_and_a_verdict() {
     assert_eq!(servers[2]["verdict"], "unsafe");
     // The master of that replica is unsafe too: a failover promotes it.
     assert_eq!(servers[0]["verdict"], "unsafe");
-    let check = |server: &serde_json::Value, name: &str| -> serde_json::Value {
-        server["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["check"] == name)
-            .unwrap_or_else(|| panic!("no {name} check: {server}"))
-            .clone()
-    };
     assert_eq!(check(&servers[0], "replicas")["level"], "unsafe");
     for name in ["replicas", "address", "debug", "shared"] {
         assert_eq!(check(&servers[1], name)["level"], "ok", "{name}");
     }
-    let role = servers[2]["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "role")
-        .unwrap();
+    let role = check(&servers[2], "role");
     assert_eq!(role["level"], "unsafe");
     assert!(role["fix"]
         .as_str()
@@ -669,6 +655,17 @@ fn server_json(json: &serde_json::Value, i: usize) -> serde_json::Value {
     json["servers"][i].clone()
 }
 
+/// The check `name` of one server's JSON; panics if it has none.
+fn check(server: &serde_json::Value, name: &str) -> serde_json::Value {
+    server["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == name)
+        .unwrap_or_else(|| panic!("no {name} check: {server}"))
+        .clone()
+}
+
 /// Issue 28: doctor said "ok quorum, 3 masters can count" and exited 0
 /// while every server was inside the restart guard (never seen under this
 /// prefix), and every acquire exited 69.
@@ -720,6 +717,7 @@ fn servers_inside_the_guard_are_not_ready_yet_with_when_and_why() {
 /// Waits out a restart guard of 1s from the first doctor run.
 fn past_a_guard_of_1s(cluster: &Cluster) {
     doctor(&mut guarded(cluster, "1s"), &[]);
+    // The behaviour: the guard of 1s passes.
     std::thread::sleep(Duration::from_millis(1200));
 }
 
@@ -746,6 +744,7 @@ fn a_flushall_of_a_majority_is_not_ready_until_the_guard_passes() {
     }
     assert_eq!(server_json(&json, 2)["usable"], true, "{json}");
     assert!(server_json(&json, 2)["guard"].is_null(), "{json}");
+    // The behaviour: the guard of 1s passes.
     std::thread::sleep(Duration::from_millis(1200));
     doctor(&mut guarded(&cluster, "1s"), &["--strict"]).assert_code(0, "the guard passed");
 }
@@ -782,13 +781,7 @@ fn a_cluster_node_that_serves_no_slots_is_not_usable() {
     assert_eq!(json["state"], "degraded", "{json}");
     assert_eq!(json["usable"], 2);
     assert_eq!(server_json(&json, 0)["usable"], false);
-    let now = server_json(&json, 0)["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "now")
-        .cloned()
-        .unwrap_or_else(|| panic!("{json}"));
+    let now = check(&server_json(&json, 0), "now");
     assert_eq!(now["level"], "warning");
     assert!(
         now["says"]
@@ -847,13 +840,7 @@ fn a_cluster_node_that_serves_slots_is_usable_with_its_guard_unknown() {
     let json = out.json();
     assert_eq!(json["state"], "ready", "{json}");
     assert_eq!(json["usable"], 3);
-    let now = server_json(&json, 0)["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "now")
-        .cloned()
-        .unwrap();
+    let now = check(&server_json(&json, 0), "now");
     assert_eq!(now["level"], "unknown", "{now}");
     assert!(
         now["says"]
@@ -904,13 +891,7 @@ fn aof_everysec_passes_strict_once_the_guard_is_out_of_the_way() {
     out.assert_code(0, "everysec under the guard, --strict");
     let json = out.json();
     assert_eq!(json["state"], "ready", "{json}");
-    let persistence = server_json(&json, 0)["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "persistence")
-        .cloned()
-        .unwrap();
+    let persistence = check(&server_json(&json, 0), "persistence");
     assert_eq!(persistence["level"], "ok", "{persistence}");
     assert!(
         persistence["says"]

@@ -86,7 +86,12 @@ fn a_command_that_ended_while_exec_was_frozen_keeps_its_status() {
         "the command never started"
     );
     exec.signal(Signal::SIGSTOP);
-    std::thread::sleep(Duration::from_millis(3500));
+    // Frozen until the lock has lapsed on every server.
+    assert!(
+        wait_until(Duration::from_secs(10), || (0..3)
+            .all(|i| cluster[i].get(b"ended").is_none())),
+        "the lock never lapsed"
+    );
     exec.signal(Signal::SIGCONT);
     let out = exec.finish(Duration::from_secs(10));
     out.assert_code(3, "the command's own status, seen late");

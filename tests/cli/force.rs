@@ -2,6 +2,7 @@
 //! the same name, and a holder that took the lock since it was looked at,
 //! are left alone.
 
+use crate::support::assertions::assert_stderr_says;
 use crate::support::{acquire, run, Cluster};
 
 #[test]
@@ -18,14 +19,14 @@ fn a_key_without_expiry_is_application_data_and_is_left_alone() {
         .redlock()
         .args(["release", "--force", "user:42:balance"]));
     out.assert_code(64, "not a lock");
-    assert!(
-        out.stderr.contains(
+    assert_stderr_says(
+        &out,
+        &[
             "\"user:42:balance\" is not a lock: a string without expiry on 3 of 3 servers, \
              left alone (release --force deletes only locks, which always expire; --any-key \
-             breaks it anyway)"
-        ),
-        "{}",
-        out.stderr
+             breaks it anyway)",
+        ],
+        "not a lock",
     );
     for server in &cluster.servers {
         assert_eq!(
@@ -52,11 +53,10 @@ fn if_token_breaks_the_dead_holder_and_never_the_one_that_came_after() {
         "handover",
     ]));
     out.assert_code(79, "another token holds it");
-    assert!(
-        out.stderr
-            .contains("left \"handover\" alone: another token holds it now"),
-        "{}",
-        out.stderr
+    assert_stderr_says(
+        &out,
+        &["left \"handover\" alone: another token holds it now"],
+        "another token holds it",
     );
     run(cluster.redlock().args(["status", "handover"])).assert_code(0, "still held");
     let out = run(cluster.redlock().args([
@@ -126,9 +126,9 @@ fn a_broken_lock_says_who_broke_it() {
     );
     let out = holder.finish(std::time::Duration::from_secs(20));
     out.assert_code(79, "exec lost its lock");
-    assert!(
-        out.stderr.contains("; broken by ops@") && out.stderr.contains("the command was stopped"),
-        "{}",
-        out.stderr
+    assert_stderr_says(
+        &out,
+        &["; broken by ops@", "the command was stopped"],
+        "exec lost its lock",
     );
 }

@@ -5,7 +5,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::assertions::assert_held_everywhere;
+use crate::support::assertions::{assert_held_everywhere, assert_stderr_says};
 use crate::support::{acquire, run, temp_dir, wait_until, Cluster, Running};
 
 /// The CI variables a job URL is read from, removed so that a test run
@@ -41,6 +41,7 @@ fn status_names_the_holder_its_note_its_job_and_its_age() {
         .env("GITHUB_RUN_ID", "4242"));
     out.assert_code(0, "acquire -m");
     let token = out.stdout.trim().to_owned();
+    // The behaviour: a second of age, which status shows.
     std::thread::sleep(Duration::from_millis(1100));
 
     let out = run(cluster.redlock().args(["status", "deploy"]));
@@ -136,6 +137,7 @@ fn the_record_lives_and_dies_with_the_lock() {
         let (lock, record) = (server.pttl(b"deploy"), server.pttl(RECORD));
         assert!((lock - record).abs() < 50, "{lock} vs {record}");
     }
+    // The behaviour: time passes, so that the record's expiry must follow the extension.
     std::thread::sleep(Duration::from_millis(1100));
     run(cluster
         .redlock()
@@ -243,11 +245,7 @@ fn other_clients_and_other_values_are_named_as_such() {
     assert!(json["expires_in_ms"].is_null());
     let out = run(cluster.redlock().args(["acquire", "-n", "config"]));
     out.assert_code(75, "busy");
-    assert!(
-        out.stderr.contains("held by a non-redlock value (a hash)"),
-        "{}",
-        out.stderr
-    );
+    assert_stderr_says(&out, &["held by a non-redlock value (a hash)"], "busy");
 }
 
 #[test]
@@ -298,7 +296,7 @@ fn exec_refuses_json_it_could_not_print() {
         .redlock()
         .args(["exec", "--json", "job", "--", "true"]));
     out.assert_code(64, "exec --json");
-    assert!(out.stderr.contains("exec has no --json"), "{}", out.stderr);
+    assert_stderr_says(&out, &["exec has no --json"], "exec --json");
     assert_eq!(out.stdout, "", "the command did not run");
 }
 
@@ -308,11 +306,10 @@ fn messages_count_servers_in_plain_words() {
     cluster[0].kill();
     let out = run(cluster.redlock().args(["acquire", "-n", "x"]));
     out.assert_code(69, "the only server is down");
-    assert!(
-        out.stderr
-            .contains("no quorum for lock \"x\": its only server failed"),
-        "{}",
-        out.stderr
+    assert_stderr_says(
+        &out,
+        &["no quorum for lock \"x\": its only server failed"],
+        "the only server is down",
     );
     let cluster = Cluster::start(1);
     let out = run(cluster.redlock().args(["status", "free"]));
@@ -440,13 +437,7 @@ fn leftovers_of_two_holders_name_no_holder() {
     cluster[1].set_px(b"split", b"token-b", 60_000);
     let out = run(cluster.redlock().args(["acquire", "-n", "split"]));
     out.assert_code(75, "busy on leftovers");
-    assert!(
-        out.stderr.contains(
-            "\"split\" is busy: at least 2 of 3 servers hold it for others, no one holder on a majority"
-        ),
-        "{}",
-        out.stderr
-    );
+    assert_stderr_says(&out, &["\"split\" is busy: at least 2 of 3 servers hold it for others, no one holder on a majority"], "busy on leftovers");
     let json = run(cluster.redlock().args(["acquire", "--json", "-n", "split"])).json();
     assert!(json["holder"].is_null(), "{json}");
     assert!(json["expires_in_ms"].is_null(), "{json}");
@@ -516,10 +507,10 @@ fn a_cluster_node_is_refused_unless_the_name_has_a_hash_tag() {
     };
     let (out, took) = crate::support::timed(redlock().args(["acquire", "-w", "5s", "deploy"]));
     out.assert_code(78, "a lock and its record in two slots");
-    assert!(
-        out.stderr.contains("cluster-mode endpoint"),
-        "{}",
-        out.stderr
+    assert_stderr_says(
+        &out,
+        &["cluster-mode endpoint"],
+        "a lock and its record in two slots",
     );
     assert!(
         took < Duration::from_secs(3),

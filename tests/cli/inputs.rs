@@ -429,7 +429,11 @@ fn a_token_written_after_its_validity_ran_out_is_released_and_69() {
             .is_some()),
         "the lock was never taken"
     );
-    std::thread::sleep(Duration::from_millis(800));
+    assert!(
+        support::wait_until(Duration::from_secs(10), || (0..3)
+            .all(|i| cluster[i].get(b"stalled").is_none())),
+        "the lock never lapsed"
+    );
     let mut drained = Vec::new();
     let drain = std::thread::spawn(move || {
         let _ = reader.read_to_end(&mut drained);

@@ -199,8 +199,10 @@ fn a_script_keeps_the_lock_until_it_releases_it(shell: &str) {
     let (keeper, watched) = keeper_of(&scene);
     assert_eq!(watched as u32, script.id(), "the record names the script");
     assert_keeper_is_private(keeper, watched, &scene);
-    // Three and a half TTLs while the script sleeps.
-    std::thread::sleep(Duration::from_millis(3500));
+    // The behaviour: past its TTL while the script sleeps, only the
+    // keeper's extensions keep it (their interval is tested in
+    // src/lock/keeper.rs, without a clock).
+    std::thread::sleep(Duration::from_millis(1500));
     assert!(scene.is_held(), "{shell}: the lock lapsed while kept");
     assert!(pid_alive(keeper));
     fs::write(scene.path("go"), "").unwrap();
@@ -292,7 +294,8 @@ fn a_script_killed_with_sigkill_keeps_the_lock_for_what_it_left_running() {
     let child: i32 = scene.read("child").trim().parse().unwrap();
     script.signal(Signal::SIGKILL);
     // As exec's lock is its command's whole group's: the job still runs
-    // in the script's group, so the lock is still its.
+    // in the script's group, so the lock is still its (the behaviour: a
+    // while in which the keeper, had it not looked at the group, lets go).
     std::thread::sleep(Duration::from_millis(500));
     assert!(pid_alive(child), "the job ended too soon for this test");
     assert!(scene.is_held(), "released while the script's job still ran");
@@ -322,6 +325,8 @@ fn a_release_waits_until_the_scripts_job_has_stopped() {
     // A CI runner cancelling the step: SIGTERM to the whole group.
     let group = nix::unistd::Pid::from_raw(-(running.id() as i32));
     nix::sys::signal::kill(group, Signal::SIGTERM).unwrap();
+    // The behaviour: a while in which the lock, were it the script's
+    // alone, would be released.
     std::thread::sleep(Duration::from_millis(400));
     assert!(
         !scene.exists("job-done"),
@@ -540,7 +545,8 @@ fn the_recipe_keeps_the_lock_for_the_whole_script_and_stops_it_on_a_loss() {
     // The job ends: the lock is released with it, status 0.
     let running = start(dir.path());
     assert!(wait_until(LIMIT, || dir.path().join("job").exists()));
-    std::thread::sleep(Duration::from_millis(2500));
+    // The behaviour: past its TTL of 1s, the recipe's keeper keeps it.
+    std::thread::sleep(Duration::from_millis(1500));
     assert!(held(&scene), "the lock lapsed under the recipe");
     fs::write(dir.path().join("go"), "").unwrap();
     running.finish(LIMIT).assert_code(0, "the recipe");
@@ -1087,12 +1093,16 @@ fn a_script_gets_the_signal_once_when_its_keeper_was_frozen() {
     );
     // Thawed once the validity is surely over: the keeper finds its lock
     // gone, which is a loss, and must not signal a second time.
-    std::thread::sleep(Duration::from_millis(2500));
+    assert!(
+        wait_until(LIMIT, || (0..3).all(|i| cluster[i].get(b"job").is_none())),
+        "the lock never lapsed on the servers"
+    );
     drop(frozen);
     assert!(
         wait_until(LIMIT, || !pid_alive(keeper)),
         "the keeper lives on"
     );
+    // The behaviour: no second signal comes in a while.
     std::thread::sleep(Duration::from_millis(300));
     fs::write(scene.path("end"), "").unwrap();
     let out = script.finish(LIMIT);

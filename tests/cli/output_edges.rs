@@ -9,6 +9,7 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
+use crate::support::assertions::assert_stderr_says;
 use crate::support::{acquire, run, Cluster, RedisServer, Running, RUN_TIMEOUT};
 
 /// Writes `count` locks straight to every server of `cluster`, each with a
@@ -101,11 +102,10 @@ fn a_full_disk_is_still_said() {
     )
     .finish(RUN_TIMEOUT);
     out.assert_code(0, "status > /dev/full");
-    assert!(
-        out.stderr
-            .contains("the result could not be written to stdout: No space left on device"),
-        "{}",
-        out.stderr
+    assert_stderr_says(
+        &out,
+        &["the result could not be written to stdout: No space left on device"],
+        "status > /dev/full",
     );
 }
 

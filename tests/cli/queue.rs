@@ -433,7 +433,11 @@ fn a_server_that_allows_part_of_the_line_keeps_none() {
             .args(["acquire", "-w", "60s", "part"])
             .stderr(Stdio::null()),
     );
-    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        wait_until(Duration::from_secs(10), || cluster
+            .in_line_everywhere("part", 1)),
+        "the waiter never stood in line"
+    );
     dead.signal(Signal::SIGKILL);
     let _ = dead.finish(Duration::from_secs(5));
     run(partial().args(["release", "part", &token])).assert_code(0, "release");
@@ -503,6 +507,7 @@ fn a_waiter_with_a_slow_clock_does_not_jump_the_line() {
         let token = acquire(&cluster, "line", &[]);
         let first = waiter(&cluster, &log, "first");
         wait_in_line(&cluster, "line", 1);
+        // The behaviour: the second comes later by the clock of the servers.
         std::thread::sleep(Duration::from_millis(100));
         let mut skewed = cluster.redlock();
         let shift = if round == 0 { "-5s" } else { "+5s" };

@@ -162,6 +162,7 @@ fn busy_is_told_from_restarting_whatever_answers_first() {
         cluster[i].pause();
     }
     let resumed = std::thread::spawn(move || {
+        // The behaviour: the servers answer only after a while.
         std::thread::sleep(Duration::from_millis(300));
         for i in 2..5 {
             cluster[i].resume();
@@ -179,6 +180,7 @@ fn busy_is_told_from_restarting_whatever_answers_first() {
 fn seen_longer_than_the_guard(cluster: &Cluster, guard: &str) {
     run(guarded(cluster, guard).args(["status", "seen"]));
     let guard = humantime::parse_duration(guard).unwrap();
+    // The behaviour: the guard passes.
     std::thread::sleep(guard + Duration::from_millis(50));
     run(guarded(cluster, "1ms").args(["status", "seen"])).assert_code(1, "every server counts");
 }

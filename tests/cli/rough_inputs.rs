@@ -8,24 +8,8 @@
 use std::os::unix::fs::PermissionsExt as _;
 use std::time::Duration;
 
-use crate::support::{self, run, timed, Cluster, Output, RedisServer};
-
-#[track_caller]
-fn one_line_error(out: &Output, code: i32, context: &str) {
-    out.assert_code(code, context);
-    assert_eq!(out.stdout, "", "{context}: stdout");
-    assert_eq!(
-        out.stderr.trim_end().lines().count(),
-        1,
-        "{context}: {:?}",
-        out.stderr
-    );
-    assert!(
-        out.stderr.starts_with("redlock: "),
-        "{context}: {:?}",
-        out.stderr
-    );
-}
+use crate::support::assertions::{assert_one_line_error, assert_stderr_says};
+use crate::support::{self, run, timed, Cluster, RedisServer};
 
 /// The flock habit: `exec -s NAME CMD ARG` takes NAME as a server. A name
 /// that does not resolve is a configuration error at once, which says
@@ -44,7 +28,7 @@ fn exec_s_name_says_at_once_what_the_name_was_taken_as() {
         "-c",
         "touch ran",
     ]));
-    one_line_error(&out, 78, "exec -s NAME");
+    assert_one_line_error(&out, 78, &[], "exec -s NAME");
     assert!(
         out.stderr.contains(
             "-s deploy.invalid: taken as the server redis://deploy.invalid:6379, whose name \
@@ -58,7 +42,7 @@ fn exec_s_name_says_at_once_what_the_name_was_taken_as() {
     assert!(!dir.path().join("ran").exists(), "the command ran");
     // With one word after NAME, the command is missing: said with what -s is.
     let out = run(support::redlock().args(["exec", "-s", "deploy", "./job.sh"]));
-    one_line_error(&out, 64, "exec -s NAME CMD");
+    assert_one_line_error(&out, 64, &[], "exec -s NAME CMD");
     assert!(
         out.stderr.contains(
             "no command to run: give it after NAME, or after `--` to name the lock after it; \
@@ -100,7 +84,7 @@ fn a_name_that_does_not_resolve_beside_a_majority_is_named_and_the_lock_taken() 
         "-n",
         "unresolved-majority",
     ]));
-    one_line_error(&out, 78, "2 of 3 unresolvable");
+    assert_one_line_error(&out, 78, &[], "2 of 3 unresolvable");
     assert!(
         out.stderr.contains(
             "REDLOCK_SERVERS: gone.invalid: taken as the server redis://gone.invalid:6379"
@@ -138,14 +122,14 @@ fn a_name_that_is_the_command_is_pointed_at() {
             .current_dir(dir.path())
             .args(["exec", "./deploy.sh", "staging"]));
     out.assert_code(127, "exec ./deploy.sh staging");
-    assert!(
-        out.stderr.contains(
+    assert_stderr_says(
+        &out,
+        &[
             "cannot run staging: No such file or directory (os error 2); ./deploy.sh, taken as \
              the lock's NAME, is a command itself: did you mean `redlock exec -- ./deploy.sh \
-             staging`"
-        ),
-        "{}",
-        out.stderr
+             staging`",
+        ],
+        "exec ./deploy.sh staging",
     );
     let out = run(cluster.redlock().current_dir(dir.path()).args([
         "exec",
@@ -154,11 +138,10 @@ fn a_name_that_is_the_command_is_pointed_at() {
         "--full",
     ]));
     out.assert_code(127, "clap's tip followed");
-    assert!(
-        out.stderr
-            .contains("did you mean `redlock exec -- ./deploy.sh --full`"),
-        "{}",
-        out.stderr
+    assert_stderr_says(
+        &out,
+        &["did you mean `redlock exec -- ./deploy.sh --full`"],
+        "clap's tip followed",
     );
     // A NAME that is no command: no hint.
     let out = run(cluster
@@ -174,7 +157,7 @@ fn a_name_that_is_the_command_is_pointed_at() {
         "--full",
         "now",
     ]));
-    one_line_error(&out, 64, "exec ./deploy.sh --full");
+    assert_one_line_error(&out, 64, &[], "exec ./deploy.sh --full");
     assert!(!out.stderr.contains("'-- --full'"), "{}", out.stderr);
     assert!(
         out.stderr.contains(
@@ -185,7 +168,7 @@ fn a_name_that_is_the_command_is_pointed_at() {
         out.stderr
     );
     let out = run(cluster.redlock().args(["exec", "nightly", "--bogus", "ls"]));
-    one_line_error(&out, 64, "exec nightly --bogus ls");
+    assert_one_line_error(&out, 64, &[], "exec nightly --bogus ls");
     assert!(
         !out.stderr.contains("'-- --bogus'") && out.stderr.contains("--bogus is no option of exec"),
         "{}",
@@ -228,7 +211,7 @@ fn mistyped_urls_say_what_is_wrong() {
     ];
     for (url, expected) in cases {
         let out = run(support::redlock().args(["-s", url, "status", "x"]));
-        one_line_error(&out, 78, url);
+        assert_one_line_error(&out, 78, &[], url);
         assert!(out.stderr.contains(expected), "{url}: {}", out.stderr);
         for internal in ["Invalid database number", "feature", "did not parse"] {
             assert!(!out.stderr.contains(internal), "{url}: {}", out.stderr);
@@ -236,7 +219,7 @@ fn mistyped_urls_say_what_is_wrong() {
     }
     // What may be a password without its @host stays hidden.
     let out = run(support::redlock().args(["-s", "redis://admin:hunter2", "status", "x"]));
-    one_line_error(&out, 78, "a password without its host");
+    assert_one_line_error(&out, 78, &[], "a password without its host");
     assert!(!out.stderr.contains("hunter2"), "{}", out.stderr);
     assert!(
         out.stderr
@@ -256,7 +239,7 @@ fn a_refused_user_name_says_that_old_servers_have_no_users() {
     let out = run(support::redlock()
         .env("REDLOCK_SERVERS", &url)
         .args(["acquire", "-n", "x"]));
-    one_line_error(&out, 78, "a user name refused");
+    assert_one_line_error(&out, 78, &[], "a user name refused");
     assert!(
         out.stderr.contains(
             "refused us (Password authentication failed (the URL names a user: if the server \
@@ -272,7 +255,7 @@ fn a_refused_user_name_says_that_old_servers_have_no_users() {
     let out = run(support::redlock()
         .env("REDLOCK_SERVERS", &url)
         .args(["acquire", "-n", "x"]));
-    one_line_error(&out, 78, "a password refused");
+    assert_one_line_error(&out, 78, &[], "a password refused");
     assert!(!out.stderr.contains("ACL users"), "{}", out.stderr);
 }
 

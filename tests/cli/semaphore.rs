@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::support::{run, temp_dir, wait_until, Cluster, Running};
+use crate::support::{run, temp_dir, wait_until, Cluster, Output, Running};
 
 /// A poll delay no wake-up test waits out (debug builds only).
 const SLOW_POLL_MS: &str = "5000";
@@ -346,14 +346,20 @@ fn exec_gives_the_command_its_slot_and_releases_that_slot() {
     assert_eq!(free["slots"][other as usize]["held"], false);
 }
 
-#[test]
-fn acquire_while_keeps_a_slot_until_release_limit_finds_it() {
-    let cluster = Cluster::start(3);
-    let mut sleeper = std::process::Command::new("sleep")
+/// A process for `--while` to watch (it ends in 30s), and its pid.
+fn a_process_to_watch() -> (std::process::Child, String) {
+    let sleeper = std::process::Command::new("sleep")
         .arg("30")
         .spawn()
         .unwrap();
     let pid = sleeper.id().to_string();
+    (sleeper, pid)
+}
+
+#[test]
+fn acquire_while_keeps_a_slot_until_release_limit_finds_it() {
+    let cluster = Cluster::start(3);
+    let (mut sleeper, pid) = a_process_to_watch();
     let out = run(cluster.redlock().args([
         "acquire", "--json", "-n", "--limit", "2", "--while", &pid, "kw",
     ]));
@@ -448,11 +454,7 @@ fn a_client_with_another_limit_is_refused_naming_the_k_the_servers_hold() {
 #[test]
 fn the_limit_record_lives_while_a_slot_is_held_and_then_lapses() {
     let cluster = Cluster::start(3);
-    let mut sleeper = std::process::Command::new("sleep")
-        .arg("30")
-        .spawn()
-        .unwrap();
-    let pid = sleeper.id().to_string();
+    let (mut sleeper, pid) = a_process_to_watch();
     let out = run(cluster.redlock().args([
         "acquire", "--json", "-n", "--limit", "2", "--ttl", "1s", "--while", &pid, "kept",
     ]));
@@ -463,11 +465,12 @@ fn the_limit_record_lives_while_a_slot_is_held_and_then_lapses() {
     ]));
     let extended = out.json()["token"].as_str().unwrap().to_owned();
     let started = Instant::now();
-    while started.elapsed() < Duration::from_millis(2500) {
+    while started.elapsed() < Duration::from_millis(1500) {
         run(cluster.redlock().args([
             "extend", "--limit", "2", "--ttl", "1s", "extended", &extended,
         ]))
         .assert_code(0, "extend --limit");
+        // The behaviour: held past the first TTL by extensions alone.
         thread::sleep(Duration::from_millis(300));
     }
     for name in ["kept", "extended"] {
@@ -542,20 +545,28 @@ fn a_k_recorded_on_a_minority_keeps_only_those_servers_out() {
     assert!(!out.stderr.contains('\u{1b}'), "{:?}", out.stderr);
 }
 
-/// `-n` fails at once whatever K is: with a majority stopped, the first
-/// slot tried shows that no majority can answer, and the other slots are
-/// not tried (each would wait out the server timeout again: K x 0.5s, 32s
-/// for K = 64). It fails as a lock does without a majority, with 69.
-#[test]
-fn acquire_n_with_a_majority_stopped_fails_at_once_whatever_k() {
+/// `acquire WAIT --limit 64 pool` on 3 servers of which 2 are stopped:
+/// what it said, how long it took, and the servers.
+fn limit_64_with_a_majority_stopped(wait: &[&str]) -> (Output, Duration, Cluster) {
     let mut cluster = Cluster::start(3);
     cluster[1].pause();
     cluster[2].pause();
     let started = Instant::now();
     let out = run(cluster
         .redlock()
-        .args(["acquire", "-n", "--limit", "64", "pool"]));
-    let took = started.elapsed();
+        .arg("acquire")
+        .args(wait)
+        .args(["--limit", "64", "pool"]));
+    (out, started.elapsed(), cluster)
+}
+
+/// `-n` fails at once whatever K is: with a majority stopped, the first
+/// slot tried shows that no majority can answer, and the other slots are
+/// not tried (each would wait out the server timeout again: K x 0.5s, 32s
+/// for K = 64). It fails as a lock does without a majority, with 69.
+#[test]
+fn acquire_n_with_a_majority_stopped_fails_at_once_whatever_k() {
+    let (out, took, cluster) = limit_64_with_a_majority_stopped(&["-n"]);
     out.assert_code(69, "no quorum for any slot");
     assert!(
         out.stderr
@@ -581,14 +592,7 @@ fn acquire_n_with_a_majority_stopped_fails_at_once_whatever_k() {
 /// another took K server timeouts (16s for K = 64) after the wait was over.
 #[test]
 fn a_waiter_that_gives_up_leaves_every_line_at_once() {
-    let mut cluster = Cluster::start(3);
-    cluster[1].pause();
-    cluster[2].pause();
-    let started = Instant::now();
-    let out = run(cluster
-        .redlock()
-        .args(["acquire", "-w", "1s", "--limit", "64", "pool"]));
-    let took = started.elapsed();
+    let (out, took, _cluster) = limit_64_with_a_majority_stopped(&["-w", "1s"]);
     out.assert_code(69, "no quorum for any slot within 1s");
     assert!(
         took < Duration::from_secs(4),

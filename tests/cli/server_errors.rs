@@ -472,6 +472,7 @@ fn the_documented_least_privileged_user_can_run_every_command() {
     };
     let locker = |args: &[&str]| locker_under("2s", args);
     assert_no_panic(&locker(&["status", "lk"]), "status, which starts the guard");
+    // The behaviour: the guard of 2s passes.
     std::thread::sleep(Duration::from_millis(2100));
     let out = locker(&["acquire", "-n", "--ttl", "2s", "-m", "least", "lk"]);
     out.assert_code(0, "acquire");

@@ -122,6 +122,7 @@ fn a_shared_token_extends_only_while_it_holds() {
     run(cluster.redlock().args(["release", "shared", &token])).assert_code(0, "release");
     // A lapsed reader is not extended back to life.
     let short = acquire(&cluster, "shared", &["--shared", "--ttl", "200ms"]);
+    // The behaviour: the reader of 200ms lapses.
     std::thread::sleep(Duration::from_millis(400));
     run(cluster
         .redlock()
@@ -165,6 +166,7 @@ fn a_waiting_writer_keeps_new_readers_out() {
     wait_in_line(&cluster, 1);
     let late = job(&cluster, &log, "R2", &["--shared"], "0.1");
     wait_in_line(&cluster, 2);
+    // The behaviour: nobody enters in a while.
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(
         log_lines(&log),
@@ -252,6 +254,7 @@ fn a_writer_gets_the_lock_while_readers_keep_arriving() {
                         .stderr(Stdio::piped()),
                 ));
                 spawned += 1;
+                // The behaviour: a steady stream of readers.
                 std::thread::sleep(Duration::from_millis(100));
             }
             readers

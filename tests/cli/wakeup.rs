@@ -110,6 +110,7 @@ fn assert_clients(cluster: &Cluster, counts: &[usize], what: &str) {
     };
     let settled = wait_until(Duration::from_secs(10), || {
         clients() == counts && {
+            // The behaviour: the counts stay so a while.
             thread::sleep(Duration::from_millis(300));
             clients() == counts
         }
@@ -344,7 +345,8 @@ fn a_server_hung_while_the_waiter_subscribes_does_not_hold_up_its_wake_up() {
     let waiting =
         spawn(waiter(&cluster, "paused", SLOW_POLL_MS).args(["--server-timeout", "300ms"]));
     wait_for_listeners(&cluster, &[0, 1], "paused", 1);
-    // Its subscription on server 2 has given up.
+    // Its subscription on server 2 has given up (the behaviour: after its
+    // --server-timeout, which no state outside the waiter shows).
     thread::sleep(Duration::from_millis(600));
 
     run(cluster
@@ -374,12 +376,27 @@ fn a_user_without_publish_or_subscribe_locks_and_releases() {
     let out = run(as_user().args(["acquire", "-n", "quiet"]));
     out.assert_code(0, "acquire");
     let token = out.stdout.trim().to_owned();
+    let calls = |cluster: &Cluster| -> Vec<u64> {
+        cluster
+            .servers
+            .iter()
+            .map(RedisServer::script_calls)
+            .collect()
+    };
+    let before = calls(&cluster);
     let waiting = spawn(
         as_user()
             .args(["acquire", "-w", "20s", "quiet"])
             .env("REDLOCK_TEST_POLL_DELAY_MS", "300"),
     );
-    thread::sleep(Duration::from_millis(500));
+    // It may not stand in line (no ZADD): its first try has run everywhere.
+    assert!(
+        wait_until(Duration::from_secs(10), || calls(&cluster)
+            .iter()
+            .zip(&before)
+            .all(|(now, before)| now > before)),
+        "the waiter never tried"
+    );
 
     let out = run(as_user().args(["release", "quiet", &token]));
     out.assert_code(0, &format!("release without PUBLISH: {}", out.stderr));
@@ -527,7 +544,8 @@ fn a_server_restarted_while_a_waiter_waits_is_listened_to_again() {
 
     cluster[2].restart();
     wait_for_listeners(&cluster, &[2], "restarted", 1);
-    // The wake-up of the subscription made again finds the lock held.
+    // The wake-up of the subscription made again finds the lock held (a
+    // moment for a step no state outside the waiter shows).
     thread::sleep(Duration::from_millis(300));
     // Freed without a word on servers 0 and 1 (restarted, 2 has no key);
     // only server 2 announces it, so only its subscription can wake the

@@ -110,6 +110,32 @@ struct Scenario {
     also: Also,
 }
 
+/// A restart of one server in a second (its pair restarts a majority).
+const RESTART_NOW_MINORITY: Scenario = Scenario {
+    name: "restart-now-minority",
+    seconds: (20, 45),
+    faults: &[Fault::RestartNow(1, 2)],
+    lengths: Lengths::Spanning,
+    ttl: RESTART_TTL,
+    guard: Guard::Env(RESTART_TTL),
+    slow_stop: true,
+    setup: Setup::Plain,
+    also: Also::Nothing,
+};
+
+/// Rolling network cuts with saturating clients (its pair: paced ones).
+const ROLLING_CUTS: Scenario = Scenario {
+    name: "rolling-cuts",
+    seconds: (15, 40),
+    faults: &[Fault::RollingCuts],
+    lengths: Lengths::Bounded,
+    ttl: TTL,
+    guard: Guard::Off,
+    slow_stop: false,
+    setup: Setup::Netns,
+    also: Also::CutBounds,
+};
+
 const SCENARIOS: [Scenario; 23] = [
     Scenario {
         name: "no-faults",
@@ -137,27 +163,11 @@ const SCENARIOS: [Scenario; 23] = [
     // restarts late in a second, so that `uptime_in_seconds` ticks to 1 a
     // few milliseconds after the start; sections that take all the grace
     // period the stop plan gives them.
-    Scenario {
-        name: "restart-now-minority",
-        seconds: (20, 45),
-        faults: &[Fault::RestartNow(1, 2)],
-        lengths: Lengths::Spanning,
-        ttl: RESTART_TTL,
-        guard: Guard::Env(RESTART_TTL),
-        slow_stop: true,
-        setup: Setup::Plain,
-        also: Also::Nothing,
-    },
+    RESTART_NOW_MINORITY,
     Scenario {
         name: "restart-now-majority",
-        seconds: (20, 45),
         faults: &[Fault::RestartNow(3, 3)],
-        lengths: Lengths::Spanning,
-        ttl: RESTART_TTL,
-        guard: Guard::Env(RESTART_TTL),
-        slow_stop: true,
-        setup: Setup::Plain,
-        also: Also::Nothing,
+        ..RESTART_NOW_MINORITY
     },
     // Holders with a 4s lease beside callers of 1.5s: the guard must cover
     // the longest, so the fleet sets it in the config file.
@@ -379,31 +389,15 @@ const SCENARIOS: [Scenario; 23] = [
     // are always reachable. Availability, the longest free lock while a
     // live exec waits, and the median wait are its figures; its bounds are
     // off until the line is redesigned (checks::ENFORCE_CUT_BOUNDS).
-    Scenario {
-        name: "rolling-cuts",
-        seconds: (15, 40),
-        faults: &[Fault::RollingCuts],
-        lengths: Lengths::Bounded,
-        ttl: TTL,
-        guard: Guard::Off,
-        slow_stop: false,
-        setup: Setup::Netns,
-        also: Also::CutBounds,
-    },
+    ROLLING_CUTS,
     // Issue 28: the same cuts, with clients that pause between runs. Its
     // median wait, against the same run with `--no-line`, is what the line
     // costs a caller; the saturated run above cannot show that (served in
     // order, every wait there is the sections of the others).
     Scenario {
         name: "rolling-cuts-paced",
-        seconds: (15, 40),
-        faults: &[Fault::RollingCuts],
-        lengths: Lengths::Bounded,
-        ttl: TTL,
-        guard: Guard::Off,
-        slow_stop: false,
         setup: Setup::NetnsPaced,
-        also: Also::CutBounds,
+        ..ROLLING_CUTS
     },
     Scenario {
         name: "checker-self-test",
