@@ -12,7 +12,7 @@ use crate::exit_code::{self, Exit};
 
 mod help;
 
-pub use help::{command, command_with, Detail};
+pub use help::{command, command_for, command_with, Detail};
 
 /// One example of a subcommand: what it does, and the lines to type. Shown
 /// by `--help` and by the man pages, from here.
