@@ -45,11 +45,7 @@ impl Info {
     /// The fields of an `INFO` reply (`name:value` lines of any sections).
     /// A name given twice counts with its last value.
     pub fn parse(text: &str) -> Info {
-        let fields = Fields(
-            text.lines()
-                .filter_map(|line| line.trim_end_matches('\r').split_once(':'))
-                .collect(),
-        );
+        let fields = Fields::of(text);
         let text = |name: &str| {
             fields
                 .get(name)
@@ -164,6 +160,24 @@ fn server<'a>(fields: &Fields<'a>) -> Option<(&'a str, &'a str)> {
 struct Fields<'a>(Vec<(&'a str, &'a str)>);
 
 impl<'a> Fields<'a> {
+    /// The `name:value` lines of `text` (as `str::lines` and `split_once`
+    /// would take them apart, a byte at a time: most of the lines are
+    /// short, where `str`'s searchers cost many times more).
+    fn of(text: &'a str) -> Fields<'a> {
+        let at = |text: &str, byte: u8| text.bytes().position(|b| b == byte);
+        let mut fields = Vec::with_capacity(80);
+        let mut rest = text;
+        while !rest.is_empty() {
+            let end = at(rest, b'\n').unwrap_or(rest.len());
+            let line = rest[..end].trim_end_matches('\r');
+            rest = rest.get(end + 1..).unwrap_or_default();
+            if let Some(colon) = at(line, b':') {
+                fields.push((&line[..colon], &line[colon + 1..]));
+            }
+        }
+        Fields(fields)
+    }
+
     /// The last value of the field `name`.
     fn get(&self, name: &str) -> Option<&'a str> {
         self.0
