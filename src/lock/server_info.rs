@@ -160,18 +160,17 @@ fn server<'a>(fields: &Fields<'a>) -> Option<(&'a str, &'a str)> {
 struct Fields<'a>(Vec<(&'a str, &'a str)>);
 
 impl<'a> Fields<'a> {
-    /// The `name:value` lines of `text` (as `str::lines` and `split_once`
-    /// would take them apart, a byte at a time: most of the lines are
-    /// short, where `str`'s searchers cost many times more).
+    /// The `name:value` lines of `text`, as `str::lines` and `split_once`
+    /// would take them apart (with `memchr`: `str`'s searchers cost many
+    /// times more on lines this short).
     fn of(text: &'a str) -> Fields<'a> {
-        let at = |text: &str, byte: u8| text.bytes().position(|b| b == byte);
         let mut fields = Vec::with_capacity(80);
-        let mut rest = text;
-        while !rest.is_empty() {
-            let end = at(rest, b'\n').unwrap_or(rest.len());
-            let line = rest[..end].trim_end_matches('\r');
-            rest = rest.get(end + 1..).unwrap_or_default();
-            if let Some(colon) = at(line, b':') {
+        let mut start = 0;
+        let ends = memchr::memchr_iter(b'\n', text.as_bytes()).chain([text.len()]);
+        for end in ends {
+            let line = text[start..end].trim_end_matches('\r');
+            start = end + 1;
+            if let Some(colon) = memchr::memchr(b':', line.as_bytes()) {
                 fields.push((&line[..colon], &line[colon + 1..]));
             }
         }
