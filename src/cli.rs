@@ -12,7 +12,7 @@ use crate::exit_code::{self, Exit};
 
 mod help;
 
-pub use help::{command, command_with, Detail};
+pub use help::{command, command_for, command_with, Detail};
 
 /// One example of a subcommand: what it does, and the lines to type. Shown
 /// by `--help` and by the man pages, from here.
@@ -132,11 +132,15 @@ pub fn examples(name: &str) -> &'static [Example] {
 
 /// The "Examples:" block of a subcommand's `--help`.
 fn examples_help(name: &str) -> String {
-    let mut text = String::from("Examples:");
+    // Pushed, not formatted: every run builds every subcommand's help.
+    let mut text = String::with_capacity(1024);
+    text.push_str("Examples:");
     for example in examples(name) {
-        text.push_str(&format!("\n  # {}", example.what));
+        text.push_str("\n  # ");
+        text.push_str(example.what);
         for line in example.lines {
-            text.push_str(&format!("\n  {line}"));
+            text.push_str("\n  ");
+            text.push_str(line);
         }
     }
     text

@@ -63,10 +63,7 @@ pub fn main() -> ExitCode {
     if version_asked() {
         return print_version().into();
     }
-    let parsed = cli::command()
-        .try_get_matches()
-        .and_then(|matches| Cli::from_arg_matches(&matches));
-    let cli = match parsed {
+    let cli = match parse() {
         Ok(cli) => cli,
         Err(err) => return parse_error(&err).into(),
     };
@@ -92,6 +89,15 @@ pub fn main() -> ExitCode {
         Err(err) => commands::finish(&Output::new(mode), &Err(err)),
     };
     end(ending)
+}
+
+/// The command line, parsed. The matches are taken apart where they are,
+/// not copied first as `from_arg_matches` does.
+fn parse() -> Result<Cli, clap::Error> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mut matches =
+        cli::command_for(args.get(1..).unwrap_or_default()).try_get_matches_from(args)?;
+    Cli::from_arg_matches_mut(&mut matches)
 }
 
 /// The version line, as clap's `--version` prints it (`cli::LONG_VERSION`).

@@ -33,7 +33,29 @@ pub fn command() -> clap::Command {
 
 /// The clap command, each subcommand's global options in words for it.
 pub fn command_with(detail: Detail) -> clap::Command {
+    fitted(Cli::command(), detail, |_| true)
+}
+
+/// The command the program parses `args` (its words after the program's
+/// name) with: as [`command`], but only the subcommands that a word of
+/// `args` names get their global options in their own words, or all of
+/// them if no word names one. The others get clap's own copies, which
+/// parse the same; only their help differs, and it is shown only for a
+/// subcommand that is named. Fitting every subcommand cost a run more than
+/// its parse (about a tenth of `acquire -n`'s instructions).
+pub fn command_for(args: &[std::ffi::OsString]) -> clap::Command {
+    let named = |name: &str| args.iter().any(|arg| arg == name);
     let root = Cli::command();
+    if root.get_subcommands().any(|sub| named(sub.get_name())) {
+        fitted(root, Detail::Line, named)
+    } else {
+        fitted(root, Detail::Line, |_| true)
+    }
+}
+
+/// `root` with the subcommands `fit` picks given their global options in
+/// their own words.
+fn fitted(root: clap::Command, detail: Detail, fit: impl Fn(&str) -> bool) -> clap::Command {
     let globals: Vec<Arg> = root
         .get_arguments()
         .filter(|arg| arg.is_global_set())
@@ -42,9 +64,10 @@ pub fn command_with(detail: Detail) -> clap::Command {
     let names: Vec<String> = root
         .get_subcommands()
         .map(|sub| sub.get_name().to_owned())
+        .filter(|name| fit(name))
         .collect();
     let root = names.iter().fold(root, |root, name| {
-        let own = globals.iter().map(|arg| fitted(arg, name, detail));
+        let own = globals.iter().map(|arg| fitted_arg(arg, name, detail));
         let own: Vec<Arg> = own.collect();
         root.mut_subcommand(name, |sub| sub.args(own))
     });
@@ -60,7 +83,7 @@ pub fn command_with(detail: Detail) -> clap::Command {
 }
 
 /// The global option `arg` as the subcommand `sub` shows it.
-fn fitted(arg: &Arg, sub: &str, detail: Detail) -> Arg {
+fn fitted_arg(arg: &Arg, sub: &str, detail: Detail) -> Arg {
     let id = arg.get_id().as_str();
     let text = TEXTS
         .iter()

@@ -2,7 +2,6 @@
 //! make of it: its role and eviction policy, asked pipelined behind their
 //! first request ([`Behind`]), so that it costs them no round trip.
 
-use std::collections::HashMap;
 use std::sync::Mutex as StdMutex;
 use std::time::Duration;
 
@@ -44,11 +43,9 @@ pub struct Info {
 
 impl Info {
     /// The fields of an `INFO` reply (`name:value` lines of any sections).
+    /// A name given twice counts with its last value.
     pub fn parse(text: &str) -> Info {
-        let fields: HashMap<&str, &str> = text
-            .lines()
-            .filter_map(|line| line.trim_end_matches('\r').split_once(':'))
-            .collect();
+        let fields = Fields::of(text);
         let text = |name: &str| {
             fields
                 .get(name)
@@ -147,21 +144,61 @@ impl ClusterNode {
 
 /// The server's name and version: `server_name` (Valkey's `valkey`) and
 /// the `<name>_version` beside it, else Redis's `redis_version`.
-fn server<'a>(fields: &HashMap<&'a str, &'a str>) -> Option<(&'a str, &'a str)> {
+fn server<'a>(fields: &Fields<'a>) -> Option<(&'a str, &'a str)> {
     let named = fields
         .get("server_name")
-        .copied()
         .map(str::trim)
         .filter(|name| !name.is_empty())
-        .and_then(|name| Some((name, *fields.get(format!("{name}_version").as_str())?)));
-    named.or_else(|| Some(("redis", *fields.get("redis_version")?)))
+        .and_then(|name| Some((name, fields.get(&format!("{name}_version"))?)));
+    named.or_else(|| Some(("redis", fields.get("redis_version")?)))
 }
 
-/// The fields named `stem` and a number (`slave0`, `db3`), by number.
-fn numbered<'a>(fields: &HashMap<&'a str, &'a str>, stem: &str) -> Vec<(u32, &'a str)> {
-    let mut found: Vec<(u32, &str)> = fields
+/// The `name:value` lines of an INFO reply, in order. A list, not a hash
+/// map: the checks read a dozen of some 60 fields once, which a scan does
+/// for a fraction of what hashing every name cost (a sixth of the
+/// instructions of an `acquire -n` on 5 servers).
+struct Fields<'a>(Vec<(&'a str, &'a str)>);
+
+impl<'a> Fields<'a> {
+    /// The `name:value` lines of `text`, as `str::lines` and `split_once`
+    /// would take them apart (with `memchr`: `str`'s searchers cost many
+    /// times more on lines this short).
+    fn of(text: &'a str) -> Fields<'a> {
+        let mut fields = Vec::with_capacity(80);
+        let mut start = 0;
+        let ends = memchr::memchr_iter(b'\n', text.as_bytes()).chain([text.len()]);
+        for end in ends {
+            let line = text[start..end].trim_end_matches('\r');
+            start = end + 1;
+            if let Some(colon) = memchr::memchr(b':', line.as_bytes()) {
+                fields.push((&line[..colon], &line[colon + 1..]));
+            }
+        }
+        Fields(fields)
+    }
+
+    /// The last value of the field `name`.
+    fn get(&self, name: &str) -> Option<&'a str> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
+    }
+}
+
+/// The fields named `stem` and a number (`slave0`, `db3`), by number, each
+/// name with its last value.
+fn numbered<'a>(fields: &Fields<'a>, stem: &str) -> Vec<(u32, &'a str)> {
+    let all = &fields.0;
+    let mut found: Vec<(u32, &str)> = all
         .iter()
-        .filter_map(|(name, value)| Some((name.strip_prefix(stem)?.parse().ok()?, *value)))
+        .enumerate()
+        .filter_map(|(at, (name, value))| {
+            let number = name.strip_prefix(stem)?.parse().ok()?;
+            let last = !all[at + 1..].iter().any(|(later, _)| later == name);
+            last.then_some((number, *value))
+        })
         .collect();
     found.sort_unstable();
     found
@@ -319,6 +356,15 @@ mod tests {
         let none = Info::parse("role:master\r\nconnected_slaves:0\r\n");
         assert_eq!(none.connected_replicas, Some(0));
         assert!(none.replicas.is_empty() && none.keyspace.is_empty());
+    }
+
+    #[test]
+    fn a_field_given_twice_counts_with_its_last_value() {
+        let text = "role:master\r\nslave0:ip=10.0.0.2,port=1\r\nrole:slave\r\n\
+                    slave1:ip=10.0.0.4,port=3\r\nslave0:ip=10.0.0.3,port=2\r\n";
+        let info = Info::parse(text);
+        assert!(info.is_replica());
+        assert_eq!(info.replicas, ["10.0.0.3:2", "10.0.0.4:3"]);
     }
 
     #[test]

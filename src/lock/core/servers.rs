@@ -257,7 +257,12 @@ impl Connection {
                 reply => return reply,
             }
         }
-        let reply = redis::cmd("EVAL")
+        // Sized for the text at once: it is most of the request, and a
+        // growing buffer would copy it again.
+        let words = keys.iter().chain(args).map(|word| word.len() + 16);
+        let size = script.source().len() + 64 + words.sum::<usize>();
+        let reply = redis::Cmd::with_capacity(3 + keys.len() + args.len(), size)
+            .arg("EVAL")
             .arg(script.source())
             .arg(keys.len())
             .arg(keys)
