@@ -167,7 +167,9 @@ impl Redlock {
         let mut unsure = None;
         let mut not_held = None;
         for key in semaphore.slot_keys() {
-            match self.release_own(&key, token, false).await {
+            // The token is the user's: a reader's token on a slot's key
+            // (`acquire --shared 'NAME#0'`) releases too, as before.
+            match self.release(&key, token).await {
                 Ok(released) => return Ok((key, released)),
                 Err(error @ LockError::NotHeld { .. }) => not_held = Some(error),
                 Err(error) if no_majority_can_answer(&error) => return Err(unsure.unwrap_or(error)),

@@ -235,6 +235,24 @@ fn a_waiter_stands_in_every_line_and_is_woken_by_the_release_of_any_slot() {
     );
 }
 
+/// `release --limit K NAME TOKEN` releases whatever slot the token holds,
+/// a reader's too: a slot's key can be taken by its name with `--shared`
+/// (`acquire --shared 'pool#1'`), and the release cannot know whose token it
+/// was given.
+#[test]
+fn release_with_a_limit_finds_a_readers_token_on_a_slot() {
+    let cluster = Cluster::start(3);
+    let token = crate::support::acquire(&cluster, "pool#1", &["--shared"]);
+    run(cluster
+        .redlock()
+        .args(["release", "--limit", "2", "pool", &token]))
+    .assert_code(0, "release --limit of a reader's token");
+    assert!(
+        cluster.servers.iter().all(|s| s.pttl(b"pool#1") == -2),
+        "the reader's slot is still held"
+    );
+}
+
 #[test]
 fn status_shows_every_slot_and_how_many_are_free() {
     let cluster = Cluster::start(3);
