@@ -498,8 +498,7 @@ fn ttl_within_guard(job: &LockJob, guard: &Given) -> Result<(), Error> {
 /// `--limit` any slot of `semaphore`, with `record` beside it.
 fn take_of(
     (key, semaphore): (&LockKey, Option<&Semaphore>),
-    (ttl, wait): (Duration, Wait),
-    (fence, shared): (bool, bool),
+    ((ttl, wait), (fence, shared)): ((Duration, Wait), (bool, bool)),
     record: Option<Holder>,
 ) -> Take {
     let target = match semaphore {
@@ -517,26 +516,16 @@ fn take_of(
 impl AcquireJob {
     /// What this job asks of the servers, with `record` beside the lock.
     pub fn take(&self, record: Option<Holder>) -> Take {
-        let target = (&self.key, self.semaphore.as_ref());
-        take_of(
-            target,
-            (self.ttl, self.wait),
-            (self.fence, self.shared),
-            record,
-        )
+        let how = ((self.ttl, self.wait), (self.fence, self.shared));
+        take_of((&self.key, self.semaphore.as_ref()), how, record)
     }
 }
 
 impl ExecSpec {
     /// What this run asks of the servers, with `record` beside the lock.
     pub fn take(&self, record: Option<Holder>) -> Take {
-        let target = (&self.key, self.semaphore.as_ref());
-        take_of(
-            target,
-            (self.ttl, self.wait),
-            (self.fence, self.shared),
-            record,
-        )
+        let how = ((self.ttl, self.wait), (self.fence, self.shared));
+        take_of((&self.key, self.semaphore.as_ref()), how, record)
     }
 }
 

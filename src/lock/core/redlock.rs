@@ -752,24 +752,11 @@ impl Redlock {
                 round,
             };
         }
-        match self.no_quorum(key, replies) {
-            LockError::NoQuorum {
-                key,
-                failed,
-                total,
-                quorum,
-                failures,
-                token: _,
-            } => LockError::NoQuorum {
-                key,
-                failed,
-                total,
-                quorum,
-                failures,
-                token: Some(round),
-            },
-            other => other,
+        let mut error = self.no_quorum(key, replies);
+        if let LockError::NoQuorum { token, .. } = &mut error {
+            *token = Some(round);
         }
+        error
     }
 
     /// No quorum for a round in which too few servers answered at all.
