@@ -278,7 +278,7 @@ enum End {
     Exited,
     /// `redlock release` (this process) asked for the lock: it deletes it
     /// itself.
-    Released(tokio::net::UnixStream, i32),
+    Released(rendezvous::Asked),
     /// A majority said the token is gone, or the validity ran out.
     Lost,
     /// The keeper itself was told to stop.
@@ -328,6 +328,7 @@ async fn hold(
         lost: false,
         asked: Vec::new(),
         excepted: Vec::new(),
+        asked_since: u64::MAX,
     };
     let end = holding.until_end(&mut keeping, &mut signals).await;
     holding.drain(end, &mut keeping).await;
@@ -365,6 +366,9 @@ struct Holding<'a> {
     /// Those who asked and their shells: they wait for the answer, so the
     /// group is done without them.
     excepted: Vec<i32>,
+    /// When the first who asked started (clock ticks since boot): what the
+    /// script started after that is not waited for.
+    asked_since: u64,
 }
 
 impl Holding<'_> {
@@ -378,7 +382,7 @@ impl Holding<'_> {
             _ = keeping.as_mut() => End::Lost,
             () = runs_out(self.deadline.clone(), self.lead) => End::Lost,
             () = self.watched.exited() => End::Exited,
-            (stream, pid) = self.rendezvous.release_asked() => End::Released(stream, pid),
+            asked = self.rendezvous.release_asked() => End::Released(asked),
             _ = signals.recv() => End::Stopped,
         }
     }
@@ -389,12 +393,15 @@ impl Holding<'_> {
     /// gone or the validity ends.
     async fn drain<F: Future>(&mut self, end: End, keeping: &mut Pin<&mut F>) {
         match end {
-            End::Released(stream, pid) => self.asked_by(stream, pid),
+            End::Released(asked) => self.asked_by(asked),
             End::Lost | End::Stopped => self.lose(),
             End::Exited => {}
         }
         loop {
-            let done = self.watched.others_in_group(&self.excepted).is_empty();
+            let done = self
+                .watched
+                .others_in_group(&self.excepted, self.asked_since)
+                .is_empty();
             let lapsed = self.lost && *self.deadline.borrow() <= BootInstant::now();
             if done || lapsed {
                 return;
@@ -402,15 +409,19 @@ impl Holding<'_> {
             tokio::select! {
                 _ = keeping.as_mut(), if !self.lost => self.lose(),
                 () = runs_out(self.deadline.clone(), self.lead), if !self.lost => self.lose(),
-                (stream, pid) = self.rendezvous.release_asked() => self.asked_by(stream, pid),
+                asked = self.rendezvous.release_asked() => self.asked_by(asked),
                 () = tokio::time::sleep(GROUP_POLL) => {}
             }
         }
     }
 
-    fn asked_by(&mut self, stream: tokio::net::UnixStream, pid: i32) {
-        self.asked.push(stream);
-        self.excepted.extend(crate::supervise::with_ancestors(pid));
+    fn asked_by(&mut self, asked: rendezvous::Asked) {
+        self.asked.push(asked.stream);
+        self.excepted
+            .extend(crate::supervise::with_ancestors(asked.pid));
+        if let Some(started) = asked.started {
+            self.asked_since = self.asked_since.min(started);
+        }
     }
 
     /// Signals the script, once, and stops extending. The watchdog is told

@@ -15,7 +15,8 @@
 //! `release` connects, writes `release TOKEN`, and waits for `ok`: by then
 //! the keeper has stopped extending and exits. The keeper answers once the
 //! processes the script left in its process group (other than the one that
-//! asks and its shells) have ended, as `exec` holds its lock until its
+//! asks and its shells, and what started after it asked: `release` says
+//! when it started, see [`since`]) have ended, as `exec` holds its lock until its
 //! command's group has; a keeper that dies ends the wait too. Only then
 //! does `release` delete the key. A keeper that is stopped (SIGSTOP, a
 //! debugger) cannot answer: once `release` has seen it stopped for
@@ -50,6 +51,23 @@ const ACK: &[u8; 3] = b"ok\n";
 /// What `release` writes: `release TOKEN` and a newline.
 fn request(token: &Token) -> Vec<u8> {
     format!("release {}\n", token.as_str()).into_bytes()
+}
+
+/// What `release` writes after the request, in the same write: `since`,
+/// when it started (clock ticks since boot), and a newline. The keeper
+/// waits for the processes the script left in its group, not those it
+/// starts after asking; a keeper that was stopped reads the request once
+/// the asker is gone, with only this to tell which came first.
+fn since(started: u64) -> Vec<u8> {
+    format!("since {started}\n").into_bytes()
+}
+
+/// The start time a trailer written by [`since`] gives.
+fn parse_since(trailer: &[u8]) -> Option<u64> {
+    std::str::from_utf8(trailer.strip_prefix(b"since ")?.strip_suffix(b"\n")?)
+        .ok()?
+        .parse()
+        .ok()
 }
 
 /// The socket's address for the lock `key` held by `token`.
@@ -95,8 +113,17 @@ fn same_user(socket: &impl AsRawFd) -> bool {
     peer_uid(socket) == Some(nix::unistd::geteuid().as_raw())
 }
 
-/// A request read, with the pid of the process that sent it.
-type Asked = (tokio::net::UnixStream, i32);
+/// A request read.
+pub struct Asked {
+    /// Where the answer goes.
+    pub stream: tokio::net::UnixStream,
+    /// The process that sent it (0 if the kernel does not say).
+    pub pid: i32,
+    /// When that process started, in clock ticks since boot, as it said or
+    /// /proc says; `None` when neither does (a `release` of an older build
+    /// that has since exited).
+    pub started: Option<u64>,
+}
 
 /// How many peers the keeper reads from at once; more wait in the socket's
 /// backlog until one of those is done (read, or [`ACK_WITHIN`] passed).
@@ -187,7 +214,18 @@ async fn read_request(
     let read = tokio::time::timeout(ACK_WITHIN, stream.read_exact(&mut got)).await;
     if matches!(read, Ok(Ok(_))) && *got == *request {
         let pid = peer(&stream).map_or(0, |cred| cred.pid);
-        let _ = tell.send((stream, pid));
+        // The trailer came in the request's write: it is there or never.
+        let mut trailer = [0u8; 32];
+        let said = match stream.try_read(&mut trailer) {
+            Ok(len) => parse_since(&trailer[..len]),
+            Err(_) => None,
+        };
+        let started = said.or_else(|| crate::supervise::started(pid));
+        let _ = tell.send(Asked {
+            stream,
+            pid,
+            started,
+        });
     }
 }
 
@@ -237,7 +275,11 @@ pub fn stop_keeper(key: &LockKey, token: &Token) -> Stood {
     // have ended (the lock is theirs until then), or it has exited; either
     // ends the wait, however long. Only a keeper that cannot run does not.
     let _ = stream.set_write_timeout(Some(ACK_WITHIN));
-    if stream.write_all(&request(token)).is_err() {
+    let mut asking = request(token);
+    if let Some(started) = crate::supervise::started(std::process::id() as i32) {
+        asking.extend(since(started));
+    }
+    if stream.write_all(&asking).is_err() {
         return Stood::Down;
     }
     let _ = stream.set_read_timeout(Some(LOOK_EVERY));
@@ -267,5 +309,19 @@ pub fn stop_keeper(key: &LockKey, token: &Token) -> Stood {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trailer_gives_the_start_time_it_was_written_with() {
+        assert_eq!(parse_since(&since(123_456)), Some(123_456));
+        assert_eq!(parse_since(b""), None);
+        assert_eq!(parse_since(b"since 12"), None, "cut before the newline");
+        assert_eq!(parse_since(b"since x\n"), None);
+        assert_eq!(parse_since(b"release abc\n"), None);
     }
 }

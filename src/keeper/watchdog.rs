@@ -31,7 +31,7 @@ impl Target for Script {
     }
 
     fn has_live_members(&self) -> bool {
-        self.0.is_alive() || !self.0.others_in_group(&[]).is_empty()
+        self.0.is_alive() || !self.0.others_in_group(&[], u64::MAX).is_empty()
     }
 }
 

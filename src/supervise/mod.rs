@@ -38,7 +38,7 @@ use state::{Effect, State};
 pub use child::Command;
 pub use state::{Event, Outcome, StopReason};
 pub use watchdog::{Settle, Watchdog};
-pub use watched::{with_ancestors, WatchError, Watched};
+pub use watched::{started, with_ancestors, WatchError, Watched};
 
 /// Signals sent to `redlock exec` that are passed on to the command.
 pub const FORWARDED: [Signal; 6] = [

@@ -10,6 +10,9 @@ pub struct Stat {
     pub parent: i32,
     pub group: i32,
     pub session: i32,
+    /// When it started, in clock ticks since boot: which of two processes
+    /// came first, whatever their pids.
+    pub started: u64,
 }
 
 impl Stat {
@@ -31,12 +34,16 @@ fn parse_stat(pid: i32, stat: &str) -> Option<Stat> {
     let mut fields = rest.split_whitespace();
     let state = fields.next()?.chars().next()?;
     let mut number = || fields.next()?.parse::<i32>().ok();
+    let (parent, group, session) = (number()?, number()?, number()?);
+    // tty_nr through itrealvalue (fields 7 to 21), then starttime.
+    let started = fields.nth(15)?.parse().ok()?;
     Some(Stat {
         pid,
         state,
-        parent: number()?,
-        group: number()?,
-        session: number()?,
+        parent,
+        group,
+        session,
+        started,
     })
 }
 
@@ -89,7 +96,8 @@ mod tests {
 
     #[test]
     fn stat_survives_odd_command_names() {
-        let line = "4242 (a) b (c) T 1 4242 4000 34817 4242 4194560 0 0";
+        let line = "4242 (a) b (c) T 1 4242 4000 34817 4242 4194560 0 0 0 0 \
+                    5 3 0 0 20 0 1 0 987654 1000";
         assert_eq!(
             parse_stat(4242, line),
             Some(Stat {
@@ -97,10 +105,13 @@ mod tests {
                 state: 'T',
                 parent: 1,
                 group: 4242,
-                session: 4000
+                session: 4000,
+                started: 987654,
             })
         );
         assert_eq!(parse_stat(1, "garbage"), None);
+        // A line cut before the start time is no stat.
+        assert_eq!(parse_stat(1, "1 (a) S 0 1 1 0 -1 4194560 0 0"), None);
     }
 
     #[test]

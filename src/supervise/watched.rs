@@ -26,6 +26,11 @@ pub enum WatchError {
     Failed { pid: i32, error: io::Error },
 }
 
+/// When `pid` started, in clock ticks since boot, if it exists.
+pub fn started(pid: i32) -> Option<u64> {
+    super::proc::stat(pid).map(|stat| stat.started)
+}
+
 /// `pid` and its ancestors, from /proc: the process that asked for a
 /// release and the shell (or subshells) it runs under, which wait for it.
 pub fn with_ancestors(pid: i32) -> Vec<i32> {
@@ -173,7 +178,10 @@ impl Watched {
     /// than itself and `except`: what it started and left running. The lock
     /// is theirs too, as `exec`'s is its command's whole group's. Zombies do
     /// not count: they run nothing, and an orphan's may never be reaped.
-    pub fn others_in_group(&self, except: &[i32]) -> Vec<i32> {
+    /// Nor do processes started after `started_by` (clock ticks since
+    /// boot, as [`started`] gives): what the script ran after it asked
+    /// for the release is not under the lock.
+    pub fn others_in_group(&self, except: &[i32], started_by: u64) -> Vec<i32> {
         if !self.leads_group {
             return Vec::new();
         }
@@ -181,6 +189,7 @@ impl Watched {
             .into_iter()
             .filter(|stat| stat.group == self.pid && stat.pid != self.pid)
             .filter(|stat| stat.state != 'Z' && !except.contains(&stat.pid))
+            .filter(|stat| stat.started <= started_by)
             .map(|stat| stat.pid)
             .collect()
     }

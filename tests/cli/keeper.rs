@@ -989,14 +989,17 @@ fn a_frozen_keeper_s_watchdog_stops_the_script_before_anyone_else_takes_the_lock
 /// keeper that is stopped cannot give one. Release gives up after a bound
 /// and leaves the lock alone (the keeper's watchdog still covers the
 /// script), saying why with exit 70; the keeper, continued, stands down and
-/// releases the lock.
+/// releases the lock, once what the script left running before it asked
+/// has ended: not what it started after (here a job that runs until the
+/// test ends, which a keeper that waited for it would never see end).
 #[test]
 fn a_release_does_not_wait_for_a_stopped_keeper() {
     let cluster = Cluster::start(3);
     let scene = Scene::new(&cluster.servers_arg());
-    let body = "while [ ! -e \"$D/go\" ]; do sleep 0.05; done\n\
+    let body = "sh -c 'while [ ! -e \"$D/left-end\" ]; do sleep 0.05; done' &\n\
+                while [ ! -e \"$D/go\" ]; do sleep 0.05; done\n\
                 redlock release job \"$tok\"; echo $? > \"$D/released\"\n\
-                while [ ! -e \"$D/end\" ]; do sleep 0.05; done";
+                sh -c 'while [ ! -e \"$D/end\" ]; do sleep 0.05; done'";
     // A TTL long enough that the watchdog's stop time comes after the
     // release gave up.
     let (script, _) = scene.token(scene.start("bash", "--ttl 12s", body));
@@ -1017,11 +1020,18 @@ fn a_release_does_not_wait_for_a_stopped_keeper() {
     assert_eq!(scene.read("released").trim(), "70", "release's status");
     assert!(scene.is_held(), "released under a stopped keeper");
     drop(frozen);
-    // Continued, the keeper finds the request, stands down without
-    // signalling the script, and releases the lock itself.
+    // Continued, the keeper finds the request and stands down without
+    // signalling the script, but the job left running before the release
+    // still holds the lock.
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        scene.is_held(),
+        "released while the job the script left running still ran"
+    );
+    fs::write(scene.path("left-end"), "").unwrap();
     assert!(
         freed_within(&scene, Duration::from_secs(3)).is_some(),
-        "the keeper, continued, did not release the lock"
+        "the keeper, continued, did not release the lock once the left job ended"
     );
     assert!(
         wait_until(LIMIT, || !pid_alive(keeper)),
