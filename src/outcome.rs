@@ -325,6 +325,7 @@ pub fn lock_exit(error: &LockError) -> Exit {
         | LockError::NoFenceLeft { .. } => Exit::NoQuorum,
         LockError::NotHeld { .. } => Exit::Lost,
         LockError::Refused { .. } => Exit::Config,
+        LockError::Superseded { .. } => Exit::Cancelled,
     }
 }
 

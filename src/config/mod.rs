@@ -14,7 +14,8 @@ use crate::cli::{self, Cli, Command, ExecArgs, GlobalArgs};
 use crate::duration;
 use crate::error::Error;
 use crate::lock::{
-    Breaking, Holder, ListQuery, LockKey, Semaphore, ServerSpec, Take, Target, Token, Wait,
+    Breaking, Holder, ListQuery, LockKey, Semaphore, ServerSpec, Supersede, Take, Target, Token,
+    Wait,
 };
 use crate::supervise::schedule::StopPlan;
 
@@ -170,6 +171,8 @@ pub struct AcquireJob {
     pub fence: bool,
     /// `--shared`: one reader among many.
     pub shared: bool,
+    /// `--supersede [--serial N]`.
+    pub supersede: Option<Supersede>,
 }
 
 /// `acquire --while PID [--while-signal SIG]`.
@@ -217,6 +220,8 @@ pub struct ExecSpec {
     pub fence: bool,
     /// `--shared`: one reader among many.
     pub shared: bool,
+    /// `--supersede [--serial N]`.
+    pub supersede: Option<Supersede>,
 }
 
 impl Config {
@@ -340,6 +345,14 @@ fn acquire_job(args: cli::AcquireArgs, prefix: &[u8]) -> Result<AcquireJob, Erro
         }),
         fence: args.fence,
         shared: args.shared,
+        supersede: supersede(&args.supersede),
+    })
+}
+
+/// `--supersede [--serial N]`.
+fn supersede(args: &cli::SupersedeArgs) -> Option<Supersede> {
+    args.supersede.then_some(Supersede {
+        serial: args.serial,
     })
 }
 
@@ -499,7 +512,7 @@ fn ttl_within_guard(job: &LockJob, guard: &Given) -> Result<(), Error> {
 fn take_of(
     (key, semaphore): (&LockKey, Option<&Semaphore>),
     ((ttl, wait), (fence, shared)): ((Duration, Wait), (bool, bool)),
-    record: Option<Holder>,
+    (record, supersede): (Option<Holder>, Option<Supersede>),
 ) -> Take {
     let target = match semaphore {
         Some(semaphore) => Target::Slot(semaphore.clone()),
@@ -509,6 +522,7 @@ fn take_of(
         fence,
         shared,
         record,
+        supersede,
         ..Take::new(target, ttl, wait)
     }
 }
@@ -517,7 +531,11 @@ impl AcquireJob {
     /// What this job asks of the servers, with `record` beside the lock.
     pub fn take(&self, record: Option<Holder>) -> Take {
         let how = ((self.ttl, self.wait), (self.fence, self.shared));
-        take_of((&self.key, self.semaphore.as_ref()), how, record)
+        take_of(
+            (&self.key, self.semaphore.as_ref()),
+            how,
+            (record, self.supersede),
+        )
     }
 }
 
@@ -525,7 +543,11 @@ impl ExecSpec {
     /// What this run asks of the servers, with `record` beside the lock.
     pub fn take(&self, record: Option<Holder>) -> Take {
         let how = ((self.ttl, self.wait), (self.fence, self.shared));
-        take_of((&self.key, self.semaphore.as_ref()), how, record)
+        take_of(
+            (&self.key, self.semaphore.as_ref()),
+            how,
+            (record, self.supersede),
+        )
     }
 }
 
@@ -691,6 +713,7 @@ fn exec_spec(
         record_command: args.record_command,
         fence: args.fence,
         shared: args.shared,
+        supersede: supersede(&args.supersede),
     })
 }
 
@@ -1062,6 +1085,7 @@ mod tests {
                 semaphore: None,
                 fence: false,
                 shared: false,
+                supersede: None,
             })
         };
         let guard = |value| Given {

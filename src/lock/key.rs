@@ -218,6 +218,16 @@ pub(super) const READER_RECORDS_SUFFIX: &[u8] = b"\0reader-records";
 /// for as long as one is held there (limit.lua).
 pub(super) const LIMIT_SUFFIX: &[u8] = b"\0limit";
 
+/// Appended to a lock's key to name its superseding waiters
+/// (`--supersede`, supersede.lua): a hash, ticket to who superseded it or
+/// who waits, kept a minute after its last write.
+pub(super) const SUPERSEDE_SUFFIX: &[u8] = b"\0supersede";
+
+/// The hash of `key`'s superseding waiters.
+pub(super) fn supersede_key(key: &LockKey) -> Vec<u8> {
+    [key.bytes(), SUPERSEDE_SUFFIX].concat()
+}
+
 /// Appended to the prefix to name the restart guard's marker (guard.lua):
 /// no lock name is empty or holds NUL, so no lock is called so. The "2" is
 /// the marker's format: builds before it kept another one under
@@ -264,6 +274,7 @@ pub fn is_line_key(key: &[u8]) -> bool {
         READERS_SUFFIX,
         READER_RECORDS_SUFFIX,
         LIMIT_SUFFIX,
+        SUPERSEDE_SUFFIX,
     ]
     .iter()
     .any(|suffix| key.ends_with(suffix))
@@ -375,6 +386,7 @@ mod tests {
             FENCE_SUFFIX,
             READERS_SUFFIX,
             READER_RECORDS_SUFFIX,
+            SUPERSEDE_SUFFIX,
         ]
         .iter()
         .map(|suffix| [key, suffix].concat())

@@ -25,6 +25,7 @@ mod server_info;
 mod server_url;
 mod shared;
 mod slot;
+mod supersede;
 mod tried;
 
 pub use self::core::lease::{Lease, Released};
@@ -55,4 +56,5 @@ pub use server_info::{evicts_locks, ClusterNode, Concern, ConcernKind, Info, CLU
 pub use server_url::{redact_url, ServerSpec};
 pub use shared::SharedHolder;
 pub use slot::{Semaphore, Slot, MAX_LIMIT};
+pub use supersede::{Supersede, Superseder};
 pub use tried::Tried;

@@ -9,8 +9,8 @@ use std::time::Duration;
 use crate::duration::{exact, rounded};
 use crate::lock::{
     escape_and_cut, Broken, Failures, GuardCause, Guarded, HeldBy, Holder, LockError, LockKey,
-    Recorded, Said, Semaphore, ServerError, ServerSpec, SharedHolder, Standing, TokenOp,
-    TokenRound, Tried, MAX_FENCE,
+    Recorded, Said, Semaphore, ServerError, ServerSpec, SharedHolder, Standing, Superseder,
+    TokenOp, TokenRound, Tried, MAX_FENCE,
 };
 
 /// How many characters of each recorded field a one-line summary shows.
@@ -293,6 +293,7 @@ pub fn lock_error(error: &LockError) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+        LockError::Superseded { key, by } => superseded(key, by.as_deref()),
         LockError::NotHeld {
             key,
             total,
@@ -304,6 +305,23 @@ pub fn lock_error(error: &LockError) -> String {
             token_round(round, *total, *quorum)
         ),
     }
+}
+
+/// "superseded by a newer waiter (serial 12, pid 345 on ci-7): cancelled":
+/// a `--supersede` waiter that a newer one replaced, and who that is.
+fn superseded(key: &LockKey, by: Option<&Superseder>) -> String {
+    let who = by.map_or_else(String::new, |by| {
+        let order = match by.by_serial {
+            true => format!("serial {}", by.order),
+            false => "arrived later".to_owned(),
+        };
+        format!(
+            " ({order}, pid {} on {})",
+            by.pid,
+            escape_and_cut(by.host.as_bytes(), SHOWN)
+        )
+    });
+    format!("lock {key}: superseded by a newer waiter{who}: cancelled, left the line")
 }
 
 /// "extended on 1 of 3 servers, and a majority is 2: SERVER no longer

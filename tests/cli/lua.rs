@@ -59,7 +59,7 @@ fn eval_mode(
         // The db comes after every argument the script names, as the
         // Rust calls send them all: those a test leaves out are empty.
         let named = match name {
-            "acquire" => 12,
+            "acquire" => 14,
             _ => 2,
         };
         args.resize(args.len().max(named), "");

@@ -51,6 +51,7 @@ mod server_work;
 mod shared;
 mod snapshots;
 mod status;
+mod supersede;
 mod suite;
 mod takeover;
 mod true_messages;

@@ -23,7 +23,7 @@ mod protocol;
 mod source;
 mod token;
 
-pub use acquire::{Acquire, AcquireReply};
+pub use acquire::{Acquire, AcquireReply, SupersedeArgs};
 pub use fence::RaiseFence;
 pub use force::{Force, ForceReply, ForceVerdict, MAX_TOKEN};
 pub use inspect::{Inspect, InspectReply};

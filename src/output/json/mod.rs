@@ -286,7 +286,9 @@ impl CauseJson {
             | LockError::Busy { failures, .. }
             | LockError::Refused { failures, .. }
             | LockError::Restarting { failures, .. } => failures,
-            LockError::TooSlow { .. } | LockError::NoFenceLeft { .. } => return Vec::new(),
+            LockError::TooSlow { .. }
+            | LockError::NoFenceLeft { .. }
+            | LockError::Superseded { .. } => return Vec::new(),
         };
         failures
             .0
@@ -479,6 +481,7 @@ fn failure_kind(error: &LockError) -> &'static str {
         LockError::NotHeld { .. } => "not_held",
         LockError::Refused { .. } => "refused",
         LockError::Restarting { .. } => "restarting",
+        LockError::Superseded { .. } => "superseded",
     }
 }
 

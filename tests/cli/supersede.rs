@@ -1,0 +1,200 @@
+//! `--supersede` (issue 31): among waiters of one lock that all pass it, a
+//! newer waiter replaces the older ones, which leave the line at once and
+//! exit 81 (cancelled) naming who superseded them; `--serial N` orders
+//! them by the caller's number instead of by arrival. Real servers.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::support::{acquire, run, temp_dir, wait_until, Cluster, Output, Running};
+
+/// The status of a superseded waiter (exit_code.rs: `Cancelled`).
+const CANCELLED: i32 = 81;
+
+/// How long an older waiter may take to hear it was superseded: it learns
+/// within a second (woken on its own channel); the rest is a loaded
+/// machine's margin.
+const HEARS_WITHIN: Duration = Duration::from_secs(4);
+
+/// `exec --supersede [EXTRA] deploy -- sh -c 'echo WHO >> LOG'`, waiting.
+fn waiter(cluster: &Cluster, log: &str, who: &str, extra: &[&str]) -> Running {
+    let section = format!("echo {who} >> {log}");
+    Running::spawn(
+        cluster
+            .redlock()
+            .args(["exec", "-w", "30s"])
+            .args(extra)
+            .args(["deploy", "--", "sh", "-c", &section])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    )
+}
+
+/// Who ran, in order.
+fn ran(log: &str) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[track_caller]
+fn wait_in_line(cluster: &Cluster, count: usize) {
+    assert!(
+        wait_until(Duration::from_secs(10), || cluster
+            .in_line_everywhere("deploy", count)),
+        "not {count} in line: {:?}",
+        cluster
+            .servers
+            .iter()
+            .map(|s| s.in_line("deploy"))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// A superseded waiter's end: 81, and one line naming the newer waiter
+/// (`names`: its pid or serial).
+#[track_caller]
+fn assert_superseded(out: &Output, names: &str, context: &str) {
+    out.assert_code(CANCELLED, context);
+    assert_eq!(out.stderr.lines().count(), 1, "{context}: {}", out.stderr);
+    assert!(
+        out.stderr.contains("superseded by a newer waiter") && out.stderr.contains(names),
+        "{context}: {}",
+        out.stderr
+    );
+}
+
+#[test]
+fn of_three_waiters_arriving_in_turn_the_first_two_are_superseded_and_the_last_runs() {
+    let cluster = Cluster::start(3);
+    let dir = temp_dir("supersede-three");
+    let log = dir.path().join("log").display().to_string();
+    let before = cluster.dbsizes();
+    let token = acquire(&cluster, "deploy", &[]);
+    let first = waiter(&cluster, &log, "first", &["--supersede"]);
+    wait_in_line(&cluster, 1);
+    let second = waiter(&cluster, &log, "second", &["--supersede"]);
+    let second_pid = format!("pid {}", second.id());
+    let since = Instant::now();
+    let out = first.finish(HEARS_WITHIN);
+    assert_superseded(&out, &second_pid, "the first, by the second");
+    assert!(since.elapsed() < HEARS_WITHIN, "{:?}", since.elapsed());
+    // The second stands in line alone.
+    wait_in_line(&cluster, 1);
+    let third = waiter(&cluster, &log, "third", &["--supersede"]);
+    let third_pid = format!("pid {}", third.id());
+    let out = second.finish(HEARS_WITHIN);
+    assert_superseded(&out, &third_pid, "the second, by the third");
+    wait_in_line(&cluster, 1);
+    // The holder is never superseded: its lock is still there.
+    run(cluster.redlock().args(["release", "deploy", &token])).assert_code(0, "release");
+    third
+        .finish(Duration::from_secs(30))
+        .assert_code(0, "the last one runs");
+    assert_eq!(ran(&log), ["third"]);
+    // The marks beside the lock expire a minute after the last write.
+    let after: Vec<i64> = before.iter().map(|n| n + 1).collect();
+    assert_eq!(cluster.dbsizes(), after, "only the superseding waiters' hash");
+}
+
+#[test]
+fn with_serials_an_older_one_arriving_last_is_superseded_at_once() {
+    let cluster = Cluster::start(3);
+    let dir = temp_dir("supersede-serial");
+    let log = dir.path().join("log").display().to_string();
+    let token = acquire(&cluster, "deploy", &[]);
+    let newer = waiter(&cluster, &log, "run-12", &["--supersede", "--serial", "12"]);
+    wait_in_line(&cluster, 1);
+    let started = Instant::now();
+    let rerun = waiter(&cluster, &log, "run-11", &["--supersede", "--serial", "11"]);
+    let out = rerun.finish(HEARS_WITHIN);
+    assert_superseded(&out, "serial 12", "the re-run of run 11");
+    assert!(started.elapsed() < HEARS_WITHIN);
+    wait_in_line(&cluster, 1);
+    run(cluster.redlock().args(["release", "deploy", &token])).assert_code(0, "release");
+    newer
+        .finish(Duration::from_secs(30))
+        .assert_code(0, "run 12 runs");
+    assert_eq!(ran(&log), ["run-12"]);
+}
+
+#[test]
+fn a_waiter_without_the_flag_is_neither_superseded_nor_superseding() {
+    let cluster = Cluster::start(3);
+    let dir = temp_dir("supersede-plain");
+    let log = dir.path().join("log").display().to_string();
+    let token = acquire(&cluster, "deploy", &[]);
+    let plain = waiter(&cluster, &log, "plain", &[]);
+    wait_in_line(&cluster, 1);
+    let superseding = waiter(&cluster, &log, "superseding", &["--supersede"]);
+    wait_in_line(&cluster, 2);
+    let late_plain = waiter(&cluster, &log, "late-plain", &[]);
+    wait_in_line(&cluster, 3);
+    // Time for a supersede to land, had there been one (every waiter
+    // polls within 0.3s): the point is that nothing happens.
+    std::thread::sleep(Duration::from_secs(1));
+    wait_in_line(&cluster, 3);
+    run(cluster.redlock().args(["release", "deploy", &token])).assert_code(0, "release");
+    for (waiter, who) in [
+        (plain, "plain"),
+        (superseding, "superseding"),
+        (late_plain, "late-plain"),
+    ] {
+        waiter
+            .finish(Duration::from_secs(30))
+            .assert_code(0, &format!("{who} ran"));
+    }
+    assert_eq!(ran(&log), ["plain", "superseding", "late-plain"]);
+}
+
+#[test]
+fn acquire_supersede_exits_81_too() {
+    let cluster = Cluster::start(3);
+    let token = acquire(&cluster, "deploy", &[]);
+    let older = Running::spawn(
+        cluster
+            .redlock()
+            .args(["acquire", "--supersede", "--serial", "3", "deploy"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    wait_in_line(&cluster, 1);
+    let newer = Running::spawn(
+        cluster
+            .redlock()
+            .args(["acquire", "-w", "1s", "--supersede", "--serial", "4", "deploy"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    let out = older.finish(HEARS_WITHIN);
+    assert_superseded(&out, "serial 4", "acquire --supersede");
+    assert_eq!(out.stdout, "", "no token");
+    newer.finish(Duration::from_secs(10)).assert_code(75, "busy");
+    run(cluster.redlock().args(["release", "deploy", &token])).assert_code(0, "release");
+}
+
+#[test]
+fn bad_serials_are_one_line_usage_errors() {
+    let cluster = Cluster::start(1);
+    for bad in [
+        &["--supersede", "--serial", "-1"][..],
+        &["--supersede", "--serial", "x"],
+        &["--supersede", "--serial", "1.5"],
+        &["--supersede", "--serial", ""],
+        &["--supersede", "--serial", "18446744073709551616"],
+        &["--serial", "3"],
+    ] {
+        for command in ["exec", "acquire"] {
+            let mut cmd = cluster.redlock();
+            cmd.arg(command).args(bad).arg("deploy");
+            if command == "exec" {
+                cmd.args(["--", "true"]);
+            }
+            let out = run(&mut cmd);
+            out.assert_code(64, &format!("{command} {bad:?}"));
+            assert_eq!(out.stderr.lines().count(), 1, "{bad:?}: {}", out.stderr);
+        }
+    }
+}
