@@ -224,10 +224,51 @@ fn acquire_takes_a_free_lock_and_writes_its_record() {
 
 /// The 12 ARGV of acquire.lua for a free, plain lock, with `deadline`
 /// (ARGV[12], the server's clock in ms) last.
-fn bounded_acquire_args(deadline: &str) -> [&str; 12] {
+fn bounded_acquire_args(deadline: &str) -> [&str; 14] {
     [
-        "late", "10000", GUARD_OFF, "", "", "0", "1000", "0", "0", "", "0", deadline,
+        "late", "10000", GUARD_OFF, "", "", "0", "1000", "0", "0", "", "0", "", "", deadline,
     ]
+}
+
+/// acquire.lua's arguments for a superseding waiter (`--supersede`):
+/// `ticket` at `score`, WHO `who`, woken on `channel`.
+fn superseding_args<'a>(ticket: &'a str, score: &'a str, who: &'a str) -> [&'a str; 13] {
+    [
+        ticket, "10000", GUARD_OFF, "", ticket, score, "1000", "0", "0", "", "0", who, "chan",
+    ]
+}
+
+/// A newer superseding waiter marks the older one, takes it out of line,
+/// and its next attempt is answered "superseded" with who; an older one
+/// arriving last is superseded at once.
+#[test]
+fn acquire_supersedes_older_superseding_waiters() {
+    let server = RedisServer::start();
+    let mut k = keys("s");
+    k.extend([Vec::new(), b"s\0supersede".to_vec()]);
+    server.set_px(&k[0], b"theirs", 10_000);
+    let a = "00000000000000000010 arrival 11 host-a";
+    let b = "00000000000000000020 serial 22 host b";
+    let older = "00000000000000000005 serial 33 host-c";
+    let attempt = |ticket: &str, score: &str, who: &str| {
+        tagged(run(
+            &server,
+            "acquire",
+            &k,
+            &superseding_args(ticket, score, who),
+        ))
+    };
+    assert_eq!(attempt("000000000000010-a", "10", a).0, "held");
+    assert_eq!(server.in_line("s"), 1);
+    assert_eq!(attempt("000000000000020-b", "20", b).0, "held");
+    assert_eq!(server.in_line("s"), 1, "the older one left the line");
+    let (tag, rest) = attempt("000000000000010-a", "10", a);
+    assert_eq!((tag.as_str(), text(&rest[0]).as_str()), ("superseded", b));
+    let (tag, rest) = attempt("000000000000030-c", "30", older);
+    assert_eq!((tag.as_str(), text(&rest[0]).as_str()), ("superseded", b));
+    assert_eq!(server.in_line("s"), 1, "only the newest stands in line");
+    // The newer one is not superseded by them.
+    assert_eq!(attempt("000000000000020-b", "20", b).0, "held");
 }
 
 #[test]

@@ -96,7 +96,11 @@ fn of_three_waiters_arriving_in_turn_the_first_two_are_superseded_and_the_last_r
     assert_eq!(ran(&log), ["third"]);
     // The marks beside the lock expire a minute after the last write.
     let after: Vec<i64> = before.iter().map(|n| n + 1).collect();
-    assert_eq!(cluster.dbsizes(), after, "only the superseding waiters' hash");
+    assert_eq!(
+        cluster.dbsizes(),
+        after,
+        "only the superseding waiters' hash"
+    );
 }
 
 #[test]
@@ -164,14 +168,24 @@ fn acquire_supersede_exits_81_too() {
     let newer = Running::spawn(
         cluster
             .redlock()
-            .args(["acquire", "-w", "1s", "--supersede", "--serial", "4", "deploy"])
+            .args([
+                "acquire",
+                "-w",
+                "1s",
+                "--supersede",
+                "--serial",
+                "4",
+                "deploy",
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
     );
     let out = older.finish(HEARS_WITHIN);
     assert_superseded(&out, "serial 4", "acquire --supersede");
     assert_eq!(out.stdout, "", "no token");
-    newer.finish(Duration::from_secs(10)).assert_code(75, "busy");
+    newer
+        .finish(Duration::from_secs(10))
+        .assert_code(75, "busy");
     run(cluster.redlock().args(["release", "deploy", &token])).assert_code(0, "release");
 }
 

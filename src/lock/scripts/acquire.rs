@@ -378,9 +378,11 @@ mod tests {
             shared: false,
             limit: None,
             past_a_split_line: false,
+            supersede: None,
         };
         let args: Vec<&[u8]> = vec![
-            b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0", b"0", b"", b"0",
+            b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0", b"0", b"", b"0", b"",
+            b"",
         ];
         assert_eq!(
             call.args(),
@@ -410,6 +412,26 @@ mod tests {
         assert_eq!(slot.args()[9], b"3");
         assert_eq!(slot.keys().len(), 11);
         assert_eq!(slot.keys()[10], b"k\0limit");
+        // A superseding waiter: who and the channel after the split flag,
+        // its hash as KEYS[12] (an empty KEYS[11], which is not sent).
+        let superseding = Acquire {
+            supersede: Some(SupersedeArgs {
+                key: b"k\0supersede".to_vec(),
+                who: "w".into(),
+                channel: b"c".to_vec(),
+            }),
+            ..slot.clone()
+        };
+        assert_eq!(superseding.args()[11..], [b"w".to_vec(), b"c".to_vec()]);
+        assert_eq!(
+            superseding.keys()[10..],
+            [b"k\0limit".to_vec(), b"k\0supersede".to_vec()]
+        );
+        let alone = Acquire {
+            limit: None,
+            ..superseding
+        };
+        assert_eq!(alone.keys()[10..], [Vec::new(), b"k\0supersede".to_vec()]);
     }
 
     /// The mode an attempt's fields give is the one its arguments give by
@@ -428,8 +450,9 @@ mod tests {
             shared: false,
             limit: None,
             past_a_split_line: false,
+            supersede: None,
         };
-        for bits in 0..16 {
+        for bits in 0..32 {
             let on = |bit: u8| bits & bit != 0;
             let call = Acquire {
                 // A ticket or none: the same text.
@@ -437,11 +460,16 @@ mod tests {
                 fence: on(2),
                 shared: on(4),
                 limit: on(8).then(|| (b"k\0limit".to_vec(), 3)),
+                supersede: on(16).then(|| SupersedeArgs {
+                    key: b"k\0supersede".to_vec(),
+                    who: "00000000000000000001 serial 1 h".into(),
+                    channel: Vec::new(),
+                }),
                 ..plain.clone()
             };
             let features = call.script().features;
             assert_eq!(features, super::super::mode_of("acquire", &call.args()));
-            assert_eq!(features.bits(), bits & !1);
+            assert_eq!(features.bits(), (bits & 14) | ((bits & 16) << 3));
         }
     }
 }
