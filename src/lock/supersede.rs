@@ -16,7 +16,6 @@
 
 use super::holder::Holder;
 use super::key::{supersede_key, LockKey};
-use super::notify;
 use super::queue::Ticket;
 use super::scripts::SupersedeArgs;
 
@@ -85,12 +84,13 @@ impl Superseder {
 
 /// What an attempt on `key` by a waiter with `ticket` passes for
 /// `supersede` (`None`: nothing, for a caller that does not pass it).
-/// `wakeups`: whether older waiters are woken when it supersedes them.
+/// `channel`: the lock's wake-up channel (notify.rs), on which older
+/// waiters are woken when it supersedes them (empty: not woken).
 pub(super) fn call(
     key: &LockKey,
     (supersede, record): (Option<Supersede>, Option<&Holder>),
     ticket: Option<&Ticket>,
-    wakeups: bool,
+    channel: impl FnOnce() -> Vec<u8>,
 ) -> Option<SupersedeArgs> {
     let supersede = supersede?;
     // The first attempt has no ticket yet: nothing is kept, but the mode
@@ -101,11 +101,7 @@ pub(super) fn call(
     Some(SupersedeArgs {
         key: supersede_key(key),
         who,
-        channel: if wakeups {
-            notify::channel(key)
-        } else {
-            Vec::new()
-        },
+        channel: channel(),
     })
 }
 

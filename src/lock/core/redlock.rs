@@ -335,7 +335,10 @@ impl Redlock {
                 key,
                 (take.supersede, take.record.as_ref()),
                 ticket,
-                self.wakeups,
+                || match self.wakeups {
+                    true => notify::channel(key),
+                    false => Vec::new(),
+                },
             ),
         }
     }
