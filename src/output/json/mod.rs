@@ -239,6 +239,33 @@ struct FailureJson<'a> {
     /// configuration order (for extend and release, every server, with
     /// those that held the token).
     causes: Vec<CauseJson>,
+    /// `--supersede`: the newer waiter that replaced this one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    superseded_by: Option<SupersederJson<'a>>,
+}
+
+/// Who superseded a waiter: its host and pid, and its `--serial`, or
+/// when it arrived (ms since the Unix epoch, by the servers' clocks).
+#[derive(Debug, Serialize)]
+struct SupersederJson<'a> {
+    host: &'a str,
+    pid: u32,
+    serial: Option<u64>,
+    arrived_ms: Option<u64>,
+}
+
+impl<'a> SupersederJson<'a> {
+    fn of(error: &'a LockError) -> Option<Self> {
+        let LockError::Superseded { by: Some(by), .. } = error else {
+            return None;
+        };
+        Some(SupersederJson {
+            host: &by.host,
+            pid: by.pid,
+            serial: by.by_serial.then_some(by.order),
+            arrived_ms: (!by.by_serial).then_some(by.order),
+        })
+    }
 }
 
 /// One server's part in a failure: `cause` is "holds_token", "token_gone"
@@ -329,6 +356,7 @@ impl<'a> FailureJson<'a> {
             waited_ms: millis(tried.waited),
             gave_up_after_ms: tried.gave_up_after.map(millis),
             causes: CauseJson::of(error),
+            superseded_by: SupersederJson::of(error),
         }
     }
 }
