@@ -224,7 +224,7 @@ pub(super) const LIMIT_SUFFIX: &[u8] = b"\0limit";
 pub(super) const SUPERSEDE_SUFFIX: &[u8] = b"\0supersede";
 
 /// The hash of `key`'s superseding waiters.
-pub(super) fn supersede_key(key: &LockKey) -> Vec<u8> {
+pub(in crate::lock) fn supersede_key(key: &LockKey) -> Vec<u8> {
     [key.bytes(), SUPERSEDE_SUFFIX].concat()
 }
 

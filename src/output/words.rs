@@ -311,17 +311,23 @@ pub fn lock_error(error: &LockError) -> String {
 /// a `--supersede` waiter that a newer one replaced, and who that is.
 fn superseded(key: &LockKey, by: Option<&Superseder>) -> String {
     let who = by.map_or_else(String::new, |by| {
-        let order = match by.by_serial {
-            true => format!("serial {}", by.order),
-            false => "arrived later".to_owned(),
-        };
-        format!(
-            " ({order}, pid {} on {})",
-            by.pid,
-            escape_and_cut(by.host.as_bytes(), SHOWN)
-        )
+        format!(" ({})", superseder(by, "arrived later"))
     });
     format!("lock {key}: superseded by a newer waiter{who}: cancelled, left the line")
+}
+
+/// "serial 12, pid 345 on ci-7": a superseding waiter; `arrival` stands
+/// for a waiter ordered by when it arrived.
+pub fn superseder(by: &Superseder, arrival: &str) -> String {
+    let order = match by.by_serial {
+        true => format!("serial {}", by.order),
+        false => arrival.to_owned(),
+    };
+    format!(
+        "{order}, pid {} on {}",
+        by.pid,
+        escape_and_cut(by.host.as_bytes(), SHOWN)
+    )
 }
 
 /// "extended on 1 of 3 servers, and a majority is 2: SERVER no longer

@@ -269,6 +269,9 @@ fn acquire_supersedes_older_superseding_waiters() {
     assert_eq!(server.in_line("s"), 1, "only the newest stands in line");
     // The newer one is not superseded by them.
     assert_eq!(attempt("000000000000020-b", "20", b).0, "held");
+    // inspect.lua names it, last.
+    let seen = items(run(&server, "inspect", &k, &[GUARD_OFF, ""]));
+    assert_eq!(text(&seen[6]), b, "the pending superseding waiter");
 }
 
 #[test]
@@ -909,8 +912,9 @@ fn inspect_reads_occupant_guard_and_line() {
     server.set_px(&k[1], b"5 rec", 5000);
     in_line(&server, &k, "t-1", 1, NEVER);
     in_line(&server, &k, "t-2", 2, 1);
-    let [seen, guard, waiters, broken, fence, _] =
-        <[Value; 6]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    let [seen, guard, waiters, broken, fence, _, superseder] =
+        <[Value; 7]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    assert_eq!(superseder, Value::Nil, "no superseding waiter");
     assert_eq!(broken, Value::Nil, "nobody broke it");
     assert_eq!(fence, Value::Nil, "never fenced");
     let (kind, value, _, record) = occupant(seen);
@@ -922,8 +926,8 @@ fn inspect_reads_occupant_guard_and_line() {
     assert_eq!(int(&waiters), 1, "the lapsed ticket is left out");
     // Under the guard, a fresh server says when it counts again, and still
     // what it holds.
-    let [seen, guard, _, _, _, _] =
-        <[Value; 6]>::try_from(items(run(&server, "inspect", &k, &["10000"]))).unwrap();
+    let [seen, guard, _, _, _, _, _] =
+        <[Value; 7]>::try_from(items(run(&server, "inspect", &k, &["10000"]))).unwrap();
     assert!((9_000..=10_000).contains(&restarting(guard)));
     assert_eq!(occupant(seen).1.as_deref(), Some("tok"));
 }
@@ -932,8 +936,8 @@ fn inspect_reads_occupant_guard_and_line() {
 fn inspect_of_a_missing_key() {
     let server = RedisServer::start();
     let k = keys("nothing");
-    let [seen, guard, waiters, _, _, _] =
-        <[Value; 6]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    let [seen, guard, waiters, _, _, _, _] =
+        <[Value; 7]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
     assert_eq!(occupant(seen), ("none".into(), None, -2, None));
     assert_eq!((guard, int(&waiters)), (Value::Nil, 0));
 }
@@ -1214,7 +1218,7 @@ fn raise_fence_raises_only_under_our_token_and_never_lowers() {
     assert_eq!(raise("tok", "10"), Value::Int(1));
     assert_eq!(raise("tok", "9"), Value::Int(1));
     assert_eq!(server.get(&k[7]).as_deref(), Some(&b"10"[..]));
-    let [.., fence, _] =
-        <[Value; 6]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    let [.., fence, _, _] =
+        <[Value; 7]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
     assert_eq!(text(&fence), "10", "inspect reads it");
 }

@@ -242,3 +242,38 @@ fn bad_serials_are_one_line_usage_errors() {
         }
     }
 }
+
+#[test]
+fn status_shows_the_pending_superseding_waiter() {
+    let cluster = Cluster::start(3);
+    let dir = temp_dir("supersede-status");
+    let log = dir.path().join("log").display().to_string();
+    let token = acquire(&cluster, "deploy", &[]);
+    let out = run(cluster.redlock().args(["--json", "status", "deploy"]));
+    let status: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(status["superseding_waiter"], serde_json::Value::Null);
+    let waiting = waiter(&cluster, &log, "run-7", &["--supersede", "--serial", "7"]);
+    let pid = waiting.id();
+    // It registers on its attempts in line.
+    assert!(wait_until(Duration::from_secs(10), || {
+        let out = run(cluster.redlock().args(["--json", "status", "deploy"]));
+        let status: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+        status["superseding_waiter"]["serial"] == 7 && status["superseding_waiter"]["pid"] == pid
+    }));
+    let out = run(cluster.redlock().args(["status", "deploy"]));
+    out.assert_code(0, "held");
+    assert!(
+        out.stdout.contains(&format!(
+            "pending: a superseding waiter (serial 7, pid {pid} on "
+        )),
+        "{}",
+        out.stdout
+    );
+    run(cluster.redlock().args(["release", "deploy", &token])).assert_code(0, "release");
+    waiting
+        .finish(Duration::from_secs(30))
+        .assert_code(0, "it runs");
+    // Once it took the lock it is no longer pending.
+    let out = run(cluster.redlock().args(["status", "deploy"]));
+    assert!(!out.stdout.contains("pending:"), "{}", out.stdout);
+}

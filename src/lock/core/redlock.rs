@@ -517,6 +517,7 @@ impl Redlock {
             keys: self.keys_of(key),
             guard_ms: ttl_millis(self.restart_guard),
             token: String::from_utf8_lossy(token.unwrap_or_default()).into_owned(),
+            supersede_key: crate::lock::key::supersede_key(key),
         };
         let servers = self.occupant_round(call).await;
         Inspection {

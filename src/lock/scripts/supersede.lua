@@ -1,4 +1,4 @@
--- required by: acquire
+-- required by: acquire inspect
 -- A prelude: put in front of every script whose first line names it in
 -- "-- requires:" (lock/scripts/compose.rs assembles them).
 -- `--supersede` (lock/supersede.rs): KEYS[12] is the hash of the

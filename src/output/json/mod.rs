@@ -11,7 +11,7 @@ use super::format::{Format, Piece, SoFar};
 pub use crate::duration::millis;
 use crate::lock::{
     escape_bytes, is_hidden, HeldBy, Inspection, KeyState, Lease, Listed, Listing, LockError,
-    LockKey, Recorded, Released, Said, ServerError, SharedHolder, Tried, Verdict,
+    LockKey, Recorded, Released, Said, ServerError, SharedHolder, Superseder, Tried, Verdict,
 };
 use crate::outcome::{Failed, Forcing, LockState, NotALock, Outcome, Slots};
 
@@ -241,30 +241,36 @@ struct FailureJson<'a> {
     causes: Vec<CauseJson>,
     /// `--supersede`: the newer waiter that replaced this one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    superseded_by: Option<SupersederJson<'a>>,
+    superseded_by: Option<SupersederJson>,
 }
 
 /// Who superseded a waiter: its host and pid, and its `--serial`, or
 /// when it arrived (ms since the Unix epoch, by the servers' clocks).
 #[derive(Debug, Serialize)]
-struct SupersederJson<'a> {
-    host: &'a str,
+struct SupersederJson {
+    host: String,
     pid: u32,
     serial: Option<u64>,
     arrived_ms: Option<u64>,
 }
 
-impl<'a> SupersederJson<'a> {
-    fn of(error: &'a LockError) -> Option<Self> {
-        let LockError::Superseded { by: Some(by), .. } = error else {
-            return None;
-        };
-        Some(SupersederJson {
-            host: &by.host,
+impl SupersederJson {
+    fn of(error: &LockError) -> Option<Self> {
+        match error {
+            LockError::Superseded { by: Some(by), .. } => Some(SupersederJson::from(&**by)),
+            _ => None,
+        }
+    }
+}
+
+impl From<&Superseder> for SupersederJson {
+    fn from(by: &Superseder) -> Self {
+        SupersederJson {
+            host: by.host.clone(),
             pid: by.pid,
             serial: by.by_serial.then_some(by.order),
             arrived_ms: (!by.by_serial).then_some(by.order),
-        })
+        }
     }
 }
 
@@ -530,6 +536,8 @@ pub struct StatusJson<'a> {
     held_on: Vec<String>,
     /// How many waiters stand in the lock's line.
     waiters_in_line: u64,
+    /// The pending superseding waiter (`--supersede`); `null` for none.
+    superseding_waiter: Option<SupersederJson>,
     /// How many readers (`--shared`) hold it on a majority.
     readers: u64,
     /// Those readers, as far as each server listed them (up to 16).
@@ -672,6 +680,7 @@ impl<'a> StatusJson<'a> {
             expires_in_ms: occupied.and_then(|o| o.expires_in).map(millis),
             held_on: held_on.iter().map(ToString::to_string).collect(),
             waiters_in_line: inspection.waiters(),
+            superseding_waiter: inspection.superseder().as_ref().map(SupersederJson::from),
             readers: inspection.readers(),
             shared_holders: inspection
                 .shared_holders()

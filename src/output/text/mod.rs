@@ -136,6 +136,12 @@ fn status(inspection: &Inspection, verdict: &Verdict) -> String {
     if let Some(line) = waiters(inspection.waiters()) {
         text.push_str(&format!("\n  line:    {line}"));
     }
+    if let Some(by) = inspection.superseder() {
+        text.push_str(&format!(
+            "\n  pending: a superseding waiter ({})",
+            words::superseder(&by, "by arrival")
+        ));
+    }
     if let Some(fence) = inspection.fence() {
         text.push_str(&format!(
             "\n  fence:   {fence} (the last fencing token handed out)"
