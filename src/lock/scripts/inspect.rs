@@ -172,6 +172,20 @@ mod tests {
             bulk("41"),
         ]);
         assert_eq!(parse(fenced).unwrap().fence, Some(41));
+        // A seventh element: the pending superseding waiter, or false.
+        let with = |superseder: Value| {
+            let Value::Array(mut items) = reply(held_by("t"), Value::Nil, Value::Int(1)) else {
+                unreachable!()
+            };
+            items.push(superseder);
+            parse(Value::Array(items))
+        };
+        assert_eq!(
+            with(bulk("w")).unwrap().superseder.as_deref(),
+            Some(&b"w"[..])
+        );
+        assert_eq!(with(Value::Nil).unwrap().superseder, None);
+        assert!(with(Value::Int(3)).is_err());
     }
 
     #[test]
