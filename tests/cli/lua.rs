@@ -269,9 +269,20 @@ fn acquire_supersedes_older_superseding_waiters() {
     assert_eq!(server.in_line("s"), 1, "only the newest stands in line");
     // The newer one is not superseded by them.
     assert_eq!(attempt("000000000000020-b", "20", b).0, "held");
-    // inspect.lua names it, last.
+    // inspect.lua names it, last; list.lua beside the lock's occupant.
     let seen = items(run(&server, "inspect", &k, &[GUARD_OFF, ""]));
     assert_eq!(text(&seen[6]), b, "the pending superseding waiter");
+    let list_keys = [
+        b"m:guard".to_vec(),
+        k[0].clone(),
+        k[1].clone(),
+        k[11].clone(),
+        k[3].clone(),
+    ];
+    let reply = items(run(&server, "list", &list_keys, &[GUARD_OFF, "0"]));
+    let [occupied, readers, who] = <[Value; 3]>::try_from(items(reply[1].clone())).unwrap();
+    assert_eq!(occupant(occupied).1.as_deref(), Some("theirs"));
+    assert_eq!((readers, text(&who).as_str()), (Value::Nil, b));
 }
 
 #[test]
@@ -960,8 +971,12 @@ fn list_reads_the_guard_then_every_lock_with_its_readers() {
         b"m:guard".to_vec(),
         a[0].clone(),
         a[1].clone(),
+        b"la\0supersede".to_vec(),
+        a[3].clone(),
         b[0].clone(),
         b[1].clone(),
+        b"lb\0supersede".to_vec(),
+        b[3].clone(),
         b[8].clone(),
         b[9].clone(),
     ];

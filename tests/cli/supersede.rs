@@ -244,7 +244,7 @@ fn bad_serials_are_one_line_usage_errors() {
 }
 
 #[test]
-fn status_shows_the_pending_superseding_waiter() {
+fn status_and_list_show_the_pending_superseding_waiter() {
     let cluster = Cluster::start(3);
     let dir = temp_dir("supersede-status");
     let log = dir.path().join("log").display().to_string();
@@ -269,6 +269,22 @@ fn status_shows_the_pending_superseding_waiter() {
         "{}",
         out.stdout
     );
+    // list shows it beside the holder.
+    let out = run(cluster.redlock().args(["list"]));
+    out.assert_code(0, "list");
+    assert!(
+        out.stdout.contains(&format!(
+            "; pending: a superseding waiter (serial 7, pid {pid} on "
+        )),
+        "{}",
+        out.stdout
+    );
+    let out = run(cluster.redlock().args(["--json", "list"]));
+    let listed: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(
+        listed["locks"][0]["superseding_waiter"]["serial"], 7,
+        "{listed}"
+    );
     run(cluster.redlock().args(["release", "deploy", &token])).assert_code(0, "release");
     waiting
         .finish(Duration::from_secs(30))
@@ -276,4 +292,10 @@ fn status_shows_the_pending_superseding_waiter() {
     // Once it took the lock it is no longer pending.
     let out = run(cluster.redlock().args(["status", "deploy"]));
     assert!(!out.stdout.contains("pending:"), "{}", out.stdout);
+    let out = run(cluster.redlock().args(["--json", "list"]));
+    let listed: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(
+        listed["locks"][0]["superseding_waiter"],
+        serde_json::Value::Null
+    );
 }

@@ -34,6 +34,6 @@ if type(fence) == "table" then
 end
 local superseder = false
 if seen[5] then
-  superseder = pending_superseder(tonumber(seen[5]))
+  superseder = pending_superseder(KEYS[12], KEYS[4], tonumber(seen[5]))
 end
 return {seen, restarting, waiters, broken, fence, readers_seen(seen[5], ARGV[2]), superseder}

@@ -1,4 +1,4 @@
--- required by: acquire inspect
+-- required by: acquire inspect list
 -- A prelude: put in front of every script whose first line names it in
 -- "-- requires:" (lock/scripts/compose.rs assembles them).
 -- `--supersede` (lock/supersede.rs): KEYS[12] is the hash of the
@@ -23,12 +23,14 @@ local function superseding_order(who, ticket)
   return string.sub(who, 1, 20) .. " " .. ticket
 end
 
--- The superseding waiters still in line at `now`, but `ticket`, as
--- {ticket, WHO}; an entry whose ticket left the line is dropped. Also
+-- The superseding waiters in the hash `hash` whose tickets are still in
+-- line at `now` (`lapses`: the line's lapse times, KEYS[4] of a lock's
+-- script), but `ticket`, as {ticket, WHO}; with `tidy`, an entry whose
+-- ticket left the line is dropped (status and list write nothing). Also
 -- returns `ticket`'s own entry, or nil.
-local function superseding_waiters(ticket, now)
-  local all = redis.pcall("HGETALL", KEYS[12])
-  if failed(all) then
+local function superseding_waiters(hash, lapses, ticket, now, tidy)
+  local all = redis.pcall("HGETALL", hash)
+  if type(all) ~= "table" or all.err ~= nil then
     return {}, nil
   end
   local pending, own = {}, nil
@@ -37,9 +39,11 @@ local function superseding_waiters(ticket, now)
     if t == ticket then
       own = entry
     elseif string.sub(entry, 1, 2) == "w " then
-      local lapses = redis.pcall("ZSCORE", KEYS[4], t)
-      if failed(lapses) or not lapses or tonumber(lapses) <= now then
-        redis.pcall("HDEL", KEYS[12], t)
+      local lapse = redis.pcall("ZSCORE", lapses, t)
+      if type(lapse) ~= "string" or tonumber(lapse) <= now then
+        if tidy then
+          redis.pcall("HDEL", hash, t)
+        end
       else
         pending[#pending + 1] = {t, string.sub(entry, 3)}
       end
@@ -56,7 +60,7 @@ end
 -- announce in shared.lua names a waiter; "" for none) so that its next
 -- attempt hears it at once.
 local function supersede(ticket, who, channel, now)
-  local pending, own = superseding_waiters(ticket, now)
+  local pending, own = superseding_waiters(KEYS[12], KEYS[4], ticket, now, true)
   if own and string.sub(own, 1, 2) == "x " then
     leave_line(ticket)
     return {"superseded", string.sub(own, 3)}
@@ -82,9 +86,10 @@ local function supersede(ticket, who, channel, now)
 end
 
 -- The superseding waiter in line with the highest order at `now`, as WHO,
--- or false: what status and list show.
-local function pending_superseder(now)
-  local pending = superseding_waiters("", now)
+-- or false: what status and list show (`hash` and `lapses` as for
+-- superseding_waiters).
+local function pending_superseder(hash, lapses, now)
+  local pending = superseding_waiters(hash, lapses, "", now, false)
   local best, best_order = false, nil
   for _, other in ipairs(pending) do
     local order = superseding_order(other[2], other[1])

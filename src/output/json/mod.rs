@@ -795,6 +795,8 @@ struct ListedJson<'a> {
     /// The readers on a majority, with who they are (up to 16); empty
     /// unless "shared".
     shared_holders: Vec<SharedHolderJson>,
+    /// The pending superseding waiter (`--supersede`); `null` for none.
+    superseding_waiter: Option<SupersederJson>,
 }
 
 /// A server that failed (or that the restart guard keeps out).
@@ -843,6 +845,7 @@ fn list_locks(entries: &[Listed<'_>]) -> io::Result<String> {
                     _ => 0,
                 },
                 shared_holders: entry.readers.iter().map(SharedHolderJson::from).collect(),
+                superseding_waiter: entry.superseder.as_ref().map(SupersederJson::from),
             })
         })
         .collect::<io::Result<_>>()?;

@@ -289,6 +289,13 @@ fn list_row(entry: &Listed<'_>) -> [String; 5] {
         Some(other) => words::held_by(other),
         None => "-".to_owned(),
     };
+    let holder = match &entry.superseder {
+        Some(by) => format!(
+            "{holder}; pending: a superseding waiter ({})",
+            words::superseder(by, "by arrival")
+        ),
+        None => holder,
+    };
     let name = format!("\"{}\"", escape_bytes(entry.name));
     [
         name,
