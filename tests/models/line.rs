@@ -304,9 +304,9 @@ mod supersede {
                     return true;
                 }
             }
-            for older in 0..w {
-                if marks[older] == Mark::Waiting {
-                    marks[older] = Mark::Superseded;
+            for older in marks.iter_mut().take(w) {
+                if *older == Mark::Waiting {
+                    *older = Mark::Superseded;
                 }
             }
             marks[w] = Mark::Waiting;
