@@ -93,11 +93,15 @@ pub(super) fn call(
     channel: impl FnOnce() -> Vec<u8>,
 ) -> Option<SupersedeArgs> {
     let supersede = supersede?;
-    // The first attempt has no ticket yet: nothing is kept, but the mode
-    // (and so the script's text) is the same for every attempt.
-    let who = ticket.map_or_else(String::new, |ticket| {
-        Superseder::of(record, supersede, ticket).encode()
-    });
+    // The first attempt has no ticket yet: nothing is kept (acquire.lua
+    // reads WHO only with a ticket), but the mode, and so the script's
+    // text, is the one of every attempt: WHO is never empty (SWITCHES).
+    let unplaced = Ticket {
+        score: 0,
+        id: String::new(),
+        past_a_split_line: false,
+    };
+    let who = Superseder::of(record, supersede, ticket.unwrap_or(&unplaced)).encode();
     Some(SupersedeArgs {
         key: supersede_key(key),
         who,
@@ -108,6 +112,24 @@ pub(super) fn call(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_attempt_of_a_superseding_waiter_passes_who_it_is() {
+        let key = LockKey::new(b"deploy".to_vec());
+        let supersede = Supersede { serial: None };
+        let first = call(&key, (Some(supersede), None), None, Vec::new).unwrap();
+        assert!(!first.who.is_empty(), "the same mode as the next attempts");
+        assert_eq!(first.key, b"deploy\0supersede");
+        let ticket = Ticket::draw(Some(1_700_000_000_000), false);
+        let next = call(&key, (Some(supersede), None), Some(&ticket), || {
+            b"c".to_vec()
+        })
+        .unwrap();
+        let who = Superseder::decode(next.who.as_bytes()).unwrap();
+        assert_eq!((who.order, who.by_serial), (1_700_000_000_000, false));
+        assert_eq!(next.channel, b"c");
+        assert!(call(&key, (None, None), Some(&ticket), Vec::new).is_none());
+    }
 
     #[test]
     fn who_superseded_reads_back_as_written() {
