@@ -257,7 +257,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__exec)
-            opts="-n -w -m -k -c -s -q -v -E -h -V --ttl --nonblock --wait --message --limit --kill-after --timeout --signal --record-command --fence --shared --supersede --serial --command --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --quiet --verbose --conflict-exit-code --help --version"
+            opts="-n -w -m -k -c -s -q -v -E -h -V --ttl --nonblock --wait --message --limit --kill-after --timeout --signal --record-command --fence --shared --supersede --serial --cancel-in-progress --command --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --quiet --verbose --conflict-exit-code --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

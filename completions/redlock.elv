@@ -221,6 +221,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --fence 'Give the command a fencing token in REDLOCK_FENCE: a number that increases strictly from each holder of NAME to the next (see acquire --fence). Not with --limit'
             cand --shared 'Take the lock shared, as flock''s shared mode: any number of --shared holders at once, but never beside an exclusive one. A waiting exclusive holder keeps new shared ones out. There is no short form (the one flock uses names a server here). Not with --limit or --fence'
             cand --supersede 'Among waiters of NAME that all pass --supersede, a newer one replaces the older ones, as a CI concurrency group keeps one pending run: they leave the line at once and exit 81 (cancelled, not failed), naming who superseded them. A holder is never superseded, and waiters without it neither supersede nor are superseded. Not with --limit or --shared'
+            cand --cancel-in-progress '--supersede, and also stop a running holder of NAME that passed --cancel-in-progress and is older: its command gets the stop signal (then SIGKILL after --kill-after), and it exits 81 (cancelled). This run takes the lock only once that holder has released it. A holder without the flag is never stopped'
             cand -q 'No message when the lock is busy; the exit status tells'
             cand --quiet 'No message when the lock is busy; the exit status tells'
             cand -v 'Describe each step on stderr: servers, timings, validity'

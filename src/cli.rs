@@ -398,7 +398,7 @@ pub struct SupersedeArgs {
     /// With --supersede: "newer" is this number instead of the order of arrival, e.g.
     /// GitHub's run_number or GitLab's CI_PIPELINE_IID, so that a re-run of an old pipeline
     /// arriving last is itself superseded at once.
-    #[arg(long, value_name = "N", requires = "supersede", value_parser = parse_serial, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", value_parser = parse_serial, allow_hyphen_values = true)]
     pub serial: Option<u64>,
 }
 
@@ -693,6 +693,13 @@ pub struct ExecArgs {
 
     #[command(flatten)]
     pub supersede: SupersedeArgs,
+
+    /// --supersede, and also stop a running holder of NAME that passed --cancel-in-progress
+    /// and is older: its command gets the stop signal (then SIGKILL after --kill-after),
+    /// and it exits 81 (cancelled). This run takes the lock only once that holder has
+    /// released it. A holder without the flag is never stopped.
+    #[arg(long = "cancel-in-progress", conflicts_with_all = ["limit", "shared"])]
+    pub cancel_in_progress: bool,
 
     /// Run STRING with `sh -c` instead of CMD.
     #[arg(

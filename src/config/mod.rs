@@ -222,6 +222,9 @@ pub struct ExecSpec {
     pub shared: bool,
     /// `--supersede [--serial N]`.
     pub supersede: Option<Supersede>,
+    /// `--cancel-in-progress`: an older holder that passed it too is asked
+    /// to stop, and this run may be stopped so by a newer one.
+    pub cancel_in_progress: bool,
 }
 
 impl Config {
@@ -345,15 +348,23 @@ fn acquire_job(args: cli::AcquireArgs, prefix: &[u8]) -> Result<AcquireJob, Erro
         }),
         fence: args.fence,
         shared: args.shared,
-        supersede: supersede(&args.supersede),
+        supersede: supersede(&args.supersede, false)?,
     })
 }
 
-/// `--supersede [--serial N]`.
-fn supersede(args: &cli::SupersedeArgs) -> Option<Supersede> {
-    args.supersede.then_some(Supersede {
+/// `--supersede [--serial N]` (`--cancel-in-progress` implies
+/// `--supersede`); `--serial` alone is a usage error.
+fn supersede(args: &cli::SupersedeArgs, cancel: bool) -> Result<Option<Supersede>, Error> {
+    if args.serial.is_some() && !args.supersede && !cancel {
+        return Err(Error::Usage(
+            "--serial orders superseding waiters: it needs --supersede (or exec's \
+             --cancel-in-progress)"
+                .into(),
+        ));
+    }
+    Ok((args.supersede || cancel).then_some(Supersede {
         serial: args.serial,
-    })
+    }))
 }
 
 /// The servers for a lock job, in this order, so that a broken server list
@@ -713,7 +724,8 @@ fn exec_spec(
         record_command: args.record_command,
         fence: args.fence,
         shared: args.shared,
-        supersede: supersede(&args.supersede),
+        supersede: supersede(&args.supersede, args.cancel_in_progress)?,
+        cancel_in_progress: args.cancel_in_progress,
     })
 }
 

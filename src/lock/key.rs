@@ -223,6 +223,16 @@ pub(super) const LIMIT_SUFFIX: &[u8] = b"\0limit";
 /// who waits, kept a minute after its last write.
 pub(super) const SUPERSEDE_SUFFIX: &[u8] = b"\0supersede";
 
+/// Appended to a lock's key to name a newer waiter's request that its
+/// holder stop (`exec --cancel-in-progress`, cancel.lua): `"TOKEN WHO"`,
+/// kept a minute.
+pub(super) const CANCEL_SUFFIX: &[u8] = b"\0cancel";
+
+/// The request that `key`'s holder stop.
+pub(in crate::lock) fn cancel_key(key: &LockKey) -> Vec<u8> {
+    [key.bytes(), CANCEL_SUFFIX].concat()
+}
+
 /// The hash of `key`'s superseding waiters.
 pub(in crate::lock) fn supersede_key(key: &LockKey) -> Vec<u8> {
     [key.bytes(), SUPERSEDE_SUFFIX].concat()
@@ -275,6 +285,7 @@ pub fn is_line_key(key: &[u8]) -> bool {
         READER_RECORDS_SUFFIX,
         LIMIT_SUFFIX,
         SUPERSEDE_SUFFIX,
+        CANCEL_SUFFIX,
     ]
     .iter()
     .any(|suffix| key.ends_with(suffix))
@@ -387,6 +398,7 @@ mod tests {
             READERS_SUFFIX,
             READER_RECORDS_SUFFIX,
             SUPERSEDE_SUFFIX,
+            CANCEL_SUFFIX,
         ]
         .iter()
         .map(|suffix| [key, suffix].concat())

@@ -3,6 +3,7 @@
 //! durations and get typed outcomes back. It imports nothing of the crate but
 //! the shared clock and the test hooks.
 
+mod cancel;
 mod core;
 mod error;
 mod fence;
@@ -35,6 +36,7 @@ pub use self::core::redlock::Redlock;
 pub use self::core::retry::acquire_or_cancel;
 pub use self::core::servers::ServerError;
 pub use self::core::take::{Take, Target, Wait};
+pub use cancel::{cancels, POLL as CANCEL_POLL};
 pub use error::{Failures, LockError, Said, TokenOp, TokenRound};
 pub use force::{Breaking, Forced};
 pub use guard::{GuardCause, Guarded};

@@ -54,9 +54,20 @@ impl Superseder {
         }
     }
 
+    /// A waiter recorded as `record`, as it says who it is before it has a
+    /// place in line (its order is its serial, or 0 by arrival).
+    pub fn waiter(record: Option<&Holder>, supersede: Supersede) -> Superseder {
+        let unplaced = Ticket {
+            score: 0,
+            id: String::new(),
+            past_a_split_line: false,
+        };
+        Superseder::of(record, supersede, &unplaced)
+    }
+
     /// `ORDER KIND PID HOST`, the order in 20 digits so that the servers
     /// compare the text as the number.
-    pub(super) fn encode(&self) -> String {
+    pub fn encode(&self) -> String {
         let kind = if self.by_serial { "serial" } else { "arrival" };
         format!("{:020} {kind} {} {}", self.order, self.pid, self.host)
     }
@@ -96,12 +107,11 @@ pub(super) fn call(
     // The first attempt has no ticket yet: nothing is kept (acquire.lua
     // reads WHO only with a ticket), but the mode, and so the script's
     // text, is the one of every attempt: WHO is never empty (SWITCHES).
-    let unplaced = Ticket {
-        score: 0,
-        id: String::new(),
-        past_a_split_line: false,
-    };
-    let who = Superseder::of(record, supersede, ticket.unwrap_or(&unplaced)).encode();
+    let who = match ticket {
+        Some(ticket) => Superseder::of(record, supersede, ticket),
+        None => Superseder::waiter(record, supersede),
+    }
+    .encode();
     Some(SupersedeArgs {
         key: supersede_key(key),
         who,

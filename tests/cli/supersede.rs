@@ -299,3 +299,91 @@ fn status_and_list_show_the_pending_superseding_waiter() {
         serde_json::Value::Null
     );
 }
+
+/// `exec --cancel-in-progress -- sh -c SCRIPT`, its stderr piped.
+fn canceller(cluster: &Cluster, script: &str, extra: &[&str]) -> Running {
+    Running::spawn(
+        cluster
+            .redlock()
+            .args(["exec", "-w", "30s"])
+            .args(extra)
+            .args(["deploy", "--", "sh", "-c", script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    )
+}
+
+/// Waits until `log` has `line`.
+#[track_caller]
+fn wait_for_line(log: &str, line: &str) {
+    assert!(
+        wait_until(Duration::from_secs(10), || ran(log)
+            .iter()
+            .any(|l| l == line)),
+        "no {line:?} in {:?}",
+        ran(log)
+    );
+}
+
+#[test]
+fn cancel_in_progress_stops_an_older_holder_that_opted_in_and_runs_after_it() {
+    let cluster = Cluster::start(3);
+    let dir = temp_dir("supersede-cancel");
+    let log = dir.path().join("log").display().to_string();
+    let older = canceller(
+        &cluster,
+        &format!(
+            "trap 'echo stopped >> {log}; exit 143' TERM; echo older >> {log}; sleep 30 & wait"
+        ),
+        &["--cancel-in-progress"],
+    );
+    wait_for_line(&log, "older");
+    let asked = Instant::now();
+    let newer = canceller(
+        &cluster,
+        &format!("echo newer >> {log}"),
+        &["--cancel-in-progress"],
+    );
+    let newer_pid = format!("pid {}", newer.id());
+    let out = older.finish(HEARS_WITHIN);
+    // It learns within a second (a poll of 250ms on each side); the rest
+    // is a loaded machine's margin.
+    assert!(asked.elapsed() < HEARS_WITHIN, "{:?}", asked.elapsed());
+    out.assert_code(CANCELLED, "the older holder");
+    assert!(
+        out.stderr.contains("asked this run to stop") && out.stderr.contains(&newer_pid),
+        "{}",
+        out.stderr
+    );
+    newer
+        .finish(Duration::from_secs(30))
+        .assert_code(0, "the newer one runs");
+    // Its command saw the stop signal, and the newer one started only
+    // after it had exited.
+    assert_eq!(ran(&log), ["older", "stopped", "newer"]);
+}
+
+#[test]
+fn cancel_in_progress_never_stops_a_holder_that_did_not_opt_in() {
+    let cluster = Cluster::start(3);
+    let dir = temp_dir("supersede-no-cancel");
+    let log = dir.path().join("log").display().to_string();
+    let holder = canceller(
+        &cluster,
+        &format!("echo holder >> {log}; sleep 2; echo done >> {log}"),
+        &[],
+    );
+    wait_for_line(&log, "holder");
+    let newer = canceller(
+        &cluster,
+        &format!("echo newer >> {log}"),
+        &["--cancel-in-progress"],
+    );
+    holder
+        .finish(Duration::from_secs(30))
+        .assert_code(0, "the holder runs to its end");
+    newer
+        .finish(Duration::from_secs(30))
+        .assert_code(0, "the newer one runs after it");
+    assert_eq!(ran(&log), ["holder", "done", "newer"]);
+}

@@ -141,6 +141,8 @@ const SCRIPTS: &[(&str, &str)] = &[
     ("force", include_str!("force.lua")),
     ("leave", include_str!("leave.lua")),
     ("raise_fence", include_str!("raise_fence.lua")),
+    ("cancel", include_str!("cancel.lua")),
+    ("cancelled", include_str!("cancelled.lua")),
 ];
 
 /// The one table of the composition: the features each script's mode may
@@ -163,6 +165,8 @@ pub const MODES: &[(&str, Features)] = &[
     ("force", Features::NONE),
     ("leave", Features::NONE),
     ("raise_fence", Features::NONE),
+    ("cancel", Features::NONE),
+    ("cancelled", Features::NONE),
 ];
 
 /// The argument of a call that turns a feature of its mode on: the
