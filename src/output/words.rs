@@ -65,10 +65,17 @@ fn shown(text: &str) -> String {
     escape_and_cut(text.as_bytes(), SHOWN)
 }
 
-/// `user@host (pid N, command pid M, job URL, "message")`.
+/// `user@host (pid N, command pid M, job URL, "message")`, and
+/// `cancellable` (with its serial) for a holder a newer waiter may stop.
 pub fn holder(holder: &Holder) -> String {
     let mut details = vec![format!("pid {}", holder.pid)];
     details.extend(holder.command_pid.map(|pid| format!("command pid {pid}")));
+    if holder.cancellable {
+        details.push(match holder.serial {
+            Some(serial) => format!("cancellable, serial {serial}"),
+            None => "cancellable".to_owned(),
+        });
+    }
     details.extend(
         holder
             .job

@@ -1237,3 +1237,33 @@ fn raise_fence_raises_only_under_our_token_and_never_lowers() {
         <[Value; 7]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
     assert_eq!(text(&fence), "10", "inspect reads it");
 }
+
+// ---------------------------------------------------------------------------
+// cancel.lua, cancelled.lua
+// ---------------------------------------------------------------------------
+
+/// A request to stop is written only while the lock holds the holder's
+/// token, and read back only by that token.
+#[test]
+fn cancel_asks_only_the_holder_of_the_token_and_cancelled_reads_it() {
+    let server = RedisServer::start();
+    let (lock, asked) = (b"c".to_vec(), b"c\0cancel".to_vec());
+    let ask = |token: &str| {
+        run(
+            &server,
+            "cancel",
+            &[lock.clone(), asked.clone()],
+            &[token, "who", "60000"],
+        )
+    };
+    let read = |token: &str| run(&server, "cancelled", &[asked.clone()], &[token]);
+    assert_eq!(ask("tok"), Value::Int(0), "free: nobody to ask");
+    assert_eq!(read("tok"), Value::Nil);
+    server.set_px(&lock, b"tok", 5000);
+    assert_eq!(ask("other"), Value::Int(0), "another holder");
+    assert_eq!(read("tok"), Value::Nil);
+    assert_eq!(ask("tok"), Value::Int(1));
+    assert_eq!(text(&read("tok")), "who");
+    assert_eq!(read("other"), Value::Nil, "the next holder is not asked");
+    assert!((59_000..=60_000).contains(&server.pttl(&asked)));
+}

@@ -338,6 +338,12 @@ fn cancel_in_progress_stops_an_older_holder_that_opted_in_and_runs_after_it() {
         &["--cancel-in-progress"],
     );
     wait_for_line(&log, "older");
+    // status says that it can be cancelled.
+    let out = run(cluster.redlock().args(["status", "deploy"]));
+    assert!(out.stdout.contains(", cancellable)"), "{}", out.stdout);
+    let out = run(cluster.redlock().args(["--json", "status", "deploy"]));
+    let status: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(status["holder"]["cancellable"], true, "{status}");
     let asked = Instant::now();
     let newer = canceller(
         &cluster,
@@ -379,6 +385,9 @@ fn cancel_in_progress_never_stops_a_holder_that_did_not_opt_in() {
         &format!("echo newer >> {log}"),
         &["--cancel-in-progress"],
     );
+    let out = run(cluster.redlock().args(["--json", "status", "deploy"]));
+    let status: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(status["holder"]["cancellable"], serde_json::Value::Null);
     holder
         .finish(Duration::from_secs(30))
         .assert_code(0, "the holder runs to its end");

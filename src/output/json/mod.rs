@@ -405,6 +405,12 @@ struct HolderJson<'a> {
     kept_alive_by_keeper: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     renew_every_ms: Option<u64>,
+    /// `exec --cancel-in-progress`: a newer waiter may stop it (true, or
+    /// left out), and its `--serial` if it gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cancellable: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    serial: Option<u64>,
     /// Whether the holder ran on this host and its process is gone (the
     /// lock then lasts only until it expires); `false` when that cannot be
     /// told.
@@ -442,6 +448,8 @@ impl<'a> HolderJson<'a> {
             kept_alive_by_exec: None,
             kept_alive_by_keeper: None,
             renew_every_ms: None,
+            cancellable: None,
+            serial: None,
             holder_pid_gone: None,
             renewer_stopped: None,
             token: None,
@@ -496,6 +504,8 @@ impl<'a> HolderJson<'a> {
                     && holder.keeper_pid.is_some(),
             ),
             renew_every_ms: holder.renew_every_ms,
+            cancellable: holder.cancellable.then_some(true),
+            serial: holder.serial,
             holder_pid_gone: Some(recorded.pid_gone),
             renewer_stopped: Some(recorded.renewer_stopped),
             token: None,
