@@ -40,7 +40,8 @@ pub enum Exit {
     /// 79: `release`/`extend` found that the token no longer holds a majority.
     Lost,
     /// 81: cancelled, not failed: `--supersede`: a newer waiter replaced
-    /// this one while it waited.
+    /// this one while it waited; `exec --cancel-in-progress`: a newer
+    /// waiter stopped this run's command.
     Cancelled,
     /// 124: `exec`: the command ran past `--timeout` and was stopped, as
     /// `timeout(1)` exits.
@@ -135,7 +136,7 @@ pub const TABLE: [Row; 11] = [
     Row {
         exit: Exit::Cancelled,
         name: "cancelled",
-        help: "cancelled (not failed): --supersede: a newer waiter replaced this one",
+        help: "cancelled, not failed: a newer --supersede waiter replaced or stopped this one",
         commands: &["acquire", "exec"],
     },
     Row {
