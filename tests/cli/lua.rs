@@ -1256,7 +1256,7 @@ fn cancel_asks_only_the_holder_of_the_token_and_cancelled_reads_it() {
             &[token, "who", "60000"],
         )
     };
-    let read = |token: &str| run(&server, "cancelled", &[asked.clone()], &[token]);
+    let read = |token: &str| run(&server, "cancelled", std::slice::from_ref(&asked), &[token]);
     assert_eq!(ask("tok"), Value::Int(0), "free: nobody to ask");
     assert_eq!(read("tok"), Value::Nil);
     server.set_px(&lock, b"tok", 5000);
