@@ -626,6 +626,12 @@ mod tests {
                 Features::LIMIT,
                 (342, 9700),
             ),
+            (
+                "acquire --supersede",
+                "acquire",
+                Features::SUPERSEDE,
+                (370, 10600),
+            ),
         ] {
             let sent = composed(name, features);
             let count = sent.lines().count();
