@@ -396,3 +396,43 @@ fn cancel_in_progress_never_stops_a_holder_that_did_not_opt_in() {
         .assert_code(0, "the newer one runs after it");
     assert_eq!(ran(&log), ["holder", "done", "newer"]);
 }
+
+/// The older waiter polls every 20s (a test hook) and its ticket stays in
+/// line meanwhile: only the newer waiter's publish on its own channel can
+/// make it hear, within a second, that it was superseded.
+#[test]
+fn an_older_waiter_that_polls_rarely_is_woken_when_superseded() {
+    let cluster = Cluster::start(3);
+    let dir = temp_dir("supersede-woken");
+    let log = dir.path().join("log").display().to_string();
+    let token = acquire(&cluster, "deploy", &[]);
+    let linger = ("REDLOCK_TEST_LINGER_MS", "60000");
+    let older = Running::spawn(
+        cluster
+            .redlock()
+            .env("REDLOCK_TEST_POLL_DELAY_MS", "20000")
+            .env(linger.0, linger.1)
+            .args(["exec", "--supersede", "deploy", "--", "true"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    );
+    wait_in_line(&cluster, 1);
+    let started = Instant::now();
+    let newer = Running::spawn(
+        cluster
+            .redlock()
+            .env(linger.0, linger.1)
+            .args(["exec", "--supersede", "deploy", "--"])
+            .args(["sh", "-c", &format!("echo newer >> {log}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    );
+    let out = older.finish(HEARS_WITHIN);
+    assert_superseded(&out, "superseded", "woken, not polled");
+    assert!(started.elapsed() < HEARS_WITHIN, "{:?}", started.elapsed());
+    run(cluster.redlock().args(["release", "deploy", &token])).assert_code(0, "release");
+    newer
+        .finish(Duration::from_secs(30))
+        .assert_code(0, "newer");
+    assert_eq!(ran(&log), ["newer"]);
+}
