@@ -51,6 +51,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s m -l message
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l limit -d 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot\'s TTL has passed' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l while -d 'Keep the lock while process PID lives: `tok=$(redlock acquire --while $$ NAME)` in a script. A keeper process extends the lock every third of --ttl, releases it once PID and what it left in its process group have exited, and stops quietly when `redlock release NAME "$tok"` runs on this host; if the lock is lost, PID gets --while-signal' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l while-signal -d 'With --while: the signal sent to PID, and to its process group if it leads one, when the lock is lost, e.g. TERM, INT or USR1; none sends nothing' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l serial -d 'With --supersede: "newer" is this number instead of the order of arrival, e.g. GitHub\'s run_number or GitLab\'s CI_PIPELINE_IID, so that a re-run of an old pipeline arriving last is itself superseded at once' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
@@ -62,6 +63,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l hex -d 'NAME
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s n -l nonblock -d 'Fail at once (exit 75) if the lock is held'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l fence -d 'Also hand out a fencing token: a number that increases strictly from each holder of NAME to the next, for storage to reject writes carrying a lower one. Printed after the token on the same line, `TOKEN FENCE` (`read -r tok fence`), or as "fence" with --json. Each server keeps a counter for NAME without expiry. Not with --limit: a semaphore\'s holders run at once, which a fence cannot order'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l shared -d 'Take the lock shared, as flock\'s shared mode: any number of --shared holders at once, but never beside an exclusive one. A waiting exclusive holder keeps new shared ones out. There is no short form (the one flock uses names a server here). Not with --limit or --fence'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l supersede -d 'Among waiters of NAME that all pass --supersede, a newer one replaces the older ones, as a CI concurrency group keeps one pending run: they leave the line at once and exit 81 (cancelled, not failed), naming who superseded them. A holder is never superseded, and waiters without it neither supersede nor are superseded. Not with --limit or --shared'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l json -d 'Print the token and the lock\'s validity as one JSON object'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -d 'No message when the lock is busy; the exit status tells'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
@@ -172,6 +174,7 @@ PROF\t''
 IO\t''
 PWR\t''
 SYS\t''"
+complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l serial -d 'With --supersede: "newer" is this number instead of the order of arrival, e.g. GitHub\'s run_number or GitLab\'s CI_PIPELINE_IID, so that a re-run of an old pipeline arriving last is itself superseded at once' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s c -l command -d 'Run STRING with `sh -c` instead of CMD' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
@@ -185,6 +188,8 @@ complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_red
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l record-command -d 'Record the command line beside the lock (redacted of the usual forms of secrets), where anyone who can read the servers sees it. Without it, the record names only the program and how many arguments it has'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l fence -d 'Give the command a fencing token in REDLOCK_FENCE: a number that increases strictly from each holder of NAME to the next (see acquire --fence). Not with --limit'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l shared -d 'Take the lock shared, as flock\'s shared mode: any number of --shared holders at once, but never beside an exclusive one. A waiting exclusive holder keeps new shared ones out. There is no short form (the one flock uses names a server here). Not with --limit or --fence'
+complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l supersede -d 'Among waiters of NAME that all pass --supersede, a newer one replaces the older ones, as a CI concurrency group keeps one pending run: they leave the line at once and exit 81 (cancelled, not failed), naming who superseded them. A holder is never superseded, and waiters without it neither supersede nor are superseded. Not with --limit or --shared'
+complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l cancel-in-progress -d '--supersede, and also stop a running holder of NAME that passed --cancel-in-progress and is older: its command gets the stop signal (then SIGKILL after --kill-after), and it exits 81 (cancelled). This run takes the lock only once that holder has released it. A holder without the flag is never stopped'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s q -l quiet -d 'No message when the lock is busy; the exit status tells'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s h -l help -d 'Print help'
@@ -210,7 +215,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_see
 # the index of the first word of exec's command (0: none), and then the
 # options that choose the servers, to pass on to `redlock list`.
 function __fish_redlock_scan
-    set -l takes_value --command --config-file --conflict-exit-code --if-token --kill-after --limit --message --older-than --prefix --restart-guard --server --server-timeout --servers-file --signal --timeout --tls-ca-cert --ttl --wait --while --while-signal -E -c -k -m -s -w
+    set -l takes_value --command --config-file --conflict-exit-code --if-token --kill-after --limit --message --older-than --prefix --restart-guard --serial --server --server-timeout --servers-file --signal --timeout --tls-ca-cert --ttl --wait --while --while-signal -E -c -k -m -s -w
     set -l global_value -s --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix
     set -l words (commandline -opc)
     set -l sub ''

@@ -384,6 +384,31 @@ pub struct LimitArg {
     pub limit: Option<u32>,
 }
 
+/// `--supersede [--serial N]`: a newer waiter replaces older ones.
+#[derive(Debug, Args)]
+pub struct SupersedeArgs {
+    /// Among waiters of NAME that all pass --supersede, a newer one replaces the older
+    /// ones, as a CI concurrency group keeps one pending run: they leave the line at once
+    /// and exit 81 (cancelled, not failed), naming who superseded them. A holder is never
+    /// superseded, and waiters without it neither supersede nor are superseded. Not with
+    /// --limit or --shared.
+    #[arg(long, conflicts_with_all = ["limit", "shared"])]
+    pub supersede: bool,
+
+    /// With --supersede: "newer" is this number instead of the order of arrival, e.g.
+    /// GitHub's run_number or GitLab's CI_PIPELINE_IID, so that a re-run of an old pipeline
+    /// arriving last is itself superseded at once.
+    #[arg(long, value_name = "N", value_parser = parse_serial, allow_hyphen_values = true)]
+    pub serial: Option<u64>,
+}
+
+/// A `--serial`: a non-negative integer.
+fn parse_serial(text: &str) -> Result<u64, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not a non-negative integer"))
+}
+
 /// A number of slots for `--limit`: 1 to [`crate::lock::MAX_LIMIT`].
 fn parse_limit(text: &str) -> Result<u32, String> {
     let max = crate::lock::MAX_LIMIT;
@@ -461,6 +486,9 @@ pub struct AcquireArgs {
     /// --limit or --fence.
     #[arg(long, conflicts_with_all = ["limit", "fence"])]
     pub shared: bool,
+
+    #[command(flatten)]
+    pub supersede: SupersedeArgs,
 }
 
 /// The signal `acquire --while` sends on a loss, if any.
@@ -662,6 +690,16 @@ pub struct ExecArgs {
     /// --limit or --fence.
     #[arg(long, conflicts_with_all = ["limit", "fence"])]
     pub shared: bool,
+
+    #[command(flatten)]
+    pub supersede: SupersedeArgs,
+
+    /// --supersede, and also stop a running holder of NAME that passed --cancel-in-progress
+    /// and is older: its command gets the stop signal (then SIGKILL after --kill-after),
+    /// and it exits 81 (cancelled). This run takes the lock only once that holder has
+    /// released it. A holder without the flag is never stopped.
+    #[arg(long = "cancel-in-progress", conflicts_with_all = ["limit", "shared"])]
+    pub cancel_in_progress: bool,
 
     /// Run STRING with `sh -c` instead of CMD.
     #[arg(

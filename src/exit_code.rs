@@ -39,6 +39,10 @@ pub enum Exit {
     Config,
     /// 79: `release`/`extend` found that the token no longer holds a majority.
     Lost,
+    /// 81: cancelled, not failed: `--supersede`: a newer waiter replaced
+    /// this one while it waited; `exec --cancel-in-progress`: a newer
+    /// waiter stopped this run's command.
+    Cancelled,
     /// 124: `exec`: the command ran past `--timeout` and was stopped, as
     /// `timeout(1)` exits.
     TimedOut,
@@ -73,7 +77,7 @@ pub const EVERY: &[&str] = &[
 
 /// Every fixed exit status, in ascending order. `128+N` and the command's own
 /// status under `exec` are described where they apply.
-pub const TABLE: [Row; 10] = [
+pub const TABLE: [Row; 11] = [
     Row {
         exit: Exit::Success,
         name: "success",
@@ -130,6 +134,12 @@ pub const TABLE: [Row; 10] = [
         commands: &["release", "extend", "exec"],
     },
     Row {
+        exit: Exit::Cancelled,
+        name: "cancelled",
+        help: "cancelled, not failed: a newer --supersede waiter replaced or stopped this one",
+        commands: &["acquire", "exec"],
+    },
+    Row {
         exit: Exit::TimedOut,
         name: "timed out",
         help: "timed out: exec's command ran past --timeout and was stopped",
@@ -177,6 +187,7 @@ impl Exit {
             Exit::Busy => 75,
             Exit::Config => 78,
             Exit::Lost => 79,
+            Exit::Cancelled => 81,
             Exit::TimedOut => 124,
             Exit::Signal(signal) => u8::try_from(128 + signal.clamp(0, 127)).unwrap_or(u8::MAX),
             Exit::Code(code) => code,
@@ -186,7 +197,7 @@ impl Exit {
     /// Whether this is an outcome a script expects and `-q` silences, rather
     /// than an error someone has to look at.
     pub fn is_expected_outcome(self) -> bool {
-        matches!(self, Exit::Free | Exit::Busy | Exit::Lost)
+        matches!(self, Exit::Free | Exit::Busy | Exit::Lost | Exit::Cancelled)
     }
 }
 
@@ -203,7 +214,7 @@ mod tests {
     /// Every fixed status. The match in `is_fixed` is exhaustive on purpose:
     /// a new variant does not compile until it is sorted there, and a fixed
     /// one then belongs here, where the test below demands its row.
-    const FIXED: [Exit; 10] = [
+    const FIXED: [Exit; 11] = [
         Exit::Success,
         Exit::Free,
         Exit::Degraded,
@@ -213,6 +224,7 @@ mod tests {
         Exit::Busy,
         Exit::Config,
         Exit::Lost,
+        Exit::Cancelled,
         Exit::TimedOut,
     ];
 
@@ -227,6 +239,7 @@ mod tests {
             | Exit::Busy
             | Exit::Config
             | Exit::Lost
+            | Exit::Cancelled
             | Exit::TimedOut => true,
             Exit::Signal(_) | Exit::Code(_) => false,
         }
@@ -256,7 +269,7 @@ mod tests {
 
     #[test]
     fn codes_are_the_documented_numbers() {
-        let expected = [0, 1, 2, 64, 69, 70, 75, 78, 79, 124];
+        let expected = [0, 1, 2, 64, 69, 70, 75, 78, 79, 81, 124];
         let codes: Vec<u8> = TABLE.iter().map(|row| row.exit.code()).collect();
         assert_eq!(codes, expected);
         assert_eq!(Exit::Signal(2).code(), 130);

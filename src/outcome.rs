@@ -204,6 +204,10 @@ pub enum Stop {
     TimedOut {
         limit: Duration,
     },
+    /// `--cancel-in-progress`: a newer waiter asked this run to stop.
+    Cancelled {
+        by: crate::lock::Superseder,
+    },
 }
 
 /// A failed run, as `output` reads it.
@@ -293,6 +297,7 @@ impl RunEnd {
         match self {
             RunEnd::Exited { status, .. } => child_exit(*status),
             RunEnd::Stopped(Stop::TimedOut { .. }) => Exit::TimedOut,
+            RunEnd::Stopped(Stop::Cancelled { .. }) => Exit::Cancelled,
             RunEnd::Stopped(_) => Exit::Lost,
             RunEnd::Refused(error) => lock_exit(error),
             // As shells do: 127 when it does not exist, 126 when it cannot run.
@@ -325,6 +330,7 @@ pub fn lock_exit(error: &LockError) -> Exit {
         | LockError::NoFenceLeft { .. } => Exit::NoQuorum,
         LockError::NotHeld { .. } => Exit::Lost,
         LockError::Refused { .. } => Exit::Config,
+        LockError::Superseded { .. } => Exit::Cancelled,
     }
 }
 

@@ -34,7 +34,8 @@ fn millis(name: &str) -> Option<Duration> {
 /// Set by tests/cli/wakeup.rs, `queue::a_waiter_keeps_its_place_where_its_attempt_won`,
 /// `semaphore::a_waiter_stands_in_every_line_and_is_woken_by_the_release_of_any_slot`,
 /// `shared::the_readers_at_the_head_of_the_line_enter_together`,
-/// `server_errors::the_documented_least_privileged_user_can_run_every_command`
+/// `server_errors::the_documented_least_privileged_user_can_run_every_command`,
+/// `supersede::an_older_waiter_that_polls_rarely_is_woken_when_superseded`
 /// and tests/cli/server_work.rs.
 pub fn poll_delay() -> Option<Duration> {
     millis("REDLOCK_TEST_POLL_DELAY_MS")
@@ -44,7 +45,8 @@ pub fn poll_delay() -> Option<Duration> {
 /// waiter's last attempt, instead of `queue::LINGER` (lock/queue.rs): with
 /// a long linger and a long poll, waiters stand in line without coming
 /// back, and a test counts what a release alone makes the servers do. Set
-/// by `queue::a_waiter_goes_past_a_line_split_between_servers_at_once` and
+/// by `queue::a_waiter_goes_past_a_line_split_between_servers_at_once`,
+/// `supersede::an_older_waiter_that_polls_rarely_is_woken_when_superseded` and
 /// `server_work::a_hand_off_among_eight_waiters_costs_each_server_two_script_calls`.
 pub fn linger() -> Option<Duration> {
     millis("REDLOCK_TEST_LINGER_MS")

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+mod cancel;
 pub(super) mod handoff;
 pub(super) mod orphan;
 
@@ -48,11 +49,12 @@ fn record(spec: &ExecSpec) -> Holder {
         argv: &spec.argv,
         whole_line: spec.record_command,
     };
-    holder::this_process(
+    let this = holder::this_process(
         spec.message.clone(),
         Some(command),
         Some(crate::lock::keeper_interval(spec.ttl)),
-    )
+    );
+    cancel::opted_in(spec, this)
 }
 
 /// `exec`'s watchdog, forked now, while this process has one thread; see
@@ -114,7 +116,7 @@ async fn exec(
     // The lock held: `spec.key`, or with `--limit` the slot taken.
     let end = with_breaker(redlock, &lease.key, end).await;
     let lost = match &end {
-        RunEnd::Stopped(Stop::TimedOut { .. }) => false,
+        RunEnd::Stopped(Stop::TimedOut { .. } | Stop::Cancelled { .. }) => false,
         RunEnd::Stopped(_) | RunEnd::Refused(_) => true,
         RunEnd::Exited { .. } | RunEnd::NotStarted { .. } => false,
     };
@@ -163,12 +165,21 @@ async fn take(
 ) -> Result<Lease, Result<Outcome, Error>> {
     let started = BootInstant::now();
     let attempts = Cell::new(1);
+    let to_cancel = cancel::ToCancel::default();
     let on_retry = |attempt, error: &_| {
         attempts.set(attempt + 1);
+        to_cancel.saw(spec, error);
         events.say(Event::Retrying { attempt, error });
     };
-    let acquired =
-        acquire_showing_progress(redlock, request, signals.recv(), events, on_retry).await;
+    // A signal ends the wait; meanwhile an older holder that opted in is
+    // asked to stop (`--cancel-in-progress`).
+    let interrupted = async {
+        tokio::select! {
+            signal = signals.recv() => signal,
+            never = cancel::ask_while_waiting(redlock, request, &to_cancel) => match never {},
+        }
+    };
+    let acquired = acquire_showing_progress(redlock, request, interrupted, events, on_retry).await;
     let tried =
         |error: &LockError| Tried::ended(attempts.get(), started.elapsed(), spec.wait, error);
     match acquired {
@@ -274,6 +285,9 @@ async fn supervise_under(
             keep(redlock, lease, deadlines, holder, on_event).await,
         ));
     };
+    let cancelled = Cell::new(None);
+    let watch = spec.cancel_in_progress.then_some((redlock, lease));
+    let lost = cancel::lost_or_cancelled(lost, watch, &cancelled);
     let report = |event: supervise::Event| {
         if let (supervise::Event::Started { pid }, Some(holder)) = (&event, &request.record) {
             holder_updates.send_replace(Some(Holder {
@@ -286,6 +300,10 @@ async fn supervise_under(
     let outcome = supervise::run(&command, watchdog, deadline, lost, signals, &report)
         .await
         .map_err(Error::Internal)?;
+    if let (Some(by), supervise::Outcome::Stopped(StopReason::Lost)) = (cancelled.take(), &outcome)
+    {
+        return Ok(RunEnd::Stopped(Stop::Cancelled { by }));
+    }
     let failed = (failing.take(), repeats.get().so_far(BootInstant::now()));
     Ok(run_end(spec, outcome, loss.take(), failed))
 }

@@ -14,7 +14,8 @@ use crate::cli::{self, Cli, Command, ExecArgs, GlobalArgs};
 use crate::duration;
 use crate::error::Error;
 use crate::lock::{
-    Breaking, Holder, ListQuery, LockKey, Semaphore, ServerSpec, Take, Target, Token, Wait,
+    Breaking, Holder, ListQuery, LockKey, Semaphore, ServerSpec, Supersede, Take, Target, Token,
+    Wait,
 };
 use crate::supervise::schedule::StopPlan;
 
@@ -170,6 +171,8 @@ pub struct AcquireJob {
     pub fence: bool,
     /// `--shared`: one reader among many.
     pub shared: bool,
+    /// `--supersede [--serial N]`.
+    pub supersede: Option<Supersede>,
 }
 
 /// `acquire --while PID [--while-signal SIG]`.
@@ -217,6 +220,11 @@ pub struct ExecSpec {
     pub fence: bool,
     /// `--shared`: one reader among many.
     pub shared: bool,
+    /// `--supersede [--serial N]`.
+    pub supersede: Option<Supersede>,
+    /// `--cancel-in-progress`: an older holder that passed it too is asked
+    /// to stop, and this run may be stopped so by a newer one.
+    pub cancel_in_progress: bool,
 }
 
 impl Config {
@@ -340,7 +348,23 @@ fn acquire_job(args: cli::AcquireArgs, prefix: &[u8]) -> Result<AcquireJob, Erro
         }),
         fence: args.fence,
         shared: args.shared,
+        supersede: supersede(&args.supersede, false)?,
     })
+}
+
+/// `--supersede [--serial N]` (`--cancel-in-progress` implies
+/// `--supersede`); `--serial` alone is a usage error.
+fn supersede(args: &cli::SupersedeArgs, cancel: bool) -> Result<Option<Supersede>, Error> {
+    if args.serial.is_some() && !args.supersede && !cancel {
+        return Err(Error::Usage(
+            "--serial orders superseding waiters: it needs --supersede (or exec's \
+             --cancel-in-progress)"
+                .into(),
+        ));
+    }
+    Ok((args.supersede || cancel).then_some(Supersede {
+        serial: args.serial,
+    }))
 }
 
 /// The servers for a lock job, in this order, so that a broken server list
@@ -499,7 +523,7 @@ fn ttl_within_guard(job: &LockJob, guard: &Given) -> Result<(), Error> {
 fn take_of(
     (key, semaphore): (&LockKey, Option<&Semaphore>),
     ((ttl, wait), (fence, shared)): ((Duration, Wait), (bool, bool)),
-    record: Option<Holder>,
+    (record, supersede): (Option<Holder>, Option<Supersede>),
 ) -> Take {
     let target = match semaphore {
         Some(semaphore) => Target::Slot(semaphore.clone()),
@@ -509,6 +533,7 @@ fn take_of(
         fence,
         shared,
         record,
+        supersede,
         ..Take::new(target, ttl, wait)
     }
 }
@@ -517,7 +542,11 @@ impl AcquireJob {
     /// What this job asks of the servers, with `record` beside the lock.
     pub fn take(&self, record: Option<Holder>) -> Take {
         let how = ((self.ttl, self.wait), (self.fence, self.shared));
-        take_of((&self.key, self.semaphore.as_ref()), how, record)
+        take_of(
+            (&self.key, self.semaphore.as_ref()),
+            how,
+            (record, self.supersede),
+        )
     }
 }
 
@@ -525,7 +554,11 @@ impl ExecSpec {
     /// What this run asks of the servers, with `record` beside the lock.
     pub fn take(&self, record: Option<Holder>) -> Take {
         let how = ((self.ttl, self.wait), (self.fence, self.shared));
-        take_of((&self.key, self.semaphore.as_ref()), how, record)
+        take_of(
+            (&self.key, self.semaphore.as_ref()),
+            how,
+            (record, self.supersede),
+        )
     }
 }
 
@@ -691,6 +724,8 @@ fn exec_spec(
         record_command: args.record_command,
         fence: args.fence,
         shared: args.shared,
+        supersede: supersede(&args.supersede, args.cancel_in_progress)?,
+        cancel_in_progress: args.cancel_in_progress,
     })
 }
 
@@ -1062,6 +1097,7 @@ mod tests {
                 semaphore: None,
                 fence: false,
                 shared: false,
+                supersede: None,
             })
         };
         let guard = |value| Given {

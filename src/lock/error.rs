@@ -157,6 +157,13 @@ pub enum LockError {
         /// The servers whose counter is there.
         on: Vec<ServerSpec>,
     },
+    /// `--supersede`: a newer superseding waiter replaced this one while
+    /// it waited (supersede.rs); `by` is who, when the servers said it in
+    /// a form this build reads.
+    Superseded {
+        key: LockKey,
+        by: Option<Box<super::supersede::Superseder>>,
+    },
     NotHeld {
         key: LockKey,
         held: usize,
@@ -178,6 +185,7 @@ impl LockError {
             | LockError::TooSlow { key, .. }
             | LockError::Restarting { key, .. }
             | LockError::NoFenceLeft { key, .. }
+            | LockError::Superseded { key, .. }
             | LockError::NotHeld { key, .. } => key,
         }
     }

@@ -53,6 +53,14 @@ pub struct Holder {
     /// that a reused pid is not taken for the holder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid_started: Option<u64>,
+    /// `exec --cancel-in-progress`: a newer such waiter may ask this holder
+    /// to stop (lock/cancel.rs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cancellable: bool,
+    /// Its `--serial`, if it gave one: only a waiter with a higher one
+    /// cancels it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<u64>,
 }
 
 /// How much of each field is kept, in bytes: a record stays well under a
@@ -79,6 +87,8 @@ impl Holder {
             job: self.job.as_deref().map(|j| cut(j, JOB_LIMIT)),
             renew_every_ms: self.renew_every_ms,
             pid_started: self.pid_started,
+            cancellable: self.cancellable,
+            serial: self.serial,
         };
         // Serializing plain strings and numbers cannot fail.
         serde_json::to_vec(&bounded).unwrap_or_default()

@@ -12,6 +12,7 @@ use super::key::LockKey;
 use super::scripts::{ForceReply, InspectReply, Occupant, Restarting};
 use super::server_url::ServerSpec;
 use super::shared::{self, ReadersSeen, SharedHolder, READERS_KIND};
+use super::supersede::Superseder;
 
 /// What one server holds under a lock's key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +42,9 @@ pub struct KeyState {
     /// The live readers (shared holders) it holds (status asks, and a
     /// writer's attempt that they keep out says how many; none elsewhere).
     pub readers: ReadersSeen,
+    /// The pending superseding waiter (`--supersede`) as kept here (status
+    /// asks; `None` elsewhere).
+    pub superseder: Option<Vec<u8>>,
 }
 
 /// Who broke a lock with `release --force`, and how long ago by the
@@ -78,6 +82,7 @@ impl KeyState {
             broken: None,
             fence: None,
             readers: ReadersSeen::default(),
+            superseder: None,
         }
     }
 
@@ -293,6 +298,16 @@ impl Inspection {
             .unwrap_or(0)
     }
 
+    /// The pending superseding waiter (`--supersede`): the newest any
+    /// server that answered keeps in line (`None`: none).
+    pub fn superseder(&self) -> Option<Superseder> {
+        self.servers
+            .iter()
+            .filter_map(|s| s.state.as_ref().ok()?.superseder.as_deref())
+            .filter_map(Superseder::decode)
+            .max_by_key(|who| who.order)
+    }
+
     /// The lock's current fencing token: the highest counter on the servers
     /// that answered (`None`: no server has one, the name was never taken
     /// with `--fence`). A server that lost its counter shows a lower one.
@@ -381,6 +396,7 @@ impl From<InspectReply> for KeyState {
             broken: reply.broken,
             fence: reply.fence,
             readers: reply.readers,
+            superseder: reply.superseder,
             ..KeyState::new(reply.occupant, reply.restarting.as_ref(), reply.waiters)
         }
     }
@@ -428,6 +444,7 @@ mod tests {
                             broken: None,
                             fence: None,
                             readers: ReadersSeen::default(),
+                            superseder: None,
                         })
                         .map_err(|()| ServerError::Failed("down".into())),
                 })

@@ -218,6 +218,26 @@ pub(super) const READER_RECORDS_SUFFIX: &[u8] = b"\0reader-records";
 /// for as long as one is held there (limit.lua).
 pub(super) const LIMIT_SUFFIX: &[u8] = b"\0limit";
 
+/// Appended to a lock's key to name its superseding waiters
+/// (`--supersede`, supersede.lua): a hash, ticket to who superseded it or
+/// who waits, kept a minute after its last write.
+pub(super) const SUPERSEDE_SUFFIX: &[u8] = b"\0supersede";
+
+/// Appended to a lock's key to name a newer waiter's request that its
+/// holder stop (`exec --cancel-in-progress`, cancel.lua): `"TOKEN WHO"`,
+/// kept a minute.
+pub(super) const CANCEL_SUFFIX: &[u8] = b"\0cancel";
+
+/// The request that `key`'s holder stop.
+pub(in crate::lock) fn cancel_key(key: &LockKey) -> Vec<u8> {
+    [key.bytes(), CANCEL_SUFFIX].concat()
+}
+
+/// The hash of `key`'s superseding waiters.
+pub(in crate::lock) fn supersede_key(key: &LockKey) -> Vec<u8> {
+    [key.bytes(), SUPERSEDE_SUFFIX].concat()
+}
+
 /// Appended to the prefix to name the restart guard's marker (guard.lua):
 /// no lock name is empty or holds NUL, so no lock is called so. The "2" is
 /// the marker's format: builds before it kept another one under
@@ -264,6 +284,8 @@ pub fn is_line_key(key: &[u8]) -> bool {
         READERS_SUFFIX,
         READER_RECORDS_SUFFIX,
         LIMIT_SUFFIX,
+        SUPERSEDE_SUFFIX,
+        CANCEL_SUFFIX,
     ]
     .iter()
     .any(|suffix| key.ends_with(suffix))
@@ -375,6 +397,8 @@ mod tests {
             FENCE_SUFFIX,
             READERS_SUFFIX,
             READER_RECORDS_SUFFIX,
+            SUPERSEDE_SUFFIX,
+            CANCEL_SUFFIX,
         ]
         .iter()
         .map(|suffix| [key, suffix].concat())

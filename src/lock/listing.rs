@@ -19,6 +19,7 @@ use super::key::{is_record_key, READERS_SUFFIX, RECORD_SUFFIX};
 use super::scripts::List;
 use super::server_url::ServerSpec;
 use super::shared::SharedHolder;
+use super::supersede::Superseder;
 use crate::test_hooks;
 
 /// How many keys one SCAN call asks a server to look at: enough to walk
@@ -276,6 +277,9 @@ pub struct Listed<'a> {
     /// The readers on a majority (up to 16, as each server listed them),
     /// with their records; empty unless `standing` is shared.
     pub readers: Vec<SharedHolder>,
+    /// The pending superseding waiter (`--supersede`), if any server
+    /// keeps one.
+    pub superseder: Option<Superseder>,
 }
 
 impl Listing {
@@ -314,6 +318,7 @@ impl Listing {
                         Standing::Shared => lock.shared_holders(),
                         _ => Vec::new(),
                     },
+                    superseder: lock.superseder(),
                 }
             })
             .collect()
@@ -649,8 +654,9 @@ async fn read(
     let states = read
         .occupants
         .into_iter()
-        .map(|(occupant, readers)| KeyState {
+        .map(|(occupant, readers, superseder)| KeyState {
             readers,
+            superseder,
             ..KeyState::new(occupant, read.restarting.as_ref(), 0)
         })
         .collect();

@@ -3,6 +3,7 @@
 //! durations and get typed outcomes back. It imports nothing of the crate but
 //! the shared clock and the test hooks.
 
+mod cancel;
 mod core;
 mod error;
 mod fence;
@@ -25,6 +26,7 @@ mod server_info;
 mod server_url;
 mod shared;
 mod slot;
+mod supersede;
 mod tried;
 
 pub use self::core::lease::{Lease, Released};
@@ -34,6 +36,7 @@ pub use self::core::redlock::Redlock;
 pub use self::core::retry::acquire_or_cancel;
 pub use self::core::servers::ServerError;
 pub use self::core::take::{Take, Target, Wait};
+pub use cancel::{cancels, POLL as CANCEL_POLL};
 pub use error::{Failures, LockError, Said, TokenOp, TokenRound};
 pub use force::{Breaking, Forced};
 pub use guard::{GuardCause, Guarded};
@@ -55,4 +58,5 @@ pub use server_info::{evicts_locks, ClusterNode, Concern, ConcernKind, Info, CLU
 pub use server_url::{redact_url, ServerSpec};
 pub use shared::SharedHolder;
 pub use slot::{Semaphore, Slot, MAX_LIMIT};
+pub use supersede::{Supersede, Superseder};
 pub use tried::Tried;

@@ -264,6 +264,11 @@ fn stop_reason(reason: &Stop) -> String {
             ": the command ran past --timeout {}; it was stopped",
             human(*limit)
         ),
+        Stop::Cancelled { by } => format!(
+            "was given up: a newer waiter ({}) asked this run to stop \
+             (--cancel-in-progress); the command was stopped: cancelled",
+            words::superseder(by, "arrived later")
+        ),
     }
 }
 

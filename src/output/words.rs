@@ -9,8 +9,8 @@ use std::time::Duration;
 use crate::duration::{exact, rounded};
 use crate::lock::{
     escape_and_cut, Broken, Failures, GuardCause, Guarded, HeldBy, Holder, LockError, LockKey,
-    Recorded, Said, Semaphore, ServerError, ServerSpec, SharedHolder, Standing, TokenOp,
-    TokenRound, Tried, MAX_FENCE,
+    Recorded, Said, Semaphore, ServerError, ServerSpec, SharedHolder, Standing, Superseder,
+    TokenOp, TokenRound, Tried, MAX_FENCE,
 };
 
 /// How many characters of each recorded field a one-line summary shows.
@@ -65,10 +65,17 @@ fn shown(text: &str) -> String {
     escape_and_cut(text.as_bytes(), SHOWN)
 }
 
-/// `user@host (pid N, command pid M, job URL, "message")`.
+/// `user@host (pid N, command pid M, job URL, "message")`, and
+/// `cancellable` (with its serial) for a holder a newer waiter may stop.
 pub fn holder(holder: &Holder) -> String {
     let mut details = vec![format!("pid {}", holder.pid)];
     details.extend(holder.command_pid.map(|pid| format!("command pid {pid}")));
+    if holder.cancellable {
+        details.push(match holder.serial {
+            Some(serial) => format!("cancellable, serial {serial}"),
+            None => "cancellable".to_owned(),
+        });
+    }
     details.extend(
         holder
             .job
@@ -293,6 +300,7 @@ pub fn lock_error(error: &LockError) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+        LockError::Superseded { key, by } => superseded(key, by.as_deref()),
         LockError::NotHeld {
             key,
             total,
@@ -304,6 +312,29 @@ pub fn lock_error(error: &LockError) -> String {
             token_round(round, *total, *quorum)
         ),
     }
+}
+
+/// "superseded by a newer waiter (serial 12, pid 345 on ci-7): cancelled":
+/// a `--supersede` waiter that a newer one replaced, and who that is.
+fn superseded(key: &LockKey, by: Option<&Superseder>) -> String {
+    let who = by.map_or_else(String::new, |by| {
+        format!(" ({})", superseder(by, "arrived later"))
+    });
+    format!("lock {key}: superseded by a newer waiter{who}: cancelled, left the line")
+}
+
+/// "serial 12, pid 345 on ci-7": a superseding waiter; `arrival` stands
+/// for a waiter ordered by when it arrived.
+pub fn superseder(by: &Superseder, arrival: &str) -> String {
+    let order = match by.by_serial {
+        true => format!("serial {}", by.order),
+        false => arrival.to_owned(),
+    };
+    format!(
+        "{order}, pid {} on {}",
+        by.pid,
+        escape_and_cut(by.host.as_bytes(), SHOWN)
+    )
 }
 
 /// "extended on 1 of 3 servers, and a majority is 2: SERVER no longer

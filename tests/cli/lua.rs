@@ -59,7 +59,7 @@ fn eval_mode(
         // The db comes after every argument the script names, as the
         // Rust calls send them all: those a test leaves out are empty.
         let named = match name {
-            "acquire" => 12,
+            "acquire" => 14,
             _ => 2,
         };
         args.resize(args.len().max(named), "");
@@ -224,10 +224,65 @@ fn acquire_takes_a_free_lock_and_writes_its_record() {
 
 /// The 12 ARGV of acquire.lua for a free, plain lock, with `deadline`
 /// (ARGV[12], the server's clock in ms) last.
-fn bounded_acquire_args(deadline: &str) -> [&str; 12] {
+fn bounded_acquire_args(deadline: &str) -> [&str; 14] {
     [
-        "late", "10000", GUARD_OFF, "", "", "0", "1000", "0", "0", "", "0", deadline,
+        "late", "10000", GUARD_OFF, "", "", "0", "1000", "0", "0", "", "0", "", "", deadline,
     ]
+}
+
+/// acquire.lua's arguments for a superseding waiter (`--supersede`):
+/// `ticket` at `score`, WHO `who`, woken on `channel`.
+fn superseding_args<'a>(ticket: &'a str, score: &'a str, who: &'a str) -> [&'a str; 13] {
+    [
+        ticket, "10000", GUARD_OFF, "", ticket, score, "1000", "0", "0", "", "0", who, "chan",
+    ]
+}
+
+/// A newer superseding waiter marks the older one, takes it out of line,
+/// and its next attempt is answered "superseded" with who; an older one
+/// arriving last is superseded at once.
+#[test]
+fn acquire_supersedes_older_superseding_waiters() {
+    let server = RedisServer::start();
+    let mut k = keys("s");
+    k.extend([Vec::new(), b"s\0supersede".to_vec()]);
+    server.set_px(&k[0], b"theirs", 10_000);
+    let a = "00000000000000000010 arrival 11 host-a";
+    let b = "00000000000000000020 serial 22 host b";
+    let older = "00000000000000000005 serial 33 host-c";
+    let attempt = |ticket: &str, score: &str, who: &str| {
+        tagged(run(
+            &server,
+            "acquire",
+            &k,
+            &superseding_args(ticket, score, who),
+        ))
+    };
+    assert_eq!(attempt("000000000000010-a", "10", a).0, "held");
+    assert_eq!(server.in_line("s"), 1);
+    assert_eq!(attempt("000000000000020-b", "20", b).0, "held");
+    assert_eq!(server.in_line("s"), 1, "the older one left the line");
+    let (tag, rest) = attempt("000000000000010-a", "10", a);
+    assert_eq!((tag.as_str(), text(&rest[0]).as_str()), ("superseded", b));
+    let (tag, rest) = attempt("000000000000030-c", "30", older);
+    assert_eq!((tag.as_str(), text(&rest[0]).as_str()), ("superseded", b));
+    assert_eq!(server.in_line("s"), 1, "only the newest stands in line");
+    // The newer one is not superseded by them.
+    assert_eq!(attempt("000000000000020-b", "20", b).0, "held");
+    // inspect.lua names it, last; list.lua beside the lock's occupant.
+    let seen = items(run(&server, "inspect", &k, &[GUARD_OFF, ""]));
+    assert_eq!(text(&seen[6]), b, "the pending superseding waiter");
+    let list_keys = [
+        b"m:guard".to_vec(),
+        k[0].clone(),
+        k[1].clone(),
+        k[11].clone(),
+        k[3].clone(),
+    ];
+    let reply = items(run(&server, "list", &list_keys, &[GUARD_OFF, "0"]));
+    let [occupied, readers, who] = <[Value; 3]>::try_from(items(reply[1].clone())).unwrap();
+    assert_eq!(occupant(occupied).1.as_deref(), Some("theirs"));
+    assert_eq!((readers, text(&who).as_str()), (Value::Nil, b));
 }
 
 #[test]
@@ -868,8 +923,9 @@ fn inspect_reads_occupant_guard_and_line() {
     server.set_px(&k[1], b"5 rec", 5000);
     in_line(&server, &k, "t-1", 1, NEVER);
     in_line(&server, &k, "t-2", 2, 1);
-    let [seen, guard, waiters, broken, fence, _] =
-        <[Value; 6]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    let [seen, guard, waiters, broken, fence, _, superseder] =
+        <[Value; 7]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    assert_eq!(superseder, Value::Nil, "no superseding waiter");
     assert_eq!(broken, Value::Nil, "nobody broke it");
     assert_eq!(fence, Value::Nil, "never fenced");
     let (kind, value, _, record) = occupant(seen);
@@ -881,8 +937,8 @@ fn inspect_reads_occupant_guard_and_line() {
     assert_eq!(int(&waiters), 1, "the lapsed ticket is left out");
     // Under the guard, a fresh server says when it counts again, and still
     // what it holds.
-    let [seen, guard, _, _, _, _] =
-        <[Value; 6]>::try_from(items(run(&server, "inspect", &k, &["10000"]))).unwrap();
+    let [seen, guard, _, _, _, _, _] =
+        <[Value; 7]>::try_from(items(run(&server, "inspect", &k, &["10000"]))).unwrap();
     assert!((9_000..=10_000).contains(&restarting(guard)));
     assert_eq!(occupant(seen).1.as_deref(), Some("tok"));
 }
@@ -891,8 +947,8 @@ fn inspect_reads_occupant_guard_and_line() {
 fn inspect_of_a_missing_key() {
     let server = RedisServer::start();
     let k = keys("nothing");
-    let [seen, guard, waiters, _, _, _] =
-        <[Value; 6]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    let [seen, guard, waiters, _, _, _, _] =
+        <[Value; 7]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
     assert_eq!(occupant(seen), ("none".into(), None, -2, None));
     assert_eq!((guard, int(&waiters)), (Value::Nil, 0));
 }
@@ -915,8 +971,12 @@ fn list_reads_the_guard_then_every_lock_with_its_readers() {
         b"m:guard".to_vec(),
         a[0].clone(),
         a[1].clone(),
+        b"la\0supersede".to_vec(),
+        a[3].clone(),
         b[0].clone(),
         b[1].clone(),
+        b"lb\0supersede".to_vec(),
+        b[3].clone(),
         b[8].clone(),
         b[9].clone(),
     ];
@@ -1173,7 +1233,37 @@ fn raise_fence_raises_only_under_our_token_and_never_lowers() {
     assert_eq!(raise("tok", "10"), Value::Int(1));
     assert_eq!(raise("tok", "9"), Value::Int(1));
     assert_eq!(server.get(&k[7]).as_deref(), Some(&b"10"[..]));
-    let [.., fence, _] =
-        <[Value; 6]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
+    let [.., fence, _, _] =
+        <[Value; 7]>::try_from(items(run(&server, "inspect", &k, &[GUARD_OFF]))).unwrap();
     assert_eq!(text(&fence), "10", "inspect reads it");
+}
+
+// ---------------------------------------------------------------------------
+// cancel.lua, cancelled.lua
+// ---------------------------------------------------------------------------
+
+/// A request to stop is written only while the lock holds the holder's
+/// token, and read back only by that token.
+#[test]
+fn cancel_asks_only_the_holder_of_the_token_and_cancelled_reads_it() {
+    let server = RedisServer::start();
+    let (lock, asked) = (b"c".to_vec(), b"c\0cancel".to_vec());
+    let ask = |token: &str| {
+        run(
+            &server,
+            "cancel",
+            &[lock.clone(), asked.clone()],
+            &[token, "who", "60000"],
+        )
+    };
+    let read = |token: &str| run(&server, "cancelled", std::slice::from_ref(&asked), &[token]);
+    assert_eq!(ask("tok"), Value::Int(0), "free: nobody to ask");
+    assert_eq!(read("tok"), Value::Nil);
+    server.set_px(&lock, b"tok", 5000);
+    assert_eq!(ask("other"), Value::Int(0), "another holder");
+    assert_eq!(read("tok"), Value::Nil);
+    assert_eq!(ask("tok"), Value::Int(1));
+    assert_eq!(text(&read("tok")), "who");
+    assert_eq!(read("other"), Value::Nil, "the next holder is not asked");
+    assert!((59_000..=60_000).contains(&server.pttl(&asked)));
 }

@@ -52,6 +52,7 @@ mod shared;
 mod snapshots;
 mod status;
 mod suite;
+mod supersede;
 mod takeover;
 mod true_messages;
 mod wakeup;

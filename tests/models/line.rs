@@ -227,3 +227,242 @@ mod tests {
         }
     }
 }
+
+/// `--supersede` (issue 31, src/lock/supersede.rs, supersede.lua): the
+/// superseding kind of waiter, on servers that miss calls. Each server
+/// keeps, per superseding waiter, nothing, "waiting" (registered and in
+/// line) or "superseded" (marked by a newer one). An attempt reaches any
+/// non-empty set of servers (the others are cut); a waiter that any of them
+/// answers "superseded" exits; one that wins a majority holds the lock and
+/// leaves the line there; the leave of a waiter that exited or holds lands
+/// on each server at any time, or its ticket lapses there.
+///
+/// What is checked, from every reachable state: once the calls land (each
+/// waiter still waiting attempts twice, every server answering, in any
+/// order), **at most one superseding waiter keeps waiting**, and **the
+/// newest waiter that arrived is never superseded** while it waits. The
+/// control (`SupersedeRule::NeverHears`: a waiter supersedes older ones but
+/// never hears that it was superseded) must be caught keeping two.
+mod supersede {
+    use std::collections::HashSet;
+
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    pub(super) enum SupersedeRule {
+        /// supersede.lua: a waiter marked superseded, or behind a newer one
+        /// in line, is answered "superseded"; else it marks the older ones.
+        Lua,
+        /// A waiter marks the older ones, and never hears of its own mark.
+        NeverHears,
+    }
+
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+    enum Mark {
+        None,
+        Waiting,
+        Superseded,
+    }
+
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+    enum Status {
+        NotArrived,
+        Waiting,
+        Exited,
+        Holder,
+    }
+
+    /// Waiter `i` is newer than waiter `j` when `i > j` (its serial, or its
+    /// arrival by the servers' clocks).
+    const WAITERS: usize = 3;
+
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+    struct State {
+        marks: [[Mark; WAITERS]; 5],
+        status: [Status; WAITERS],
+    }
+
+    pub(super) struct Model {
+        pub(super) rule: SupersedeRule,
+        pub(super) servers: usize,
+        pub(super) waiters: usize,
+    }
+
+    impl Model {
+        fn quorum(&self) -> usize {
+            self.servers / 2 + 1
+        }
+
+        /// Waiter `w`'s script on server `s`: whether it was answered
+        /// "superseded".
+        fn on_server(&self, state: &mut State, w: usize, s: usize) -> bool {
+            let marks = &mut state.marks[s];
+            if self.rule == SupersedeRule::Lua {
+                if marks[w] == Mark::Superseded {
+                    return true;
+                }
+                if (w + 1..self.waiters).any(|newer| marks[newer] == Mark::Waiting) {
+                    marks[w] = Mark::Superseded;
+                    return true;
+                }
+            }
+            for older in marks.iter_mut().take(w) {
+                if *older == Mark::Waiting {
+                    *older = Mark::Superseded;
+                }
+            }
+            marks[w] = Mark::Waiting;
+            false
+        }
+
+        /// An attempt of waiting waiter `w` that reaches the servers in
+        /// `view` and takes nothing: it exits if any answers "superseded".
+        fn attempt(&self, mut state: State, w: usize, view: u8) -> State {
+            state.status[w] = Status::Waiting;
+            let mut superseded = false;
+            for s in (0..self.servers).filter(|s| view & (1 << s) != 0) {
+                superseded |= self.on_server(&mut state, w, s);
+            }
+            if superseded {
+                state.status[w] = Status::Exited;
+            }
+            state
+        }
+
+        /// Waiter `w` takes the lock on the majority `view`, where none
+        /// answers "superseded"; it leaves the line there.
+        fn take(&self, state: State, w: usize, view: u8) -> Option<State> {
+            let mut after = state;
+            after.status[w] = Status::Holder;
+            for s in (0..self.servers).filter(|s| view & (1 << s) != 0) {
+                if self.on_server(&mut after, w, s) {
+                    return None;
+                }
+                after.marks[s][w] = Mark::None;
+            }
+            Some(after)
+        }
+
+        fn next(&self, state: State) -> Vec<State> {
+            let every = (1u8 << self.servers) - 1;
+            let mut next = Vec::new();
+            for w in 0..self.waiters {
+                match state.status[w] {
+                    Status::NotArrived | Status::Waiting => {
+                        for view in 1..=every {
+                            next.push(self.attempt(state, w, view));
+                            if view.count_ones() as usize >= self.quorum() {
+                                next.extend(self.take(state, w, view));
+                            }
+                        }
+                    }
+                    Status::Exited | Status::Holder => {
+                        for s in 0..self.servers {
+                            if state.marks[s][w] == Mark::Waiting {
+                                let mut after = state;
+                                after.marks[s][w] = Mark::None;
+                                next.push(after);
+                            }
+                        }
+                    }
+                }
+            }
+            next
+        }
+
+        /// Every order in which the waiting waiters of `state` attempt,
+        /// twice each, every server answering: the most that keep waiting,
+        /// and whether the newest that arrived was superseded.
+        fn landed(&self, state: State) -> (usize, bool) {
+            let every = (1u8 << self.servers) - 1;
+            let newest = (0..self.waiters)
+                .rev()
+                .find(|&w| state.status[w] != Status::NotArrived);
+            let newest_waits = newest.is_some_and(|w| state.status[w] == Status::Waiting);
+            let orders: &[[usize; 3]] = &[
+                [0, 1, 2],
+                [0, 2, 1],
+                [1, 0, 2],
+                [1, 2, 0],
+                [2, 0, 1],
+                [2, 1, 0],
+            ];
+            let (mut most, mut cancelled) = (0, false);
+            for order in orders {
+                let mut after = state;
+                for _ in 0..2 {
+                    for &w in order.iter().filter(|&&w| w < self.waiters) {
+                        if after.status[w] == Status::Waiting {
+                            after = self.attempt(after, w, every);
+                        }
+                    }
+                }
+                let waiting = after
+                    .status
+                    .iter()
+                    .filter(|&&s| s == Status::Waiting)
+                    .count();
+                most = most.max(waiting);
+                cancelled |=
+                    newest_waits && newest.is_some_and(|w| after.status[w] != Status::Waiting);
+            }
+            (most, cancelled)
+        }
+
+        /// A reachable state from which the calls landing leave two
+        /// superseding waiters waiting, or supersede the newest, if any;
+        /// else how many states were explored.
+        pub(super) fn violation(&self) -> Result<usize, String> {
+            let start = State {
+                marks: [[Mark::None; WAITERS]; 5],
+                status: [Status::NotArrived; WAITERS],
+            };
+            let mut seen = HashSet::from([start]);
+            let mut frontier = vec![start];
+            while let Some(state) = frontier.pop() {
+                let (most, cancelled) = self.landed(state);
+                if most > 1 || cancelled {
+                    return Err(format!(
+                        "{most} keep waiting, newest cancelled: {cancelled}, from {state:?}"
+                    ));
+                }
+                for after in self.next(state) {
+                    if seen.insert(after) {
+                        frontier.push(after);
+                    }
+                }
+            }
+            Ok(seen.len())
+        }
+    }
+}
+
+#[cfg(test)]
+mod supersede_tests {
+    use super::supersede::{Model, SupersedeRule};
+
+    #[test]
+    fn at_most_one_superseding_waiter_keeps_waiting_once_the_calls_land() {
+        for (servers, waiters) in [(3, 3), (5, 2)] {
+            let model = Model {
+                rule: SupersedeRule::Lua,
+                servers,
+                waiters,
+            };
+            let explored = model
+                .violation()
+                .unwrap_or_else(|v| panic!("{servers} servers: {v}"));
+            eprintln!("{servers} servers, {waiters} waiters: {explored} states");
+            assert!(explored > 1000, "{explored}");
+        }
+    }
+
+    #[test]
+    fn the_checker_catches_waiters_that_never_hear_they_were_superseded() {
+        let model = Model {
+            rule: SupersedeRule::NeverHears,
+            servers: 3,
+            waiters: 3,
+        };
+        let caught = model.violation().expect_err("two keep waiting");
+        assert!(caught.starts_with("2 keep waiting"), "{caught}");
+    }
+}

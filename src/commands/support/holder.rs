@@ -49,6 +49,8 @@ pub fn this_process(
         keeper_pid: None,
         message,
         job: job_url(|name| std::env::var(name).ok()),
+        cancellable: false,
+        serial: None,
     }
 }
 

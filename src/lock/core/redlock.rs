@@ -46,13 +46,16 @@ pub(in crate::lock) enum SetReply {
         guarded: Guarded,
         clock: Option<u64>,
     },
+    /// A newer superseding waiter replaced the caller (`--supersede`):
+    /// who, as the servers keep it (supersede.rs).
+    Superseded(Vec<u8>),
 }
 
 impl SetReply {
     /// The server's clock (ms) when it answered, where the reply has one.
     fn clock(&self) -> Option<u64> {
         match self {
-            SetReply::Taken(_) => None,
+            SetReply::Taken(_) | SetReply::Superseded(_) => None,
             SetReply::Held(seen) => seen.now_ms,
             SetReply::Queued { clock, .. } | SetReply::Restarting { clock, .. } => *clock,
         }
@@ -82,6 +85,7 @@ impl From<AcquireReply> for SetReply {
                 pttl_ms,
                 clock,
             } => SetReply::Held(Box::new(KeyState::readers(count, pttl_ms, clock))),
+            AcquireReply::Superseded(who) => SetReply::Superseded(who),
         }
     }
 }
@@ -261,19 +265,7 @@ impl Redlock {
     ) -> (Result<Lease, LockError>, Option<u64>, bool) {
         let started = BootInstant::now();
         let ttl = take.ttl;
-        let call = Acquire {
-            keys: self.keys_of(key),
-            token: token.as_str().to_owned(),
-            ttl_ms: ttl_millis(ttl),
-            guard_ms: ttl_millis(self.restart_guard),
-            record: take.record_for(token),
-            ticket: ticket.map(|t| (t.id.clone(), t.score)),
-            linger_ms: ttl_millis(queue::linger()),
-            fence: take.fence,
-            shared: take.shared,
-            limit,
-            past_a_split_line: ticket.is_some_and(|t| t.past_a_split_line),
-        };
+        let call = self.acquire_call(key, token, take, (ticket, limit));
         let replies = self
             .decided_round(
                 Patience::NotForSuspects,
@@ -305,6 +297,9 @@ impl Redlock {
         if let Some(refused) = unlock_failures.refusal(key, self.len(), self.quorum) {
             return (Err(refused), clock, false);
         }
+        if let Some(superseded) = superseded(key, &replies) {
+            return (Err(superseded), clock, false);
+        }
         let seen = replies.answered().map(|reply| match reply {
             SetReply::Taken(_) => line::Seen::Took,
             SetReply::Queued { ahead, .. } => line::Seen::Refused(ahead),
@@ -313,6 +308,39 @@ impl Redlock {
         let split = ticket.is_some_and(|t| line::split_for(&t.id, self.quorum, seen));
         let error = too_slow.unwrap_or_else(|| self.not_taken(key, &replies));
         (Err(error), clock, split)
+    }
+
+    /// The call of acquire.lua for one attempt on `key` with `token`, as
+    /// `take` asks, by the waiter's `ticket` if it has one.
+    fn acquire_call(
+        &self,
+        key: &LockKey,
+        token: &Token,
+        take: &Take,
+        (ticket, limit): (Option<&Ticket>, Option<LimitRecord>),
+    ) -> Acquire {
+        Acquire {
+            keys: self.keys_of(key),
+            token: token.as_str().to_owned(),
+            ttl_ms: ttl_millis(take.ttl),
+            guard_ms: ttl_millis(self.restart_guard),
+            record: take.record_for(token),
+            ticket: ticket.map(|t| (t.id.clone(), t.score)),
+            linger_ms: ttl_millis(queue::linger()),
+            fence: take.fence,
+            shared: take.shared,
+            limit,
+            past_a_split_line: ticket.is_some_and(|t| t.past_a_split_line),
+            supersede: crate::lock::supersede::call(
+                key,
+                (take.supersede, take.record.as_ref()),
+                ticket,
+                || match self.wakeups {
+                    true => notify::channel(key),
+                    false => Vec::new(),
+                },
+            ),
+        }
     }
 
     /// Why a round of `SET NX` did not take the lock: busy when enough
@@ -489,6 +517,7 @@ impl Redlock {
             keys: self.keys_of(key),
             guard_ms: ttl_millis(self.restart_guard),
             token: String::from_utf8_lossy(token.unwrap_or_default()).into_owned(),
+            supersede_key: crate::lock::key::supersede_key(key),
         };
         let servers = self.occupant_round(call).await;
         Inspection {
@@ -776,6 +805,19 @@ fn only_suspects_left<T>(replies: &Replies<T>, suspects: &[bool]) -> bool {
             .iter()
             .zip(suspects)
             .all(|(answer, &suspect)| answer.is_some() || suspect)
+}
+
+/// The error of an attempt that a server answered "superseded"
+/// (`--supersede`): any one is enough, since leaving never harms mutual
+/// exclusion (supersede.rs).
+fn superseded(key: &LockKey, replies: &Replies<SetReply>) -> Option<LockError> {
+    replies.answered().find_map(|reply| match reply {
+        SetReply::Superseded(who) => Some(LockError::Superseded {
+            key: key.clone(),
+            by: crate::lock::supersede::Superseder::decode(who).map(Box::new),
+        }),
+        _ => None,
+    })
 }
 
 /// The median of `clocks` (the upper one of the middle two), `None` for none.

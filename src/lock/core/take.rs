@@ -9,6 +9,7 @@ use crate::clock::BootInstant;
 use crate::lock::holder::Holder;
 use crate::lock::key::{LockKey, Token};
 use crate::lock::slot::Semaphore;
+use crate::lock::supersede::Supersede;
 
 /// What a request takes: a lock, or any one slot of a semaphore
 /// (`--limit K`, semaphore.rs).
@@ -31,6 +32,9 @@ pub struct Take {
     pub shared: bool,
     /// What is recorded beside the lock (`None`: nothing).
     pub record: Option<Holder>,
+    /// `--supersede`: a newer superseding waiter replaces this one while
+    /// it waits (supersede.rs).
+    pub supersede: Option<Supersede>,
 }
 
 impl Take {
@@ -43,6 +47,7 @@ impl Take {
             fence: false,
             shared: false,
             record: None,
+            supersede: None,
         }
     }
 

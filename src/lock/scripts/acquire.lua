@@ -1,4 +1,4 @@
--- requires: guard holder queue fence reader_records shared limit
+-- requires: guard holder queue fence reader_records shared limit supersede
 -- Take the lock: SET key token NX PX ttl, unless others are in line before
 -- the caller, or this server may have lost locks within the restart guard
 -- (ARGV[3] ms, 0 turns it off; the marker is KEYS[6]), read only when the
@@ -13,7 +13,9 @@
 -- for a fenced attempt (fence.lua), ARGV[9] "1" for a shared one
 -- (shared.lua: the attempt adds its token to the readers KEYS[9]),
 -- ARGV[10] a semaphore slot's K ("" or none for any other lock; its record
--- is KEYS[11]: limit.lua), ARGV[12] the request's deadline (below).
+-- is KEYS[11]: limit.lua), ARGV[12] a superseding waiter's WHO and
+-- ARGV[13] its wake-up channel (supersede.lua: "" for any other caller;
+-- the hash is KEYS[12]), ARGV[14] the request's deadline (below).
 -- Returns 1 taken ({"taken", counter} when fenced: taken_reply, fence.lua)
 -- (or already ours: a request retried after a dropped
 -- connection may find its own SET done), {"restarting", ms until counted
@@ -21,18 +23,19 @@
 -- the tickets ahead of the caller's (queue.lua's tickets_ahead)} when the
 -- lock is free but others are first in line, or, when another value
 -- holds it, {"held", occupant()}; {"late", clock} for a request that
--- arrived past its deadline; the error "LIMIT …" when the servers
+-- arrived past its deadline; {"superseded", WHO} for a superseding
+-- waiter that a newer one superseded (supersede.lua); the error "LIMIT …" when the servers
 -- record another K for this slot's semaphore. The clock is this server's
 -- in ms (false without TIME): a waiter takes its place in line by the
 -- servers' clocks, not its own. lock/scripts/acquire.rs parses the reply.
 -- A semaphore's slot (ARGV[10] is its K, limit.lua) is refused where the
 -- servers record another K (an error reply: limit_conflict).
--- ARGV[12] is the last moment, on this server's clock in ms, at which the
+-- ARGV[14] is the last moment, on this server's clock in ms, at which the
 -- caller still waits for this reply ("" for none; lock/server_clock.rs). A request that arrives later, held up in a
 -- partition or behind a paused server, does nothing: its caller gave up on
 -- it, and the compare-and-delete written behind it may never arrive.
 local now = now_ms()
-local not_after = tonumber(ARGV[12])
+local not_after = tonumber(ARGV[14])
 if not_after and now and tonumber(now) > not_after then
   return {"late", now}
 end
@@ -73,6 +76,16 @@ end
 -- end when
 local ticket = ARGV[5]
 local linger = tonumber(ARGV[7])
+-- A superseding waiter (`--supersede`) superseded here leaves the line and
+-- takes nothing; one that is not supersedes the older ones (supersede.lua).
+-- when supersede:
+if ticket ~= "" and now then
+  local superseded = supersede(ticket, ARGV[12], ARGV[13], tonumber(now))
+  if superseded then
+    return superseded
+  end
+end
+-- end when
 local first = nil
 if now then
   -- when shared:

@@ -34,6 +34,19 @@ pub struct Acquire {
     /// (ARGV[11]): the caller's last attempt found the servers' lines split
     /// (lock/line.rs).
     pub past_a_split_line: bool,
+    /// `--supersede` (ARGV[12], ARGV[13], KEYS[12]; supersede.lua).
+    pub supersede: Option<SupersedeArgs>,
+}
+
+/// What a superseding waiter's attempt passes.
+#[derive(Debug, Clone)]
+pub struct SupersedeArgs {
+    /// The hash of the lock's superseding waiters.
+    pub key: Vec<u8>,
+    /// The waiter as the servers keep it (`Superseder::encode`).
+    pub who: String,
+    /// The lock's wake-up channel (empty: nobody is woken).
+    pub channel: Vec<u8>,
 }
 
 /// What acquire.lua answered.
@@ -54,6 +67,9 @@ pub enum AcquireReply {
     },
     /// `{"restarting", ms, clock}`.
     Restarting(Restarting),
+    /// `{"superseded", WHO}`: a newer superseding waiter replaced this
+    /// one (WHO as `Superseder::encode` wrote it).
+    Superseded(Vec<u8>),
     /// `{"readers", count, PTTL, clock}`: an exclusive attempt found live
     /// readers (and no key).
     Readers {
@@ -76,12 +92,22 @@ impl Invocation for Acquire {
         let features = Features::NONE
             .with(Features::FENCE, self.fence)
             .with(Features::SHARED, self.shared)
-            .with(Features::LIMIT, self.limit.is_some());
+            .with(Features::LIMIT, self.limit.is_some())
+            .with(Features::SUPERSEDE, self.supersede.is_some());
         lua("acquire", features)
     }
 
+    /// The lock's keys, a slot's limit record (KEYS[11]) and the hash of
+    /// superseding waiters (KEYS[12]); a key the mode's text does not read
+    /// is not sent (keys_sent), so an empty one stands in for a missing
+    /// limit record.
     fn keys(&self) -> Vec<Vec<u8>> {
-        super::token::with_limit_key(self.keys.to_vec(), self.limit.as_ref())
+        let mut keys = super::token::with_limit_key(self.keys.to_vec(), self.limit.as_ref());
+        if let Some(supersede) = &self.supersede {
+            keys.resize(11, Vec::new());
+            keys.push(supersede.key.clone());
+        }
+        keys
     }
 
     fn args(&self) -> Vec<Vec<u8>> {
@@ -113,6 +139,14 @@ impl Invocation for Acquire {
             } else {
                 b"0".to_vec()
             },
+            self.supersede
+                .as_ref()
+                .map(|s| s.who.clone().into_bytes())
+                .unwrap_or_default(),
+            self.supersede
+                .as_ref()
+                .map(|s| s.channel.clone())
+                .unwrap_or_default(),
         ]
     }
 
@@ -120,7 +154,7 @@ impl Invocation for Acquire {
 
     fn clock_of(reply: &AcquireReply) -> Option<u64> {
         match reply {
-            AcquireReply::Taken(_) => None,
+            AcquireReply::Taken(_) | AcquireReply::Superseded(_) => None,
             AcquireReply::Held(seen) => seen.clock,
             AcquireReply::Restarting(restarting) => restarting.clock,
             AcquireReply::Queued { clock, .. } | AcquireReply::Readers { clock, .. } => *clock,
@@ -177,6 +211,12 @@ fn tagged(items: Vec<Value>) -> Result<AcquireReply, ProtocolError> {
                 ahead,
             })
         }
+        b"superseded" => {
+            let [_, who] = READ.array(Value::Array(items), "superseded")?;
+            Ok(AcquireReply::Superseded(
+                READ.bytes(who, "who superseded it")?,
+            ))
+        }
         b"readers" => {
             let [_, count, pttl, clock] = READ.array(Value::Array(items), "readers")?;
             Ok(AcquireReply::Readers {
@@ -203,10 +243,10 @@ mod tests {
         Value::Array(items)
     }
 
-    /// acquire.lua reads the deadline the connection adds as ARGV[12]
+    /// acquire.lua reads the deadline the connection adds as ARGV[14]
     /// (after these) and the guard's db last.
     #[test]
-    fn the_deadline_comes_after_eleven_arguments() {
+    fn the_deadline_comes_after_thirteen_arguments() {
         let keys = LockKeys::new(&crate::lock::LockKey::new(b"k".to_vec()), b"m");
         let call = Acquire {
             keys,
@@ -220,8 +260,9 @@ mod tests {
             shared: false,
             limit: None,
             past_a_split_line: false,
+            supersede: None,
         };
-        assert_eq!(call.args().len(), 11);
+        assert_eq!(call.args().len(), 13);
         const { assert!(Acquire::BOUNDED) };
     }
 
@@ -337,9 +378,11 @@ mod tests {
             shared: false,
             limit: None,
             past_a_split_line: false,
+            supersede: None,
         };
         let args: Vec<&[u8]> = vec![
-            b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0", b"0", b"", b"0",
+            b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0", b"0", b"", b"0", b"",
+            b"",
         ];
         assert_eq!(
             call.args(),
@@ -369,6 +412,26 @@ mod tests {
         assert_eq!(slot.args()[9], b"3");
         assert_eq!(slot.keys().len(), 11);
         assert_eq!(slot.keys()[10], b"k\0limit");
+        // A superseding waiter: who and the channel after the split flag,
+        // its hash as KEYS[12] (an empty KEYS[11], which is not sent).
+        let superseding = Acquire {
+            supersede: Some(SupersedeArgs {
+                key: b"k\0supersede".to_vec(),
+                who: "w".into(),
+                channel: b"c".to_vec(),
+            }),
+            ..slot.clone()
+        };
+        assert_eq!(superseding.args()[11..], [b"w".to_vec(), b"c".to_vec()]);
+        assert_eq!(
+            superseding.keys()[10..],
+            [b"k\0limit".to_vec(), b"k\0supersede".to_vec()]
+        );
+        let alone = Acquire {
+            limit: None,
+            ..superseding
+        };
+        assert_eq!(alone.keys()[10..], [Vec::new(), b"k\0supersede".to_vec()]);
     }
 
     /// The mode an attempt's fields give is the one its arguments give by
@@ -387,8 +450,9 @@ mod tests {
             shared: false,
             limit: None,
             past_a_split_line: false,
+            supersede: None,
         };
-        for bits in 0..16 {
+        for bits in 0..32 {
             let on = |bit: u8| bits & bit != 0;
             let call = Acquire {
                 // A ticket or none: the same text.
@@ -396,11 +460,16 @@ mod tests {
                 fence: on(2),
                 shared: on(4),
                 limit: on(8).then(|| (b"k\0limit".to_vec(), 3)),
+                supersede: on(16).then(|| SupersedeArgs {
+                    key: b"k\0supersede".to_vec(),
+                    who: "00000000000000000001 serial 1 h".into(),
+                    channel: Vec::new(),
+                }),
                 ..plain.clone()
             };
             let features = call.script().features;
             assert_eq!(features, super::super::mode_of("acquire", &call.args()));
-            assert_eq!(features.bits(), bits & !1);
+            assert_eq!(features.bits(), (bits & 14) | ((bits & 16) << 3));
         }
     }
 }

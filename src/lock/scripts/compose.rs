@@ -17,6 +17,7 @@
 //! | `readers` | shared.lua, reader_records.lua | releasing a reader's token      |
 //! | `announce`| queue.lua, shared.lua| whose turn it is, published on release      |
 //! | `limit`   | limit.lua            | a semaphore's K, recorded beside its slots  |
+//! | `supersede`| supersede.lua       | a newer superseding waiter replaces older ones |
 //!
 //! A call's mode is a set of features ([`Features`]); [`MODES`] is the one
 //! table of which features each script has. A script's lines between
@@ -56,13 +57,14 @@ use std::collections::BTreeSet;
 pub struct Features(u8);
 
 /// Every feature, by the name its `-- when` blocks use.
-const FEATURE_NAMES: [(&str, Features); 6] = [
+const FEATURE_NAMES: [(&str, Features); 7] = [
     ("line", Features::LINE),
     ("fence", Features::FENCE),
     ("shared", Features::SHARED),
     ("limit", Features::LIMIT),
     ("readers", Features::READERS),
     ("announce", Features::ANNOUNCE),
+    ("supersede", Features::SUPERSEDE),
 ];
 
 impl Features {
@@ -90,6 +92,9 @@ impl Features {
     pub const READERS: Features = Features(16);
     /// The release is announced to the waiters.
     pub const ANNOUNCE: Features = Features(32);
+    /// `--supersede`: a newer superseding waiter replaces older ones
+    /// (supersede.lua).
+    pub const SUPERSEDE: Features = Features(128);
 
     /// These features, and `other` too when `on`.
     pub const fn with(self, other: Features, on: bool) -> Features {
@@ -123,6 +128,7 @@ const PRELUDES: &[(&str, &str)] = &[
     ("shared", include_str!("shared.lua")),
     ("token", include_str!("token.lua")),
     ("limit", include_str!("limit.lua")),
+    ("supersede", include_str!("supersede.lua")),
 ];
 
 /// The scripts redlock runs.
@@ -135,6 +141,8 @@ const SCRIPTS: &[(&str, &str)] = &[
     ("force", include_str!("force.lua")),
     ("leave", include_str!("leave.lua")),
     ("raise_fence", include_str!("raise_fence.lua")),
+    ("cancel", include_str!("cancel.lua")),
+    ("cancelled", include_str!("cancelled.lua")),
 ];
 
 /// The one table of the composition: the features each script's mode may
@@ -143,7 +151,9 @@ const SCRIPTS: &[(&str, &str)] = &[
 pub const MODES: &[(&str, Features)] = &[
     (
         "acquire",
-        Features(Features::FENCE.0 | Features::SHARED.0 | Features::LIMIT.0),
+        Features(
+            Features::FENCE.0 | Features::SHARED.0 | Features::LIMIT.0 | Features::SUPERSEDE.0,
+        ),
     ),
     (
         "release",
@@ -155,6 +165,8 @@ pub const MODES: &[(&str, Features)] = &[
     ("force", Features::NONE),
     ("leave", Features::NONE),
     ("raise_fence", Features::NONE),
+    ("cancel", Features::NONE),
+    ("cancelled", Features::NONE),
 ];
 
 /// The argument of a call that turns a feature of its mode on: the
@@ -168,6 +180,7 @@ pub const SWITCHES: &[(&str, Features, usize, Option<&str>)] = &[
     ("acquire", Features::FENCE, 8, Some("1")),
     ("acquire", Features::SHARED, 9, Some("1")),
     ("acquire", Features::LIMIT, 10, None),
+    ("acquire", Features::SUPERSEDE, 12, None),
     ("release", Features::ANNOUNCE, 2, None),
     ("release", Features::LINE, 3, None),
     ("extend", Features::LIMIT, 4, None),
@@ -612,6 +625,12 @@ mod tests {
                 "acquire",
                 Features::LIMIT,
                 (342, 9700),
+            ),
+            (
+                "acquire --supersede",
+                "acquire",
+                Features::SUPERSEDE,
+                (370, 10600),
             ),
         ] {
             let sent = composed(name, features);

@@ -1,4 +1,4 @@
--- requires: guard holder queue fence reader_records shared
+-- requires: guard holder queue fence reader_records shared supersede
 -- What one server holds for a lock, in one atomic read:
 -- {occupant(), the restart guard's word, waiters}: occupant() comes from
 -- holder.lua; the guard's word (restart_guard, from guard.lua) is false
@@ -9,7 +9,9 @@
 -- ("<ms> <who>" from KEYS[7], or false). lock/scripts/inspect.rs parses
 -- the reply. Last, the fencing counter's digits (fence.lua; false when
 -- there is none, or it is not a counter), and the readers (shared.lua's
--- readers_seen: the first 16, and the token ARGV[2] if it is one of them).
+-- readers_seen: the first 16, and the token ARGV[2] if it is one of them),
+-- and the pending superseding waiter's WHO (supersede.lua, KEYS[12]; false
+-- for none).
 local restarting = restart_guard(tonumber(ARGV[1]), KEYS[6], ARGV[#ARGV])
 if restarting and restarting.err then
   return restarting
@@ -30,4 +32,8 @@ local fence = fence_read()
 if type(fence) == "table" then
   fence = false
 end
-return {seen, restarting, waiters, broken, fence, readers_seen(seen[5], ARGV[2])}
+local superseder = false
+if seen[5] then
+  superseder = pending_superseder(KEYS[12], KEYS[4], tonumber(seen[5]))
+end
+return {seen, restarting, waiters, broken, fence, readers_seen(seen[5], ARGV[2]), superseder}

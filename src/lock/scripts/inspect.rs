@@ -15,6 +15,8 @@ pub struct Inspect {
     /// A token to find among the readers however many there are (a nested
     /// exec's); "" for none.
     pub token: String,
+    /// The hash of the lock's superseding waiters (KEYS[12]).
+    pub supersede_key: Vec<u8>,
 }
 
 /// `{occupant(), the restart guard's word, waiters}`.
@@ -31,6 +33,9 @@ pub struct InspectReply {
     pub fence: Option<u64>,
     /// The live readers (shared holders) it holds.
     pub readers: ReadersSeen,
+    /// The pending superseding waiter (`--supersede`), as the servers keep
+    /// it (`Superseder::encode`).
+    pub superseder: Option<Vec<u8>>,
 }
 
 impl Invocation for Inspect {
@@ -40,8 +45,13 @@ impl Invocation for Inspect {
         lua("inspect", Features::NONE)
     }
 
+    /// The lock's keys, then the hash of superseding waiters as KEYS[12]
+    /// (KEYS[11], a slot's limit record, is not read, so not sent).
     fn keys(&self) -> Vec<Vec<u8>> {
-        self.keys.to_vec()
+        let mut keys = self.keys.to_vec();
+        keys.resize(11, Vec::new());
+        keys.push(self.supersede_key.clone());
+        keys
     }
 
     fn args(&self) -> Vec<Vec<u8>> {
@@ -59,8 +69,13 @@ impl Invocation for Inspect {
 fn parse(reply: Value) -> Result<InspectReply, ProtocolError> {
     let read = Reader("inspect");
     // A sixth element, the readers, since --shared; a server that sends
-    // five (a script of an older redlock) holds none.
+    // five (a script of an older redlock) holds none. A seventh, the
+    // pending superseding waiter, since --supersede.
     let mut items = read.items(reply, "the reply")?;
+    let superseder = match items.len() {
+        7 => read.optional_bytes(items.pop().unwrap_or(Value::Nil), "the superseding waiter")?,
+        _ => None,
+    };
     let readers = match items.len() {
         6 => readers_seen(read, items.pop().unwrap_or(Value::Nil))?,
         _ => ReadersSeen::default(),
@@ -82,6 +97,7 @@ fn parse(reply: Value) -> Result<InspectReply, ProtocolError> {
         waiters: read.count(&waiters, "the waiters in line")?,
         broken: read.optional_bytes(broken, "who broke it")?,
         fence,
+        superseder,
     })
 }
 
@@ -156,6 +172,20 @@ mod tests {
             bulk("41"),
         ]);
         assert_eq!(parse(fenced).unwrap().fence, Some(41));
+        // A seventh element: the pending superseding waiter, or false.
+        let with = |superseder: Value| {
+            let Value::Array(mut items) = reply(held_by("t"), Value::Nil, Value::Int(1)) else {
+                unreachable!()
+            };
+            items.push(superseder);
+            parse(Value::Array(items))
+        };
+        assert_eq!(
+            with(bulk("w")).unwrap().superseder.as_deref(),
+            Some(&b"w"[..])
+        );
+        assert_eq!(with(Value::Nil).unwrap().superseder, None);
+        assert!(with(Value::Int(3)).is_err());
     }
 
     #[test]

@@ -2,7 +2,9 @@
 
 use redis::Value;
 
-use super::super::key::{record_key, LockKey, READERS_SUFFIX, READER_RECORDS_SUFFIX};
+use super::super::key::{
+    record_key, supersede_key, LockKey, LAPSE_SUFFIX, READERS_SUFFIX, READER_RECORDS_SUFFIX,
+};
 use super::super::shared::{ReadersSeen, SeenReader};
 use super::protocol::{Invocation, Occupant, ProtocolError, Reader, Restarting};
 use super::source::{lua, Features, LuaScript};
@@ -25,7 +27,7 @@ pub struct List {
 pub struct ListReply {
     /// `Some` when the restart guard keeps this server out.
     pub restarting: Option<Restarting>,
-    pub occupants: Vec<(Occupant, ReadersSeen)>,
+    pub occupants: Vec<(Occupant, ReadersSeen, Option<Vec<u8>>)>,
 }
 
 impl Invocation for List {
@@ -35,12 +37,18 @@ impl Invocation for List {
         lua("list", Features::NONE)
     }
 
-    /// The marker, then each lock's key and its record's, and for a lock
-    /// with readers, their set's and their records'.
+    /// The marker, then each lock's key, its record's, its superseding
+    /// waiters' and its line's lapse times, and for a lock with readers,
+    /// their set's and their records'.
     fn keys(&self) -> Vec<Vec<u8>> {
         let each = self.locks.iter().flat_map(|(key, readers)| {
             let beside = |suffix: &[u8]| [key.bytes(), suffix].concat();
-            let mut keys = vec![key.bytes().to_vec(), record_key(key)];
+            let mut keys = vec![
+                key.bytes().to_vec(),
+                record_key(key),
+                supersede_key(key),
+                beside(LAPSE_SUFFIX),
+            ];
             if *readers {
                 keys.extend([beside(READERS_SUFFIX), beside(READER_RECORDS_SUFFIX)]);
             }
@@ -82,9 +90,19 @@ fn parse(reply: Value, locks: usize) -> Result<ListReply, ProtocolError> {
                 let [occupant, readers] = read.array(Value::Array(pair), "a lock")?;
                 let occupant = read.occupant(occupant)?;
                 let readers = readers_listed(read, readers, occupant.clock)?;
-                Ok((occupant, readers))
+                Ok((occupant, readers, None))
             }
-            occupant => Ok((read.occupant(occupant)?, ReadersSeen::default())),
+            Value::Array(triple) if triple.len() == 3 => {
+                let [occupant, readers, superseder] = read.array(Value::Array(triple), "a lock")?;
+                let occupant = read.occupant(occupant)?;
+                let readers = match readers {
+                    Value::Nil | Value::Boolean(false) => ReadersSeen::default(),
+                    readers => readers_listed(read, readers, occupant.clock)?,
+                };
+                let superseder = read.bytes(superseder, "the superseding waiter")?;
+                Ok((occupant, readers, Some(superseder)))
+            }
+            occupant => Ok((read.occupant(occupant)?, ReadersSeen::default(), None)),
         })
         .collect::<Result<_, _>>()?;
     Ok(ListReply {
@@ -161,6 +179,14 @@ mod tests {
             Some(Duration::from_millis(40))
         );
         assert!(empty.occupants.is_empty());
+        // A lock with a pending superseding waiter: its WHO third, the
+        // readers or nothing second.
+        let superseded = Value::Array(vec![held_by("a"), Value::Nil, bulk("who")]);
+        let read = parse(Value::Array(vec![Value::Nil, superseded]), 1).unwrap();
+        assert_eq!(read.occupants[0].2.as_deref(), Some(&b"who"[..]));
+        assert_eq!(read.occupants[0].1.count, 0);
+        let wrong = Value::Array(vec![held_by("a"), Value::Nil, Value::Int(1)]);
+        assert!(parse(Value::Array(vec![Value::Nil, wrong]), 1).is_err());
     }
 
     #[test]
@@ -193,7 +219,7 @@ mod tests {
     }
 
     #[test]
-    fn keys_are_the_marker_then_each_locks_and_its_readers_where_found() {
+    fn keys_are_the_marker_then_each_locks_its_superseding_waiters_and_its_readers_where_found() {
         let list = List {
             marker: b"\0guard".to_vec(),
             guard_ms: 0,
@@ -202,12 +228,16 @@ mod tests {
                 (LockKey::new(b"b".to_vec()), true),
             ],
         };
-        let expected: [&[u8]; 7] = [
+        let expected: [&[u8]; 11] = [
             b"\0guard",
             b"a",
             b"a\0holder",
+            b"a\0supersede",
+            b"a\0lapse",
             b"b",
             b"b\0holder",
+            b"b\0supersede",
+            b"b\0lapse",
             b"b\0readers",
             b"b\0reader-records",
         ];

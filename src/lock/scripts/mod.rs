@@ -11,6 +11,7 @@
 //! when it counts), read as [`Restarting`].
 
 mod acquire;
+mod cancel;
 // build.rs composes every script with it; the program only looks up.
 #[allow(dead_code)]
 mod compose;
@@ -23,7 +24,8 @@ mod protocol;
 mod source;
 mod token;
 
-pub use acquire::{Acquire, AcquireReply};
+pub use acquire::{Acquire, AcquireReply, SupersedeArgs};
+pub use cancel::{AskCancel, Cancelled};
 pub use fence::RaiseFence;
 pub use force::{Force, ForceReply, ForceVerdict, MAX_TOKEN};
 pub use inspect::{Inspect, InspectReply};

@@ -11,7 +11,7 @@ use super::format::{Format, Piece, SoFar};
 pub use crate::duration::millis;
 use crate::lock::{
     escape_bytes, is_hidden, HeldBy, Inspection, KeyState, Lease, Listed, Listing, LockError,
-    LockKey, Recorded, Released, Said, ServerError, SharedHolder, Tried, Verdict,
+    LockKey, Recorded, Released, Said, ServerError, SharedHolder, Superseder, Tried, Verdict,
 };
 use crate::outcome::{Failed, Forcing, LockState, NotALock, Outcome, Slots};
 
@@ -239,6 +239,39 @@ struct FailureJson<'a> {
     /// configuration order (for extend and release, every server, with
     /// those that held the token).
     causes: Vec<CauseJson>,
+    /// `--supersede`: the newer waiter that replaced this one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    superseded_by: Option<SupersederJson>,
+}
+
+/// Who superseded a waiter: its host and pid, and its `--serial`, or
+/// when it arrived (ms since the Unix epoch, by the servers' clocks).
+#[derive(Debug, Serialize)]
+struct SupersederJson {
+    host: String,
+    pid: u32,
+    serial: Option<u64>,
+    arrived_ms: Option<u64>,
+}
+
+impl SupersederJson {
+    fn of(error: &LockError) -> Option<Self> {
+        match error {
+            LockError::Superseded { by: Some(by), .. } => Some(SupersederJson::from(&**by)),
+            _ => None,
+        }
+    }
+}
+
+impl From<&Superseder> for SupersederJson {
+    fn from(by: &Superseder) -> Self {
+        SupersederJson {
+            host: by.host.clone(),
+            pid: by.pid,
+            serial: by.by_serial.then_some(by.order),
+            arrived_ms: (!by.by_serial).then_some(by.order),
+        }
+    }
 }
 
 /// One server's part in a failure: `cause` is "holds_token", "token_gone"
@@ -286,7 +319,9 @@ impl CauseJson {
             | LockError::Busy { failures, .. }
             | LockError::Refused { failures, .. }
             | LockError::Restarting { failures, .. } => failures,
-            LockError::TooSlow { .. } | LockError::NoFenceLeft { .. } => return Vec::new(),
+            LockError::TooSlow { .. }
+            | LockError::NoFenceLeft { .. }
+            | LockError::Superseded { .. } => return Vec::new(),
         };
         failures
             .0
@@ -327,6 +362,7 @@ impl<'a> FailureJson<'a> {
             waited_ms: millis(tried.waited),
             gave_up_after_ms: tried.gave_up_after.map(millis),
             causes: CauseJson::of(error),
+            superseded_by: SupersederJson::of(error),
         }
     }
 }
@@ -369,6 +405,12 @@ struct HolderJson<'a> {
     kept_alive_by_keeper: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     renew_every_ms: Option<u64>,
+    /// `exec --cancel-in-progress`: a newer waiter may stop it (true, or
+    /// left out), and its `--serial` if it gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cancellable: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    serial: Option<u64>,
     /// Whether the holder ran on this host and its process is gone (the
     /// lock then lasts only until it expires); `false` when that cannot be
     /// told.
@@ -406,6 +448,8 @@ impl<'a> HolderJson<'a> {
             kept_alive_by_exec: None,
             kept_alive_by_keeper: None,
             renew_every_ms: None,
+            cancellable: None,
+            serial: None,
             holder_pid_gone: None,
             renewer_stopped: None,
             token: None,
@@ -460,6 +504,8 @@ impl<'a> HolderJson<'a> {
                     && holder.keeper_pid.is_some(),
             ),
             renew_every_ms: holder.renew_every_ms,
+            cancellable: holder.cancellable.then_some(true),
+            serial: holder.serial,
             holder_pid_gone: Some(recorded.pid_gone),
             renewer_stopped: Some(recorded.renewer_stopped),
             token: None,
@@ -479,6 +525,7 @@ fn failure_kind(error: &LockError) -> &'static str {
         LockError::NotHeld { .. } => "not_held",
         LockError::Refused { .. } => "refused",
         LockError::Restarting { .. } => "restarting",
+        LockError::Superseded { .. } => "superseded",
     }
 }
 
@@ -499,6 +546,8 @@ pub struct StatusJson<'a> {
     held_on: Vec<String>,
     /// How many waiters stand in the lock's line.
     waiters_in_line: u64,
+    /// The pending superseding waiter (`--supersede`); `null` for none.
+    superseding_waiter: Option<SupersederJson>,
     /// How many readers (`--shared`) hold it on a majority.
     readers: u64,
     /// Those readers, as far as each server listed them (up to 16).
@@ -641,6 +690,7 @@ impl<'a> StatusJson<'a> {
             expires_in_ms: occupied.and_then(|o| o.expires_in).map(millis),
             held_on: held_on.iter().map(ToString::to_string).collect(),
             waiters_in_line: inspection.waiters(),
+            superseding_waiter: inspection.superseder().as_ref().map(SupersederJson::from),
             readers: inspection.readers(),
             shared_holders: inspection
                 .shared_holders()
@@ -755,6 +805,8 @@ struct ListedJson<'a> {
     /// The readers on a majority, with who they are (up to 16); empty
     /// unless "shared".
     shared_holders: Vec<SharedHolderJson>,
+    /// The pending superseding waiter (`--supersede`); `null` for none.
+    superseding_waiter: Option<SupersederJson>,
 }
 
 /// A server that failed (or that the restart guard keeps out).
@@ -803,6 +855,7 @@ fn list_locks(entries: &[Listed<'_>]) -> io::Result<String> {
                     _ => 0,
                 },
                 shared_holders: entry.readers.iter().map(SharedHolderJson::from).collect(),
+                superseding_waiter: entry.superseder.as_ref().map(SupersederJson::from),
             })
         })
         .collect::<io::Result<_>>()?;

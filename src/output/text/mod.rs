@@ -136,6 +136,12 @@ fn status(inspection: &Inspection, verdict: &Verdict) -> String {
     if let Some(line) = waiters(inspection.waiters()) {
         text.push_str(&format!("\n  line:    {line}"));
     }
+    if let Some(by) = inspection.superseder() {
+        text.push_str(&format!(
+            "\n  pending: a superseding waiter ({})",
+            words::superseder(&by, "by arrival")
+        ));
+    }
     if let Some(fence) = inspection.fence() {
         text.push_str(&format!(
             "\n  fence:   {fence} (the last fencing token handed out)"
@@ -282,6 +288,13 @@ fn list_row(entry: &Listed<'_>) -> [String; 5] {
         Some(HeldBy::Readers { count }) => words::readers_named(*count, &entry.readers),
         Some(other) => words::held_by(other),
         None => "-".to_owned(),
+    };
+    let holder = match &entry.superseder {
+        Some(by) => format!(
+            "{holder}; pending: a superseding waiter ({})",
+            words::superseder(by, "by arrival")
+        ),
+        None => holder,
     };
     let name = format!("\"{}\"", escape_bytes(entry.name));
     [
