@@ -76,8 +76,11 @@ fn a_command_the_acl_denies_inside_a_script_is_a_refusal() {
     // as a passing failure: 69, "no quorum".
     let cluster = Cluster::start(3);
     let token = acquire(&cluster, "lk", &[]);
-    let cases: [(&str, &[&str]); 6] = [
+    let cases: [(&str, &[&str]); 7] = [
         ("-del", &["release", "lk", &token]),
+        // A superseding waiter reads the others with HGETALL: without it,
+        // superseding would silently never happen.
+        ("-hgetall", &["acquire", "-w", "2s", "--supersede", "lk"]),
         ("-pexpire", &["extend", "lk", &token]),
         ("-pttl", &["extend", "lk", &token]),
         ("-pttl", &["status", "lk"]),

@@ -28,8 +28,10 @@ end
 -- script), but `ticket`, as {ticket, WHO}; with `tidy`, an entry whose
 -- ticket left the line is dropped (status and list write nothing). Also
 -- returns `ticket`'s own entry, or nil.
+-- A superseding waiter (`tidy`) needs HGETALL: a server whose ACL denies it
+-- fails the attempt aloud, where status and list see no superseder.
 local function superseding_waiters(hash, lapses, ticket, now, tidy)
-  local all = redis.pcall("HGETALL", hash)
+  local all = (tidy and redis.call or redis.pcall)("HGETALL", hash)
   if type(all) ~= "table" or all.err ~= nil then
     return {}, nil
   end
