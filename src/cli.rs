@@ -372,6 +372,63 @@ pub struct NameArg {
     pub hex: bool,
 }
 
+/// `--once-per DUR[@HH:MM]` or `--once KEY`: a run at most once per period
+/// or key, across every host.
+#[derive(Debug, Args)]
+pub struct OnceArgs {
+    /// Run at most once per period of DUR across every host: a run that
+    /// succeeded (exit 0) marks the period done on the servers, and any later
+    /// run in it skips with a line naming the host, pid, time and status, and
+    /// exits 0. Periods are counted on the servers' clock from the Unix epoch
+    /// in UTC (1d runs from 00:00 UTC); @HH:MM shifts them (1d@02:00). A run
+    /// that fails, is killed or loses the lock marks nothing. Not with --limit
+    /// or --shared.
+    #[arg(
+        long = "once-per",
+        value_name = "DUR[@HH:MM]",
+        value_parser = parse_period,
+        conflicts_with_all = ["once", "limit", "shared"]
+    )]
+    pub once_per: Option<(Duration, Duration)>,
+
+    /// Run at most once for KEY (a release, a pipeline id) across every host,
+    /// as --once-per does for a period; the mark is kept 30 days, and a run with
+    /// another KEY replaces it. Not with --limit or --shared.
+    #[arg(long = "once", value_name = "KEY", conflicts_with_all = ["limit", "shared"])]
+    pub once: Option<OsString>,
+}
+
+/// A period for `--once-per`: a duration of at least a second, and an
+/// optional `@HH:MM` (UTC) that its periods start at, within one period.
+fn parse_period(text: &str) -> Result<(Duration, Duration), String> {
+    let (period, at) = match text.split_once('@') {
+        Some((period, at)) => (period, Some(at)),
+        None => (text, None),
+    };
+    let period = duration::parse(period)?;
+    if period < Duration::from_secs(1) {
+        return Err(format!("'{text}' is shorter than a second"));
+    }
+    let offset = match at {
+        None => Duration::ZERO,
+        Some(at) => {
+            let bad = || format!("'{at}' is not a time of day like 02:00 (HH:MM, UTC)");
+            let (h, m) = at.split_once(':').ok_or_else(bad)?;
+            let (h, m): (u64, u64) = (h.parse().map_err(|_| bad())?, m.parse().map_err(|_| bad())?);
+            if h > 23 || m > 59 {
+                return Err(bad());
+            }
+            Duration::from_secs(h * 3600 + m * 60)
+        }
+    };
+    if offset >= period {
+        return Err(format!(
+            "'{text}': the start is not within one period (the shift must be shorter than it)"
+        ));
+    }
+    Ok((period, offset))
+}
+
 /// `--limit K`: the lock is a counting semaphore of K slots.
 #[derive(Debug, Args)]
 pub struct LimitArg {
@@ -621,6 +678,9 @@ pub struct ExecArgs {
 
     #[command(flatten)]
     pub limit: LimitArg,
+
+    #[command(flatten)]
+    pub once: OnceArgs,
 
     /// After the stop signal, wait this long before SIGKILL; capped at a third of
     /// --ttl so that the kill always lands before the lock can lapse.

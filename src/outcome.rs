@@ -14,7 +14,7 @@ use nix::sys::signal::Signal;
 use crate::error::Error;
 use crate::exit_code::Exit;
 use crate::lock::{
-    Broken, Forced, Inspection, Lease, Listing, LockError, LockKey, Released, Semaphore, Tried,
+    Broken, DoneMark, Forced, Inspection, Lease, Listing, LockError, LockKey, Released, Semaphore, Tried,
     Verdict,
 };
 use crate::repeats::Failing;
@@ -59,6 +59,12 @@ pub enum Outcome {
     Forced(Box<Forcing>),
     /// `exec`: how the command went under the lock.
     Ran(Ran),
+    /// `--once-per`, `--once`: a server's done mark says this period (or
+    /// key) was done already; nothing was taken, nothing run.
+    Skipped {
+        key: LockKey,
+        mark: Box<DoneMark>,
+    },
     /// A signal ended the wait for `key`; whatever was taken was released.
     Interrupted {
         key: LockKey,
@@ -235,7 +241,8 @@ impl Outcome {
             Outcome::Acquired { .. }
             | Outcome::Released { .. }
             | Outcome::Extended { .. }
-            | Outcome::Generated => Exit::Success,
+            | Outcome::Generated
+            | Outcome::Skipped { .. } => Exit::Success,
             Outcome::BusyAs { code, .. } => Exit::Code(*code),
             Outcome::Status {
                 inspection,
@@ -325,6 +332,9 @@ pub fn lock_exit(error: &LockError) -> Exit {
         | LockError::NoFenceLeft { .. } => Exit::NoQuorum,
         LockError::NotHeld { .. } => Exit::Lost,
         LockError::Refused { .. } => Exit::Config,
+        // Done already (`--once-per`): `exec` skips, exit 0, as an
+        // Outcome::Skipped before any error is made of it.
+        LockError::Done { .. } => Exit::Success,
     }
 }
 

@@ -14,7 +14,7 @@ use crate::cli::{self, Cli, Command, ExecArgs, GlobalArgs};
 use crate::duration;
 use crate::error::Error;
 use crate::lock::{
-    Breaking, Holder, ListQuery, LockKey, Semaphore, ServerSpec, Take, Target, Token, Wait,
+    Breaking, Holder, ListQuery, LockKey, Once, Semaphore, ServerSpec, Take, Target, Token, Wait,
 };
 use crate::supervise::schedule::StopPlan;
 
@@ -217,6 +217,8 @@ pub struct ExecSpec {
     pub fence: bool,
     /// `--shared`: one reader among many.
     pub shared: bool,
+    /// `--once-per`, `--once`: run at most once per period or key.
+    pub once: Option<Once>,
 }
 
 impl Config {
@@ -691,7 +693,27 @@ fn exec_spec(
         record_command: args.record_command,
         fence: args.fence,
         shared: args.shared,
+        once: once(args.once)?,
     })
+}
+
+/// `--once-per DUR[@HH:MM]` or `--once KEY` (clap keeps them apart).
+fn once(args: cli::OnceArgs) -> Result<Option<Once>, Error> {
+    if let Some((period, offset)) = args.once_per {
+        return Ok(Some(Once::Per { period, offset }));
+    }
+    let Some(key) = args.once else {
+        return Ok(None);
+    };
+    let key = key.to_str().ok_or_else(|| {
+        Error::Usage("the KEY of --once must be text (UTF-8)".into())
+    })?;
+    if key.is_empty() || key.contains('\0') {
+        return Err(Error::Usage(
+            "the KEY of --once must be a non-empty word without NUL".into(),
+        ));
+    }
+    Ok(Some(Once::Key(key.to_owned())))
 }
 
 /// What to add when a `-s` value is a bare word (`exec -s deploy

@@ -166,6 +166,14 @@ pub enum LockError {
         /// What each server said.
         round: Box<TokenRound>,
     },
+    /// A run once (`--once-per`, `--once`): a server's done mark says this
+    /// run's period (or key) was done already; nothing was taken.
+    Done {
+        key: LockKey,
+        mark: Box<super::once::DoneMark>,
+        /// How many servers that answered said so.
+        on: usize,
+    },
 }
 
 impl LockError {
@@ -178,7 +186,8 @@ impl LockError {
             | LockError::TooSlow { key, .. }
             | LockError::Restarting { key, .. }
             | LockError::NoFenceLeft { key, .. }
-            | LockError::NotHeld { key, .. } => key,
+            | LockError::NotHeld { key, .. }
+            | LockError::Done { key, .. } => key,
         }
     }
 

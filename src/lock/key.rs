@@ -218,6 +218,11 @@ pub(super) const READER_RECORDS_SUFFIX: &[u8] = b"\0reader-records";
 /// for as long as one is held there (limit.lua).
 pub(super) const LIMIT_SUFFIX: &[u8] = b"\0limit";
 
+/// Appended to a lock's key to name its done mark (`--once-per`, `--once`:
+/// lock/once.rs): the id of the last run that succeeded, when, its status
+/// and its holder record, kept until its period ends (or its keep time).
+pub(super) const DONE_SUFFIX: &[u8] = b"\0done";
+
 /// Appended to the prefix to name the restart guard's marker (guard.lua):
 /// no lock name is empty or holds NUL, so no lock is called so. The "2" is
 /// the marker's format: builds before it kept another one under
@@ -264,6 +269,7 @@ pub fn is_line_key(key: &[u8]) -> bool {
         READERS_SUFFIX,
         READER_RECORDS_SUFFIX,
         LIMIT_SUFFIX,
+        DONE_SUFFIX,
     ]
     .iter()
     .any(|suffix| key.ends_with(suffix))
@@ -357,6 +363,7 @@ mod tests {
             READERS_SUFFIX,
             READER_RECORDS_SUFFIX,
             LIMIT_SUFFIX,
+            DONE_SUFFIX,
         ] {
             assert!(is_line_key(&[b"deploy", suffix].concat()));
         }
@@ -375,6 +382,7 @@ mod tests {
             FENCE_SUFFIX,
             READERS_SUFFIX,
             READER_RECORDS_SUFFIX,
+            DONE_SUFFIX,
         ]
         .iter()
         .map(|suffix| [key, suffix].concat())

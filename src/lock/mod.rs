@@ -17,6 +17,7 @@ mod line;
 mod listening;
 mod listing;
 mod notify;
+mod once;
 mod probe;
 mod queue;
 mod scripts;
@@ -47,6 +48,7 @@ pub use key::{
 pub use listing::{
     glob_problem, oldest_reader, GlobProblem, ListQuery, Listed, Listing, ServerPart, Standing,
 };
+pub use once::{DoneMark, Once};
 pub use probe::{Facts, Feature, Markers, Missing, Probe, Reached, Unknown, CONNECTIONS};
 pub use scripts::{
     composed, composition, keys_sent, mode_of, Features, ForceVerdict, MAX_FENCE, MAX_TOKEN,

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::config::Notice;
-use crate::lock::{Concern, Lease, LockError, LockKey};
+use crate::lock::{Concern, Lease, LockError, LockKey, Said, ServerSpec};
 use crate::repeats::Failing;
 
 /// What a command says while it runs. Data: the words are in `text`.
@@ -60,4 +60,15 @@ pub enum Event<'a> {
     ExtendRecovered(Failing),
     /// `exec` released its lock.
     Released(&'a LockKey),
+    /// `--once-per`, `--once`: the done mark is on `on` of `total` servers.
+    MarkedDone {
+        key: &'a LockKey,
+        on: usize,
+        total: usize,
+    },
+    /// The done mark reached no majority: the run does not count.
+    NotMarkedDone {
+        key: &'a LockKey,
+        said: &'a [(ServerSpec, Said)],
+    },
 }

@@ -14,8 +14,8 @@ use super::words::{self, servers as count_servers, waiters};
 use crate::config::Notice;
 use crate::duration::{exact as human, rounded};
 use crate::lock::{
-    escape_and_cut, escape_bytes, Lease, Listing, LockError, LockKey, ServerPart, Verdict,
-    MAX_TOKEN,
+    escape_and_cut, escape_bytes, Lease, Listing, LockError, LockKey, Said, ServerPart,
+    ServerSpec, Verdict, MAX_TOKEN,
 };
 use crate::outcome::{Did, Failed, Forcing, NotALock, Outcome, Ran, RunEnd, Stop};
 use crate::repeats::Failing;
@@ -95,6 +95,7 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<Piece>) -> Vec<Piece> {
                  use that token"
             ),
         )],
+        Outcome::Skipped { key, mark } => vec![said(Expected, words::skipped(key, mark)), stdout],
         Outcome::Generated => Vec::new(),
         Outcome::Doctor(_) => vec![stdout],
     };
@@ -365,7 +366,23 @@ pub(super) fn event(event: &Event<'_>) -> (Level, String) {
         Event::ExtendRetrying { error, failing } => (Expected, extending(failing, Some(*error))),
         Event::ExtendRecovered(failing) => (Expected, extending(failing, None)),
         Event::Released(key) => (Verbose, format!("released {key}")),
+        Event::MarkedDone { key, on, total } => (
+            Verbose,
+            format!("marked {key} done on {on} of {}", count_servers(*total)),
+        ),
+        Event::NotMarkedDone { key, said } => (Warning, not_marked_done(key, said)),
     }
+}
+
+/// The done mark of a run that succeeded reached no majority: the run
+/// does not count, and another may run in this period.
+fn not_marked_done(key: &LockKey, said: &[(ServerSpec, Said)]) -> String {
+    let on = said.iter().filter(|(_, s)| *s == Said::Holds).count();
+    format!(
+        "could not mark {key} done on a majority (on {on} of {}): this run does not count, and \
+         the next may run it again in this period",
+        count_servers(said.len())
+    )
 }
 
 /// How `exec`'s extensions fare after `failing` failed: still failing

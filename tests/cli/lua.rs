@@ -59,7 +59,7 @@ fn eval_mode(
         // The db comes after every argument the script names, as the
         // Rust calls send them all: those a test leaves out are empty.
         let named = match name {
-            "acquire" => 12,
+            "acquire" => 13,
             _ => 2,
         };
         args.resize(args.len().max(named), "");
@@ -222,11 +222,11 @@ fn acquire_takes_a_free_lock_and_writes_its_record() {
     assert_eq!(run(&server, "acquire", &k, &args), Value::Int(1));
 }
 
-/// The 12 ARGV of acquire.lua for a free, plain lock, with `deadline`
-/// (ARGV[12], the server's clock in ms) last.
-fn bounded_acquire_args(deadline: &str) -> [&str; 12] {
+/// The 13 ARGV of acquire.lua for a free, plain lock, with `deadline`
+/// (ARGV[13], the server's clock in ms) last.
+fn bounded_acquire_args(deadline: &str) -> [&str; 13] {
     [
-        "late", "10000", GUARD_OFF, "", "", "0", "1000", "0", "0", "", "0", deadline,
+        "late", "10000", GUARD_OFF, "", "", "0", "1000", "0", "0", "", "0", "", deadline,
     ]
 }
 

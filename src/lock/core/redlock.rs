@@ -19,6 +19,7 @@ use crate::lock::inspection::{Inspection, KeyState, Occupied, ServerState};
 use crate::lock::key::{guard_marker, LockKey, Token};
 use crate::lock::line;
 use crate::lock::notify;
+use crate::lock::once::{self, DoneMark};
 use crate::lock::queue::{self, Ticket};
 use crate::lock::scripts::{
     Acquire, AcquireReply, Extend, Inspect, Invocation, LockKeys, Release, TokenHolder, TokenReply,
@@ -46,13 +47,15 @@ pub(in crate::lock) enum SetReply {
         guarded: Guarded,
         clock: Option<u64>,
     },
+    /// A run once: the done mark holds this run's id (lock/once.rs).
+    Done(Box<DoneMark>),
 }
 
 impl SetReply {
     /// The server's clock (ms) when it answered, where the reply has one.
     fn clock(&self) -> Option<u64> {
         match self {
-            SetReply::Taken(_) => None,
+            SetReply::Taken(_) | SetReply::Done(_) => None,
             SetReply::Held(seen) => seen.now_ms,
             SetReply::Queued { clock, .. } | SetReply::Restarting { clock, .. } => *clock,
         }
@@ -82,6 +85,7 @@ impl From<AcquireReply> for SetReply {
                 pttl_ms,
                 clock,
             } => SetReply::Held(Box::new(KeyState::readers(count, pttl_ms, clock))),
+            AcquireReply::Done { mark, .. } => SetReply::Done(Box::new(DoneMark::read(&mark))),
         }
     }
 }
@@ -273,6 +277,7 @@ impl Redlock {
             shared: take.shared,
             limit,
             past_a_split_line: ticket.is_some_and(|t| t.past_a_split_line),
+            once: (take.once.as_ref()).map(|run| (once::mark_key(key), run.id.clone())),
         };
         let replies = self
             .decided_round(
@@ -283,7 +288,9 @@ impl Redlock {
             )
             .await;
         let clock = median(replies.answered().filter_map(SetReply::clock).collect());
+        let done = once::done_in(key, &replies);
         let too_slow = match self.lease(key, token, ttl, started, &replies) {
+            _ if done.is_some() => done,
             Ok(lease) if take.fence => match self.fence(lease, &replies).await {
                 Ok(fenced) => return (Ok(fenced), clock, false),
                 Err(unfenced) => Some(unfenced),

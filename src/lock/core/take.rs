@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::clock::BootInstant;
 use crate::lock::holder::Holder;
 use crate::lock::key::{LockKey, Token};
+use crate::lock::once::OnceRun;
 use crate::lock::slot::Semaphore;
 
 /// What a request takes: a lock, or any one slot of a semaphore
@@ -31,6 +32,9 @@ pub struct Take {
     pub shared: bool,
     /// What is recorded beside the lock (`None`: nothing).
     pub record: Option<Holder>,
+    /// A run once per period or key: its id, which a done mark that holds
+    /// it makes the attempt skip (lock/once.rs).
+    pub once: Option<OnceRun>,
 }
 
 impl Take {
@@ -43,6 +47,7 @@ impl Take {
             fence: false,
             shared: false,
             record: None,
+            once: None,
         }
     }
 

@@ -34,6 +34,10 @@ pub struct Acquire {
     /// (ARGV[11]): the caller's last attempt found the servers' lines split
     /// (lock/line.rs).
     pub past_a_split_line: bool,
+    /// A run once per period or key: the done mark's key beside the lock
+    /// and the run's id, which a server whose mark holds it answers
+    /// `{"done", …}` to (ARGV[12]; lock/once.rs).
+    pub once: Option<(Vec<u8>, String)>,
 }
 
 /// What acquire.lua answered.
@@ -61,6 +65,9 @@ pub enum AcquireReply {
         pttl_ms: i64,
         clock: Option<u64>,
     },
+    /// `{"done", mark, clock}`: the done mark holds this run's id; nothing
+    /// was taken (lock/once.rs reads the mark).
+    Done { mark: Vec<u8>, clock: Option<u64> },
 }
 
 const READ: Reader = Reader("acquire");
@@ -76,12 +83,21 @@ impl Invocation for Acquire {
         let features = Features::NONE
             .with(Features::FENCE, self.fence)
             .with(Features::SHARED, self.shared)
-            .with(Features::LIMIT, self.limit.is_some());
+            .with(Features::LIMIT, self.limit.is_some())
+            .with(Features::ONCE, self.once.is_some());
         lua("acquire", features)
     }
 
+    /// The lock's keys, a slot's limit record (KEYS[11]) and a run once's
+    /// done mark (KEYS[12]; in its place even without a slot, where only
+    /// the keys a text reads are sent).
     fn keys(&self) -> Vec<Vec<u8>> {
-        super::token::with_limit_key(self.keys.to_vec(), self.limit.as_ref())
+        let mut keys = super::token::with_limit_key(self.keys.to_vec(), self.limit.as_ref());
+        if let Some((mark, _)) = &self.once {
+            keys.resize(11, Vec::new());
+            keys.push(mark.clone());
+        }
+        keys
     }
 
     fn args(&self) -> Vec<Vec<u8>> {
@@ -113,6 +129,10 @@ impl Invocation for Acquire {
             } else {
                 b"0".to_vec()
             },
+            self.once
+                .as_ref()
+                .map(|(_, id)| id.clone().into_bytes())
+                .unwrap_or_default(),
         ]
     }
 
@@ -123,7 +143,9 @@ impl Invocation for Acquire {
             AcquireReply::Taken(_) => None,
             AcquireReply::Held(seen) => seen.clock,
             AcquireReply::Restarting(restarting) => restarting.clock,
-            AcquireReply::Queued { clock, .. } | AcquireReply::Readers { clock, .. } => *clock,
+            AcquireReply::Queued { clock, .. }
+            | AcquireReply::Readers { clock, .. }
+            | AcquireReply::Done { clock, .. } => *clock,
         }
     }
 
@@ -185,6 +207,13 @@ fn tagged(items: Vec<Value>) -> Result<AcquireReply, ProtocolError> {
                 clock: READ.clock(clock)?,
             })
         }
+        b"done" => {
+            let [_, mark, clock] = READ.array(Value::Array(items), "done")?;
+            Ok(AcquireReply::Done {
+                mark: READ.bytes(mark, "the done mark")?,
+                clock: READ.clock(clock)?,
+            })
+        }
         b"restarting" => READ
             .restarting(Value::Array(items))
             .map(AcquireReply::Restarting),
@@ -203,10 +232,10 @@ mod tests {
         Value::Array(items)
     }
 
-    /// acquire.lua reads the deadline the connection adds as ARGV[12]
+    /// acquire.lua reads the deadline the connection adds as ARGV[13]
     /// (after these) and the guard's db last.
     #[test]
-    fn the_deadline_comes_after_eleven_arguments() {
+    fn the_deadline_comes_after_twelve_arguments() {
         let keys = LockKeys::new(&crate::lock::LockKey::new(b"k".to_vec()), b"m");
         let call = Acquire {
             keys,
@@ -220,8 +249,16 @@ mod tests {
             shared: false,
             limit: None,
             past_a_split_line: false,
+            once: None,
         };
-        assert_eq!(call.args().len(), 11);
+        assert_eq!(call.args().len(), 12);
+        let once = Acquire {
+            once: Some((b"k\0done".to_vec(), "p:1".into())),
+            ..call
+        };
+        assert_eq!(once.args()[11], b"p:1");
+        assert_eq!(once.keys().len(), 12);
+        assert_eq!(once.keys()[11], b"k\0done");
         const { assert!(Acquire::BOUNDED) };
     }
 
@@ -337,9 +374,10 @@ mod tests {
             shared: false,
             limit: None,
             past_a_split_line: false,
+            once: None,
         };
         let args: Vec<&[u8]> = vec![
-            b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0", b"0", b"", b"0",
+            b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0", b"0", b"", b"0", b"",
         ];
         assert_eq!(
             call.args(),
@@ -387,8 +425,9 @@ mod tests {
             shared: false,
             limit: None,
             past_a_split_line: false,
+            once: None,
         };
-        for bits in 0..16 {
+        for bits in (0..16).chain(64..80) {
             let on = |bit: u8| bits & bit != 0;
             let call = Acquire {
                 // A ticket or none: the same text.
@@ -396,6 +435,7 @@ mod tests {
                 fence: on(2),
                 shared: on(4),
                 limit: on(8).then(|| (b"k\0limit".to_vec(), 3)),
+                once: on(64).then(|| (b"k\0done".to_vec(), "p:1".to_owned())),
                 ..plain.clone()
             };
             let features = call.script().features;

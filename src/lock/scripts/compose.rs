@@ -17,6 +17,7 @@
 //! | `readers` | shared.lua, reader_records.lua | releasing a reader's token      |
 //! | `announce`| queue.lua, shared.lua| whose turn it is, published on release      |
 //! | `limit`   | limit.lua            | a semaphore's K, recorded beside its slots  |
+//! | `once`    | acquire.lua          | the done mark of a run once (lock/once.rs)  |
 //!
 //! A call's mode is a set of features ([`Features`]); [`MODES`] is the one
 //! table of which features each script has. A script's lines between
@@ -56,13 +57,14 @@ use std::collections::BTreeSet;
 pub struct Features(u8);
 
 /// Every feature, by the name its `-- when` blocks use.
-const FEATURE_NAMES: [(&str, Features); 6] = [
+const FEATURE_NAMES: [(&str, Features); 7] = [
     ("line", Features::LINE),
     ("fence", Features::FENCE),
     ("shared", Features::SHARED),
     ("limit", Features::LIMIT),
     ("readers", Features::READERS),
     ("announce", Features::ANNOUNCE),
+    ("once", Features::ONCE),
 ];
 
 impl Features {
@@ -90,6 +92,9 @@ impl Features {
     pub const READERS: Features = Features(16);
     /// The release is announced to the waiters.
     pub const ANNOUNCE: Features = Features(32);
+    /// `--once-per`, `--once`: the done mark is read before the lock is
+    /// taken (lock/once.rs).
+    pub const ONCE: Features = Features(64);
 
     /// These features, and `other` too when `on`.
     pub const fn with(self, other: Features, on: bool) -> Features {
@@ -135,6 +140,7 @@ const SCRIPTS: &[(&str, &str)] = &[
     ("force", include_str!("force.lua")),
     ("leave", include_str!("leave.lua")),
     ("raise_fence", include_str!("raise_fence.lua")),
+    ("mark_done", include_str!("mark_done.lua")),
 ];
 
 /// The one table of the composition: the features each script's mode may
@@ -143,7 +149,7 @@ const SCRIPTS: &[(&str, &str)] = &[
 pub const MODES: &[(&str, Features)] = &[
     (
         "acquire",
-        Features(Features::FENCE.0 | Features::SHARED.0 | Features::LIMIT.0),
+        Features(Features::FENCE.0 | Features::SHARED.0 | Features::LIMIT.0 | Features::ONCE.0),
     ),
     (
         "release",
@@ -155,6 +161,7 @@ pub const MODES: &[(&str, Features)] = &[
     ("force", Features::NONE),
     ("leave", Features::NONE),
     ("raise_fence", Features::NONE),
+    ("mark_done", Features::NONE),
 ];
 
 /// The argument of a call that turns a feature of its mode on: the
@@ -168,6 +175,7 @@ pub const SWITCHES: &[(&str, Features, usize, Option<&str>)] = &[
     ("acquire", Features::FENCE, 8, Some("1")),
     ("acquire", Features::SHARED, 9, Some("1")),
     ("acquire", Features::LIMIT, 10, None),
+    ("acquire", Features::ONCE, 12, None),
     ("release", Features::ANNOUNCE, 2, None),
     ("release", Features::LINE, 3, None),
     ("extend", Features::LIMIT, 4, None),

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::format::{Format, Piece, SoFar};
 pub use crate::duration::millis;
 use crate::lock::{
-    escape_bytes, is_hidden, HeldBy, Inspection, KeyState, Lease, Listed, Listing, LockError,
+    escape_bytes, is_hidden, DoneMark, HeldBy, Inspection, KeyState, Lease, Listed, Listing, LockError,
     LockKey, Recorded, Released, Said, ServerError, SharedHolder, Tried, Verdict,
 };
 use crate::outcome::{Failed, Forcing, LockState, NotALock, Outcome, Slots};
@@ -38,6 +38,7 @@ impl Format for Json {
                 to_line(&SlotsJson::new(slots, &occupied))?
             }
             Outcome::Forced(forcing) => to_line(&ForcedJson::new(forcing))?,
+            Outcome::Skipped { key, mark } => to_line(&SkippedJson::new(key, mark))?,
             Outcome::Doctor(report) => doctor::json(report)?,
             // `exec --json` is refused; an interrupted wait prints nothing;
             // `list` writes its object as it reads (see `Output::listed`).
@@ -286,7 +287,9 @@ impl CauseJson {
             | LockError::Busy { failures, .. }
             | LockError::Refused { failures, .. }
             | LockError::Restarting { failures, .. } => failures,
-            LockError::TooSlow { .. } | LockError::NoFenceLeft { .. } => return Vec::new(),
+            LockError::TooSlow { .. } | LockError::NoFenceLeft { .. } | LockError::Done { .. } => {
+                return Vec::new()
+            }
         };
         failures
             .0
@@ -479,6 +482,7 @@ fn failure_kind(error: &LockError) -> &'static str {
         LockError::NotHeld { .. } => "not_held",
         LockError::Refused { .. } => "refused",
         LockError::Restarting { .. } => "restarting",
+        LockError::Done { .. } => "done",
     }
 }
 
@@ -1034,5 +1038,35 @@ mod tests {
             to_line(&sample).unwrap(),
             r#"{"name":"a\"b\\c\n\u0001\u0008\u000c\u001bé","raw":"a\\xff","none":null,"list":["x","y\""]}"#
         );
+    }
+}
+
+/// `--once-per`, `--once`: done already this period (or for this key).
+#[derive(Serialize)]
+struct SkippedJson<'a> {
+    #[serde(flatten)]
+    name: Name<'a>,
+    skipped: bool,
+    /// The run's id (`per:PERIOD_MS:OFFSET_MS:N` or `key:KEY`).
+    done: String,
+    /// Who did it, when (the server's clock, ms since the epoch) and how
+    /// its command ended.
+    done_by_host: Option<String>,
+    done_by_pid: Option<u32>,
+    done_at_ms: Option<u64>,
+    status: i32,
+}
+
+impl<'a> SkippedJson<'a> {
+    fn new(key: &'a LockKey, mark: &DoneMark) -> Self {
+        SkippedJson {
+            name: Name::of(key.bytes()),
+            skipped: true,
+            done: mark.id.clone(),
+            done_by_host: mark.holder.as_ref().map(|h| h.host.clone()),
+            done_by_pid: mark.holder.as_ref().map(|h| h.pid),
+            done_at_ms: mark.finished_ms,
+            status: mark.status,
+        }
     }
 }
