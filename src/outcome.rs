@@ -14,8 +14,8 @@ use nix::sys::signal::Signal;
 use crate::error::Error;
 use crate::exit_code::Exit;
 use crate::lock::{
-    Broken, DoneMark, Forced, Inspection, Lease, Listing, LockError, LockKey, Released, Semaphore, Tried,
-    Verdict,
+    Broken, DoneMark, Forced, Inspection, Lease, Listing, LockError, LockKey, Released, Semaphore,
+    Tried, Verdict,
 };
 use crate::repeats::Failing;
 use crate::signals::QUIET_DEATHS;

@@ -161,7 +161,11 @@ async fn mark_done(redlock: &Redlock, request: &Take, lease: &Lease, end: &RunEn
         return;
     }
     let marked = redlock
-        .mark_done((&lease.key, &lease.token), run, (0, request.record.as_ref()))
+        .mark_done(
+            (&lease.key, &lease.token),
+            run,
+            (0, request.record.as_ref()),
+        )
         .await;
     match marked {
         Ok(marked) => events.say(Event::MarkedDone {

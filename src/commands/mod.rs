@@ -117,7 +117,7 @@ fn run(mut ctx: Ctx<'_>, job: LockJob) -> Ending {
         LockJob::Extend(job) => extend::run(&ctx, job),
         LockJob::Status(job) => status::run(&ctx, job),
         LockJob::List(job) => list::run(&ctx, job),
-        LockJob::Exec(spec) => exec::run(&ctx, spec),
+        LockJob::Exec(spec) => exec::run(&ctx, *spec),
         LockJob::Doctor(job) => doctor::run(&ctx, job),
     };
     match &result {

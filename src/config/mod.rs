@@ -93,7 +93,7 @@ pub enum LockJob {
     Extend(ExtendJob),
     Status(StatusJob),
     List(ListJob),
-    Exec(ExecSpec),
+    Exec(Box<ExecSpec>),
     Doctor(DoctorJob),
 }
 
@@ -268,7 +268,12 @@ impl Config {
             Command::List(args) => list(args, &prefix, json)?,
             Command::Exec(args) => {
                 let name_key = fleet.name_key.as_ref().map(|key| key.value.as_slice());
-                LockJob::Exec(exec_spec(args, (&prefix, name_key), json, &servers)?)
+                LockJob::Exec(Box::new(exec_spec(
+                    args,
+                    (&prefix, name_key),
+                    json,
+                    &servers,
+                )?))
             }
             Command::Doctor(args) => LockJob::Doctor(DoctorJob {
                 ttl: ttl(args.ttl, MIN_TTL)?,
@@ -705,9 +710,9 @@ fn once(args: cli::OnceArgs) -> Result<Option<Once>, Error> {
     let Some(key) = args.once else {
         return Ok(None);
     };
-    let key = key.to_str().ok_or_else(|| {
-        Error::Usage("the KEY of --once must be text (UTF-8)".into())
-    })?;
+    let key = key
+        .to_str()
+        .ok_or_else(|| Error::Usage("the KEY of --once must be text (UTF-8)".into()))?;
     if key.is_empty() || key.contains('\0') {
         return Err(Error::Usage(
             "the KEY of --once must be a non-empty word without NUL".into(),

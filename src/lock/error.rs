@@ -170,7 +170,7 @@ pub enum LockError {
     /// run's period (or key) was done already; nothing was taken.
     Done {
         key: LockKey,
-        mark: Box<super::once::DoneMark>,
+        mark: Box<super::done_mark::DoneMark>,
         /// How many servers that answered said so.
         on: usize,
     },

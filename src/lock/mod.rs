@@ -4,6 +4,7 @@
 //! the shared clock and the test hooks.
 
 mod core;
+mod done_mark;
 mod error;
 mod fence;
 mod force;
@@ -35,6 +36,7 @@ pub use self::core::redlock::Redlock;
 pub use self::core::retry::acquire_or_cancel;
 pub use self::core::servers::ServerError;
 pub use self::core::take::{Take, Target, Wait};
+pub use done_mark::{DoneMark, Once};
 pub use error::{Failures, LockError, Said, TokenOp, TokenRound};
 pub use force::{Breaking, Forced};
 pub use guard::{GuardCause, Guarded};
@@ -48,7 +50,6 @@ pub use key::{
 pub use listing::{
     glob_problem, oldest_reader, GlobProblem, ListQuery, Listed, Listing, ServerPart, Standing,
 };
-pub use once::{DoneMark, Once};
 pub use probe::{Facts, Feature, Markers, Missing, Probe, Reached, Unknown, CONNECTIONS};
 pub use scripts::{
     composed, composition, keys_sent, mode_of, Features, ForceVerdict, MAX_FENCE, MAX_TOKEN,

@@ -14,8 +14,8 @@ use super::words::{self, servers as count_servers, waiters};
 use crate::config::Notice;
 use crate::duration::{exact as human, rounded};
 use crate::lock::{
-    escape_and_cut, escape_bytes, Lease, Listing, LockError, LockKey, Said, ServerPart,
-    ServerSpec, Verdict, MAX_TOKEN,
+    escape_and_cut, escape_bytes, Lease, Listing, LockError, LockKey, Said, ServerPart, ServerSpec,
+    Verdict, MAX_TOKEN,
 };
 use crate::outcome::{Did, Failed, Forcing, NotALock, Outcome, Ran, RunEnd, Stop};
 use crate::repeats::Failing;
@@ -366,12 +366,14 @@ pub(super) fn event(event: &Event<'_>) -> (Level, String) {
         Event::ExtendRetrying { error, failing } => (Expected, extending(failing, Some(*error))),
         Event::ExtendRecovered(failing) => (Expected, extending(failing, None)),
         Event::Released(key) => (Verbose, format!("released {key}")),
-        Event::MarkedDone { key, on, total } => (
-            Verbose,
-            format!("marked {key} done on {on} of {}", count_servers(*total)),
-        ),
+        Event::MarkedDone { key, on, total } => (Verbose, marked_done(key, *on, *total)),
         Event::NotMarkedDone { key, said } => (Warning, not_marked_done(key, said)),
     }
+}
+
+/// `--once-per`, `--once`: the done mark written, under `-v`.
+fn marked_done(key: &LockKey, on: usize, total: usize) -> String {
+    format!("marked {key} done on {on} of {}", count_servers(total))
 }
 
 /// The done mark of a run that succeeded reached no majority: the run

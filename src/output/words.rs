@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use crate::duration::{exact, rounded};
 use crate::lock::{
-    escape_and_cut, Broken, DoneMark, Failures, GuardCause, Guarded, HeldBy, Holder, LockError, LockKey,
-    Recorded, Said, Semaphore, ServerError, ServerSpec, SharedHolder, Standing, TokenOp,
+    escape_and_cut, Broken, DoneMark, Failures, GuardCause, Guarded, HeldBy, Holder, LockError,
+    LockKey, Recorded, Said, Semaphore, ServerError, ServerSpec, SharedHolder, Standing, TokenOp,
     TokenRound, Tried, MAX_FENCE,
 };
 
@@ -846,6 +846,49 @@ pub fn slots(semaphore: &Semaphore, held: usize, free: usize) -> String {
     )
 }
 
+/// `--once-per`, `--once`: who did the run this caller skips, when and
+/// how it ended.
+pub fn skipped(key: &LockKey, mark: &DoneMark) -> String {
+    let what = match mark.id.strip_prefix("key:") {
+        Some(once) => format!("for --once {}", escape_and_cut(once.as_bytes(), 200)),
+        None => "this period".into(),
+    };
+    let who = match &mark.holder {
+        Some(holder) => format!(
+            " by {} (pid {})",
+            escape_and_cut(holder.host.as_bytes(), 255),
+            holder.pid
+        ),
+        None => String::new(),
+    };
+    let when = mark
+        .finished_ms
+        .map(|ms| format!(" at {}", utc(ms)))
+        .unwrap_or_default();
+    format!(
+        "skipped: {key} was done {what}{who}{when} (exit status {}); not run",
+        mark.status
+    )
+}
+
+/// `ms` since the epoch as `YYYY-MM-DD HH:MM:SS UTC`.
+fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (h, mi, s) = (rest / 3600, rest % 3600 / 60, rest % 60);
+    format!("{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{s:02} UTC")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1074,44 +1117,4 @@ mod tests {
             "first sight, or data lost: counts in 28s; restart guard"
         );
     }
-}
-
-/// `--once-per`, `--once`: who did the run this caller skips, when and
-/// how it ended.
-pub fn skipped(key: &LockKey, mark: &DoneMark) -> String {
-    let what = match mark.id.strip_prefix("key:") {
-        Some(once) => format!("for --once {}", escape_and_cut(once.as_bytes(), 200)),
-        None => "this period".into(),
-    };
-    let who = match &mark.holder {
-        Some(holder) => format!(
-            " by {} (pid {})",
-            escape_and_cut(holder.host.as_bytes(), 255),
-            holder.pid
-        ),
-        None => String::new(),
-    };
-    let when = mark.finished_ms.map(|ms| format!(" at {}", utc(ms))).unwrap_or_default();
-    format!(
-        "skipped: {key} was done {what}{who}{when} (exit status {}); not run",
-        mark.status
-    )
-}
-
-/// `ms` since the epoch as `YYYY-MM-DD HH:MM:SS UTC`.
-fn utc(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    let (h, mi, s) = (rest / 3600, rest % 3600 / 60, rest % 60);
-    format!("{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{s:02} UTC")
 }

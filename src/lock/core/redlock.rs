@@ -12,6 +12,7 @@ use super::round::{round, Progress, Replies, Vote};
 use super::servers::{tls_config, Connection, Server, ServerError};
 use super::take::Take;
 use crate::clock::BootInstant;
+use crate::lock::done_mark::{mark_key, DoneMark};
 use crate::lock::error::{Failures, LockError, Said, TokenOp, TokenRound};
 use crate::lock::guard::Guarded;
 use crate::lock::holder::Holder;
@@ -19,7 +20,6 @@ use crate::lock::inspection::{Inspection, KeyState, Occupied, ServerState};
 use crate::lock::key::{guard_marker, LockKey, Token};
 use crate::lock::line;
 use crate::lock::notify;
-use crate::lock::once::{self, DoneMark};
 use crate::lock::queue::{self, Ticket};
 use crate::lock::scripts::{
     Acquire, AcquireReply, Extend, Inspect, Invocation, LockKeys, Release, TokenHolder, TokenReply,
@@ -277,9 +277,15 @@ impl Redlock {
             shared: take.shared,
             limit,
             past_a_split_line: ticket.is_some_and(|t| t.past_a_split_line),
-            once: (take.once.as_ref()).map(|run| (once::mark_key(key), run.id.clone())),
+            once: (take.once.as_ref()).map(|run| (mark_key(key), run.id.clone())),
         };
-        let replies = self
+        // A run once waits for the late servers' answers as `-v` does: any
+        // one of them may say "done" (lock/once.rs).
+        let every = take
+            .once
+            .is_some()
+            .then(|| self.clone().with_every_answer_shown(true));
+        let replies = (every.as_ref().unwrap_or(self))
             .decided_round(
                 Patience::NotForSuspects,
                 move |mut connection: Connection| async move {
@@ -288,7 +294,7 @@ impl Redlock {
             )
             .await;
         let clock = median(replies.answered().filter_map(SetReply::clock).collect());
-        let done = once::done_in(key, &replies);
+        let done = done_in(key, &replies);
         let too_slow = match self.lease(key, token, ttl, started, &replies) {
             _ if done.is_some() => done,
             Ok(lease) if take.fence => match self.fence(lease, &replies).await {
@@ -783,6 +789,24 @@ fn only_suspects_left<T>(replies: &Replies<T>, suspects: &[bool]) -> bool {
             .iter()
             .zip(suspects)
             .all(|(answer, &suspect)| answer.is_some() || suspect)
+}
+
+/// The client's rule: the attempt on `key` skips when any server that
+/// answered says its done mark holds this run's id (the first such mark).
+fn done_in(key: &LockKey, replies: &Replies<SetReply>) -> Option<LockError> {
+    let mark = replies.answered().find_map(|reply| match reply {
+        SetReply::Done(mark) => Some(mark.clone()),
+        _ => None,
+    })?;
+    let on = replies
+        .answered()
+        .filter(|reply| matches!(reply, SetReply::Done(_)))
+        .count();
+    Some(LockError::Done {
+        key: key.clone(),
+        mark,
+        on,
+    })
 }
 
 /// The median of `clocks` (the upper one of the middle two), `None` for none.

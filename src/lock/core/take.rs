@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use crate::clock::BootInstant;
+use crate::lock::done_mark::OnceRun;
 use crate::lock::holder::Holder;
 use crate::lock::key::{LockKey, Token};
-use crate::lock::once::OnceRun;
 use crate::lock::slot::Semaphore;
 
 /// What a request takes: a lock, or any one slot of a semaphore

@@ -51,10 +51,10 @@ if ARGV[12] ~= "" then
   end
 end
 -- end when
+-- A text without it must never be sent for a run once: it would take the
+-- lock of a period done already. One line, as the plain acquire sends it.
 -- unless once:
-if ARGV[12] and ARGV[12] ~= "" then
-  return redis.error_reply("ERR a run once sent without the done mark's code")
-end
+if ARGV[12] ~= "" then return redis.error_reply("ERR a run once sent without its code") end
 -- end when
 -- when limit:
 local other_limit = limit_conflict(ARGV[10])

@@ -10,8 +10,8 @@ use serde::Serialize;
 use super::format::{Format, Piece, SoFar};
 pub use crate::duration::millis;
 use crate::lock::{
-    escape_bytes, is_hidden, DoneMark, HeldBy, Inspection, KeyState, Lease, Listed, Listing, LockError,
-    LockKey, Recorded, Released, Said, ServerError, SharedHolder, Tried, Verdict,
+    escape_bytes, is_hidden, DoneMark, HeldBy, Inspection, KeyState, Lease, Listed, Listing,
+    LockError, LockKey, Recorded, Released, Said, ServerError, SharedHolder, Tried, Verdict,
 };
 use crate::outcome::{Failed, Forcing, LockState, NotALock, Outcome, Slots};
 
