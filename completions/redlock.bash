@@ -253,7 +253,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__exec)
-            opts="-n -w -m -k -c -s -q -v -E -h -V --ttl --nonblock --wait --message --limit --kill-after --timeout --signal --record-command --fence --shared --command --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --quiet --verbose --conflict-exit-code --help --version"
+            opts="-n -w -m -k -c -s -q -v -E -h -V --ttl --nonblock --wait --message --limit --once-per --once --kill-after --timeout --signal --record-command --fence --shared --command --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --quiet --verbose --conflict-exit-code --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -280,6 +280,14 @@ _redlock() {
                     return 0
                     ;;
                 --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --once-per)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --once)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -711,7 +719,7 @@ fi
 # A word that is only `=` or `:` (bash splits `--ttl=5s` and URLs there) is
 # glued to its neighbours.
 _redlock_scan() {
-    local takes_value=" --command --config-file --conflict-exit-code --if-token --kill-after --limit --message --older-than --prefix --restart-guard --server --server-timeout --servers-file --signal --timeout --tls-ca-cert --ttl --wait --while --while-signal -E -c -k -m -s -w "
+    local takes_value=" --command --config-file --conflict-exit-code --if-token --kill-after --limit --message --older-than --once --once-per --prefix --restart-guard --server --server-timeout --servers-file --signal --timeout --tls-ca-cert --ttl --wait --while --while-signal -E -c -k -m -s -w "
     local i=1 word
     _redlock_sub="" _redlock_positionals=0 _redlock_skip="" _redlock_dashdash=""
     _redlock_start="" _redlock_globals=()

@@ -268,12 +268,7 @@ impl Config {
             Command::List(args) => list(args, &prefix, json)?,
             Command::Exec(args) => {
                 let name_key = fleet.name_key.as_ref().map(|key| key.value.as_slice());
-                LockJob::Exec(Box::new(exec_spec(
-                    args,
-                    (&prefix, name_key),
-                    json,
-                    &servers,
-                )?))
+                LockJob::Exec(exec_spec(args, (&prefix, name_key), json, &servers)?)
             }
             Command::Doctor(args) => LockJob::Doctor(DoctorJob {
                 ttl: ttl(args.ttl, MIN_TTL)?,
@@ -648,7 +643,7 @@ fn exec_spec(
     (prefix, name_key): (&[u8], Option<&[u8]>),
     json: bool,
     servers: &[OsString],
-) -> Result<ExecSpec, Error> {
+) -> Result<Box<ExecSpec>, Error> {
     if json {
         return Err(Error::Usage(
             "exec has no --json: its stdout is the command's; use `redlock status --json` to \
@@ -682,7 +677,7 @@ fn exec_spec(
         None => derived_name(&argv, name_key)?,
     };
     let key = lock_key(prefix, &name)?;
-    Ok(ExecSpec {
+    Ok(Box::new(ExecSpec {
         semaphore: semaphore(&key, &args.limit),
         key,
         name,
@@ -699,7 +694,7 @@ fn exec_spec(
         fence: args.fence,
         shared: args.shared,
         once: once(args.once)?,
-    })
+    }))
 }
 
 /// `--once-per DUR[@HH:MM]` or `--once KEY` (clap keeps them apart).
