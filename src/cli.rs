@@ -74,6 +74,14 @@ const EXAMPLES: &[(&str, &[Example])] = &[
                 lines: &["redlock --prefix app: list --json 'deploy-*' | jq '.locks[].holder'"],
             },
     ]),
+    ("done", &[Example {
+            what: "A script's job once a day: 80 means done already; mark it done, then release",
+            lines: &[
+                "tok=$(redlock acquire --once-per 1d nightly) || exit $(( $? == 80 ? 0 : $? ))",
+                "./backup.sh || { redlock release nightly \"$tok\"; exit 1; }",
+                "redlock done nightly \"$tok\"; redlock release nightly \"$tok\"",
+            ],
+    }]),
     ("extend", &[Example {
             what: "Keep a long job's lock for 30 more seconds (every 10s, say); 79 means it was lost",
             lines: &["redlock extend --ttl 30s nightly-report \"$tok\" || exit"],
@@ -316,6 +324,12 @@ pub enum Command {
     #[command(after_help = examples_help("release"))]
     Release(ReleaseArgs),
 
+    /// Mark the run of acquire --once-per or --once done, while TOKEN still holds the
+    /// lock: any later run in its period (or for its key) is done already (acquire
+    /// exits 80, exec skips). Release the lock afterwards.
+    #[command(after_help = examples_help("done"))]
+    Done(DoneArgs),
+
     /// Push the lock's expiry out to --ttl from now, if TOKEN still holds it. A lock
     /// that already expired is never re-created.
     #[command(after_help = examples_help("extend"))]
@@ -485,6 +499,9 @@ pub struct AcquireArgs {
 
     #[command(flatten)]
     pub limit: LimitArg,
+
+    #[command(flatten)]
+    pub once: OnceArgs,
     /// Also hand out a fencing token: a number that increases strictly from each holder of
     /// NAME to the next, for storage to reject writes carrying a lower one. Printed after the
     /// token on the same line, `TOKEN FENCE` (`read -r tok fence`), or as "fence" with --json.
@@ -641,6 +658,12 @@ pub struct DoctorArgs {
     /// stopped (a delayed failover), or at all (replicas for backups or reads).
     #[arg(long)]
     pub accept_replicas: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoneArgs {
+    #[command(flatten)]
+    pub lock: TokenArgs,
 }
 
 #[derive(Debug, Args)]

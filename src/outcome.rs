@@ -14,8 +14,8 @@ use nix::sys::signal::Signal;
 use crate::error::Error;
 use crate::exit_code::Exit;
 use crate::lock::{
-    Broken, DoneMark, Forced, Inspection, Lease, Listing, LockError, LockKey, Released, Semaphore,
-    Tried, Verdict,
+    Broken, DoneMark, Forced, Inspection, Lease, Listing, LockError, LockKey, Marked, Released,
+    Semaphore, Tried, Verdict,
 };
 use crate::repeats::Failing;
 use crate::signals::QUIET_DEATHS;
@@ -48,6 +48,13 @@ pub enum Outcome {
         lease: Lease,
         servers: usize,
     },
+    /// `done`: the run's mark is on a majority.
+    MarkedDone {
+        key: LockKey,
+        /// The run's id (`per:PERIOD_MS:OFFSET_MS:N` or `key:KEY`).
+        id: String,
+        marked: Marked,
+    },
     Status {
         inspection: Inspection,
         verdict: Verdict,
@@ -64,6 +71,9 @@ pub enum Outcome {
     Skipped {
         key: LockKey,
         mark: Box<DoneMark>,
+        /// 0 for `exec` (the cron idiom), 80 for `acquire` (a script tells
+        /// "done already" from "do it" by the status alone).
+        exit: Exit,
     },
     /// A signal ended the wait for `key`; whatever was taken was released.
     Interrupted {
@@ -241,8 +251,9 @@ impl Outcome {
             Outcome::Acquired { .. }
             | Outcome::Released { .. }
             | Outcome::Extended { .. }
-            | Outcome::Generated
-            | Outcome::Skipped { .. } => Exit::Success,
+            | Outcome::MarkedDone { .. }
+            | Outcome::Generated => Exit::Success,
+            Outcome::Skipped { exit, .. } => *exit,
             Outcome::BusyAs { code, .. } => Exit::Code(*code),
             Outcome::Status {
                 inspection,
@@ -332,9 +343,9 @@ pub fn lock_exit(error: &LockError) -> Exit {
         | LockError::NoFenceLeft { .. } => Exit::NoQuorum,
         LockError::NotHeld { .. } => Exit::Lost,
         LockError::Refused { .. } => Exit::Config,
-        // Done already (`--once-per`): `exec` skips, exit 0, as an
-        // Outcome::Skipped before any error is made of it.
-        LockError::Done { .. } => Exit::Success,
+        // Done already (`--once-per`): an Outcome::Skipped is made of it
+        // before any error is (exit 0 for `exec`, 80 for `acquire`).
+        LockError::Done { .. } => Exit::Done,
     }
 }
 

@@ -12,8 +12,8 @@ pub(super) mod handoff;
 pub(super) mod orphan;
 
 use super::ctx::Ctx;
-use super::support::holder;
 use super::support::waiting::acquire_showing_progress;
+use super::support::{holder, once};
 use crate::clock::BootInstant;
 use crate::config::{ExecSpec, NameSource};
 use crate::error::Error;
@@ -88,9 +88,7 @@ async fn exec(
     // the command instead of being lost.
     let mut signals = Listener::new(&supervise::FORWARDED)?;
     let started = BootInstant::now();
-    if let Some(once) = &spec.once {
-        request.once = Some(redlock.once_run(once).await);
-    }
+    once::once_run(redlock, spec.once.as_ref(), &mut request).await;
     let lease = match take(redlock, (&spec, &request), &mut signals, events).await {
         Ok(lease) => lease,
         Err(not_taken) => return not_taken,
@@ -173,10 +171,7 @@ async fn mark_done(redlock: &Redlock, request: &Take, lease: &Lease, end: &RunEn
             on: marked.on.len(),
             total: marked.total,
         }),
-        Err(said) => events.say(Event::NotMarkedDone {
-            key: &lease.key,
-            said: &said,
-        }),
+        Err(error) => events.say(Event::NotMarkedDone(&error)),
     }
 }
 
@@ -220,7 +215,11 @@ async fn take(
             Err(Ok(Outcome::BusyAs { error, tried, code }))
         }
         // `--once-per`, `--once`: done already; nothing was taken.
-        Ok(Err(LockError::Done { key, mark, .. })) => Err(Ok(Outcome::Skipped { key, mark })),
+        Ok(Err(LockError::Done { key, mark, .. })) => Err(Ok(Outcome::Skipped {
+            key,
+            mark,
+            exit: crate::exit_code::Exit::Success,
+        })),
         Ok(Err(error)) => {
             let tried = tried(&error);
             Err(Err(Error::lock(error, tried)))

@@ -91,6 +91,7 @@ pub enum LockJob {
     /// `release --force`: whoever holds it.
     ForceRelease(ForceJob),
     Extend(ExtendJob),
+    Done(DoneJob),
     Status(StatusJob),
     List(ListJob),
     Exec(Box<ExecSpec>),
@@ -121,6 +122,13 @@ pub struct ExtendJob {
     pub ttl: Duration,
     /// `--limit K`: the slot of this semaphore that TOKEN holds.
     pub semaphore: Option<Semaphore>,
+}
+
+/// A validated `redlock done NAME TOKEN`.
+#[derive(Debug)]
+pub struct DoneJob {
+    pub key: LockKey,
+    pub token: Token,
 }
 
 /// A validated `redlock status`.
@@ -170,6 +178,9 @@ pub struct AcquireJob {
     pub fence: bool,
     /// `--shared`: one reader among many.
     pub shared: bool,
+    /// `--once-per`, `--once`: take it only if not done this period (or
+    /// for this key).
+    pub once: Option<Once>,
 }
 
 /// `acquire --while PID [--while-signal SIG]`.
@@ -249,7 +260,6 @@ impl Config {
             (None, Some(from_file)) => from_file.value.clone(),
             (None, None) => Vec::new(),
         };
-        let key = |name: &cli::NameArg| named_key(&prefix, name);
         let job = match cli.command {
             Command::Generate(args) => {
                 let (what, dir) = (args.what, args.dir);
@@ -260,11 +270,8 @@ impl Config {
             Command::Acquire(args) => LockJob::Acquire(acquire_job(args, &prefix)?),
             Command::Release(args) => release(args, &prefix)?,
             Command::Extend(args) => extend(args, &prefix)?,
-            Command::Status(args) => {
-                let key = key(&args.name)?;
-                let semaphore = semaphore(&key, &args.limit);
-                LockJob::Status(StatusJob { key, semaphore })
-            }
+            Command::Done(args) => done(args, &prefix)?,
+            Command::Status(args) => status(args, &prefix)?,
             Command::List(args) => list(args, &prefix, json)?,
             Command::Exec(args) => {
                 let name_key = fleet.name_key.as_ref().map(|key| key.value.as_slice());
@@ -322,6 +329,21 @@ fn extend(args: cli::ExtendArgs, prefix: &[u8]) -> Result<LockJob, Error> {
     }))
 }
 
+/// `done NAME TOKEN`.
+fn done(args: cli::DoneArgs, prefix: &[u8]) -> Result<LockJob, Error> {
+    Ok(LockJob::Done(DoneJob {
+        key: named_key(prefix, &args.lock.name)?,
+        token: token(args.lock.token)?,
+    }))
+}
+
+/// `status NAME [--limit K]`.
+fn status(args: cli::StatusArgs, prefix: &[u8]) -> Result<LockJob, Error> {
+    let key = named_key(prefix, &args.name)?;
+    let semaphore = semaphore(&key, &args.limit);
+    Ok(LockJob::Status(StatusJob { key, semaphore }))
+}
+
 /// `--limit K` on the lock `key`: the semaphore of K slots named so.
 fn semaphore(key: &LockKey, limit: &cli::LimitArg) -> Option<Semaphore> {
     limit.limit.map(|k| Semaphore::new(key.clone(), k))
@@ -342,6 +364,7 @@ fn acquire_job(args: cli::AcquireArgs, prefix: &[u8]) -> Result<AcquireJob, Erro
         }),
         fence: args.fence,
         shared: args.shared,
+        once: once(args.once)?,
     })
 }
 
@@ -548,6 +571,7 @@ impl LockJob {
             }
             LockJob::Exec(spec) => Some(spec.ttl),
             LockJob::Release(_)
+            | LockJob::Done(_)
             | LockJob::ForceRelease(_)
             | LockJob::Status(_)
             | LockJob::List(_)
@@ -1084,6 +1108,7 @@ mod tests {
                 semaphore: None,
                 fence: false,
                 shared: false,
+                once: None,
             })
         };
         let guard = |value| Given {

@@ -67,6 +67,26 @@ impl Once {
     }
 }
 
+impl OnceRun {
+    /// The run whose id `acquire` recorded beside the lock (`redlock
+    /// done`): its mark lapses as that run's would; `None` for an id that
+    /// is none of redlock's.
+    pub fn from_id(id: &str, margin: Duration) -> Option<OnceRun> {
+        if let Some(key) = id.strip_prefix("key:") {
+            return Some(Once::Key(key.to_owned()).run_at(0, margin));
+        }
+        let mut parts = id.strip_prefix("per:")?.split(':');
+        let mut next = || parts.next()?.parse::<u64>().ok();
+        let (period, offset, n) = (next()?, next()?, next()?);
+        let per = Once::Per {
+            period: Duration::from_millis(period),
+            offset: Duration::from_millis(offset),
+        };
+        let run = per.run_at(n.checked_mul(period)?.checked_add(offset)?, margin);
+        (run.id == id).then_some(run)
+    }
+}
+
 /// A done mark as a server keeps it: the run's id, when it was written
 /// (that server's clock, ms), the command's status, and who ran it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,6 +175,18 @@ mod tests {
         let key = Once::Key("v1.2".into()).run_at(99, HOUR);
         assert_eq!(key.id, "key:v1.2");
         assert_eq!(key.lapse, Lapse::After(ONCE_KEEP));
+        // `redlock done` finds the same run from the id alone.
+        let runs = [
+            per.run_at(run.ends_at_ms.unwrap(), HOUR),
+            shifted.run_at(at(2, 0), HOUR),
+            key,
+        ];
+        for run in runs {
+            assert_eq!(OnceRun::from_id(&run.id, HOUR), Some(run));
+        }
+        for id in ["per:1:0", "per:x:0:1", "per:10:0:1:2", "other", "per:0:0:1"] {
+            assert_eq!(OnceRun::from_id(id, HOUR), None, "{id}");
+        }
     }
 
     #[test]

@@ -60,6 +60,8 @@ pub enum TokenOp {
     Release,
     /// The fencing round of `acquire --fence` (lock/fence.rs).
     Fence,
+    /// The done mark of a run once (lock/once.rs).
+    MarkDone,
 }
 
 /// What one server said in a round on a token, or why it said nothing.

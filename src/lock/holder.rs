@@ -53,6 +53,10 @@ pub struct Holder {
     /// that a reused pid is not taken for the holder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid_started: Option<u64>,
+    /// A run once (`--once-per`, `--once`): the run's id, which `redlock
+    /// done` marks done (lock/done_mark.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub once: Option<String>,
 }
 
 /// How much of each field is kept, in bytes: a record stays well under a
@@ -79,6 +83,7 @@ impl Holder {
             job: self.job.as_deref().map(|j| cut(j, JOB_LIMIT)),
             renew_every_ms: self.renew_every_ms,
             pid_started: self.pid_started,
+            once: self.once.as_deref().map(|id| cut(id, MESSAGE_LIMIT)),
         };
         // Serializing plain strings and numbers cannot fail.
         serde_json::to_vec(&bounded).unwrap_or_default()

@@ -26,10 +26,12 @@ use super::core::redlock::Redlock;
 use super::core::round::{round, Progress};
 use super::core::servers::Connection;
 use super::done_mark::{mark_key, Lapse, Once, OnceRun};
-use super::error::Said;
+use super::error::{Failures, LockError, Said, TokenOp, TokenRound};
 use super::holder::Holder;
+use super::holder::Recorded;
+use super::inspection::{Inspection, Verdict};
 use super::key::{LockKey, Token};
-use super::scripts::{MarkDone, TokenReply};
+use super::scripts::MarkDone;
 use super::server_url::ServerSpec;
 
 /// Where a mark was written.
@@ -67,16 +69,46 @@ impl Redlock {
         clocks.get(clocks.len() / 2).copied()
     }
 
+    /// The run `acquire --once-per`/`--once` recorded beside `key` for
+    /// `token` (`redlock done`), and its holder: `Ok(None)` when a
+    /// majority holds `token` but no record names a run; not held, or no
+    /// quorum, when no majority holds it.
+    pub async fn once_of(
+        &self,
+        key: &LockKey,
+        token: &Token,
+    ) -> Result<Option<(OnceRun, Holder)>, LockError> {
+        let inspection = self.inspect(key).await;
+        let token = token.as_str().as_bytes();
+        let holding = inspection.holding(token).len();
+        if holding < self.quorum {
+            return Err(match inspection.verdict() {
+                Verdict::Unknown => inspection.no_quorum(),
+                _ => not_held(key, &inspection, token),
+            });
+        }
+        let run = (inspection.servers.iter())
+            .filter_map(|server| {
+                let state = server.state.as_ref().ok()?;
+                let recorded = Recorded::parse(state.record.as_ref()?, None, token)?;
+                let run = OnceRun::from_id(recorded.holder.once.as_ref()?, self.restart_guard)?;
+                Some((run, recorded.holder))
+            })
+            .next();
+        Ok(run)
+    }
+
     /// Writes the done mark of `run` beside `key`, on every server where
-    /// the lock still holds `token`: the command ended with `status`, run
-    /// by `holder`. `Ok` when a majority holds it, else what each server
-    /// said (in configuration order).
+    /// the lock still holds `token`, waiting for every server (or its
+    /// timeout): the command ended with `status`, run by `holder`. `Ok`
+    /// when a majority holds it; else not held (79) when the token can no
+    /// longer hold a majority, or no quorum, with what each server said.
     pub async fn mark_done(
         &self,
         (key, token): (&LockKey, &Token),
         run: &OnceRun,
         (status, holder): (i32, Option<&Holder>),
-    ) -> Result<Marked, Vec<(ServerSpec, Said)>> {
+    ) -> Result<Marked, LockError> {
         let (lapse_at, lapse_after) = match run.lapse {
             Lapse::At(ms) => (ms.to_string(), String::new()),
             Lapse::After(keep) => (String::new(), ttl_millis(keep).to_string()),
@@ -90,32 +122,43 @@ impl Redlock {
             record: holder.map(|h| h.encode(token)).unwrap_or_default(),
             lapse: (lapse_at, lapse_after),
         };
-        let said: Vec<(ServerSpec, Said)> = self
-            .script_round(call)
-            .await
-            .into_iter()
-            .map(|(server, reply)| {
-                let said = match reply {
-                    Ok(TokenReply::Held) => Said::Holds,
-                    Ok(TokenReply::Gone) => Said::Gone,
-                    Ok(TokenReply::Taken) => Said::Taken,
-                    Err(err) => Said::Failed(err),
-                };
-                (server, said)
-            })
-            .collect();
-        let on: Vec<ServerSpec> = said
-            .iter()
-            .filter(|(_, s)| *s == Said::Holds)
-            .map(|(server, _)| server.clone())
-            .collect();
-        if on.len() >= self.quorum {
+        let request =
+            move |mut connection: Connection| async move { connection.invoke(&call).await };
+        let replies = round(&self.servers, request, |_| Progress::Undecided).await;
+        if replies.tally(self.quorum).succeeded() {
             return Ok(Marked {
-                on,
+                on: replies.yes_servers(&self.servers),
                 total: self.len(),
             });
         }
-        Err(said)
+        Err(self.not_held_or_no_quorum(key, &replies, TokenOp::MarkDone))
+    }
+}
+
+/// Not held: `token` holds no majority, as each server said.
+fn not_held(key: &LockKey, inspection: &Inspection, token: &[u8]) -> LockError {
+    let said: Vec<(ServerSpec, Said)> = (inspection.servers.iter())
+        .map(|server| {
+            let said = match &server.state {
+                Ok(state) if state.value.as_deref() == Some(token) => Said::Holds,
+                Ok(state) if state.kind == "none" => Said::Gone,
+                Ok(_) => Said::Taken,
+                Err(err) => Said::Failed(err.clone()),
+            };
+            (server.server.clone(), said)
+        })
+        .collect();
+    let held = said.iter().filter(|(_, s)| *s == Said::Holds).count();
+    LockError::NotHeld {
+        key: key.clone(),
+        held,
+        total: said.len(),
+        quorum: inspection.quorum,
+        failures: Failures(Vec::new()),
+        round: Box::new(TokenRound {
+            op: TokenOp::MarkDone,
+            said,
+        }),
     }
 }
 

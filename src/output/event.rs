@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::config::Notice;
-use crate::lock::{Concern, Lease, LockError, LockKey, Said, ServerSpec};
+use crate::lock::{Concern, Lease, LockError, LockKey};
 use crate::repeats::Failing;
 
 /// What a command says while it runs. Data: the words are in `text`.
@@ -67,8 +67,5 @@ pub enum Event<'a> {
         total: usize,
     },
     /// The done mark reached no majority: the run does not count.
-    NotMarkedDone {
-        key: &'a LockKey,
-        said: &'a [(ServerSpec, Said)],
-    },
+    NotMarkedDone(&'a LockError),
 }

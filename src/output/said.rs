@@ -14,8 +14,8 @@ use super::words::{self, servers as count_servers, waiters};
 use crate::config::Notice;
 use crate::duration::{exact as human, rounded};
 use crate::lock::{
-    escape_and_cut, escape_bytes, Lease, Listing, LockError, LockKey, Said, ServerPart, ServerSpec,
-    Verdict, MAX_TOKEN,
+    escape_and_cut, escape_bytes, Lease, Listing, LockError, LockKey, ServerPart, Verdict,
+    MAX_TOKEN,
 };
 use crate::outcome::{Did, Failed, Forcing, NotALock, Outcome, Ran, RunEnd, Stop};
 use crate::repeats::Failing;
@@ -33,17 +33,9 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<Piece>) -> Vec<Piece> {
             let message = (*code != 0).then(|| words::failure(error, *tried));
             vec![message.and_then(|m| said(Expected, m)), stdout]
         }
-        Outcome::Released { key, released } => vec![
-            said(
-                Verbose,
-                format!(
-                    "released {key} on {} of {}",
-                    released.released_on.len(),
-                    count_servers(released.total)
-                ),
-            ),
-            stdout,
-        ],
+        Outcome::Released { key, released } => {
+            vec![said(Verbose, self::released(key, released)), stdout]
+        }
         Outcome::Extended { lease, servers } => vec![
             said(
                 Verbose,
@@ -95,7 +87,7 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<Piece>) -> Vec<Piece> {
                  use that token"
             ),
         )],
-        Outcome::Skipped { key, mark } => vec![said(Expected, words::skipped(key, mark)), stdout],
+        Outcome::MarkedDone { .. } | Outcome::Skipped { .. } => once(outcome, stdout),
         Outcome::Generated => Vec::new(),
         Outcome::Doctor(_) => vec![stdout],
     };
@@ -367,8 +359,33 @@ pub(super) fn event(event: &Event<'_>) -> (Level, String) {
         Event::ExtendRecovered(failing) => (Expected, extending(failing, None)),
         Event::Released(key) => (Verbose, format!("released {key}")),
         Event::MarkedDone { key, on, total } => (Verbose, marked_done(key, *on, *total)),
-        Event::NotMarkedDone { key, said } => (Warning, not_marked_done(key, said)),
+        Event::NotMarkedDone(error) => (Warning, not_marked_done(error)),
     }
+}
+
+/// `release`, under `-v`.
+fn released(key: &LockKey, released: &crate::lock::Released) -> String {
+    format!(
+        "released {key} on {} of {}",
+        released.released_on.len(),
+        count_servers(released.total)
+    )
+}
+
+/// `done` (under `-v`: where the mark is) and a run once skipped (who did
+/// it, when; not under `-q`).
+fn once(outcome: &Outcome, stdout: Option<Piece>) -> Vec<Option<Piece>> {
+    let said = match outcome {
+        Outcome::MarkedDone { key, marked, .. } => Piece::Stderr(
+            Level::Verbose,
+            marked_done(key, marked.on.len(), marked.total),
+        ),
+        Outcome::Skipped { key, mark, .. } => {
+            Piece::Stderr(Level::Expected, words::skipped(key, mark))
+        }
+        _ => return vec![stdout],
+    };
+    vec![Some(said), stdout]
 }
 
 /// `--once-per`, `--once`: the done mark written, under `-v`.
@@ -378,12 +395,10 @@ fn marked_done(key: &LockKey, on: usize, total: usize) -> String {
 
 /// The done mark of a run that succeeded reached no majority: the run
 /// does not count, and another may run in this period.
-fn not_marked_done(key: &LockKey, said: &[(ServerSpec, Said)]) -> String {
-    let on = said.iter().filter(|(_, s)| *s == Said::Holds).count();
+fn not_marked_done(error: &LockError) -> String {
     format!(
-        "could not mark {key} done on a majority (on {on} of {}): this run does not count, and \
-         the next may run it again in this period",
-        count_servers(said.len())
+        "{}; this run does not count, and the next may run it again",
+        words::lock_error(error)
     )
 }
 

@@ -315,6 +315,7 @@ fn token_round(round: &TokenRound, total: usize, quorum: usize) -> String {
         TokenOp::Extend => "extended",
         TokenOp::Release => "released",
         TokenOp::Fence => "fenced",
+        TokenOp::MarkDone => "marked done",
     };
     format!(
         "{done} on {} of {}, and a majority is {quorum}{}",

@@ -305,3 +305,119 @@ fn bad_once_values_are_usage_errors() {
     }
     assert_eq!(cluster.dbsizes(), [0]);
 }
+
+/// `redlock` (no exec) against `cluster`.
+fn redlock_at(cluster: &Cluster) -> Command {
+    let mut cmd = cluster.redlock();
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+/// For scripts: `acquire --once-per` tells "do it" (0, the token) from
+/// "done already" (80) from "busy" (75) from "servers down" (69) by the
+/// status alone; `done` marks it, only while TOKEN holds the lock (79
+/// otherwise, and 64 for a lock taken without a run once).
+#[test]
+fn acquire_and_done_tell_a_script_every_case_by_the_status() {
+    let mut cluster = Cluster::start(3);
+    let (per, _) = hourly(&cluster);
+    let acquire = |extra: &[&str]| {
+        run(redlock_at(&cluster)
+            .args(["acquire", "--once-per", &per, "--ttl", "10s"])
+            .args(extra)
+            .arg("nightly"))
+    };
+    let taken = acquire(&["-n"]);
+    taken.assert_code(0, "do it");
+    let tok = taken.stdout.trim().to_owned();
+    acquire(&["-n"]).assert_code(75, "busy while it runs");
+    run(redlock_at(&cluster).args(["done", "nightly", "not-the-token"]))
+        .assert_code(79, "done with another token");
+    let done = run(redlock_at(&cluster).args(["--json", "done", "nightly", &tok]));
+    done.assert_code(0, "done");
+    let json = done.json();
+    assert_eq!(json["done"], true, "{json}");
+    assert!(
+        json["id"].as_str().unwrap().starts_with("per:3600000:"),
+        "{json}"
+    );
+    assert!(json["marked_on"].as_array().unwrap().len() >= 2, "{json}");
+    run(redlock_at(&cluster).args(["release", "nightly", &tok])).assert_code(0, "release");
+    // Done already: 80, with who did it; -q says nothing; --json its own
+    // object.
+    let again = acquire(&["-w", "5s"]);
+    again.assert_code(80, "done already");
+    assert_eq!(again.stdout, "", "no token");
+    assert!(
+        again
+            .stderr
+            .contains("skipped: \"nightly\" was done this period by "),
+        "{}",
+        again.stderr
+    );
+    let quiet = acquire(&["-q"]);
+    quiet.assert_code(80, "-q");
+    assert_eq!(quiet.stderr, "");
+    let json = acquire(&["--json"]);
+    json.assert_code(80, "--json");
+    let json = json.json();
+    assert_eq!(json["skipped"], true, "{json}");
+    assert_eq!(json["status"], 0, "{json}");
+    assert!(json["done_by_pid"].as_u64().is_some(), "{json}");
+    assert_eq!(cluster.get_all(b"nightly"), vec![None, None, None]);
+    // A lock taken without a run once has no run to mark.
+    let plain = run(redlock_at(&cluster).args(["acquire", "-n", "plain"]));
+    let plain_tok = plain.stdout.trim().to_owned();
+    let refused = run(redlock_at(&cluster).args(["done", "plain", &plain_tok]));
+    refused.assert_code(64, "done of a plain lock");
+    assert!(refused
+        .stderr
+        .contains("not taken with --once-per or --once"));
+    // Servers down: 69.
+    cluster.servers[1].kill();
+    cluster.servers[2].kill();
+    run(redlock_at(&cluster).args(["acquire", "-n", "--once", "k", "other"]))
+        .assert_code(69, "servers down");
+}
+
+/// The script of `redlock done --help`, as printed: a job that succeeds
+/// runs once, a failed one is run again, and done-already exits 0.
+#[test]
+fn the_script_recipe_of_done_runs_the_job_once() {
+    let cluster = Cluster::start(3);
+    let dir = temp_dir("once");
+    let ran = dir.path().join("runs");
+    let example = redlock::cli::examples("done")[0].lines.join("\n");
+    let script = example.replace(
+        "./backup.sh",
+        &format!("sh -c 'echo x >> {}; exit \"$FAIL\"'", ran.display()),
+    );
+    // The redlock under test first in PATH, as the script calls it.
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_redlock"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let fire = |fail: &str| {
+        let mut sh = Command::new("sh");
+        // The environment the tests give redlock (the servers, the restart
+        // guard off for servers started a moment ago).
+        for (name, value) in cluster.redlock().get_envs() {
+            match value {
+                Some(value) => sh.env(name, value),
+                None => sh.env_remove(name),
+            };
+        }
+        sh.args(["-c", &script])
+            .env("PATH", &path)
+            .env("FAIL", fail)
+            .stdin(Stdio::null());
+        run(&mut sh)
+    };
+    fire("3").assert_code(1, "a failed job");
+    fire("0").assert_code(0, "the job runs");
+    fire("0").assert_code(0, "done already");
+    assert_eq!(runs(&ran), ["x", "x"]);
+    assert_eq!(cluster.get_all(b"nightly"), vec![None, None, None]);
+}

@@ -49,6 +49,7 @@ pub fn this_process(
         keeper_pid: None,
         message,
         job: job_url(|name| std::env::var(name).ok()),
+        once: None,
     }
 }
 

@@ -746,7 +746,7 @@ impl Redlock {
     /// Why a round on a token (extend, release) did not reach a majority:
     /// not held when the token can no longer hold one, else no quorum;
     /// either way with what each server said.
-    fn not_held_or_no_quorum(
+    pub(in crate::lock) fn not_held_or_no_quorum(
         &self,
         key: &LockKey,
         replies: &Replies<TokenReply>,

@@ -38,7 +38,14 @@ impl Format for Json {
                 to_line(&SlotsJson::new(slots, &occupied))?
             }
             Outcome::Forced(forcing) => to_line(&ForcedJson::new(forcing))?,
-            Outcome::Skipped { key, mark } => to_line(&SkippedJson::new(key, mark))?,
+            Outcome::MarkedDone { key, id, marked } => to_line(&MarkedJson {
+                name: Name::of(key.bytes()),
+                done: true,
+                id,
+                marked_on: marked.on.iter().map(ToString::to_string).collect(),
+                servers: marked.total,
+            })?,
+            Outcome::Skipped { key, mark, .. } => to_line(&SkippedJson::new(key, mark))?,
             Outcome::Doctor(report) => doctor::json(report)?,
             // `exec --json` is refused; an interrupted wait prints nothing;
             // `list` writes its object as it reads (see `Output::listed`).
@@ -1069,4 +1076,17 @@ impl<'a> SkippedJson<'a> {
             status: mark.status,
         }
     }
+}
+
+/// `done`: the run's mark, and where it is.
+#[derive(Serialize)]
+struct MarkedJson<'a> {
+    #[serde(flatten)]
+    name: Name<'a>,
+    done: bool,
+    /// The run's id (`per:PERIOD_MS:OFFSET_MS:N` or `key:KEY`).
+    id: &'a str,
+    /// The servers that hold the mark, as acquire's `held_on`.
+    marked_on: Vec<String>,
+    servers: usize,
 }
