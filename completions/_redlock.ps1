@@ -99,6 +99,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Prepended to the lock names to form the Redis keys')
             [CompletionResult]::new('--hex', '--hex', [CompletionResultType]::ParameterName, 'NAME is the name''s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Delete the lock whoever holds it, without a token: for a stale lock whose holder is known to be dead, never to hurry a live one')
+            [CompletionResult]::new('--done', '--done', [CompletionResultType]::ParameterName, 'With --force: delete the done mark of --once-per or --once beside the lock, so that the job can run again in this period (or for this key); the lock itself is left alone')
             [CompletionResult]::new('--any-key', '--any-key', [CompletionResultType]::ParameterName, 'With --force: break a string key that does not look like a lock too (one without expiry, with a value longer than any token, or neither a redlock token nor beside a holder record: a lock another Redlock client took, say)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the result as one JSON object')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No message when TOKEN does not hold the lock; the exit status tells')

@@ -667,7 +667,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__release)
-            opts="-s -q -v -h -V --hex --force --if-token --any-key --limit --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
+            opts="-s -q -v -h -V --hex --force --if-token --done --any-key --limit --server --servers-file --config-file --server-timeout --restart-guard --tls-ca-cert --prefix --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -94,6 +94,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --prefix 'Prepended to the lock names to form the Redis keys'
             cand --hex 'NAME is the name''s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
             cand --force 'Delete the lock whoever holds it, without a token: for a stale lock whose holder is known to be dead, never to hurry a live one'
+            cand --done 'With --force: delete the done mark of --once-per or --once beside the lock, so that the job can run again in this period (or for this key); the lock itself is left alone'
             cand --any-key 'With --force: break a string key that does not look like a lock too (one without expiry, with a value longer than any token, or neither a redlock token nor beside a holder record: a lock another Redlock client took, say)'
             cand --json 'Print the result as one JSON object'
             cand -q 'No message when TOKEN does not hold the lock; the exit status tells'

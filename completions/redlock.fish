@@ -81,6 +81,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-ca-cert 
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l prefix -d 'Prepended to the lock names to form the Redis keys' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l hex -d 'NAME is the name\'s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l force -d 'Delete the lock whoever holds it, without a token: for a stale lock whose holder is known to be dead, never to hurry a live one'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l done -d 'With --force: delete the done mark of --once-per or --once beside the lock, so that the job can run again in this period (or for this key); the lock itself is left alone'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l any-key -d 'With --force: break a string key that does not look like a lock too (one without expiry, with a value longer than any token, or neither a redlock token nor beside a holder record: a lock another Redlock client took, say)'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l json -d 'Print the result as one JSON object'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s q -l quiet -d 'No message when TOKEN does not hold the lock; the exit status tells'

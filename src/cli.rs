@@ -608,6 +608,12 @@ pub struct ReleaseArgs {
     #[arg(long, value_name = "TOKEN", requires = "force")]
     pub if_token: Option<String>,
 
+    /// With --force: delete the done mark of --once-per or --once beside the lock,
+    /// so that the job can run again in this period (or for this key); the lock
+    /// itself is left alone.
+    #[arg(long, requires = "force", conflicts_with_all = ["if_token", "any_key", "limit"])]
+    pub done: bool,
+
     /// With --force: break a string key that does not look like a lock too (one without
     /// expiry, with a value longer than any token, or neither a redlock token nor
     /// beside a holder record: a lock another Redlock client took, say).

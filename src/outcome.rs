@@ -48,6 +48,13 @@ pub enum Outcome {
         lease: Lease,
         servers: usize,
     },
+    /// `release --force --done`: the done mark was on `cleared_on` servers
+    /// of `servers`, and is gone from each that answered (a majority).
+    ClearedDone {
+        key: LockKey,
+        cleared_on: usize,
+        servers: usize,
+    },
     /// `done`: the run's mark is on a majority.
     MarkedDone {
         key: LockKey,
@@ -252,6 +259,7 @@ impl Outcome {
             | Outcome::Released { .. }
             | Outcome::Extended { .. }
             | Outcome::MarkedDone { .. }
+            | Outcome::ClearedDone { .. }
             | Outcome::Generated => Exit::Success,
             Outcome::Skipped { exit, .. } => *exit,
             Outcome::BusyAs { code, .. } => Exit::Code(*code),

@@ -115,6 +115,7 @@ fn run(mut ctx: Ctx<'_>, job: LockJob) -> Ending {
         LockJob::Acquire(job) => acquire::run(&ctx, job),
         LockJob::Release(job) => release::run(&ctx, job),
         LockJob::ForceRelease(job) => release::force(&ctx, job),
+        LockJob::ClearDone(key) => release::clear_done(&ctx, key),
         LockJob::Extend(job) => extend::run(&ctx, job),
         LockJob::Done(job) => done::run(&ctx, job),
         LockJob::Status(job) => status::run(&ctx, job),

@@ -90,6 +90,8 @@ pub enum LockJob {
     Release(ReleaseJob),
     /// `release --force`: whoever holds it.
     ForceRelease(ForceJob),
+    /// `release --force --done NAME`: the done mark beside the lock.
+    ClearDone(LockKey),
     Extend(ExtendJob),
     Done(DoneJob),
     Status(StatusJob),
@@ -573,6 +575,7 @@ impl LockJob {
             LockJob::Release(_)
             | LockJob::Done(_)
             | LockJob::ForceRelease(_)
+            | LockJob::ClearDone(_)
             | LockJob::Status(_)
             | LockJob::List(_)
             | LockJob::Doctor(_) => None,
@@ -602,6 +605,9 @@ fn release(args: cli::ReleaseArgs, prefix: &[u8]) -> Result<LockJob, Error> {
             "release --force takes no --limit: break one slot by its own name, e.g.              release --force 'NAME#0'"
                 .into(),
         ));
+    }
+    if args.done {
+        return Ok(LockJob::ClearDone(key));
     }
     let from_env = std::env::var("REDLOCK_TOKEN").ok();
     if args.lock.token.is_some() && args.lock.token != from_env {

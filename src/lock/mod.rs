@@ -36,7 +36,7 @@ pub use self::core::redlock::Redlock;
 pub use self::core::retry::acquire_or_cancel;
 pub use self::core::servers::ServerError;
 pub use self::core::take::{Take, Target, Wait};
-pub use done_mark::{DoneMark, Once};
+pub use done_mark::{DoneMark, Once, OnceRun};
 pub use error::{Failures, LockError, Said, TokenOp, TokenRound};
 pub use force::{Breaking, Forced};
 pub use guard::{GuardCause, Guarded};

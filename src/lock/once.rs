@@ -25,7 +25,7 @@ use super::core::quorum::ttl_millis;
 use super::core::redlock::Redlock;
 use super::core::round::{round, Progress};
 use super::core::servers::Connection;
-use super::done_mark::{mark_key, Lapse, Once, OnceRun};
+use super::done_mark::{mark_key, DoneMark, Lapse, Once, OnceRun};
 use super::error::{Failures, LockError, Said, TokenOp, TokenRound};
 use super::holder::Holder;
 use super::holder::Recorded;
@@ -67,6 +67,42 @@ impl Redlock {
             .collect();
         clocks.sort_unstable();
         clocks.get(clocks.len() / 2).copied()
+    }
+
+    /// The done mark beside `key` that most servers hold (the latest of
+    /// those on as many), and on how many: what `status` shows. Every
+    /// server or its timeout; one that fails counts for none.
+    pub async fn done_mark(&self, key: &LockKey) -> Option<(DoneMark, usize)> {
+        let mark = mark_key(key);
+        let request = move |mut connection: Connection| async move {
+            let value: Option<Vec<u8>> = connection.query(redis::cmd("GET").arg(&mark)).await?;
+            Ok(value.map(|value| DoneMark::read(&value)))
+        };
+        let replies = round(&self.servers, request, |_| Progress::Undecided).await;
+        let marks: Vec<DoneMark> = (replies.answers.into_iter())
+            .filter_map(|answer| answer?.ok()?)
+            .collect();
+        let on = |id: &str| marks.iter().filter(|m| m.id == id).count();
+        let best = (marks.iter()).max_by_key(|m| (on(&m.id), m.finished_ms))?;
+        Some((best.clone(), on(&best.id)))
+    }
+
+    /// `release --force --done`: deletes the done mark beside `key` on
+    /// every server, so that the job can run again; the lock is left
+    /// alone. On how many servers there was one, once a majority answered.
+    pub async fn clear_done(&self, key: &LockKey) -> Result<usize, LockError> {
+        let mark = mark_key(key);
+        let request = move |mut connection: Connection| async move {
+            connection.query::<u64>(redis::cmd("DEL").arg(&mark)).await
+        };
+        let replies = round(&self.servers, request, |_| Progress::Undecided).await;
+        let answered: Vec<u64> = (replies.answers.iter())
+            .filter_map(|answer| answer.as_ref()?.as_ref().ok().copied())
+            .collect();
+        if answered.len() < self.quorum {
+            return Err(self.no_quorum(key, &replies));
+        }
+        Ok(answered.iter().filter(|&&deleted| deleted > 0).count())
     }
 
     /// The run `acquire --once-per`/`--once` recorded beside `key` for

@@ -87,7 +87,9 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<Piece>) -> Vec<Piece> {
                  use that token"
             ),
         )],
-        Outcome::MarkedDone { .. } | Outcome::Skipped { .. } => once(outcome, stdout),
+        Outcome::MarkedDone { .. } | Outcome::Skipped { .. } | Outcome::ClearedDone { .. } => {
+            once(outcome, stdout)
+        }
         Outcome::Generated => Vec::new(),
         Outcome::Doctor(_) => vec![stdout],
     };
@@ -383,9 +385,25 @@ fn once(outcome: &Outcome, stdout: Option<Piece>) -> Vec<Option<Piece>> {
         Outcome::Skipped { key, mark, .. } => {
             Piece::Stderr(Level::Expected, words::skipped(key, mark))
         }
+        Outcome::ClearedDone {
+            key,
+            cleared_on,
+            servers,
+        } => Piece::Stderr(Level::Expected, cleared(key, *cleared_on, *servers)),
         _ => return vec![stdout],
     };
     vec![Some(said), stdout]
+}
+
+/// `release --force --done`: whether there was a mark to clear.
+fn cleared(key: &LockKey, on: usize, servers: usize) -> String {
+    match on {
+        0 => format!("{key} had no done mark; nothing was deleted"),
+        on => format!(
+            "deleted the done mark of {key} from {on} of {}: the job can run again",
+            count_servers(servers)
+        ),
+    }
 }
 
 /// `--once-per`, `--once`: the done mark written, under `-v`.

@@ -849,11 +849,28 @@ pub fn slots(semaphore: &Semaphore, held: usize, free: usize) -> String {
 
 /// `--once-per`, `--once`: who did the run this caller skips, when and
 /// how it ended.
-pub fn skipped(key: &LockKey, mark: &DoneMark) -> String {
+/// What a done mark says: which run, who did it, when, and its status.
+pub fn done_mark(mark: &DoneMark) -> String {
     let what = match mark.id.strip_prefix("key:") {
         Some(once) => format!("for --once {}", escape_and_cut(once.as_bytes(), 200)),
-        None => "this period".into(),
+        None => match crate::lock::OnceRun::from_id(&mark.id, std::time::Duration::ZERO) {
+            Some(run) => format!(
+                "the period ending {}",
+                run.ends_at_ms.map(utc).unwrap_or_default()
+            ),
+            None => escape_and_cut(mark.id.as_bytes(), 200),
+        },
     };
+    format!("{what}{}", done_by(mark))
+}
+
+/// Who did a run once, when, and how it ended.
+fn done_by(mark: &DoneMark) -> String {
+    format!("{}, exit status {}", who_when(mark), mark.status)
+}
+
+/// Who did a run once, and when.
+fn who_when(mark: &DoneMark) -> String {
     let who = match &mark.holder {
         Some(holder) => format!(
             " by {} (pid {})",
@@ -866,8 +883,17 @@ pub fn skipped(key: &LockKey, mark: &DoneMark) -> String {
         .finished_ms
         .map(|ms| format!(" at {}", utc(ms)))
         .unwrap_or_default();
+    format!("{who}{when}")
+}
+
+pub fn skipped(key: &LockKey, mark: &DoneMark) -> String {
+    let what = match mark.id.strip_prefix("key:") {
+        Some(once) => format!("for --once {}", escape_and_cut(once.as_bytes(), 200)),
+        None => "this period".into(),
+    };
     format!(
-        "skipped: {key} was done {what}{who}{when} (exit status {}); not run",
+        "skipped: {key} was done {what}{} (exit status {}); not run",
+        who_when(mark),
         mark.status
     )
 }

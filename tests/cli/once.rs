@@ -421,3 +421,55 @@ fn the_script_recipe_of_done_runs_the_job_once() {
     assert_eq!(runs(&ran), ["x", "x"]);
     assert_eq!(cluster.get_all(b"nightly"), vec![None, None, None]);
 }
+
+/// `status` shows the mark (which run, who, when, the status, on how many
+/// servers); `release --force --done` deletes it, and the job runs again.
+#[test]
+fn status_shows_the_mark_and_release_force_done_clears_it() {
+    let cluster = Cluster::start(3);
+    let dir = temp_dir("once");
+    let ran = dir.path().join("runs");
+    let (per, offset) = hourly(&cluster);
+    let fire = || {
+        let mut cmd = host(&cluster, "");
+        cmd.args(["--once-per", &per, "nightly", "--", "sh"])
+            .args(job(&ran, "x", 0, 0));
+        run(&mut cmd)
+    };
+    fire().assert_code(0, "the first run");
+    let status = run(redlock_at(&cluster).args(["status", "nightly"]));
+    status.assert_code(1, "free");
+    assert!(
+        status.stdout.contains("\n  done:    the period ending ")
+            && status.stdout.contains(" UTC by ")
+            && status
+                .stdout
+                .contains(", exit status 0 (on 3 of 3 servers)"),
+        "{}",
+        status.stdout
+    );
+    let json = run(redlock_at(&cluster).args(["status", "--json", "nightly"])).json();
+    assert_eq!(json["done"]["id"], period_id(&cluster, offset, 0), "{json}");
+    assert_eq!(json["done"]["on"], 3, "{json}");
+    assert_eq!(json["done"]["status"], 0, "{json}");
+    // Without --force, --done is refused; with it, the mark goes.
+    run(redlock_at(&cluster).args(["release", "--done", "nightly"]))
+        .assert_code(64, "--done needs --force");
+    let cleared = run(redlock_at(&cluster).args(["release", "--force", "--done", "nightly"]));
+    cleared.assert_code(0, "cleared");
+    assert!(
+        cleared
+            .stderr
+            .contains("deleted the done mark of \"nightly\" from 3 of 3 servers"),
+        "{}",
+        cleared.stderr
+    );
+    assert_eq!(cluster.get_all(b"nightly\0done"), vec![None, None, None]);
+    let json = run(redlock_at(&cluster).args(["status", "--json", "nightly"])).json();
+    assert!(json.get("done").is_none(), "{json}");
+    fire().assert_code(0, "runs again");
+    assert_eq!(runs(&ran), ["x", "x"]);
+    let again = run(redlock_at(&cluster).args(["--json", "release", "--force", "--done", "other"]));
+    again.assert_code(0, "nothing to clear");
+    assert_eq!(again.json()["cleared"], false);
+}

@@ -509,6 +509,7 @@ impl Redlock {
             quorum: self.quorum,
             servers,
             restart_guard: (!self.restart_guard.is_zero()).then_some(self.restart_guard),
+            done: None,
         }
     }
 
@@ -773,7 +774,7 @@ impl Redlock {
     }
 
     /// No quorum for a round in which too few servers answered at all.
-    fn no_quorum<T>(&self, key: &LockKey, replies: &Replies<T>) -> LockError {
+    pub(in crate::lock) fn no_quorum<T>(&self, key: &LockKey, replies: &Replies<T>) -> LockError {
         let failures = Failures(replies.unanswered(&self.servers));
         no_quorum(key, (self.len(), self.quorum), None, failures)
     }
