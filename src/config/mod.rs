@@ -727,6 +727,9 @@ fn exec_spec(
     }))
 }
 
+/// The longest `--once KEY`: the holder record keeps the run's id whole.
+const MAX_ONCE_KEY: usize = 256;
+
 /// `--once-per DUR[@HH:MM]` or `--once KEY` (clap keeps them apart).
 fn once(args: cli::OnceArgs) -> Result<Option<Once>, Error> {
     if let Some((period, offset)) = args.once_per {
@@ -738,10 +741,11 @@ fn once(args: cli::OnceArgs) -> Result<Option<Once>, Error> {
     let key = key
         .to_str()
         .ok_or_else(|| Error::Usage("the KEY of --once must be text (UTF-8)".into()))?;
-    if key.is_empty() || key.contains('\0') {
-        return Err(Error::Usage(
-            "the KEY of --once must be a non-empty word without NUL".into(),
-        ));
+    if key.is_empty() || key.contains('\0') || key.len() > MAX_ONCE_KEY {
+        return Err(Error::Usage(format!(
+            "the KEY of --once must be a non-empty word without NUL, of at most {MAX_ONCE_KEY} \
+             bytes"
+        )));
     }
     Ok(Some(Once::Key(key.to_owned())))
 }

@@ -382,9 +382,10 @@ fn once(outcome: &Outcome, stdout: Option<Piece>) -> Vec<Option<Piece>> {
             Level::Verbose,
             marked_done(key, marked.on.len(), marked.total),
         ),
-        Outcome::Skipped { key, mark, .. } => {
-            Piece::Stderr(Level::Expected, words::skipped(key, mark))
-        }
+        Outcome::Skipped { key, mark, exit } => Piece::Stderr(
+            Level::Expected,
+            words::skipped(key, mark, *exit == crate::exit_code::Exit::Success),
+        ),
         Outcome::ClearedDone {
             key,
             cleared_on,

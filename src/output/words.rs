@@ -274,7 +274,7 @@ pub fn lock_error(error: &LockError) -> String {
             list(failures)
         ),
         LockError::Refused { key, .. } => format!("lock {key}: {}", refused(error)),
-        LockError::Done { key, mark, .. } => skipped(key, mark),
+        LockError::Done { key, mark, .. } => skipped(key, mark, false),
         LockError::TooSlow { .. } => format!(
             "{}; use a longer --ttl or faster servers",
             too_slow(error, Form::Failure)
@@ -886,15 +886,18 @@ fn who_when(mark: &DoneMark) -> String {
     format!("{who}{when}")
 }
 
-pub fn skipped(key: &LockKey, mark: &DoneMark) -> String {
+/// `exec` (`ran`: its command is not run) or `acquire` (nothing taken)
+/// skips a run once done already.
+pub fn skipped(key: &LockKey, mark: &DoneMark, ran: bool) -> String {
     let what = match mark.id.strip_prefix("key:") {
         Some(once) => format!("for --once {}", escape_and_cut(once.as_bytes(), 200)),
         None => "this period".into(),
     };
     format!(
-        "skipped: {key} was done {what}{} (exit status {}); not run",
+        "skipped: {key} was done {what}{} (exit status {}); {}",
         who_when(mark),
-        mark.status
+        mark.status,
+        if ran { "not run" } else { "nothing taken" }
     )
 }
 
