@@ -391,12 +391,12 @@ pub struct NameArg {
 #[derive(Debug, Args)]
 pub struct OnceArgs {
     /// Run at most once per period of DUR across every host: a run that
-    /// succeeded (exit 0) marks the period done on the servers, and any later
-    /// run in it skips with a line naming the host, pid, time and status, and
-    /// exits 0. Periods are counted on the servers' clock from the Unix epoch
-    /// in UTC (1d runs from 00:00 UTC); @HH:MM shifts them (1d@02:00). A run
-    /// that fails, is killed or loses the lock marks nothing. Not with --limit
-    /// or --shared.
+    /// succeeded marks the period done on the servers (exec: its command exited
+    /// 0; acquire: `redlock done`), and any later run in it skips with a line
+    /// naming the host, pid, time and status (exec exits 0, acquire 80).
+    /// Periods are counted on the servers' clock from the Unix epoch in UTC (1d
+    /// runs from 00:00 UTC); @HH:MM shifts them (1d@02:00). A run that fails, is
+    /// killed or loses the lock marks nothing. Not with --limit or --shared.
     #[arg(
         long = "once-per",
         value_name = "DUR[@HH:MM]",
