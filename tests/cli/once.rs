@@ -475,3 +475,29 @@ fn status_shows_the_mark_and_release_force_done_clears_it() {
     again.assert_code(0, "nothing to clear");
     assert_eq!(again.json()["cleared"], false);
 }
+
+/// A run whose lock is lost (broken with `release --force`) is stopped and
+/// marks nothing, whatever its command would have said: the next runs it.
+#[test]
+fn a_run_that_loses_its_lock_marks_nothing() {
+    let cluster = Cluster::start(3);
+    let dir = temp_dir("once");
+    let ran = dir.path().join("runs");
+    let (per, _) = hourly(&cluster);
+    let mut first = host(&cluster, "");
+    first
+        .args(["--once-per", &per, "--ttl", "3s", "nightly", "--", "sh"])
+        .args(job(&ran, "a", 30, 0));
+    let first = spawn(&mut first);
+    assert!(wait_until(Duration::from_secs(10), || runs(&ran).len() == 1));
+    run(redlock_at(&cluster).args(["release", "--force", "nightly"])).assert_code(0, "broken");
+    first
+        .finish(Duration::from_secs(30))
+        .assert_code(79, "the lock was lost");
+    assert_eq!(cluster.get_all(b"nightly\0done"), vec![None, None, None]);
+    let mut next = host(&cluster, "");
+    next.args(["--once-per", &per, "nightly", "--", "sh"])
+        .args(job(&ran, "b", 0, 0));
+    run(&mut next).assert_code(0, "the next runs it");
+    assert_eq!(runs(&ran), ["a", "b"]);
+}
