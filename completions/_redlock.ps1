@@ -40,6 +40,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('acquire', 'acquire', [CompletionResultType]::ParameterValue, 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given')
             [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'Release the lock, if TOKEN still holds it; with --force, whoever holds it')
+            [CompletionResult]::new('done', 'done', [CompletionResultType]::ParameterValue, 'Mark the run of acquire --once-per or --once done, while TOKEN still holds the lock: any later run in its period (or for its key) is done already (acquire exits 80, exec skips). Release the lock afterwards')
             [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Push the lock''s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the locks on the servers (under --prefix) with their holders, as a majority sees them')
@@ -57,6 +58,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"')
             [CompletionResult]::new('--message', '--message', [CompletionResultType]::ParameterName, 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"')
             [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot''s TTL has passed')
+            [CompletionResult]::new('--once-per', '--once-per', [CompletionResultType]::ParameterName, 'Run at most once per period of DUR across every host: a run that succeeded marks the period done on the servers (exec: its command exited 0; acquire: `redlock done`), and any later run in it skips with a line naming the host, pid, time and status (exec exits 0, acquire 80). Periods are counted on the servers'' clock from the Unix epoch in UTC (1d runs from 00:00 UTC); @HH:MM shifts them (1d@02:00). A run that fails, is killed or loses the lock marks nothing. Not with --limit or --shared')
+            [CompletionResult]::new('--once', '--once', [CompletionResultType]::ParameterName, 'Run at most once for KEY (a release, a pipeline id) across every host, as --once-per does for a period; the mark is kept 30 days, and a run with another KEY replaces it. Not with --limit or --shared')
             [CompletionResult]::new('--while', '--while', [CompletionResultType]::ParameterName, 'Keep the lock while process PID lives: `tok=$(redlock acquire --while $$ NAME)` in a script. A keeper process extends the lock every third of --ttl, releases it once PID and what it left in its process group have exited, and stops quietly when `redlock release NAME "$tok"` runs on this host; if the lock is lost, PID gets --while-signal')
             [CompletionResult]::new('--while-signal', '--while-signal', [CompletionResultType]::ParameterName, 'With --while: the signal sent to PID, and to its process group if it leads one, when the lock is lost, e.g. TERM, INT or USR1; none sends nothing')
             [CompletionResult]::new('--serial', '--serial', [CompletionResultType]::ParameterName, 'With --supersede: "newer" is this number instead of the order of arrival, e.g. GitHub''s run_number or GitLab''s CI_PIPELINE_IID, so that a re-run of an old pipeline arriving last is itself superseded at once')
@@ -75,8 +78,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--shared', '--shared', [CompletionResultType]::ParameterName, 'Take the lock shared, as flock''s shared mode: any number of --shared holders at once, but never beside an exclusive one. A waiting exclusive holder keeps new shared ones out. There is no short form (the one flock uses names a server here). Not with --limit or --fence')
             [CompletionResult]::new('--supersede', '--supersede', [CompletionResultType]::ParameterName, 'Among waiters of NAME that all pass --supersede, a newer one replaces the older ones, as a CI concurrency group keeps one pending run: they leave the line at once and exit 81 (cancelled, not failed), naming who superseded them. A holder is never superseded, and waiters without it neither supersede nor are superseded. Not with --limit or --shared')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the token and the lock''s validity as one JSON object')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No message when the lock is busy; the exit status tells')
-            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No message when the lock is busy; the exit status tells')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No message when the lock is busy or done; the exit status tells')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No message when the lock is busy or done; the exit status tells')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Describe each step on stderr: servers, timings, validity')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Describe each step on stderr: servers, timings, validity')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -98,7 +101,29 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Prepended to the lock names to form the Redis keys')
             [CompletionResult]::new('--hex', '--hex', [CompletionResultType]::ParameterName, 'NAME is the name''s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Delete the lock whoever holds it, without a token: for a stale lock whose holder is known to be dead, never to hurry a live one')
+            [CompletionResult]::new('--done', '--done', [CompletionResultType]::ParameterName, 'With --force: delete the done mark of --once-per or --once beside the lock, so that the job can run again in this period (or for this key); the lock itself is left alone')
             [CompletionResult]::new('--any-key', '--any-key', [CompletionResultType]::ParameterName, 'With --force: break a string key that does not look like a lock too (one without expiry, with a value longer than any token, or neither a redlock token nor beside a holder record: a lock another Redlock client took, say)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the result as one JSON object')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No message when TOKEN does not hold the lock; the exit status tells')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No message when TOKEN does not hold the lock; the exit status tells')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Describe each step on stderr: servers, timings, validity')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Describe each step on stderr: servers, timings, validity')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'redlock;done' {
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'A Redis master, e.g. redis://host:6379; repeat it for N masters')
+            [CompletionResult]::new('--server', '--server', [CompletionResultType]::ParameterName, 'A Redis master, e.g. redis://host:6379; repeat it for N masters')
+            [CompletionResult]::new('--servers-file', '--servers-file', [CompletionResultType]::ParameterName, 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS')
+            [CompletionResult]::new('--config-file', '--config-file', [CompletionResultType]::ParameterName, 'A file of settings: restart-guard, server-timeout, prefix, name-key')
+            [CompletionResult]::new('--server-timeout', '--server-timeout', [CompletionResultType]::ParameterName, 'Bound on each connect and reply [default: 250ms]')
+            [CompletionResult]::new('--restart-guard', '--restart-guard', [CompletionResultType]::ParameterName, 'Skip servers restarted less than DUR ago [default: 30s]')
+            [CompletionResult]::new('--tls-ca-cert', '--tls-ca-cert', [CompletionResultType]::ParameterName, 'The CA certificate (PEM) of rediss:// servers')
+            [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Prepended to the lock names to form the Redis keys')
+            [CompletionResult]::new('--hex', '--hex', [CompletionResultType]::ParameterName, 'NAME is the name''s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the result as one JSON object')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No message when TOKEN does not hold the lock; the exit status tells')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No message when TOKEN does not hold the lock; the exit status tells')
@@ -208,6 +233,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"')
             [CompletionResult]::new('--message', '--message', [CompletionResultType]::ParameterName, 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"')
             [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot''s TTL has passed')
+            [CompletionResult]::new('--once-per', '--once-per', [CompletionResultType]::ParameterName, 'Run at most once per period of DUR across every host: a run that succeeded marks the period done on the servers (exec: its command exited 0; acquire: `redlock done`), and any later run in it skips with a line naming the host, pid, time and status (exec exits 0, acquire 80). Periods are counted on the servers'' clock from the Unix epoch in UTC (1d runs from 00:00 UTC); @HH:MM shifts them (1d@02:00). A run that fails, is killed or loses the lock marks nothing. Not with --limit or --shared')
+            [CompletionResult]::new('--once', '--once', [CompletionResultType]::ParameterName, 'Run at most once for KEY (a release, a pipeline id) across every host, as --once-per does for a period; the mark is kept 30 days, and a run with another KEY replaces it. Not with --limit or --shared')
             [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse')
             [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'After the stop signal, wait this long before SIGKILL; capped at a third of --ttl so that the kill always lands before the lock can lapse')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Stop the command (the stop signal, then SIGKILL after --kill-after) and release the lock if it still runs this long after it started, counting what it leaves behind; exec then exits 124, as timeout(1) does')
@@ -232,8 +259,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--shared', '--shared', [CompletionResultType]::ParameterName, 'Take the lock shared, as flock''s shared mode: any number of --shared holders at once, but never beside an exclusive one. A waiting exclusive holder keeps new shared ones out. There is no short form (the one flock uses names a server here). Not with --limit or --fence')
             [CompletionResult]::new('--supersede', '--supersede', [CompletionResultType]::ParameterName, 'Among waiters of NAME that all pass --supersede, a newer one replaces the older ones, as a CI concurrency group keeps one pending run: they leave the line at once and exit 81 (cancelled, not failed), naming who superseded them. A holder is never superseded, and waiters without it neither supersede nor are superseded. Not with --limit or --shared')
             [CompletionResult]::new('--cancel-in-progress', '--cancel-in-progress', [CompletionResultType]::ParameterName, '--supersede, and also stop a running holder of NAME that passed --cancel-in-progress and is older: its command gets the stop signal (then SIGKILL after --kill-after), and it exits 81 (cancelled). This run takes the lock only once that holder has released it. A holder without the flag is never stopped')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No message when the lock is busy; the exit status tells')
-            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No message when the lock is busy; the exit status tells')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No message when the lock is busy or done; the exit status tells')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No message when the lock is busy or done; the exit status tells')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Describe each step on stderr: servers, timings, validity')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Describe each step on stderr: servers, timings, validity')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -245,6 +272,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         'redlock;help' {
             [CompletionResult]::new('acquire', 'acquire', [CompletionResultType]::ParameterValue, 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given')
             [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'Release the lock, if TOKEN still holds it; with --force, whoever holds it')
+            [CompletionResult]::new('done', 'done', [CompletionResultType]::ParameterValue, 'Mark the run of acquire --once-per or --once done, while TOKEN still holds the lock: any later run in its period (or for its key) is done already (acquire exits 80, exec skips). Release the lock afterwards')
             [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Push the lock''s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the locks on the servers (under --prefix) with their holders, as a majority sees them')
@@ -257,6 +285,9 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;help;release' {
+            break
+        }
+        'redlock;help;done' {
             break
         }
         'redlock;help;extend' {

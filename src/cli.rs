@@ -74,6 +74,14 @@ const EXAMPLES: &[(&str, &[Example])] = &[
                 lines: &["redlock --prefix app: list --json 'deploy-*' | jq '.locks[].holder'"],
             },
     ]),
+    ("done", &[Example {
+            what: "A script's job once a day: 80 means done already; mark it done, then release",
+            lines: &[
+                "tok=$(redlock acquire --once-per 1d nightly) || exit $(( $? == 80 ? 0 : $? ))",
+                "./backup.sh || { redlock release nightly \"$tok\"; exit 1; }",
+                "redlock done nightly \"$tok\"; redlock release nightly \"$tok\"",
+            ],
+    }]),
     ("extend", &[Example {
             what: "Keep a long job's lock for 30 more seconds (every 10s, say); 79 means it was lost",
             lines: &["redlock extend --ttl 30s nightly-report \"$tok\" || exit"],
@@ -316,6 +324,12 @@ pub enum Command {
     #[command(after_help = examples_help("release"))]
     Release(ReleaseArgs),
 
+    /// Mark the run of acquire --once-per or --once done, while TOKEN still holds the
+    /// lock: any later run in its period (or for its key) is done already (acquire
+    /// exits 80, exec skips). Release the lock afterwards.
+    #[command(after_help = examples_help("done"))]
+    Done(DoneArgs),
+
     /// Push the lock's expiry out to --ttl from now, if TOKEN still holds it. A lock
     /// that already expired is never re-created.
     #[command(after_help = examples_help("extend"))]
@@ -370,6 +384,63 @@ pub struct NameArg {
     /// that is not UTF-8.
     #[arg(long)]
     pub hex: bool,
+}
+
+/// `--once-per DUR[@HH:MM]` or `--once KEY`: a run at most once per period
+/// or key, across every host.
+#[derive(Debug, Args)]
+pub struct OnceArgs {
+    /// Run at most once per period of DUR across every host: a run that
+    /// succeeded marks the period done on the servers (exec: its command exited
+    /// 0; acquire: `redlock done`), and any later run in it skips with a line
+    /// naming the host, pid, time and status (exec exits 0, acquire 80).
+    /// Periods are counted on the servers' clock from the Unix epoch in UTC (1d
+    /// runs from 00:00 UTC); @HH:MM shifts them (1d@02:00). A run that fails, is
+    /// killed or loses the lock marks nothing. Not with --limit or --shared.
+    #[arg(
+        long = "once-per",
+        value_name = "DUR[@HH:MM]",
+        value_parser = parse_period,
+        conflicts_with_all = ["once", "limit", "shared"]
+    )]
+    pub once_per: Option<(Duration, Duration)>,
+
+    /// Run at most once for KEY (a release, a pipeline id) across every host,
+    /// as --once-per does for a period; the mark is kept 30 days, and a run with
+    /// another KEY replaces it. Not with --limit or --shared.
+    #[arg(long = "once", value_name = "KEY", conflicts_with_all = ["limit", "shared"])]
+    pub once: Option<OsString>,
+}
+
+/// A period for `--once-per`: a duration of at least a second, and an
+/// optional `@HH:MM` (UTC) that its periods start at, within one period.
+fn parse_period(text: &str) -> Result<(Duration, Duration), String> {
+    let (period, at) = match text.split_once('@') {
+        Some((period, at)) => (period, Some(at)),
+        None => (text, None),
+    };
+    let period = duration::parse(period)?;
+    if period < Duration::from_secs(1) {
+        return Err(format!("'{text}' is shorter than a second"));
+    }
+    let offset = match at {
+        None => Duration::ZERO,
+        Some(at) => {
+            let bad = || format!("'{at}' is not a time of day like 02:00 (HH:MM, UTC)");
+            let (h, m) = at.split_once(':').ok_or_else(bad)?;
+            let (h, m): (u64, u64) = (h.parse().map_err(|_| bad())?, m.parse().map_err(|_| bad())?);
+            if h > 23 || m > 59 {
+                return Err(bad());
+            }
+            Duration::from_secs(h * 3600 + m * 60)
+        }
+    };
+    if offset >= period {
+        return Err(format!(
+            "'{text}': the start is not within one period (the shift must be shorter than it)"
+        ));
+    }
+    Ok((period, offset))
 }
 
 /// `--limit K`: the lock is a counting semaphore of K slots.
@@ -453,6 +524,9 @@ pub struct AcquireArgs {
 
     #[command(flatten)]
     pub limit: LimitArg,
+
+    #[command(flatten)]
+    pub once: OnceArgs,
     /// Also hand out a fencing token: a number that increases strictly from each holder of
     /// NAME to the next, for storage to reject writes carrying a lower one. Printed after the
     /// token on the same line, `TOKEN FENCE` (`read -r tok fence`), or as "fence" with --json.
@@ -562,6 +636,12 @@ pub struct ReleaseArgs {
     #[arg(long, value_name = "TOKEN", requires = "force")]
     pub if_token: Option<String>,
 
+    /// With --force: delete the done mark of --once-per or --once beside the lock,
+    /// so that the job can run again in this period (or for this key); the lock
+    /// itself is left alone.
+    #[arg(long, requires = "force", conflicts_with_all = ["if_token", "any_key", "limit"])]
+    pub done: bool,
+
     /// With --force: break a string key that does not look like a lock too (one without
     /// expiry, with a value longer than any token, or neither a redlock token nor
     /// beside a holder record: a lock another Redlock client took, say).
@@ -615,6 +695,12 @@ pub struct DoctorArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct DoneArgs {
+    #[command(flatten)]
+    pub lock: TokenArgs,
+}
+
+#[derive(Debug, Args)]
 pub struct ExtendArgs {
     #[command(flatten)]
     pub lock: TokenArgs,
@@ -649,6 +735,9 @@ pub struct ExecArgs {
 
     #[command(flatten)]
     pub limit: LimitArg,
+
+    #[command(flatten)]
+    pub once: OnceArgs,
 
     /// After the stop signal, wait this long before SIGKILL; capped at a third of
     /// --ttl so that the kill always lands before the lock can lapse.

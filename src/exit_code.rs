@@ -39,6 +39,9 @@ pub enum Exit {
     Config,
     /// 79: `release`/`extend` found that the token no longer holds a majority.
     Lost,
+    /// 80: `acquire --once-per`/`--once`: done already this period (or for
+    /// this key); nothing was taken.
+    Done,
     /// 81: cancelled, not failed: `--supersede`: a newer waiter replaced
     /// this one while it waited; `exec --cancel-in-progress`: a newer
     /// waiter stopped this run's command.
@@ -72,17 +75,19 @@ pub struct Row {
 
 /// Every visible command; a test checks that it is the clap definition's list.
 pub const EVERY: &[&str] = &[
-    "acquire", "release", "extend", "status", "list", "exec", "doctor",
+    "acquire", "release", "done", "extend", "status", "list", "exec", "doctor",
 ];
 
 /// Every fixed exit status, in ascending order. `128+N` and the command's own
 /// status under `exec` are described where they apply.
-pub const TABLE: [Row; 11] = [
+pub const TABLE: [Row; 12] = [
     Row {
         exit: Exit::Success,
         name: "success",
         help: "success (status: the lock is held; doctor: ready, nothing unsafe)",
-        commands: &["acquire", "release", "extend", "status", "list", "doctor"],
+        commands: &[
+            "acquire", "release", "done", "extend", "status", "list", "doctor",
+        ],
     },
     Row {
         exit: Exit::Free,
@@ -131,7 +136,14 @@ pub const TABLE: [Row; 11] = [
         exit: Exit::Lost,
         name: "lost / not held",
         help: "lost / not held: the token no longer holds a majority",
-        commands: &["release", "extend", "exec"],
+        commands: &["release", "done", "extend", "exec"],
+    },
+    Row {
+        exit: Exit::Done,
+        name: "done already",
+        help:
+            "done already: acquire --once-per/--once: the period (or key) was done; nothing taken",
+        commands: &["acquire"],
     },
     Row {
         exit: Exit::Cancelled,
@@ -187,6 +199,7 @@ impl Exit {
             Exit::Busy => 75,
             Exit::Config => 78,
             Exit::Lost => 79,
+            Exit::Done => 80,
             Exit::Cancelled => 81,
             Exit::TimedOut => 124,
             Exit::Signal(signal) => u8::try_from(128 + signal.clamp(0, 127)).unwrap_or(u8::MAX),
@@ -197,7 +210,10 @@ impl Exit {
     /// Whether this is an outcome a script expects and `-q` silences, rather
     /// than an error someone has to look at.
     pub fn is_expected_outcome(self) -> bool {
-        matches!(self, Exit::Free | Exit::Busy | Exit::Lost | Exit::Cancelled)
+        matches!(
+            self,
+            Exit::Free | Exit::Busy | Exit::Lost | Exit::Done | Exit::Cancelled
+        )
     }
 }
 
@@ -214,7 +230,7 @@ mod tests {
     /// Every fixed status. The match in `is_fixed` is exhaustive on purpose:
     /// a new variant does not compile until it is sorted there, and a fixed
     /// one then belongs here, where the test below demands its row.
-    const FIXED: [Exit; 11] = [
+    const FIXED: [Exit; 12] = [
         Exit::Success,
         Exit::Free,
         Exit::Degraded,
@@ -224,6 +240,7 @@ mod tests {
         Exit::Busy,
         Exit::Config,
         Exit::Lost,
+        Exit::Done,
         Exit::Cancelled,
         Exit::TimedOut,
     ];
@@ -239,6 +256,7 @@ mod tests {
             | Exit::Busy
             | Exit::Config
             | Exit::Lost
+            | Exit::Done
             | Exit::Cancelled
             | Exit::TimedOut => true,
             Exit::Signal(_) | Exit::Code(_) => false,
@@ -269,7 +287,7 @@ mod tests {
 
     #[test]
     fn codes_are_the_documented_numbers() {
-        let expected = [0, 1, 2, 64, 69, 70, 75, 78, 79, 81, 124];
+        let expected = [0, 1, 2, 64, 69, 70, 75, 78, 79, 80, 81, 124];
         let codes: Vec<u8> = TABLE.iter().map(|row| row.exit.code()).collect();
         assert_eq!(codes, expected);
         assert_eq!(Exit::Signal(2).code(), 130);

@@ -14,8 +14,8 @@ use nix::sys::signal::Signal;
 use crate::error::Error;
 use crate::exit_code::Exit;
 use crate::lock::{
-    Broken, Forced, Inspection, Lease, Listing, LockError, LockKey, Released, Semaphore, Tried,
-    Verdict,
+    Broken, DoneMark, Forced, Inspection, Lease, Listing, LockError, LockKey, Marked, Released,
+    Semaphore, Tried, Verdict,
 };
 use crate::repeats::Failing;
 use crate::signals::QUIET_DEATHS;
@@ -48,6 +48,20 @@ pub enum Outcome {
         lease: Lease,
         servers: usize,
     },
+    /// `release --force --done`: the done mark was on `cleared_on` servers
+    /// of `servers`, and is gone from each that answered (a majority).
+    ClearedDone {
+        key: LockKey,
+        cleared_on: usize,
+        servers: usize,
+    },
+    /// `done`: the run's mark is on a majority.
+    MarkedDone {
+        key: LockKey,
+        /// The run's id (`per:PERIOD_MS:OFFSET_MS:N` or `key:KEY`).
+        id: String,
+        marked: Marked,
+    },
     Status {
         inspection: Inspection,
         verdict: Verdict,
@@ -59,6 +73,15 @@ pub enum Outcome {
     Forced(Box<Forcing>),
     /// `exec`: how the command went under the lock.
     Ran(Ran),
+    /// `--once-per`, `--once`: a server's done mark says this period (or
+    /// key) was done already; nothing was taken, nothing run.
+    Skipped {
+        key: LockKey,
+        mark: Box<DoneMark>,
+        /// 0 for `exec` (the cron idiom), 80 for `acquire` (a script tells
+        /// "done already" from "do it" by the status alone).
+        exit: Exit,
+    },
     /// A signal ended the wait for `key`; whatever was taken was released.
     Interrupted {
         key: LockKey,
@@ -239,7 +262,10 @@ impl Outcome {
             Outcome::Acquired { .. }
             | Outcome::Released { .. }
             | Outcome::Extended { .. }
+            | Outcome::MarkedDone { .. }
+            | Outcome::ClearedDone { .. }
             | Outcome::Generated => Exit::Success,
+            Outcome::Skipped { exit, .. } => *exit,
             Outcome::BusyAs { code, .. } => Exit::Code(*code),
             Outcome::Status {
                 inspection,
@@ -331,6 +357,9 @@ pub fn lock_exit(error: &LockError) -> Exit {
         LockError::NotHeld { .. } => Exit::Lost,
         LockError::Refused { .. } => Exit::Config,
         LockError::Superseded { .. } => Exit::Cancelled,
+        // Done already (`--once-per`): an Outcome::Skipped is made of it
+        // before any error is (exit 0 for `exec`, 80 for `acquire`).
+        LockError::Done { .. } => Exit::Done,
     }
 }
 

@@ -229,12 +229,12 @@ const TEXTS: &[Text] = &[
     row(
         "quiet",
         Some(&["acquire", "exec"]),
-        "No message when the lock is busy; the exit status tells",
+        "No message when the lock is busy or done; the exit status tells",
         Full::Line,
     ),
     row(
         "quiet",
-        Some(&["release", "extend"]),
+        Some(&["release", "extend", "done"]),
         "No message when TOKEN does not hold the lock; the exit status tells",
         Full::Line,
     ),

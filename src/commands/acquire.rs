@@ -79,10 +79,11 @@ fn record(job: &AcquireJob, keeper: Option<&Keeper>) -> Holder {
 /// its exit ends the wait.
 async fn take(
     redlock: &Redlock,
-    (job, request): (AcquireJob, Take),
+    (job, mut request): (AcquireJob, Take),
     watched: Option<&Watched>,
     events: Events,
 ) -> Result<Outcome, Error> {
+    super::support::once::once_run(redlock, job.once.as_ref(), &mut request).await;
     let mut interrupts = Listener::new(&INTERRUPTS)?;
     let (kept_already, mut kept) = watch::channel(None);
     let ended = async {
@@ -124,6 +125,12 @@ async fn take(
                 code: job.conflict_exit,
             })
         }
+        // `--once-per`, `--once`: done already; nothing was taken.
+        Ok(Err(LockError::Done { key, mark, .. })) => Ok(Outcome::Skipped {
+            key,
+            mark,
+            exit: Exit::Done,
+        }),
         Ok(Err(error)) => {
             let tried = tried(&error);
             Err(Error::lock(error, tried))

@@ -13,8 +13,8 @@ pub(super) mod handoff;
 pub(super) mod orphan;
 
 use super::ctx::Ctx;
-use super::support::holder;
 use super::support::waiting::acquire_showing_progress;
+use super::support::{holder, once};
 use crate::clock::BootInstant;
 use crate::config::{ExecSpec, NameSource};
 use crate::error::Error;
@@ -70,7 +70,7 @@ fn fork_watchdog(spec: &ExecSpec, redlock: &Redlock, timeout: Duration) -> Resul
 
 async fn exec(
     redlock: &Redlock,
-    (spec, request): (ExecSpec, Take),
+    (spec, mut request): (ExecSpec, Take),
     handoff: &Handoff,
     mut watchdog: Watchdog,
     events: Events,
@@ -90,6 +90,7 @@ async fn exec(
     // the command instead of being lost.
     let mut signals = Listener::new(&supervise::FORWARDED)?;
     let started = BootInstant::now();
+    once::once_run(redlock, spec.once.as_ref(), &mut request).await;
     let lease = match take(redlock, (&spec, &request), &mut signals, events).await {
         Ok(lease) => lease,
         Err(not_taken) => return not_taken,
@@ -115,6 +116,7 @@ async fn exec(
     .await?;
     // The lock held: `spec.key`, or with `--limit` the slot taken.
     let end = with_breaker(redlock, &lease.key, end).await;
+    mark_done(redlock, &request, &lease, &end, events).await;
     let lost = match &end {
         RunEnd::Stopped(Stop::TimedOut { .. } | Stop::Cancelled { .. }) => false,
         RunEnd::Stopped(_) | RunEnd::Refused(_) => true,
@@ -141,6 +143,38 @@ async fn exec(
         end,
         release_failed,
     }))
+}
+
+/// `--once-per`, `--once`: after a command that exited 0, and before the
+/// lock is released, the run's done mark goes where the lock still holds
+/// its token. A mark that reaches no majority does not count: said, and
+/// the command's status stands. A run that failed, was stopped or lost
+/// the lock marks nothing.
+async fn mark_done(redlock: &Redlock, request: &Take, lease: &Lease, end: &RunEnd, events: Events) {
+    let Some(run) = &request.once else {
+        return;
+    };
+    let RunEnd::Exited { status, .. } = end else {
+        return;
+    };
+    if !status.success() {
+        return;
+    }
+    let marked = redlock
+        .mark_done(
+            (&lease.key, &lease.token),
+            run,
+            (0, request.record.as_ref()),
+        )
+        .await;
+    match marked {
+        Ok(marked) => events.say(Event::MarkedDone {
+            key: &lease.key,
+            on: marked.on.len(),
+            total: marked.total,
+        }),
+        Err(error) => events.say(Event::NotMarkedDone(&error)),
+    }
 }
 
 /// A lock lost because someone broke it with `release --force` says who:
@@ -191,6 +225,12 @@ async fn take(
             let code = spec.conflict_exit;
             Err(Ok(Outcome::BusyAs { error, tried, code }))
         }
+        // `--once-per`, `--once`: done already; nothing was taken.
+        Ok(Err(LockError::Done { key, mark, .. })) => Err(Ok(Outcome::Skipped {
+            key,
+            mark,
+            exit: crate::exit_code::Exit::Success,
+        })),
         Ok(Err(error)) => {
             let tried = tried(&error);
             Err(Err(Error::lock(error, tried)))

@@ -11,6 +11,7 @@
 mod acquire;
 mod ctx;
 mod doctor;
+mod done;
 mod exec;
 mod extend;
 pub mod generate;
@@ -114,10 +115,12 @@ fn run(mut ctx: Ctx<'_>, job: LockJob) -> Ending {
         LockJob::Acquire(job) => acquire::run(&ctx, job),
         LockJob::Release(job) => release::run(&ctx, job),
         LockJob::ForceRelease(job) => release::force(&ctx, job),
+        LockJob::ClearDone(key) => release::clear_done(&ctx, key),
         LockJob::Extend(job) => extend::run(&ctx, job),
+        LockJob::Done(job) => done::run(&ctx, job),
         LockJob::Status(job) => status::run(&ctx, job),
         LockJob::List(job) => list::run(&ctx, job),
-        LockJob::Exec(spec) => exec::run(&ctx, spec),
+        LockJob::Exec(spec) => exec::run(&ctx, *spec),
         LockJob::Doctor(job) => doctor::run(&ctx, job),
     };
     match &result {

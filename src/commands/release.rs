@@ -65,3 +65,14 @@ fn stand_down(key: &LockKey, token: &Token) -> Result<(), Error> {
         }),
     }
 }
+
+/// `release --force --done NAME`: the done mark of a run once goes, on
+/// every server; the lock stays as it is.
+pub fn clear_done(ctx: &Ctx<'_>, key: LockKey) -> Result<Outcome, Error> {
+    let cleared_on = ctx.block_on(ctx.redlock.clear_done(&key))??;
+    Ok(Outcome::ClearedDone {
+        key,
+        cleared_on,
+        servers: ctx.redlock.len(),
+    })
+}

@@ -18,7 +18,8 @@ pub fn run(ctx: &Ctx<'_>, job: StatusJob) -> Result<Outcome, Error> {
 }
 
 async fn status(redlock: &Redlock, key: &LockKey) -> Result<Outcome, Error> {
-    let inspection = redlock.inspect(key).await;
+    let mut inspection = redlock.inspect(key).await;
+    inspection.done = redlock.done_mark(key).await;
     let verdict = inspection.verdict();
     Ok(Outcome::Status {
         inspection,

@@ -14,8 +14,8 @@ use crate::cli::{self, Cli, Command, ExecArgs, GlobalArgs};
 use crate::duration;
 use crate::error::Error;
 use crate::lock::{
-    Breaking, Holder, ListQuery, LockKey, Semaphore, ServerSpec, Supersede, Take, Target, Token,
-    Wait,
+    Breaking, Holder, ListQuery, LockKey, Once, Semaphore, ServerSpec, Supersede, Take, Target,
+    Token, Wait,
 };
 use crate::supervise::schedule::StopPlan;
 
@@ -91,10 +91,13 @@ pub enum LockJob {
     Release(ReleaseJob),
     /// `release --force`: whoever holds it.
     ForceRelease(ForceJob),
+    /// `release --force --done NAME`: the done mark beside the lock.
+    ClearDone(LockKey),
     Extend(ExtendJob),
+    Done(DoneJob),
     Status(StatusJob),
     List(ListJob),
-    Exec(ExecSpec),
+    Exec(Box<ExecSpec>),
     Doctor(DoctorJob),
 }
 
@@ -122,6 +125,13 @@ pub struct ExtendJob {
     pub ttl: Duration,
     /// `--limit K`: the slot of this semaphore that TOKEN holds.
     pub semaphore: Option<Semaphore>,
+}
+
+/// A validated `redlock done NAME TOKEN`.
+#[derive(Debug)]
+pub struct DoneJob {
+    pub key: LockKey,
+    pub token: Token,
 }
 
 /// A validated `redlock status`.
@@ -173,6 +183,9 @@ pub struct AcquireJob {
     pub shared: bool,
     /// `--supersede [--serial N]`.
     pub supersede: Option<Supersede>,
+    /// `--once-per`, `--once`: take it only if not done this period (or
+    /// for this key).
+    pub once: Option<Once>,
 }
 
 /// `acquire --while PID [--while-signal SIG]`.
@@ -225,6 +238,8 @@ pub struct ExecSpec {
     /// `--cancel-in-progress`: an older holder that passed it too is asked
     /// to stop, and this run may be stopped so by a newer one.
     pub cancel_in_progress: bool,
+    /// `--once-per`, `--once`: run at most once per period or key.
+    pub once: Option<Once>,
 }
 
 impl Config {
@@ -255,7 +270,6 @@ impl Config {
             (None, Some(from_file)) => from_file.value.clone(),
             (None, None) => Vec::new(),
         };
-        let key = |name: &cli::NameArg| named_key(&prefix, name);
         let job = match cli.command {
             Command::Generate(args) => {
                 let (what, dir) = (args.what, args.dir);
@@ -266,11 +280,8 @@ impl Config {
             Command::Acquire(args) => LockJob::Acquire(acquire_job(args, &prefix)?),
             Command::Release(args) => release(args, &prefix)?,
             Command::Extend(args) => extend(args, &prefix)?,
-            Command::Status(args) => {
-                let key = key(&args.name)?;
-                let semaphore = semaphore(&key, &args.limit);
-                LockJob::Status(StatusJob { key, semaphore })
-            }
+            Command::Done(args) => done(args, &prefix)?,
+            Command::Status(args) => status(args, &prefix)?,
             Command::List(args) => list(args, &prefix, json)?,
             Command::Exec(args) => {
                 let name_key = fleet.name_key.as_ref().map(|key| key.value.as_slice());
@@ -328,6 +339,21 @@ fn extend(args: cli::ExtendArgs, prefix: &[u8]) -> Result<LockJob, Error> {
     }))
 }
 
+/// `done NAME TOKEN`.
+fn done(args: cli::DoneArgs, prefix: &[u8]) -> Result<LockJob, Error> {
+    Ok(LockJob::Done(DoneJob {
+        key: named_key(prefix, &args.lock.name)?,
+        token: token(args.lock.token)?,
+    }))
+}
+
+/// `status NAME [--limit K]`.
+fn status(args: cli::StatusArgs, prefix: &[u8]) -> Result<LockJob, Error> {
+    let key = named_key(prefix, &args.name)?;
+    let semaphore = semaphore(&key, &args.limit);
+    Ok(LockJob::Status(StatusJob { key, semaphore }))
+}
+
 /// `--limit K` on the lock `key`: the semaphore of K slots named so.
 fn semaphore(key: &LockKey, limit: &cli::LimitArg) -> Option<Semaphore> {
     limit.limit.map(|k| Semaphore::new(key.clone(), k))
@@ -349,6 +375,7 @@ fn acquire_job(args: cli::AcquireArgs, prefix: &[u8]) -> Result<AcquireJob, Erro
         fence: args.fence,
         shared: args.shared,
         supersede: supersede(&args.supersede, false)?,
+        once: once(args.once)?,
     })
 }
 
@@ -579,7 +606,9 @@ impl LockJob {
             }
             LockJob::Exec(spec) => Some(spec.ttl),
             LockJob::Release(_)
+            | LockJob::Done(_)
             | LockJob::ForceRelease(_)
+            | LockJob::ClearDone(_)
             | LockJob::Status(_)
             | LockJob::List(_)
             | LockJob::Doctor(_) => None,
@@ -609,6 +638,9 @@ fn release(args: cli::ReleaseArgs, prefix: &[u8]) -> Result<LockJob, Error> {
             "release --force takes no --limit: break one slot by its own name, e.g.              release --force 'NAME#0'"
                 .into(),
         ));
+    }
+    if args.done {
+        return Ok(LockJob::ClearDone(key));
     }
     let from_env = std::env::var("REDLOCK_TOKEN").ok();
     if args.lock.token.is_some() && args.lock.token != from_env {
@@ -674,7 +706,7 @@ fn exec_spec(
     (prefix, name_key): (&[u8], Option<&[u8]>),
     json: bool,
     servers: &[OsString],
-) -> Result<ExecSpec, Error> {
+) -> Result<Box<ExecSpec>, Error> {
     if json {
         return Err(Error::Usage(
             "exec has no --json: its stdout is the command's; use `redlock status --json` to \
@@ -708,7 +740,7 @@ fn exec_spec(
         None => derived_name(&argv, name_key)?,
     };
     let key = lock_key(prefix, &name)?;
-    Ok(ExecSpec {
+    Ok(Box::new(ExecSpec {
         semaphore: semaphore(&key, &args.limit),
         key,
         name,
@@ -726,7 +758,31 @@ fn exec_spec(
         shared: args.shared,
         supersede: supersede(&args.supersede, args.cancel_in_progress)?,
         cancel_in_progress: args.cancel_in_progress,
-    })
+        once: once(args.once)?,
+    }))
+}
+
+/// The longest `--once KEY`: the holder record keeps the run's id whole.
+const MAX_ONCE_KEY: usize = 256;
+
+/// `--once-per DUR[@HH:MM]` or `--once KEY` (clap keeps them apart).
+fn once(args: cli::OnceArgs) -> Result<Option<Once>, Error> {
+    if let Some((period, offset)) = args.once_per {
+        return Ok(Some(Once::Per { period, offset }));
+    }
+    let Some(key) = args.once else {
+        return Ok(None);
+    };
+    let key = key
+        .to_str()
+        .ok_or_else(|| Error::Usage("the KEY of --once must be text (UTF-8)".into()))?;
+    if key.is_empty() || key.contains('\0') || key.len() > MAX_ONCE_KEY {
+        return Err(Error::Usage(format!(
+            "the KEY of --once must be a non-empty word without NUL, of at most {MAX_ONCE_KEY} \
+             bytes"
+        )));
+    }
+    Ok(Some(Once::Key(key.to_owned())))
 }
 
 /// What to add when a `-s` value is a bare word (`exec -s deploy
@@ -1098,6 +1154,7 @@ mod tests {
                 fence: false,
                 shared: false,
                 supersede: None,
+                once: None,
             })
         };
         let guard = |value| Given {

@@ -60,6 +60,8 @@ pub enum TokenOp {
     Release,
     /// The fencing round of `acquire --fence` (lock/fence.rs).
     Fence,
+    /// The done mark of a run once (lock/once.rs).
+    MarkDone,
 }
 
 /// What one server said in a round on a token, or why it said nothing.
@@ -173,6 +175,14 @@ pub enum LockError {
         /// What each server said.
         round: Box<TokenRound>,
     },
+    /// A run once (`--once-per`, `--once`): a server's done mark says this
+    /// run's period (or key) was done already; nothing was taken.
+    Done {
+        key: LockKey,
+        mark: Box<super::done_mark::DoneMark>,
+        /// How many servers that answered said so.
+        on: usize,
+    },
 }
 
 impl LockError {
@@ -186,7 +196,8 @@ impl LockError {
             | LockError::Restarting { key, .. }
             | LockError::NoFenceLeft { key, .. }
             | LockError::Superseded { key, .. }
-            | LockError::NotHeld { key, .. } => key,
+            | LockError::NotHeld { key, .. }
+            | LockError::Done { key, .. } => key,
         }
     }
 

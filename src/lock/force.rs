@@ -159,6 +159,7 @@ impl Redlock {
                 quorum: self.quorum,
                 servers,
                 restart_guard: None,
+                done: None,
             },
             verdicts,
         }

@@ -61,6 +61,10 @@ pub struct Holder {
     /// cancels it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serial: Option<u64>,
+    /// A run once (`--once-per`, `--once`): the run's id, which `redlock
+    /// done` marks done (lock/done_mark.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub once: Option<String>,
 }
 
 /// How much of each field is kept, in bytes: a record stays well under a
@@ -89,6 +93,7 @@ impl Holder {
             pid_started: self.pid_started,
             cancellable: self.cancellable,
             serial: self.serial,
+            once: self.once.as_deref().map(|id| cut(id, MESSAGE_LIMIT)),
         };
         // Serializing plain strings and numbers cannot fail.
         serde_json::to_vec(&bounded).unwrap_or_default()

@@ -1,6 +1,7 @@
 //! What every server holds for one lock, and who holds it as far as a
 //! majority can tell.
 
+use super::done_mark::DoneMark;
 use std::time::Duration;
 
 use super::core::quorum::{no_quorum, KeptOut};
@@ -194,6 +195,9 @@ pub struct Inspection {
     pub servers: Vec<ServerState>,
     /// The restart guard the servers were judged by (`None`: off).
     pub restart_guard: Option<std::time::Duration>,
+    /// `status`: the done mark of a run once beside the lock (the one on
+    /// most servers), and on how many; `None` for none, or not asked.
+    pub done: Option<(DoneMark, usize)>,
 }
 
 /// Who holds a lock, as far as a majority can tell.
@@ -427,6 +431,7 @@ mod tests {
             key: LockKey::new(b"k".to_vec()),
             quorum,
             restart_guard: None,
+            done: None,
             servers: states
                 .into_iter()
                 .enumerate()

@@ -238,6 +238,11 @@ pub(in crate::lock) fn supersede_key(key: &LockKey) -> Vec<u8> {
     [key.bytes(), SUPERSEDE_SUFFIX].concat()
 }
 
+/// Appended to a lock's key to name its done mark (`--once-per`, `--once`:
+/// lock/once.rs): the id of the last run that succeeded, when, its status
+/// and its holder record, kept until its period ends (or its keep time).
+pub(super) const DONE_SUFFIX: &[u8] = b"\0done";
+
 /// Appended to the prefix to name the restart guard's marker (guard.lua):
 /// no lock name is empty or holds NUL, so no lock is called so. The "2" is
 /// the marker's format: builds before it kept another one under
@@ -286,6 +291,7 @@ pub fn is_line_key(key: &[u8]) -> bool {
         LIMIT_SUFFIX,
         SUPERSEDE_SUFFIX,
         CANCEL_SUFFIX,
+        DONE_SUFFIX,
     ]
     .iter()
     .any(|suffix| key.ends_with(suffix))
@@ -379,6 +385,7 @@ mod tests {
             READERS_SUFFIX,
             READER_RECORDS_SUFFIX,
             LIMIT_SUFFIX,
+            DONE_SUFFIX,
         ] {
             assert!(is_line_key(&[b"deploy", suffix].concat()));
         }
@@ -399,6 +406,7 @@ mod tests {
             READER_RECORDS_SUFFIX,
             SUPERSEDE_SUFFIX,
             CANCEL_SUFFIX,
+            DONE_SUFFIX,
         ]
         .iter()
         .map(|suffix| [key, suffix].concat())

@@ -476,6 +476,7 @@ impl Redlock {
                     })
                     .collect(),
                 restart_guard,
+                done: None,
             })
             .filter(|lock| {
                 lock.verdict() != Verdict::Free

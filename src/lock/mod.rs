@@ -5,6 +5,7 @@
 
 mod cancel;
 mod core;
+mod done_mark;
 mod error;
 mod fence;
 mod force;
@@ -18,6 +19,7 @@ mod line;
 mod listening;
 mod listing;
 mod notify;
+mod once;
 mod probe;
 mod queue;
 mod scripts;
@@ -37,6 +39,7 @@ pub use self::core::retry::acquire_or_cancel;
 pub use self::core::servers::ServerError;
 pub use self::core::take::{Take, Target, Wait};
 pub use cancel::{cancels, POLL as CANCEL_POLL};
+pub use done_mark::{DoneMark, Once, OnceRun};
 pub use error::{Failures, LockError, Said, TokenOp, TokenRound};
 pub use force::{Breaking, Forced};
 pub use guard::{GuardCause, Guarded};
@@ -50,6 +53,7 @@ pub use key::{
 pub use listing::{
     glob_problem, oldest_reader, GlobProblem, ListQuery, Listed, Listing, ServerPart, Standing,
 };
+pub use once::Marked;
 pub use probe::{Facts, Feature, Markers, Missing, Probe, Reached, Unknown, CONNECTIONS};
 pub use scripts::{
     composed, composition, keys_sent, mode_of, Features, ForceVerdict, MAX_FENCE, MAX_TOKEN,

@@ -60,4 +60,12 @@ pub enum Event<'a> {
     ExtendRecovered(Failing),
     /// `exec` released its lock.
     Released(&'a LockKey),
+    /// `--once-per`, `--once`: the done mark is on `on` of `total` servers.
+    MarkedDone {
+        key: &'a LockKey,
+        on: usize,
+        total: usize,
+    },
+    /// The done mark reached no majority: the run does not count.
+    NotMarkedDone(&'a LockError),
 }

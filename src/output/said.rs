@@ -33,17 +33,9 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<Piece>) -> Vec<Piece> {
             let message = (*code != 0).then(|| words::failure(error, *tried));
             vec![message.and_then(|m| said(Expected, m)), stdout]
         }
-        Outcome::Released { key, released } => vec![
-            said(
-                Verbose,
-                format!(
-                    "released {key} on {} of {}",
-                    released.released_on.len(),
-                    count_servers(released.total)
-                ),
-            ),
-            stdout,
-        ],
+        Outcome::Released { key, released } => {
+            vec![said(Verbose, self::released(key, released)), stdout]
+        }
         Outcome::Extended { lease, servers } => vec![
             said(
                 Verbose,
@@ -95,6 +87,9 @@ pub(super) fn pieces(outcome: &Outcome, stdout: Option<Piece>) -> Vec<Piece> {
                  use that token"
             ),
         )],
+        Outcome::MarkedDone { .. } | Outcome::Skipped { .. } | Outcome::ClearedDone { .. } => {
+            once(outcome, stdout)
+        }
         Outcome::Generated => Vec::new(),
         Outcome::Doctor(_) => vec![stdout],
     };
@@ -370,7 +365,65 @@ pub(super) fn event(event: &Event<'_>) -> (Level, String) {
         Event::ExtendRetrying { error, failing } => (Expected, extending(failing, Some(*error))),
         Event::ExtendRecovered(failing) => (Expected, extending(failing, None)),
         Event::Released(key) => (Verbose, format!("released {key}")),
+        Event::MarkedDone { key, on, total } => (Verbose, marked_done(key, *on, *total)),
+        Event::NotMarkedDone(error) => (Warning, not_marked_done(error)),
     }
+}
+
+/// `release`, under `-v`.
+fn released(key: &LockKey, released: &crate::lock::Released) -> String {
+    format!(
+        "released {key} on {} of {}",
+        released.released_on.len(),
+        count_servers(released.total)
+    )
+}
+
+/// `done` (under `-v`: where the mark is) and a run once skipped (who did
+/// it, when; not under `-q`).
+fn once(outcome: &Outcome, stdout: Option<Piece>) -> Vec<Option<Piece>> {
+    let said = match outcome {
+        Outcome::MarkedDone { key, marked, .. } => Piece::Stderr(
+            Level::Verbose,
+            marked_done(key, marked.on.len(), marked.total),
+        ),
+        Outcome::Skipped { key, mark, exit } => Piece::Stderr(
+            Level::Expected,
+            words::skipped(key, mark, *exit == crate::exit_code::Exit::Success),
+        ),
+        Outcome::ClearedDone {
+            key,
+            cleared_on,
+            servers,
+        } => Piece::Stderr(Level::Expected, cleared(key, *cleared_on, *servers)),
+        _ => return vec![stdout],
+    };
+    vec![Some(said), stdout]
+}
+
+/// `release --force --done`: whether there was a mark to clear.
+fn cleared(key: &LockKey, on: usize, servers: usize) -> String {
+    match on {
+        0 => format!("{key} had no done mark; nothing was deleted"),
+        on => format!(
+            "deleted the done mark of {key} from {on} of {}: the job can run again",
+            count_servers(servers)
+        ),
+    }
+}
+
+/// `--once-per`, `--once`: the done mark written, under `-v`.
+fn marked_done(key: &LockKey, on: usize, total: usize) -> String {
+    format!("marked {key} done on {on} of {}", count_servers(total))
+}
+
+/// The done mark of a run that succeeded reached no majority: the run
+/// does not count, and another may run in this period.
+fn not_marked_done(error: &LockError) -> String {
+    format!(
+        "{}; this run does not count, and the next may run it again",
+        words::lock_error(error)
+    )
 }
 
 /// How `exec`'s extensions fare after `failing` failed: still failing

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use crate::duration::{exact, rounded};
 use crate::lock::{
-    escape_and_cut, Broken, Failures, GuardCause, Guarded, HeldBy, Holder, LockError, LockKey,
-    Recorded, Said, Semaphore, ServerError, ServerSpec, SharedHolder, Standing, Superseder,
-    TokenOp, TokenRound, Tried, MAX_FENCE,
+    escape_and_cut, Broken, DoneMark, Failures, GuardCause, Guarded, HeldBy, Holder, LockError,
+    LockKey, Recorded, Said, Semaphore, ServerError, ServerSpec, SharedHolder, Standing,
+    Superseder, TokenOp, TokenRound, Tried, MAX_FENCE,
 };
 
 /// How many characters of each recorded field a one-line summary shows.
@@ -281,6 +281,7 @@ pub fn lock_error(error: &LockError) -> String {
             list(failures)
         ),
         LockError::Refused { key, .. } => format!("lock {key}: {}", refused(error)),
+        LockError::Done { key, mark, .. } => skipped(key, mark, false),
         LockError::TooSlow { .. } => format!(
             "{}; use a longer --ttl or faster servers",
             too_slow(error, Form::Failure)
@@ -345,6 +346,7 @@ fn token_round(round: &TokenRound, total: usize, quorum: usize) -> String {
         TokenOp::Extend => "extended",
         TokenOp::Release => "released",
         TokenOp::Fence => "fenced",
+        TokenOp::MarkDone => "marked done",
     };
     format!(
         "{done} on {} of {}, and a majority is {quorum}{}",
@@ -874,6 +876,78 @@ pub fn slots(semaphore: &Semaphore, held: usize, free: usize) -> String {
         "{} is a semaphore of {limit} slot{plural}: {held} held, {free} free{unknown}",
         semaphore.key
     )
+}
+
+/// `--once-per`, `--once`: who did the run this caller skips, when and
+/// how it ended.
+/// What a done mark says: which run, who did it, when, and its status.
+pub fn done_mark(mark: &DoneMark) -> String {
+    let what = match mark.id.strip_prefix("key:") {
+        Some(once) => format!("for --once {}", escape_and_cut(once.as_bytes(), 200)),
+        None => match crate::lock::OnceRun::from_id(&mark.id, std::time::Duration::ZERO) {
+            Some(run) => format!(
+                "the period ending {}",
+                run.ends_at_ms.map(utc).unwrap_or_default()
+            ),
+            None => escape_and_cut(mark.id.as_bytes(), 200),
+        },
+    };
+    format!("{what}{}", done_by(mark))
+}
+
+/// Who did a run once, when, and how it ended.
+fn done_by(mark: &DoneMark) -> String {
+    format!("{}, exit status {}", who_when(mark), mark.status)
+}
+
+/// Who did a run once, and when.
+fn who_when(mark: &DoneMark) -> String {
+    let who = match &mark.holder {
+        Some(holder) => format!(
+            " by {} (pid {})",
+            escape_and_cut(holder.host.as_bytes(), 255),
+            holder.pid
+        ),
+        None => String::new(),
+    };
+    let when = mark
+        .finished_ms
+        .map(|ms| format!(" at {}", utc(ms)))
+        .unwrap_or_default();
+    format!("{who}{when}")
+}
+
+/// `exec` (`ran`: its command is not run) or `acquire` (nothing taken)
+/// skips a run once done already.
+pub fn skipped(key: &LockKey, mark: &DoneMark, ran: bool) -> String {
+    let what = match mark.id.strip_prefix("key:") {
+        Some(once) => format!("for --once {}", escape_and_cut(once.as_bytes(), 200)),
+        None => "this period".into(),
+    };
+    format!(
+        "skipped: {key} was done {what}{} (exit status {}); {}",
+        who_when(mark),
+        mark.status,
+        if ran { "not run" } else { "nothing taken" }
+    )
+}
+
+/// `ms` since the epoch as `YYYY-MM-DD HH:MM:SS UTC`.
+fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (h, mi, s) = (rest / 3600, rest % 3600 / 60, rest % 60);
+    format!("{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{s:02} UTC")
 }
 
 #[cfg(test)]

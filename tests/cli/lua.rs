@@ -59,7 +59,7 @@ fn eval_mode(
         // The db comes after every argument the script names, as the
         // Rust calls send them all: those a test leaves out are empty.
         let named = match name {
-            "acquire" => 14,
+            "acquire" => 15,
             _ => 2,
         };
         args.resize(args.len().max(named), "");
@@ -222,11 +222,11 @@ fn acquire_takes_a_free_lock_and_writes_its_record() {
     assert_eq!(run(&server, "acquire", &k, &args), Value::Int(1));
 }
 
-/// The 12 ARGV of acquire.lua for a free, plain lock, with `deadline`
-/// (ARGV[12], the server's clock in ms) last.
-fn bounded_acquire_args(deadline: &str) -> [&str; 14] {
+/// The 15 ARGV of acquire.lua for a free, plain lock, with `deadline`
+/// (ARGV[15], the server's clock in ms) last.
+fn bounded_acquire_args(deadline: &str) -> [&str; 15] {
     [
-        "late", "10000", GUARD_OFF, "", "", "0", "1000", "0", "0", "", "0", "", "", deadline,
+        "late", "10000", GUARD_OFF, "", "", "0", "1000", "0", "0", "", "0", "", "", "", deadline,
     ]
 }
 
@@ -1266,4 +1266,100 @@ fn cancel_asks_only_the_holder_of_the_token_and_cancelled_reads_it() {
     assert_eq!(text(&read("tok")), "who");
     assert_eq!(read("other"), Value::Nil, "the next holder is not asked");
     assert!((59_000..=60_000).contains(&server.pttl(&asked)));
+}
+
+// ---------------------------------------------------------------------------
+// acquire.lua's once block, mark_done.lua (lock/once.rs)
+// ---------------------------------------------------------------------------
+
+/// The keys of a lock, empty places for a slot's limit record and the
+/// superseding waiters, and its done mark (KEYS[13]), as a run once passes
+/// them.
+fn once_keys(name: &str) -> Vec<Vec<u8>> {
+    let mut k = keys(name);
+    k.resize(12, Vec::new());
+    k.push([name.as_bytes(), b"\0done"].concat());
+    k
+}
+
+/// acquire.lua's 14 ARGV for a free, plain lock, as run `id` once.
+fn once_acquire_args<'a>(token: &'a str, id: &'a str) -> [&'a str; 14] {
+    [
+        token, "10000", GUARD_OFF, "", "", "0", "1000", "0", "0", "", "0", "", "", id,
+    ]
+}
+
+#[test]
+fn acquire_answers_done_for_a_mark_of_its_run_and_takes_nothing() {
+    let server = RedisServer::start();
+    let k = once_keys("job");
+    server.set(&k[12], b"per:1:0:5\x00123\x000\x00{}");
+    let (tag, rest) = tagged(run(
+        &server,
+        "acquire",
+        &k,
+        &once_acquire_args("t", "per:1:0:5"),
+    ));
+    assert_eq!(tag, "done");
+    assert_eq!(rest.len(), 2, "{rest:?}");
+    assert_eq!(text(&rest[0]).as_bytes(), b"per:1:0:5\x00123\x000\x00{}");
+    assert_eq!(server.get(&k[0]), None, "nothing taken");
+    // An id that only starts the same, or another run's, is no mark of
+    // this run: the lock is taken.
+    for id in ["per:1:0:50", "per:1:0:4"] {
+        assert_eq!(
+            run(&server, "acquire", &k, &once_acquire_args(id, id)),
+            Value::Int(1),
+            "{id}"
+        );
+        let _: i64 = cmd(&server, &[b"DEL", &k[0], &k[1]]);
+    }
+    // A text without the once block refuses a run once rather than take it.
+    let plain = eval_mode(
+        &server,
+        ("acquire", Features::NONE),
+        &k,
+        &once_acquire_args("t", "per:1:0:5"),
+        "0",
+    );
+    assert!(plain.is_err(), "{plain:?}");
+    assert_eq!(server.get(&k[0]), None);
+}
+
+#[test]
+fn mark_done_writes_only_under_our_token() {
+    let server = RedisServer::start();
+    let k = once_keys("job");
+    let mark = |token: &str| {
+        run(
+            &server,
+            "mark_done",
+            &k,
+            &[token, "key:v1", "0", "{\"pid\":1}", "", "60000"],
+        )
+    };
+    assert_eq!(mark("t"), Value::Int(0), "no lock: gone");
+    assert_eq!(server.get(&k[12]), None);
+    server.set(&k[0], b"other");
+    assert_eq!(mark("t"), Value::Int(2), "another holder");
+    assert_eq!(server.get(&k[12]), None);
+    server.set(&k[0], b"t");
+    assert_eq!(mark("t"), Value::Int(1));
+    let written = server.get(&k[12]).unwrap();
+    let parts: Vec<&[u8]> = written.split(|&b| b == 0).collect();
+    assert_eq!(parts[0], b"key:v1");
+    assert!(
+        std::str::from_utf8(parts[1])
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            > 1_600_000_000_000
+    );
+    assert_eq!(&parts[2..], [&b"0"[..], b"{\"pid\":1}"]);
+    assert!((59_000..=60_000).contains(&server.pttl(&k[12])));
+    // PXAT: at a moment on the server's clock.
+    let at = (now_ms(&server) + 90_000).to_string();
+    let args = ["t", "per:1:0:5", "0", "{}", at.as_str(), ""];
+    assert_eq!(run(&server, "mark_done", &k, &args), Value::Int(1));
+    assert!((89_000..=90_000).contains(&server.pttl(&k[12])));
 }

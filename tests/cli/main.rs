@@ -33,6 +33,7 @@ mod list;
 mod list_scale;
 mod lua;
 mod names;
+mod once;
 mod output_edges;
 mod packaging;
 mod private_file;

@@ -1,6 +1,6 @@
 //! Names can never reach the keys redlock keeps for itself. Beside a lock
 //! `NAME` it keeps `NAME` NUL `holder`, `line`, `lapse`, `free`, `broken`,
-//! `fence`, `readers` and `reader-records`, and beside the prefix the restart
+//! `fence`, `readers`, `reader-records` and `done`, and beside the prefix the restart
 //! guard's marker (`PREFIX` NUL `guard`, or `PREFIX{tag}` NUL `guard` for a
 //! hash-tagged name); the wake-up channels are `NAME` NUL `released`. So no
 //! name and no prefix may hold NUL, however given: `--hex`, a config file's
@@ -55,7 +55,7 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// Every word redlock appends, after a NUL, to a lock's key or to the
 /// prefix (lock/key.rs, lock/notify.rs).
-const KEPT: [&str; 10] = [
+const KEPT: [&str; 11] = [
     "holder",
     "line",
     "lapse",
@@ -64,6 +64,7 @@ const KEPT: [&str; 10] = [
     "fence",
     "readers",
     "reader-records",
+    "done",
     "guard",
     "released",
 ];
@@ -79,15 +80,18 @@ fn take(cluster: &Cluster, name: &str, extra: &[&str]) -> String {
 }
 
 /// The locks [`busy_fleet`] has, each with keys of its own beside it.
-const BUSY: [&str; 3] = ["job", "reads", "queued"];
+const BUSY: [&str; 4] = ["job", "reads", "queued", "marked"];
 
 /// A fleet where `job` is held with a fence, `reads` has a reader,
-/// `queued` has a waiter's line, and the restart guard's markers are
-/// there, as the guard writes them.
+/// `queued` has a waiter's line, `marked` is held by a run once marked
+/// done, and the restart guard's markers are there, as the guard writes
+/// them.
 pub fn busy_fleet() -> (Cluster, String) {
     let cluster = Cluster::start(3);
     let job = take(&cluster, "job", &["--fence", "--ttl", "3600s"]);
     take(&cluster, "reads", &["--shared", "--ttl", "3600s"]);
+    let marked = take(&cluster, "marked", &["--once", "k", "--ttl", "3600s"]);
+    run(cluster.redlock().args(["done", "marked", &marked])).assert_code(0, "marked done");
     for server in &cluster.servers {
         server.stand_in_line("queued", 1, "t-1");
     }
@@ -159,8 +163,10 @@ fn no_command_takes_a_name_holding_nul() {
         b"\0".to_vec(),
         b"job\0line\0holder".to_vec(),
     ]);
-    let commands: [&[&str]; 9] = [
+    let commands: [&[&str]; 11] = [
         &["acquire", "-n"],
+        &["acquire", "-n", "--once", "k"],
+        &["release", "--force", "--done"],
         &["acquire", "-n", "--fence"],
         &["acquire", "-n", "--shared"],
         &["acquire", "-n", "--limit", "2"],
@@ -181,10 +187,10 @@ fn no_command_takes_a_name_holding_nul() {
             let out = run(&mut cmd);
             assert_one_line_error(&out, 64, &["must not hold a NUL byte"], &context);
         }
-        let out = run(cluster
-            .redlock()
-            .args(["release", "--hex", &hex(name), &job]));
-        assert_one_line_error(&out, 64, &["NUL"], &format!("release {name:?}"));
+        for command in ["release", "done"] {
+            let out = run(cluster.redlock().args([command, "--hex", &hex(name), &job]));
+            assert_one_line_error(&out, 64, &["NUL"], &format!("{command} {name:?}"));
+        }
     }
     assert_eq!(changed(&before, &snapshot(&cluster)), Vec::<Vec<u8>>::new());
     // And what was there still works: job's holder and fence, the reader.
@@ -288,10 +294,12 @@ fn list_patterns_show_locks_and_never_the_keys_kept_beside_them() {
     let (cluster, _) = busy_fleet();
     let before = snapshot(&cluster);
     for (pattern, locks) in [
-        ("*", "job\nreads\n"),
+        ("*", "job\nmarked\nreads\n"),
         ("job*", "job\n"),
         ("*s", "reads\n"),
         ("*fence*", ""),
+        ("*done", ""),
+        ("marked?done", ""),
         ("*guard*", ""),
         ("job?fence", ""),
         ("?guard", ""),

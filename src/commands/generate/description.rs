@@ -75,6 +75,18 @@ const DESCRIPTIONS: &[(&str, &str)] = &[
          breaks it only while the dead holder's token still holds it.",
     ),
     (
+        "done",
+        "Writes the done mark of the run that acquire --once-per or --once took the lock \
+         for, on every server where TOKEN still holds the lock. Once it is on a majority, any \
+         later acquire --once-per of that period (or --once of that key) exits 80, and exec \
+         skips, on every host. If TOKEN no longer holds a majority, done exits 79 and marks \
+         nothing: the run does not count.\n\n\
+         The run is the one acquire recorded beside the lock: its period, fixed when acquire \
+         started, or its key. Mark it done before releasing the lock, never after: once \
+         released, another host may run it. A lock taken without --once-per or --once has \
+         no run to mark (64).",
+    ),
+    (
         "extend",
         "Sets the lock's expiry to --ttl from now on every server where TOKEN still holds it. \
          A lock that already expired, or that someone else took since, is never re-created: \

@@ -58,9 +58,9 @@ const ENVIRONMENT: [(&str, &[&str], &str); 14] = [
     ),
     (
         "REDLOCK_TOKEN",
-        &["release", "extend", "exec"],
-        "release and extend: the token, when no TOKEN is given. exec: with REDLOCK_NAME, the \
-         lock an outer exec holds (see REDLOCK_NAME).",
+        &["release", "extend", "done", "exec"],
+        "release, extend and done: the token, when no TOKEN is given. exec: with REDLOCK_NAME, \
+         the lock an outer exec holds (see REDLOCK_NAME).",
     ),
     (
         "REDLOCK_NAME",

@@ -51,6 +51,7 @@ pub fn this_process(
         job: job_url(|name| std::env::var(name).ok()),
         cancellable: false,
         serial: None,
+        once: None,
     }
 }
 

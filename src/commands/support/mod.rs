@@ -2,4 +2,5 @@
 //! itself.
 
 pub mod holder;
+pub mod once;
 pub mod waiting;

@@ -12,6 +12,7 @@ use super::round::{round, Progress, Replies, Vote};
 use super::servers::{tls_config, Connection, Server, ServerError};
 use super::take::Take;
 use crate::clock::BootInstant;
+use crate::lock::done_mark::{mark_key, DoneMark};
 use crate::lock::error::{Failures, LockError, Said, TokenOp, TokenRound};
 use crate::lock::guard::Guarded;
 use crate::lock::holder::Holder;
@@ -49,13 +50,15 @@ pub(in crate::lock) enum SetReply {
     /// A newer superseding waiter replaced the caller (`--supersede`):
     /// who, as the servers keep it (supersede.rs).
     Superseded(Vec<u8>),
+    /// A run once: the done mark holds this run's id (lock/once.rs).
+    Done(Box<DoneMark>),
 }
 
 impl SetReply {
     /// The server's clock (ms) when it answered, where the reply has one.
     fn clock(&self) -> Option<u64> {
         match self {
-            SetReply::Taken(_) | SetReply::Superseded(_) => None,
+            SetReply::Taken(_) | SetReply::Superseded(_) | SetReply::Done(_) => None,
             SetReply::Held(seen) => seen.now_ms,
             SetReply::Queued { clock, .. } | SetReply::Restarting { clock, .. } => *clock,
         }
@@ -86,6 +89,7 @@ impl From<AcquireReply> for SetReply {
                 clock,
             } => SetReply::Held(Box::new(KeyState::readers(count, pttl_ms, clock))),
             AcquireReply::Superseded(who) => SetReply::Superseded(who),
+            AcquireReply::Done { mark, .. } => SetReply::Done(Box::new(DoneMark::read(&mark))),
         }
     }
 }
@@ -266,7 +270,13 @@ impl Redlock {
         let started = BootInstant::now();
         let ttl = take.ttl;
         let call = self.acquire_call(key, token, take, (ticket, limit));
-        let replies = self
+        // A run once waits for the late servers' answers as `-v` does: any
+        // one of them may say "done" (lock/once.rs).
+        let every = take
+            .once
+            .is_some()
+            .then(|| self.clone().with_every_answer_shown(true));
+        let replies = (every.as_ref().unwrap_or(self))
             .decided_round(
                 Patience::NotForSuspects,
                 move |mut connection: Connection| async move {
@@ -275,7 +285,9 @@ impl Redlock {
             )
             .await;
         let clock = median(replies.answered().filter_map(SetReply::clock).collect());
+        let done = done_in(key, &replies);
         let too_slow = match self.lease(key, token, ttl, started, &replies) {
+            _ if done.is_some() => done,
             Ok(lease) if take.fence => match self.fence(lease, &replies).await {
                 Ok(fenced) => return (Ok(fenced), clock, false),
                 Err(unfenced) => Some(unfenced),
@@ -340,6 +352,7 @@ impl Redlock {
                     false => Vec::new(),
                 },
             ),
+            once: (take.once.as_ref()).map(|run| (mark_key(key), run.id.clone())),
         }
     }
 
@@ -525,6 +538,7 @@ impl Redlock {
             quorum: self.quorum,
             servers,
             restart_guard: (!self.restart_guard.is_zero()).then_some(self.restart_guard),
+            done: None,
         }
     }
 
@@ -762,7 +776,7 @@ impl Redlock {
     /// Why a round on a token (extend, release) did not reach a majority:
     /// not held when the token can no longer hold one, else no quorum;
     /// either way with what each server said.
-    fn not_held_or_no_quorum(
+    pub(in crate::lock) fn not_held_or_no_quorum(
         &self,
         key: &LockKey,
         replies: &Replies<TokenReply>,
@@ -789,7 +803,7 @@ impl Redlock {
     }
 
     /// No quorum for a round in which too few servers answered at all.
-    fn no_quorum<T>(&self, key: &LockKey, replies: &Replies<T>) -> LockError {
+    pub(in crate::lock) fn no_quorum<T>(&self, key: &LockKey, replies: &Replies<T>) -> LockError {
         let failures = Failures(replies.unanswered(&self.servers));
         no_quorum(key, (self.len(), self.quorum), None, failures)
     }
@@ -817,6 +831,24 @@ fn superseded(key: &LockKey, replies: &Replies<SetReply>) -> Option<LockError> {
             by: crate::lock::supersede::Superseder::decode(who).map(Box::new),
         }),
         _ => None,
+    })
+}
+
+/// The client's rule: the attempt on `key` skips when any server that
+/// answered says its done mark holds this run's id (the first such mark).
+fn done_in(key: &LockKey, replies: &Replies<SetReply>) -> Option<LockError> {
+    let mark = replies.answered().find_map(|reply| match reply {
+        SetReply::Done(mark) => Some(mark.clone()),
+        _ => None,
+    })?;
+    let on = replies
+        .answered()
+        .filter(|reply| matches!(reply, SetReply::Done(_)))
+        .count();
+    Some(LockError::Done {
+        key: key.clone(),
+        mark,
+        on,
     })
 }
 

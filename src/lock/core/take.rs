@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crate::clock::BootInstant;
+use crate::lock::done_mark::OnceRun;
 use crate::lock::holder::Holder;
 use crate::lock::key::{LockKey, Token};
 use crate::lock::slot::Semaphore;
@@ -35,6 +36,9 @@ pub struct Take {
     /// `--supersede`: a newer superseding waiter replaces this one while
     /// it waits (supersede.rs).
     pub supersede: Option<Supersede>,
+    /// A run once per period or key: its id, which a done mark that holds
+    /// it makes the attempt skip (lock/once.rs).
+    pub once: Option<OnceRun>,
 }
 
 impl Take {
@@ -48,6 +52,7 @@ impl Take {
             shared: false,
             record: None,
             supersede: None,
+            once: None,
         }
     }
 

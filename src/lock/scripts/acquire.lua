@@ -15,7 +15,9 @@
 -- ARGV[10] a semaphore slot's K ("" or none for any other lock; its record
 -- is KEYS[11]: limit.lua), ARGV[12] a superseding waiter's WHO and
 -- ARGV[13] its wake-up channel (supersede.lua: "" for any other caller;
--- the hash is KEYS[12]), ARGV[14] the request's deadline (below).
+-- the hash is KEYS[12]), ARGV[14] the done mark's id for a run once per
+-- period or key ("" for none; its mark is KEYS[13]: below), ARGV[15] the
+-- request's deadline (below).
 -- Returns 1 taken ({"taken", counter} when fenced: taken_reply, fence.lua)
 -- (or already ours: a request retried after a dropped
 -- connection may find its own SET done), {"restarting", ms until counted
@@ -30,15 +32,33 @@
 -- servers' clocks, not its own. lock/scripts/acquire.rs parses the reply.
 -- A semaphore's slot (ARGV[10] is its K, limit.lua) is refused where the
 -- servers record another K (an error reply: limit_conflict).
--- ARGV[14] is the last moment, on this server's clock in ms, at which the
+-- ARGV[15] is the last moment, on this server's clock in ms, at which the
 -- caller still waits for this reply ("" for none; lock/server_clock.rs). A request that arrives later, held up in a
 -- partition or behind a paused server, does nothing: its caller gave up on
 -- it, and the compare-and-delete written behind it may never arrive.
 local now = now_ms()
-local not_after = tonumber(ARGV[14])
+local not_after = tonumber(ARGV[15])
 if not_after and now and tonumber(now) > not_after then
   return {"late", now}
 end
+-- A run once per period or key (`--once-per`, `--once`: lock/once.rs):
+-- the done mark KEYS[13] is read in the same call as the SET NX below, so
+-- a mark written on this server before this call is never missed. A mark
+-- of this run's id answers {"done", mark, clock} and takes nothing, busy
+-- lock or free: the caller skips if any server says so.
+-- when once:
+if ARGV[14] ~= "" then
+  local mark = redis.call("GET", KEYS[13])
+  if mark and string.sub(mark, 1, #ARGV[14] + 1) == ARGV[14] .. "\0" then
+    return {"done", mark, now}
+  end
+end
+-- end when
+-- A text without it must never be sent for a run once: it would take the
+-- lock of a period done already. One line, as the plain acquire sends it.
+-- unless once:
+if ARGV[14] ~= "" then return redis.error_reply("ERR a run once sent without its code") end
+-- end when
 -- when limit:
 local other_limit = limit_conflict(ARGV[10])
 if other_limit then

@@ -36,6 +36,10 @@ pub struct Acquire {
     pub past_a_split_line: bool,
     /// `--supersede` (ARGV[12], ARGV[13], KEYS[12]; supersede.lua).
     pub supersede: Option<SupersedeArgs>,
+    /// A run once per period or key: the done mark's key beside the lock
+    /// and the run's id, which a server whose mark holds it answers
+    /// `{"done", …}` to (ARGV[14], KEYS[13]; lock/once.rs).
+    pub once: Option<(Vec<u8>, String)>,
 }
 
 /// What a superseding waiter's attempt passes.
@@ -77,6 +81,9 @@ pub enum AcquireReply {
         pttl_ms: i64,
         clock: Option<u64>,
     },
+    /// `{"done", mark, clock}`: the done mark holds this run's id; nothing
+    /// was taken (lock/once.rs reads the mark).
+    Done { mark: Vec<u8>, clock: Option<u64> },
 }
 
 const READ: Reader = Reader("acquire");
@@ -93,19 +100,24 @@ impl Invocation for Acquire {
             .with(Features::FENCE, self.fence)
             .with(Features::SHARED, self.shared)
             .with(Features::LIMIT, self.limit.is_some())
-            .with(Features::SUPERSEDE, self.supersede.is_some());
+            .with(Features::SUPERSEDE, self.supersede.is_some())
+            .with(Features::ONCE, self.once.is_some());
         lua("acquire", features)
     }
 
-    /// The lock's keys, a slot's limit record (KEYS[11]) and the hash of
-    /// superseding waiters (KEYS[12]); a key the mode's text does not read
-    /// is not sent (keys_sent), so an empty one stands in for a missing
-    /// limit record.
+    /// The lock's keys, a slot's limit record (KEYS[11]), the hash of
+    /// superseding waiters (KEYS[12]) and a run once's done mark
+    /// (KEYS[13]); a key the mode's text does not read is not sent
+    /// (keys_sent), so an empty one stands in for a missing one before it.
     fn keys(&self) -> Vec<Vec<u8>> {
         let mut keys = super::token::with_limit_key(self.keys.to_vec(), self.limit.as_ref());
         if let Some(supersede) = &self.supersede {
             keys.resize(11, Vec::new());
             keys.push(supersede.key.clone());
+        }
+        if let Some((mark, _)) = &self.once {
+            keys.resize(12, Vec::new());
+            keys.push(mark.clone());
         }
         keys
     }
@@ -147,6 +159,10 @@ impl Invocation for Acquire {
                 .as_ref()
                 .map(|s| s.channel.clone())
                 .unwrap_or_default(),
+            self.once
+                .as_ref()
+                .map(|(_, id)| id.clone().into_bytes())
+                .unwrap_or_default(),
         ]
     }
 
@@ -157,7 +173,9 @@ impl Invocation for Acquire {
             AcquireReply::Taken(_) | AcquireReply::Superseded(_) => None,
             AcquireReply::Held(seen) => seen.clock,
             AcquireReply::Restarting(restarting) => restarting.clock,
-            AcquireReply::Queued { clock, .. } | AcquireReply::Readers { clock, .. } => *clock,
+            AcquireReply::Queued { clock, .. }
+            | AcquireReply::Readers { clock, .. }
+            | AcquireReply::Done { clock, .. } => *clock,
         }
     }
 
@@ -225,6 +243,13 @@ fn tagged(items: Vec<Value>) -> Result<AcquireReply, ProtocolError> {
                 clock: READ.clock(clock)?,
             })
         }
+        b"done" => {
+            let [_, mark, clock] = READ.array(Value::Array(items), "done")?;
+            Ok(AcquireReply::Done {
+                mark: READ.bytes(mark, "the done mark")?,
+                clock: READ.clock(clock)?,
+            })
+        }
         b"restarting" => READ
             .restarting(Value::Array(items))
             .map(AcquireReply::Restarting),
@@ -243,10 +268,10 @@ mod tests {
         Value::Array(items)
     }
 
-    /// acquire.lua reads the deadline the connection adds as ARGV[14]
+    /// acquire.lua reads the deadline the connection adds as ARGV[15]
     /// (after these) and the guard's db last.
     #[test]
-    fn the_deadline_comes_after_thirteen_arguments() {
+    fn the_deadline_comes_after_fourteen_arguments() {
         let keys = LockKeys::new(&crate::lock::LockKey::new(b"k".to_vec()), b"m");
         let call = Acquire {
             keys,
@@ -261,8 +286,16 @@ mod tests {
             limit: None,
             past_a_split_line: false,
             supersede: None,
+            once: None,
         };
-        assert_eq!(call.args().len(), 13);
+        assert_eq!(call.args().len(), 14);
+        let once = Acquire {
+            once: Some((b"k\0done".to_vec(), "p:1".into())),
+            ..call
+        };
+        assert_eq!(once.args()[13], b"p:1");
+        assert_eq!(once.keys().len(), 13);
+        assert_eq!(once.keys()[12], b"k\0done");
         const { assert!(Acquire::BOUNDED) };
     }
 
@@ -379,10 +412,11 @@ mod tests {
             limit: None,
             past_a_split_line: false,
             supersede: None,
+            once: None,
         };
         let args: Vec<&[u8]> = vec![
             b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0", b"0", b"", b"0", b"",
-            b"",
+            b"", b"",
         ];
         assert_eq!(
             call.args(),
@@ -422,7 +456,7 @@ mod tests {
             }),
             ..slot.clone()
         };
-        assert_eq!(superseding.args()[11..], [b"w".to_vec(), b"c".to_vec()]);
+        assert_eq!(superseding.args()[11..13], [b"w".to_vec(), b"c".to_vec()]);
         assert_eq!(
             superseding.keys()[10..],
             [b"k\0limit".to_vec(), b"k\0supersede".to_vec()]
@@ -451,8 +485,9 @@ mod tests {
             limit: None,
             past_a_split_line: false,
             supersede: None,
+            once: None,
         };
-        for bits in 0..32 {
+        for bits in (0..32).chain(64..96) {
             let on = |bit: u8| bits & bit != 0;
             let call = Acquire {
                 // A ticket or none: the same text.
@@ -465,11 +500,15 @@ mod tests {
                     who: "00000000000000000001 serial 1 h".into(),
                     channel: Vec::new(),
                 }),
+                once: on(64).then(|| (b"k\0done".to_vec(), "p:1".to_owned())),
                 ..plain.clone()
             };
             let features = call.script().features;
             assert_eq!(features, super::super::mode_of("acquire", &call.args()));
-            assert_eq!(features.bits(), (bits & 14) | ((bits & 16) << 3));
+            assert_eq!(
+                features.bits(),
+                (bits & 14) | ((bits & 16) << 3) | (bits & 64)
+            );
         }
     }
 }

@@ -1,4 +1,4 @@
--- required by: release extend raise_fence
+-- required by: release extend raise_fence mark_done
 -- A prelude: put in front of every script whose first line names it in
 -- "-- requires:" (lock/scripts/compose.rs assembles them).
 -- What KEYS[1] holds against the token ARGV[1]: "held" (the token), "gone"

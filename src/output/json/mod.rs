@@ -10,8 +10,9 @@ use serde::Serialize;
 use super::format::{Format, Piece, SoFar};
 pub use crate::duration::millis;
 use crate::lock::{
-    escape_bytes, is_hidden, HeldBy, Inspection, KeyState, Lease, Listed, Listing, LockError,
-    LockKey, Recorded, Released, Said, ServerError, SharedHolder, Superseder, Tried, Verdict,
+    escape_bytes, is_hidden, DoneMark, HeldBy, Inspection, KeyState, Lease, Listed, Listing,
+    LockError, LockKey, Recorded, Released, Said, ServerError, SharedHolder, Superseder, Tried,
+    Verdict,
 };
 use crate::outcome::{Failed, Forcing, LockState, NotALock, Outcome, Slots};
 
@@ -38,6 +39,24 @@ impl Format for Json {
                 to_line(&SlotsJson::new(slots, &occupied))?
             }
             Outcome::Forced(forcing) => to_line(&ForcedJson::new(forcing))?,
+            Outcome::MarkedDone { key, id, marked } => to_line(&MarkedJson {
+                name: Name::of(key.bytes()),
+                done: true,
+                id,
+                marked_on: marked.on.iter().map(ToString::to_string).collect(),
+                servers: marked.total,
+            })?,
+            Outcome::ClearedDone {
+                key,
+                cleared_on,
+                servers,
+            } => to_line(&ClearedJson {
+                name: Name::of(key.bytes()),
+                cleared: *cleared_on > 0,
+                cleared_on: *cleared_on,
+                servers: *servers,
+            })?,
+            Outcome::Skipped { key, mark, .. } => to_line(&SkippedJson::new(key, mark))?,
             Outcome::Doctor(report) => doctor::json(report)?,
             // `exec --json` is refused; an interrupted wait prints nothing;
             // `list` writes its object as it reads (see `Output::listed`).
@@ -321,7 +340,8 @@ impl CauseJson {
             | LockError::Restarting { failures, .. } => failures,
             LockError::TooSlow { .. }
             | LockError::NoFenceLeft { .. }
-            | LockError::Superseded { .. } => return Vec::new(),
+            | LockError::Superseded { .. }
+            | LockError::Done { .. } => return Vec::new(),
         };
         failures
             .0
@@ -526,6 +546,7 @@ fn failure_kind(error: &LockError) -> &'static str {
         LockError::Refused { .. } => "refused",
         LockError::Restarting { .. } => "restarting",
         LockError::Superseded { .. } => "superseded",
+        LockError::Done { .. } => "done",
     }
 }
 
@@ -558,6 +579,10 @@ pub struct StatusJson<'a> {
     /// The last fencing token handed out: the highest counter on the
     /// servers that answered; `null` for a name never taken with --fence.
     fence: Option<u64>,
+    /// The done mark of a run once (`--once-per`, `--once`) on most
+    /// servers; left out when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    done: Option<DoneJson>,
     quorum: usize,
     /// How many servers answered, and how many of those the restart guard
     /// keeps out (each one's `restarting_ms` and `restarting_cause` say for
@@ -702,6 +727,7 @@ impl<'a> StatusJson<'a> {
                 ago_ms: broken.ago.map(millis),
             }),
             fence: inspection.fence(),
+            done: (inspection.done.as_ref()).map(|(mark, on)| DoneJson::new(mark, *on)),
             quorum: inspection.quorum,
             answered: inspection
                 .servers
@@ -1088,4 +1114,88 @@ mod tests {
             r#"{"name":"a\"b\\c\n\u0001\u0008\u000c\u001bé","raw":"a\\xff","none":null,"list":["x","y\""]}"#
         );
     }
+}
+
+/// `--once-per`, `--once`: done already this period (or for this key).
+#[derive(Serialize)]
+struct SkippedJson<'a> {
+    #[serde(flatten)]
+    name: Name<'a>,
+    skipped: bool,
+    /// The run's id (`per:PERIOD_MS:OFFSET_MS:N` or `key:KEY`).
+    done: String,
+    /// Who did it, when (the server's clock, ms since the epoch) and how
+    /// its command ended.
+    done_by_host: Option<String>,
+    done_by_pid: Option<u32>,
+    done_at_ms: Option<u64>,
+    status: i32,
+}
+
+impl<'a> SkippedJson<'a> {
+    fn new(key: &'a LockKey, mark: &DoneMark) -> Self {
+        SkippedJson {
+            name: Name::of(key.bytes()),
+            skipped: true,
+            done: mark.id.clone(),
+            done_by_host: mark.holder.as_ref().map(|h| h.host.clone()),
+            done_by_pid: mark.holder.as_ref().map(|h| h.pid),
+            done_at_ms: mark.finished_ms,
+            status: mark.status,
+        }
+    }
+}
+
+/// `done`: the run's mark, and where it is.
+#[derive(Serialize)]
+struct MarkedJson<'a> {
+    #[serde(flatten)]
+    name: Name<'a>,
+    done: bool,
+    /// The run's id (`per:PERIOD_MS:OFFSET_MS:N` or `key:KEY`).
+    id: &'a str,
+    /// The servers that hold the mark, as acquire's `held_on`.
+    marked_on: Vec<String>,
+    servers: usize,
+}
+
+/// `status --json`'s `done`: a run once's mark.
+#[derive(Debug, Serialize)]
+struct DoneJson {
+    /// The run's id (`per:PERIOD_MS:OFFSET_MS:N` or `key:KEY`).
+    id: String,
+    /// For a period: when it ends, in ms since the epoch (UTC).
+    period_ends_ms: Option<u64>,
+    done_by_host: Option<String>,
+    done_by_pid: Option<u32>,
+    done_at_ms: Option<u64>,
+    status: i32,
+    /// How many servers hold it.
+    on: usize,
+}
+
+impl DoneJson {
+    fn new(mark: &DoneMark, on: usize) -> Self {
+        let run = crate::lock::OnceRun::from_id(&mark.id, std::time::Duration::ZERO);
+        DoneJson {
+            id: mark.id.clone(),
+            period_ends_ms: run.and_then(|run| run.ends_at_ms),
+            done_by_host: mark.holder.as_ref().map(|h| h.host.clone()),
+            done_by_pid: mark.holder.as_ref().map(|h| h.pid),
+            done_at_ms: mark.finished_ms,
+            status: mark.status,
+            on,
+        }
+    }
+}
+
+/// `release --force --done`: whether a done mark was deleted, and from
+/// how many servers.
+#[derive(Serialize)]
+struct ClearedJson<'a> {
+    #[serde(flatten)]
+    name: Name<'a>,
+    cleared: bool,
+    cleared_on: usize,
+    servers: usize,
 }

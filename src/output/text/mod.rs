@@ -150,6 +150,10 @@ fn status(inspection: &Inspection, verdict: &Verdict) -> String {
     if let Some(broken) = inspection.broken() {
         text.push_str(&format!("\n  {}", words::broken(&broken)));
     }
+    if let Some((mark, on)) = &inspection.done {
+        let on = format!("on {on} of {}", count_servers(total));
+        text.push_str(&format!("\n  done:    {} ({on})", words::done_mark(mark)));
+    }
     text.push_str(&server_lines(inspection));
     text
 }
