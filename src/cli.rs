@@ -604,11 +604,10 @@ pub struct WaitArgs {
         short = 'E',
         long = "conflict-exit-code",
         value_name = "CODE",
-        default_value = "75",
         value_parser = parse_exit_status,
         allow_hyphen_values = true
     )]
-    pub conflict_exit_code: u8,
+    pub conflict_exit_code: Option<u8>,
 }
 
 #[derive(Debug, Args)]

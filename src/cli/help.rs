@@ -76,7 +76,8 @@ fn fitted(root: clap::Command, detail: Detail, fit: impl Fn(&str) -> bool) -> cl
         exec.mut_arg("conflict_exit_code", |arg| {
             arg.help(
                 "Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out), \
-                 without running the command; -E 0 skips quietly, the cron idiom",
+                 without running the command; -E 0 skips quietly, the cron idiom (the \
+                 default of -n with --once-per or --once)",
             )
         })
     })

@@ -39,6 +39,9 @@ pub struct OutputMode {
 
 const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_millis(250);
 
+/// The status of a busy lock without `-E`: 75 (EX_TEMPFAIL).
+const BUSY: u8 = 75;
+
 /// One validated invocation.
 #[derive(Debug)]
 pub struct Config {
@@ -367,7 +370,7 @@ fn acquire_job(args: cli::AcquireArgs, prefix: &[u8]) -> Result<AcquireJob, Erro
         key,
         wait: wait(&args.wait),
         message: message(args.holder),
-        conflict_exit: args.wait.conflict_exit_code,
+        conflict_exit: args.wait.conflict_exit_code.unwrap_or(BUSY),
         keep_while: args.keep_while.map(|pid| KeepWhile {
             pid,
             signal: args.while_signal.0,
@@ -740,14 +743,22 @@ fn exec_spec(
         None => derived_name(&argv, name_key)?,
     };
     let key = lock_key(prefix, &name)?;
+    let once = once(args.once)?;
+    let wait = wait(&args.wait);
+    // A run once that does not wait skips at once, as one that finds the
+    // period done does: another host runs it now.
+    let busy = match (&once, wait) {
+        (Some(_), Wait::No) => 0,
+        _ => BUSY,
+    };
     Ok(Box::new(ExecSpec {
         semaphore: semaphore(&key, &args.limit),
         key,
         name,
         name_source,
         ttl,
-        wait: wait(&args.wait),
-        conflict_exit: args.wait.conflict_exit_code,
+        wait,
+        conflict_exit: args.wait.conflict_exit_code.unwrap_or(busy),
         stop: StopPlan::new(ttl, args.kill_after),
         signal: args.signal,
         timeout: args.timeout,
@@ -758,7 +769,7 @@ fn exec_spec(
         shared: args.shared,
         supersede: supersede(&args.supersede, args.cancel_in_progress)?,
         cancel_in_progress: args.cancel_in_progress,
-        once: once(args.once)?,
+        once,
     }))
 }
 

@@ -203,6 +203,41 @@ fn a_waiter_behind_a_successful_run_skips() {
     assert_eq!(runs(&ran), ["a"]);
 }
 
+/// The issue's `-n`: a host that arrives while another runs the job skips
+/// at once, quietly and with status 0, as `-E 0` does; `-E 75` (or any
+/// CODE) still tells busy apart. A plain `exec -n` stays busy, 75.
+#[test]
+fn with_n_a_host_that_finds_the_job_running_skips_at_once() {
+    let cluster = Cluster::start(3);
+    let dir = temp_dir("once");
+    let ran = dir.path().join("runs");
+    let (per, _) = hourly(&cluster);
+    let mut first = host(&cluster, "");
+    first
+        .args(["--once-per", &per, "nightly", "--", "sh"])
+        .args(job(&ran, "a", 3, 0));
+    let first = spawn(&mut first);
+    assert!(wait_until(Duration::from_secs(10), || runs(&ran).len() == 1));
+    let mut nonblocking = host(&cluster, "");
+    nonblocking
+        .args(["-n", "--once-per", &per, "nightly", "--", "sh"])
+        .args(job(&ran, "b", 0, 0));
+    let out = run(&mut nonblocking);
+    out.assert_code(0, "-n while another host runs it");
+    assert_eq!(out.stderr, "", "a skip of -n is quiet, as -E 0's");
+    let mut told = host(&cluster, "");
+    told.args(["-n", "-E", "75", "--once-per", &per, "nightly", "--", "sh"])
+        .args(job(&ran, "c", 0, 0));
+    run(&mut told).assert_code(75, "-n -E 75");
+    let mut plain = host(&cluster, "");
+    plain.args(["-n", "nightly", "--", "true"]);
+    run(&mut plain).assert_code(75, "a plain exec -n");
+    first
+        .finish(Duration::from_secs(20))
+        .assert_code(0, "the first");
+    assert_eq!(runs(&ran), ["a"], "nobody else ran it");
+}
+
 /// The mark of this period on one server of three is enough to skip (the
 /// client's rule: any server that says done); a mark of the previous
 /// period, on every server, is not.
