@@ -1,10 +1,12 @@
 //! The recipes of README.md (cron, GitHub Actions, GitLab CI, systemd, a
-//! runbook), run as each system would run them: the shell part of each,
-//! taken from the README as printed, with the environment that system sets
-//! (cron's near-empty one, the CI's job variables, a unit's `Environment=`),
-//! against real servers. Only paths are changed: `/usr/local/bin/…` and
-//! `/etc/redlock/servers` point into a temporary directory, and the CI
-//! recipes download the release from a copy served on 127.0.0.1.
+//! runbook) and the guide's setup once per build, run as each system would
+//! run them: the shell part of each, taken from the document as printed,
+//! with the environment that system sets (cron's near-empty one, the CI's
+//! job variables, a unit's `Environment=`), against real servers. Only
+//! paths and the CI's expressions are changed: `/usr/local/bin/…` and
+//! `/etc/redlock/servers` point into a temporary directory, the CI recipes
+//! download the release from a copy served on 127.0.0.1, and
+//! `${{ github.run_number }}` is each pipeline's number.
 
 use std::fs;
 use std::io::{BufRead as _, BufReader, Write as _};
@@ -14,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::{run, temp_dir, Cluster, Output, Running};
+use crate::support::{run, temp_dir, wait_until, Cluster, Output, Running};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -205,8 +207,20 @@ fn cron_recipe_runs_the_job_once_a_day_across_hosts_and_mails_nothing() {
         ("SHELL", "/bin/sh".to_owned()),
         ("PATH", path_with(path_line)),
     ];
-    let hosts: Vec<Running> = (0..3)
-        .map(|_| spawn_clean(place.path(), &env, "/bin/sh", &["-c", &command]))
+    // The hosts' crons fire seconds apart: the second while the first
+    // runs the 1 s backup, the third after it is over.
+    let hosts: Vec<Running> = [0, 400, 2500]
+        .iter()
+        .scan(0, |fired, at| {
+            std::thread::sleep(Duration::from_millis(at - *fired));
+            *fired = *at;
+            Some(spawn_clean(
+                place.path(),
+                &env,
+                "/bin/sh",
+                &["-c", &command],
+            ))
+        })
         .collect();
     for host in hosts {
         let out = host.finish(LIMIT);
@@ -215,39 +229,101 @@ fn cron_recipe_runs_the_job_once_a_day_across_hosts_and_mails_nothing() {
     }
     let log = place.read("log");
     assert_eq!(intervals(&log).len(), 1, "one host ran it: {log}");
-    let today =
-        String::from_utf8(Command::new("date").arg("+%F").output().unwrap().stdout).unwrap();
-    assert!(
-        log.contains(&format!(" nightly-backup-{}", today.trim())),
-        "the day is in the name: {log}"
+    let out = run(cluster
+        .redlock()
+        .args(["--json", "status", "nightly-backup"]));
+    let status: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(
+        status["done"]["status"], 0,
+        "the day is marked done: {status}"
+    );
+    // The next fire of the day, on any host, skips it too.
+    let out = spawn_clean(place.path(), &env, "/bin/sh", &["-c", &command]).finish(LIMIT);
+    out.assert_code(0, "a later fire");
+    assert_eq!(intervals(&place.read("log")).len(), 1, "still once");
+}
+
+/// A deploy that logs `start RUN` (and what `status --json` said of its
+/// holder), runs for `$DEPLOY_SECONDS`, then logs `end RUN`; on SIGTERM
+/// it logs `stopped RUN`. RUN is the CI's run number or pipeline IID.
+fn deploy_job(place: &Place) {
+    place.job(
+        "deploy.sh",
+        &format!(
+            "run=$GITHUB_RUN_NUMBER$CI_PIPELINE_IID\n\
+             trap 'kill $!; echo \"stopped $run\" >> {log}; exit 143' TERM\n\
+             echo \"start $run\" >> {log}\n\
+             redlock status --json deploy-staging > {log}.status.$run\n\
+             sleep \"$DEPLOY_SECONDS\" & wait\n\
+             echo \"end $run\" >> {log}",
+            log = place.join("log")
+        ),
     );
 }
 
-/// Runs `script` as a CI shell step would, twice at once (two pipelines),
-/// and checks that the steps took turns and that each recorded its job.
-fn two_pipelines(
+/// What the three pipelines of [`newer_pipelines_cancel_older_ones`] did.
+struct ThreeRuns {
+    /// Serial 9: running when 10 arrives, so stopped.
+    running: Output,
+    /// Serial 6: a re-run of an old pipeline, waiting behind 9 when 10
+    /// arrives, so superseded.
+    rerun: Output,
+    /// Serial 10: runs after 9 stopped.
+    newest: Output,
+}
+
+/// Runs a CI recipe's deploy step three times, as pipelines with serials 9,
+/// 6 and 10 arriving in that order, each once the one before it holds the
+/// lock or waits for it: `script(serial)` is the step, `env(serial)` the
+/// job's variables. Checks what the log of [`deploy_job`] says: 9 started,
+/// was stopped, and only then 10 ran; 6 never ran.
+fn newer_pipelines_cancel_older_ones(
     place: &Place,
+    cluster: &Cluster,
     shell: &[&str],
-    script: &str,
-    job_env: impl Fn(usize) -> Vec<(&'static str, String)>,
-) -> Vec<serde_json::Value> {
-    fs::write(place.path().join("step.sh"), script).unwrap();
-    let runs: Vec<Running> = (0..2)
-        .map(|i| {
-            let mut args = shell[1..].to_vec();
-            args.push("step.sh");
-            spawn_clean(place.path(), &job_env(i), shell[0], &args)
-        })
-        .collect();
-    for run in runs {
-        run.finish(LIMIT)
-            .assert_code(0, "each pipeline's step succeeds");
-    }
-    let mut turns = intervals(&place.read("log"));
-    assert_eq!(turns.len(), 2, "both deployed");
-    turns.sort();
-    assert!(turns[0].1 <= turns[1].0, "the steps took turns: {turns:?}");
-    holder_json(place, "log")
+    script: impl Fn(u64) -> String,
+    env: impl Fn(u64) -> Vec<(&'static str, String)>,
+) -> ThreeRuns {
+    deploy_job(place);
+    let pipeline = |serial: u64, seconds: &str| {
+        let file = format!("step-{serial}.sh");
+        fs::write(place.path().join(&file), script(serial)).unwrap();
+        let mut vars = env(serial);
+        vars.push(("DEPLOY_SECONDS", seconds.to_owned()));
+        let mut args = shell[1..].to_vec();
+        args.push(&file);
+        spawn_clean(place.path(), &vars, shell[0], &args)
+    };
+    let running = pipeline(9, "30");
+    let log = || place.read("log");
+    assert!(
+        wait_until(Duration::from_secs(20), || log().contains("start 9")),
+        "pipeline 9 never started: {}",
+        log()
+    );
+    let rerun = pipeline(6, "1");
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            let out = run(cluster
+                .redlock()
+                .args(["--json", "status", "deploy-staging"]));
+            serde_json::from_str::<serde_json::Value>(out.stdout.trim())
+                .is_ok_and(|s| s["superseding_waiter"]["serial"] == 6)
+        }),
+        "pipeline 6 never waited"
+    );
+    let newest = pipeline(10, "1");
+    let runs = ThreeRuns {
+        running: running.finish(LIMIT),
+        rerun: rerun.finish(LIMIT),
+        newest: newest.finish(LIMIT),
+    };
+    assert_eq!(
+        log().lines().collect::<Vec<_>>(),
+        ["start 9", "stopped 9", "start 10", "end 10"],
+        "9 was stopped, 10 ran after it, 6 never ran"
+    );
+    runs
 }
 
 /// Where the CI recipes download a release from.
@@ -505,7 +581,7 @@ fn ci_recipes_install_nothing_from_a_download_that_does_not_match_its_sum() {
 }
 
 #[test]
-fn github_actions_recipe_installs_the_release_takes_turns_and_records_the_run() {
+fn github_actions_recipe_installs_the_release_and_a_newer_run_cancels_older_ones() {
     let cluster = Cluster::start(3);
     let place = Place::new();
     let yaml = &code_blocks("#### GitHub Actions")[0];
@@ -517,9 +593,13 @@ fn github_actions_recipe_installs_the_release_takes_turns_and_records_the_run() 
         .assert_code(0, "the install step");
     assert!(yaml.contains("REDLOCK_SERVERS: ${{ secrets.REDLOCK_SERVERS }}"));
     // Actions expands expressions before the shell sees the script.
-    let script = deploy.run.replace("${{ github.sha }}", "4f2a9c1");
-    recording_job(&place, "deploy.sh", "log");
-    let holders = two_pipelines(&place, ACTIONS_SHELL, &script, |i| {
+    let script = |serial: u64| {
+        deploy
+            .run
+            .replace("${{ github.sha }}", "4f2a9c1")
+            .replace("${{ github.run_number }}", &serial.to_string())
+    };
+    let runs = newer_pipelines_cancel_older_ones(&place, &cluster, ACTIONS_SHELL, script, |n| {
         vec![
             ("PATH", installed_path(&place)),
             ("HOME", place.path().display().to_string()),
@@ -527,29 +607,59 @@ fn github_actions_recipe_installs_the_release_takes_turns_and_records_the_run() 
             ("GITHUB_ACTIONS", "true".into()),
             ("GITHUB_SERVER_URL", "https://github.com".into()),
             ("GITHUB_REPOSITORY", "acme/shop".into()),
-            ("GITHUB_RUN_ID", format!("900{i}")),
+            ("GITHUB_RUN_ID", format!("900{n}")),
+            ("GITHUB_RUN_NUMBER", n.to_string()),
             ("REDLOCK_SERVERS", cluster.servers_arg()),
         ]
     });
-    let mut jobs: Vec<&str> = holders
-        .iter()
-        .map(|h| h["holder"]["job"].as_str().unwrap())
-        .collect();
-    jobs.sort();
-    assert_eq!(
-        jobs,
-        [
-            "https://github.com/acme/shop/actions/runs/9000",
-            "https://github.com/acme/shop/actions/runs/9001"
-        ]
+    // Exit 81 becomes a step that succeeds with a notice, not a red run.
+    for (out, what) in [
+        (&runs.running, "the stopped run"),
+        (&runs.rerun, "the superseded re-run"),
+    ] {
+        out.assert_code(0, what);
+        assert!(
+            out.stdout.contains("::notice::cancelled by a newer run"),
+            "{what}: {out:?}"
+        );
+        assert!(
+            out.stderr.contains("serial 10"),
+            "names the newer run: {out:?}"
+        );
+    }
+    runs.newest.assert_code(0, "the newest run deploys");
+    assert!(
+        !runs.newest.stdout.contains("::notice::"),
+        "{:?}",
+        runs.newest
     );
-    assert!(holders
-        .iter()
-        .all(|h| h["holder"]["message"] == "deploy 4f2a9c1"));
+    let holder = &holder_json(&place, "log")
+        .into_iter()
+        .find(|h| h["holder"]["serial"] == 10)
+        .unwrap()["holder"];
+    assert_eq!(
+        holder["job"],
+        "https://github.com/acme/shop/actions/runs/90010"
+    );
+    assert_eq!(holder["message"], "deploy 4f2a9c1");
+}
+
+/// The exit codes of a GitLab job's `allow_failure: {exit_codes: …}`.
+fn allowed_exit_codes(yaml: &str) -> Vec<i32> {
+    let line = yaml
+        .lines()
+        .map(key)
+        .find_map(|l| l.strip_prefix("allow_failure: {exit_codes: "))
+        .unwrap_or_else(|| panic!("no allow_failure exit_codes in\n{yaml}"));
+    line.trim_end_matches('}')
+        .trim_matches(['[', ']'])
+        .split(',')
+        .map(|code| code.trim().parse().unwrap())
+        .collect()
 }
 
 #[test]
-fn gitlab_ci_recipe_installs_the_release_takes_turns_and_records_the_job() {
+fn gitlab_ci_recipe_installs_the_release_and_a_newer_pipeline_cancels_older_ones() {
     let cluster = Cluster::start(3);
     let place = Place::new();
     let yaml = &code_blocks("#### GitLab CI")[0];
@@ -558,45 +668,99 @@ fn gitlab_ci_recipe_installs_the_release_takes_turns_and_records_the_job() {
     install_as_printed(&place, &page, GITLAB_SHELL, &before, &vars)
         .assert_code(0, "the job's before_script");
     let (_, script) = gitlab_job(yaml, "script:");
-    recording_job(&place, "deploy.sh", "log");
-    let holders = two_pipelines(&place, GITLAB_SHELL, &script, |i| {
-        vec![
-            ("PATH", installed_path(&place)),
+    let runs = newer_pipelines_cancel_older_ones(
+        &place,
+        &cluster,
+        GITLAB_SHELL,
+        |_| script.clone(),
+        |n| {
+            vec![
+                ("PATH", installed_path(&place)),
+                ("HOME", place.path().display().to_string()),
+                ("CI", "true".into()),
+                ("GITLAB_CI", "true".into()),
+                ("CI_PIPELINE_ID", format!("77{n}")),
+                ("CI_PIPELINE_IID", n.to_string()),
+                (
+                    "CI_JOB_URL",
+                    format!("https://gitlab.example.com/acme/shop/-/jobs/55{n}"),
+                ),
+                ("REDLOCK_SERVERS", cluster.servers_arg()),
+            ]
+        },
+    );
+    // GitLab shows a job that exits with an allowed code as a warning.
+    let allowed = allowed_exit_codes(yaml);
+    for (out, what) in [
+        (&runs.running, "the stopped job"),
+        (&runs.rerun, "the superseded re-run"),
+    ] {
+        out.assert_code(81, what);
+        assert!(allowed.contains(&81), "{what}: 81 is not in {allowed:?}");
+        assert!(
+            out.stderr.contains("serial 10"),
+            "names the newer pipeline: {out:?}"
+        );
+    }
+    runs.newest.assert_code(0, "the newest pipeline deploys");
+    let holder = &holder_json(&place, "log")
+        .into_iter()
+        .find(|h| h["holder"]["serial"] == 10)
+        .unwrap()["holder"];
+    assert_eq!(
+        holder["job"],
+        "https://gitlab.example.com/acme/shop/-/jobs/5510"
+    );
+    assert_eq!(holder["message"], "pipeline 7710");
+}
+
+#[test]
+fn setup_once_per_build_runs_once_for_the_jobs_of_a_pipeline_and_again_for_the_next() {
+    let cluster = Cluster::start(3);
+    let place = Place::new();
+    let yaml = &code_blocks_in("docs/guide.md", "### Setup once per build")[0];
+    let (_, script) = gitlab_job(yaml, "script:");
+    fs::write(place.path().join("job.sh"), &script).unwrap();
+    recording_job(&place, "setup-test-db.sh", "setup");
+    place.job(
+        "run-tests.sh",
+        &format!("echo \"tests $(date +%s%N)\" >> {}", place.join("tests")),
+    );
+    let job = |pipeline: &str| {
+        let env = vec![
+            ("PATH", path_with("/usr/bin:/bin")),
             ("HOME", place.path().display().to_string()),
             ("CI", "true".into()),
             ("GITLAB_CI", "true".into()),
-            ("CI_PIPELINE_ID", format!("77{i}")),
-            (
-                "CI_JOB_URL",
-                format!("https://gitlab.example.com/acme/shop/-/jobs/55{i}"),
-            ),
+            ("CI_PIPELINE_ID", pipeline.to_owned()),
             ("REDLOCK_SERVERS", cluster.servers_arg()),
-        ]
-    });
-    let mut seen: Vec<(String, String)> = holders
-        .iter()
-        .map(|h| {
-            let holder = &h["holder"];
-            (
-                holder["job"].as_str().unwrap().to_owned(),
-                holder["message"].as_str().unwrap().to_owned(),
-            )
-        })
+        ];
+        let mut args = GITLAB_SHELL[1..].to_vec();
+        args.push("job.sh");
+        spawn_clean(place.path(), &env, GITLAB_SHELL[0], &args)
+    };
+    // `parallel: 3`: three jobs of pipeline 770 at once.
+    let jobs: Vec<Running> = (0..3).map(|_| job("770")).collect();
+    for job in jobs {
+        job.finish(LIMIT).assert_code(0, "each job of the pipeline");
+    }
+    let setups = intervals(&place.read("setup"));
+    assert_eq!(setups.len(), 1, "the setup ran once: {setups:?}");
+    let tests: Vec<u128> = place
+        .read("tests")
+        .lines()
+        .map(|l| l.split(' ').nth(1).unwrap().parse().unwrap())
         .collect();
-    seen.sort();
-    assert_eq!(
-        seen,
-        [
-            (
-                "https://gitlab.example.com/acme/shop/-/jobs/550".to_owned(),
-                "pipeline 770".to_owned()
-            ),
-            (
-                "https://gitlab.example.com/acme/shop/-/jobs/551".to_owned(),
-                "pipeline 771".to_owned()
-            )
-        ]
+    assert_eq!(tests.len(), 3, "every job ran its tests");
+    assert!(
+        tests.iter().all(|t| *t >= setups[0].1),
+        "the tests started after the setup ended: {setups:?} {tests:?}"
     );
+    // The next pipeline runs it again.
+    job("771")
+        .finish(LIMIT)
+        .assert_code(0, "pipeline 771's job");
+    assert_eq!(intervals(&place.read("setup")).len(), 2, "set up again");
 }
 
 #[test]
