@@ -112,8 +112,8 @@ const EXAMPLES: &[(&str, &[Example])] = &[
     ]),
     ("exec", &[
             Example {
-                what: "Cron: run the backup on one host only, skip quietly if it is running",
-                lines: &["redlock exec -n -E 0 nightly-backup /usr/local/bin/backup"],
+                what: "Cron on every host: run the backup once a day fleet-wide, skip quietly",
+                lines: &["redlock exec --once-per 1d -q nightly-backup /usr/local/bin/backup"],
             },
             Example {
                 what: "CI: wait up to 30 minutes for the previous deploy",
