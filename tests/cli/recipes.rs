@@ -809,6 +809,11 @@ fn systemd_recipe_makes_the_report_on_one_host_and_no_unit_fails() {
         out.assert_code(0, "no unit fails");
     }
     assert_eq!(intervals(&place.read("log")).len(), 1, "one report");
+    // `Persistent=true`: a start made up at boot, after the report was made
+    // and the lock released, makes no second one.
+    let late = spawn_clean(place.path(), &env, words[0], &words[1..]).finish(LIMIT);
+    late.assert_code(0, "a start made up at boot");
+    assert_eq!(intervals(&place.read("log")).len(), 1, "still one report");
 }
 
 #[test]
