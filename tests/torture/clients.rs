@@ -4,6 +4,7 @@
 use std::fs::OpenOptions;
 use std::os::unix::process::ExitStatusExt as _;
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -29,6 +30,18 @@ const POLL: Duration = Duration::from_millis(5);
 pub const SLOTS: u32 = 3;
 /// A client does not start an `exec` that would wait for less than this.
 const MIN_WAIT: Duration = Duration::from_millis(100);
+/// The last `--serial` given to an `exec --cancel-in-progress`: every
+/// launch takes the next, so a later launch is always newer.
+static SERIAL: AtomicU64 = AtomicU64::new(0);
+
+/// `exec --once-per PERIOD`: the run of a period (issue 31).
+#[derive(Clone, Copy)]
+pub struct OncePer {
+    pub period: Duration,
+    /// `REDLOCK_TEST_SKIP_MARK_DONE`: no done mark is written, as in a
+    /// build without it (the control `once-per-unmarked`).
+    pub unmarked: bool,
+}
 
 /// One run of the section by one client.
 pub struct Launch {
@@ -47,6 +60,8 @@ pub struct Launch {
     pub slow_stop: bool,
     /// `FAKETIME` for libfaketime (`+1h`), or `None` for the true clock.
     pub clock_shift: Option<&'static str>,
+    /// `--once-per`, or `None` for a plain run.
+    pub once: Option<OncePer>,
 }
 
 /// The script of a client that holds the lock with `acquire --while $$`:
@@ -146,6 +161,8 @@ pub struct Plan {
     /// A pause between runs, drawn from this range in ms; `None`: the next
     /// run starts as soon as one returns.
     pub think: Option<(u64, u64)>,
+    /// See [`Launch::once`].
+    pub once: Option<OncePer>,
 }
 
 /// Runs sections until `until`, each `exec` queueing (`-w`) at most until
@@ -172,6 +189,7 @@ pub fn client_loop(ctx: &Ctx, slots: &Slots, mut plan: Plan, until: Instant) -> 
             spawn_pause: plan.spawn_pause,
             slow_stop: plan.slow_stop,
             clock_shift: plan.clock_shift,
+            once: plan.once,
         };
         run_one(ctx, slots, &launch);
         if let Some((least, most)) = plan.think {
@@ -255,8 +273,18 @@ fn command(ctx: &Ctx, launch: &Launch) -> Command {
             _ if ctx.fence => exec.arg("--fence"),
             Mode::Shared => exec.arg("--shared"),
             Mode::Slot => exec.args(["--limit", &SLOTS.to_string()]),
+            Mode::Cancellable => {
+                let serial = SERIAL.fetch_add(1, Ordering::SeqCst) + 1;
+                exec.args(["--cancel-in-progress", "--serial", &serial.to_string()])
+            }
             _ => &mut exec,
         };
+        if let Some(once) = launch.once {
+            exec.args(["--once-per", &duration_value(once.period)]);
+            if once.unmarked {
+                exec.env("REDLOCK_TEST_SKIP_MARK_DONE", "1");
+            }
+        }
         exec.args(["--ttl", &duration_value(launch.ttl)])
             .args(["-w", &format!("{}ms", launch.wait.as_millis()), LOCK, "--"])
             .arg(&ctx.section);
