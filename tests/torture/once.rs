@@ -13,7 +13,10 @@
 //! returned 0; a skip returned 0 without entering. The judge gives each
 //! successful run a period of its own within its range (the earliest
 //! deadline first, which finds such a choice whenever there is one); a run
-//! that finds none is a period run twice. That is allowed only where a
+//! that finds none is a period run twice (`runs_per_period` counts a run
+//! that may belong to two periods in the earlier one it was given, so a
+//! period that shows 0 beside one that shows 1 may be the same run's
+//! neighbour). That is allowed only where a
 //! majority of the servers may have lost the mark (see docs/safety.md,
 //! "Once per period"): where three servers were killed or paused from
 //! shortly before the period began until the second run entered. A run
