@@ -34,15 +34,6 @@ const MIN_WAIT: Duration = Duration::from_millis(100);
 /// launch takes the next, so a later launch is always newer.
 static SERIAL: AtomicU64 = AtomicU64::new(0);
 
-/// `exec --once-per PERIOD`: the run of a period (issue 31).
-#[derive(Clone, Copy)]
-pub struct OncePer {
-    pub period: Duration,
-    /// `REDLOCK_TEST_SKIP_MARK_DONE`: no done mark is written, as in a
-    /// build without it (the control `once-per-unmarked`).
-    pub unmarked: bool,
-}
-
 /// One run of the section by one client.
 pub struct Launch {
     pub client: u32,
@@ -60,8 +51,11 @@ pub struct Launch {
     pub slow_stop: bool,
     /// `FAKETIME` for libfaketime (`+1h`), or `None` for the true clock.
     pub clock_shift: Option<&'static str>,
-    /// `--once-per`, or `None` for a plain run.
-    pub once: Option<OncePer>,
+    /// `--once-per` PERIOD, or `None` for a plain run.
+    pub once: Option<Duration>,
+    /// A test hook (`REDLOCK_TEST_...`) set to 1 for `exec`, to defeat it
+    /// on purpose in a control scenario.
+    pub hook: Option<&'static str>,
 }
 
 /// The script of a client that holds the lock with `acquire --while $$`:
@@ -162,7 +156,9 @@ pub struct Plan {
     /// run starts as soon as one returns.
     pub think: Option<(u64, u64)>,
     /// See [`Launch::once`].
-    pub once: Option<OncePer>,
+    pub once: Option<Duration>,
+    /// See [`Launch::hook`].
+    pub hook: Option<&'static str>,
 }
 
 /// Runs sections until `until`, each `exec` queueing (`-w`) at most until
@@ -190,6 +186,7 @@ pub fn client_loop(ctx: &Ctx, slots: &Slots, mut plan: Plan, until: Instant) -> 
             slow_stop: plan.slow_stop,
             clock_shift: plan.clock_shift,
             once: plan.once,
+            hook: plan.hook,
         };
         run_one(ctx, slots, &launch);
         if let Some((least, most)) = plan.think {
@@ -279,11 +276,11 @@ fn command(ctx: &Ctx, launch: &Launch) -> Command {
             }
             _ => &mut exec,
         };
-        if let Some(once) = launch.once {
-            exec.args(["--once-per", &duration_value(once.period)]);
-            if once.unmarked {
-                exec.env("REDLOCK_TEST_SKIP_MARK_DONE", "1");
-            }
+        if let Some(period) = launch.once {
+            exec.args(["--once-per", &duration_value(period)]);
+        }
+        if let Some(hook) = launch.hook {
+            exec.env(hook, "1");
         }
         exec.args(["--ttl", &duration_value(launch.ttl)])
             .args(["-w", &format!("{}ms", launch.wait.as_millis()), LOCK, "--"])

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::checker::{Analysis, Expect, Parsed};
 use crate::checks::{self, Also};
-use crate::clients::{self, client_loop, Lengths, OncePer, Plan, Slots, SPAWN_WINDOW, TTL};
+use crate::clients::{self, client_loop, Lengths, Plan, Slots, SPAWN_WINDOW, TTL};
 use crate::faults::{self, Fault, Targets};
 use crate::history::{now_ns, Mode};
 use crate::judge::{judge, Case, Outcome};
@@ -93,6 +93,10 @@ enum Setup {
     /// with every launch, pausing [`CANCEL_THINK`] between runs: each
     /// newer run cancels the holder and supersedes the waiters before it.
     CancelInProgress,
+    /// [`Setup::CancelInProgress`] with holders that release the lock as
+    /// soon as they are asked to stop, before their command has stopped
+    /// (`REDLOCK_TEST_RELEASE_ON_CANCEL`): a control that must overlap.
+    CancelReleasingEarly,
 }
 
 /// The period of [`Setup::OncePer`]: 2s, so that a short run sees five.
@@ -160,7 +164,7 @@ const ROLLING_CUTS: Scenario = Scenario {
     also: Also::CutBounds,
 };
 
-const SCENARIOS: [Scenario; 26] = [
+const SCENARIOS: [Scenario; 27] = [
     Scenario {
         name: "no-faults",
         seconds: (8, 30),
@@ -465,6 +469,20 @@ const SCENARIOS: [Scenario; 26] = [
         setup: Setup::OncePerUnmarked,
         also: Also::Nothing,
     },
+    // The cancel scenario's control: holders that release as soon as they
+    // are asked to stop, while their command still runs until its SIGKILL,
+    // must let a newer run in beside them.
+    Scenario {
+        name: "cancel-in-progress-early-release",
+        seconds: (8, 20),
+        faults: &[],
+        lengths: Lengths::Bounded,
+        ttl: TTL,
+        guard: Guard::Off,
+        slow_stop: true,
+        setup: Setup::CancelReleasingEarly,
+        also: Also::Cancels,
+    },
     Scenario {
         name: "checker-self-test",
         seconds: (6, 30),
@@ -584,7 +602,7 @@ fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Out
         clients: CLIENTS,
         seed: settings.seed,
         expect: match scenario.setup {
-            Setup::Unlocked => Expect::Overlap,
+            Setup::Unlocked | Setup::CancelReleasingEarly => Expect::Overlap,
             _ => Expect::Safe,
         },
         window: (start, now_ns()),
@@ -599,9 +617,9 @@ fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Out
                 .problems
                 .extend(checks::fence_problems(parsed, analysis.window));
         }
-        if let Some(once) = once_per(setup) {
-            let window = analysis.window;
-            let more = once::findings(parsed, &periods, window, unmarked, once.unmarked);
+        if once_per(setup).is_some() {
+            let (window, control) = (analysis.window, setup == Setup::OncePerUnmarked);
+            let more = once::findings(parsed, &periods, window, unmarked, control);
             findings.figures.extend(more.figures);
             findings.problems.extend(more.problems);
         }
@@ -610,12 +628,15 @@ fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Out
 }
 
 /// `--once-per` of the clients of `setup`.
-fn once_per(setup: Setup) -> Option<OncePer> {
+fn once_per(setup: Setup) -> Option<Duration> {
+    matches!(setup, Setup::OncePer | Setup::OncePerUnmarked).then_some(ONCE_PERIOD)
+}
+
+/// The test hook that defeats the clients of a control on purpose.
+fn hook(setup: Setup) -> Option<&'static str> {
     match setup {
-        Setup::OncePer | Setup::OncePerUnmarked => Some(OncePer {
-            period: ONCE_PERIOD,
-            unmarked: setup == Setup::OncePerUnmarked,
-        }),
+        Setup::OncePerUnmarked => Some("REDLOCK_TEST_SKIP_MARK_DONE"),
+        Setup::CancelReleasingEarly => Some("REDLOCK_TEST_RELEASE_ON_CANCEL"),
         _ => None,
     }
 }
@@ -637,7 +658,7 @@ fn plans(scenario: &Scenario, rng: &mut Rng) -> Vec<Plan> {
                     Setup::KeptByScripts => Mode::Kept,
                     Setup::Shared if client < READERS => Mode::Shared,
                     Setup::Semaphore => Mode::Slot,
-                    Setup::CancelInProgress => Mode::Cancellable,
+                    Setup::CancelInProgress | Setup::CancelReleasingEarly => Mode::Cancellable,
                     _ => Mode::Locked,
                 },
                 ttl: match setup {
@@ -662,10 +683,11 @@ fn plans(scenario: &Scenario, rng: &mut Rng) -> Vec<Plan> {
                 think: match setup {
                     Setup::NetnsPaced => Some(PACED_THINK),
                     Setup::OncePer | Setup::OncePerUnmarked => Some(ONCE_THINK),
-                    Setup::CancelInProgress => Some(CANCEL_THINK),
+                    Setup::CancelInProgress | Setup::CancelReleasingEarly => Some(CANCEL_THINK),
                     _ => None,
                 },
                 once: once_per(setup),
+                hook: hook(setup),
                 slow_stop: scenario.slow_stop,
             }
         })
