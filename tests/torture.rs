@@ -61,12 +61,16 @@
 //! sections that ignore the stop signal until SIGKILL: never two holders,
 //! and holders cancelled (`cancelled`, exit 81).
 //!
-//! Three scenarios are controls: `checker-self-test` runs the sections without
+//! Four scenarios are controls: `checker-self-test` runs the sections without
 //! any lock, and `negative-control-guard-off` defeats Redlock on purpose by
 //! restarting a majority of the servers under a holder. In both the checker
 //! must report an overlap, or it is not to be trusted. `once-per-unmarked`
 //! runs `once-per`'s clients with no done mark written
 //! (`REDLOCK_TEST_SKIP_MARK_DONE`): its judge must see a period run twice.
+//! `cancel-in-progress-early-release` runs `cancel-in-progress`'s clients
+//! with holders that release as soon as they are asked to stop, while their
+//! command runs on until SIGKILL (`REDLOCK_TEST_RELEASE_ON_CANCEL`): the
+//! checker must see the newer run inside beside it.
 
 // The fixture is shared with tests/cli, and this target uses only part of
 // it (no TLS, no fake server, no output assertions). Dead code is judged per
