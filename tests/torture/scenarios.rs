@@ -460,7 +460,7 @@ const SCENARIOS: [Scenario; 27] = [
     // show a period run twice.
     Scenario {
         name: "once-per-unmarked",
-        seconds: (6, 20),
+        seconds: (8, 20),
         faults: &[],
         lengths: Lengths::Bounded,
         ttl: TTL,
