@@ -89,6 +89,27 @@ pub fn pause_before_spawn() {
     }
 }
 
+/// `REDLOCK_TEST_SKIP_MARK_DONE` (any value): `exec --once-per` and
+/// `--once` write no done mark after a command that exited 0
+/// (commands/exec.rs), as a build without the mark would: every caller of
+/// the period runs the command again. Set by the torture harness's control
+/// `once-per-unmarked` (tests/torture/scenarios.rs), which must see a
+/// period run twice, or its judge is not to be trusted.
+pub fn skip_mark_done() -> bool {
+    cfg!(debug_assertions) && std::env::var_os("REDLOCK_TEST_SKIP_MARK_DONE").is_some()
+}
+
+/// `REDLOCK_TEST_RELEASE_ON_CANCEL` (any value): a holder of `exec
+/// --cancel-in-progress` that a newer waiter asks to stop releases the lock
+/// at once, before its command has stopped (commands/exec/cancel.rs), as a
+/// build that gave the lock up early would: the newer one enters beside a
+/// command still running. Set by the torture harness's control
+/// `cancel-in-progress-early-release` (tests/torture/scenarios.rs), which
+/// must see that overlap.
+pub fn release_on_cancel() -> bool {
+    cfg!(debug_assertions) && std::env::var_os("REDLOCK_TEST_RELEASE_ON_CANCEL").is_some()
+}
+
 /// `REDLOCK_TEST_PAUSE_IN_CHILD_MS`: how long the command's process
 /// pauses between fork and exec, before anyone knows its group
 /// (supervise/child.rs). Set by

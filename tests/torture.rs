@@ -21,7 +21,8 @@
 //! where FIGURES are a scenario's own (`free_while_waiting_ms`, `shares`,
 //! `handoff_ms`, `frozen_before_spawn`, `readers_max`, `writer_wait_ms`,
 //! `holders_max`, `keepers_frozen`, `median_wait_ms`, `mean_wait_ms`, `cuts`,
-//! `cut`, `bounds`, `held_while_wanted`, `late_keys`),
+//! `cut`, `bounds`, `held_while_wanted`, `late_keys`, `runs_per_period`,
+//! `doubles`, `excused`, `cancelled`, ...),
 //! checked against its bounds (see `torture/checks.rs`).
 //!
 //! `rolling-cuts` (issue 28) puts each of the five servers in its own
@@ -51,10 +52,25 @@
 //! (in `rolling-cuts`, connects to a cut server fail at once instead of
 //! hanging).
 //!
-//! Two scenarios are controls: `checker-self-test` runs the sections without
+//! Two scenarios come from issue 31. In `once-per`, the clients run
+//! `exec --once-per 2s` while a minority is killed and restarted (with the
+//! restart guard) or paused: no period may run twice unless a majority may
+//! have lost its done mark (`torture/once.rs`; `runs_per_period`,
+//! `doubles`, `excused`, `skips`). In `cancel-in-progress`, they run
+//! `exec --cancel-in-progress --serial N` with N rising at every launch, and
+//! sections that ignore the stop signal until SIGKILL: never two holders,
+//! and holders cancelled (`cancelled`, exit 81).
+//!
+//! Four scenarios are controls: `checker-self-test` runs the sections without
 //! any lock, and `negative-control-guard-off` defeats Redlock on purpose by
 //! restarting a majority of the servers under a holder. In both the checker
-//! must report an overlap, or it is not to be trusted.
+//! must report an overlap, or it is not to be trusted. `once-per-unmarked`
+//! runs `once-per`'s clients with no done mark written
+//! (`REDLOCK_TEST_SKIP_MARK_DONE`): its judge must see a period run twice.
+//! `cancel-in-progress-early-release` runs `cancel-in-progress`'s clients
+//! with holders that release as soon as they are asked to stop, while their
+//! command runs on until SIGKILL (`REDLOCK_TEST_RELEASE_ON_CANCEL`): the
+//! checker must see the newer run inside beside it.
 
 // The fixture is shared with tests/cli, and this target uses only part of
 // it (no TLS, no fake server, no output assertions). Dead code is judged per
@@ -83,6 +99,8 @@ mod late;
 mod negative;
 #[path = "torture/netns.rs"]
 mod netns;
+#[path = "torture/once.rs"]
+mod once;
 #[path = "torture/rig.rs"]
 mod rig;
 #[path = "torture/rng.rs"]

@@ -157,7 +157,7 @@ async fn mark_done(redlock: &Redlock, request: &Take, lease: &Lease, end: &RunEn
     let RunEnd::Exited { status, .. } = end else {
         return;
     };
-    if !status.success() {
+    if !status.success() || crate::test_hooks::skip_mark_done() {
         return;
     }
     let marked = redlock

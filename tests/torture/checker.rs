@@ -23,6 +23,10 @@ use crate::history::Mode;
 /// busy (75, the `-w` wait ran out at the end of the scenario), no quorum
 /// (69) and lost (79). Anything else means the harness or redlock broke.
 const EXPECTED_STATUSES: [i32; 4] = [0, 69, 75, 79];
+/// `exec --cancel-in-progress`'s "cancelled": superseded by a newer waiter,
+/// or stopped by one while it held the lock. Expected of
+/// [`Mode::Cancellable`] runs only.
+pub const CANCELLED: i32 = 81;
 
 /// One `exec` of one client (or one bare section run), by `(client, seq)`.
 #[derive(Debug, Default, Clone)]
@@ -345,7 +349,8 @@ impl Analysis {
             *exits.entry(status).or_insert(0) += 1;
             let killed_here = killed.contains(id) && status == 128 + 9;
             let lost = status == run.lost_status();
-            if !EXPECTED_STATUSES.contains(&status) && !killed_here && !lost {
+            let cancelled = status == CANCELLED && run.mode == Some(Mode::Cancellable);
+            if !EXPECTED_STATUSES.contains(&status) && !killed_here && !lost && !cancelled {
                 unexpected.insert(status);
             }
         }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::checker::{ms, Analysis, Noted, Parsed, RunId};
+use crate::checker::{ms, Analysis, Noted, Parsed, RunId, CANCELLED};
 use crate::clients::{SLOTS, TTL};
 use crate::history::Mode;
 use crate::judge::Findings;
@@ -101,6 +101,10 @@ pub enum Also {
     /// [`MAX_FREE_WHILE_WAITING_UNDER_CUTS`] (enforced only with
     /// [`ENFORCE_CUT_BOUNDS`]); at least one cut.
     CutBounds,
+    /// `exec --cancel-in-progress`: how many runs ended cancelled (81),
+    /// holding (their section entered) or superseded while waiting; at least
+    /// one holder cancelled.
+    Cancels,
 }
 
 impl Also {
@@ -121,7 +125,29 @@ impl Also {
             Also::Slots => slots(parsed, analysis, bookkeeping, clients),
             Also::StoppedWhileKeeperFrozen => stopped_while_keeper_frozen(parsed),
             Also::CutBounds => cut_bounds(parsed, analysis, ENFORCE_CUT_BOUNDS),
+            Also::Cancels => cancels(parsed),
         }
+    }
+}
+
+fn cancels(parsed: &Parsed) -> Findings {
+    let cancelled = |entered: bool| {
+        (parsed.runs.values())
+            .filter(|run| run.status() == Some(CANCELLED) && run.enter.is_some() == entered)
+            .count()
+    };
+    let (holding, waiting) = (cancelled(true), cancelled(false));
+    let mut problems = Vec::new();
+    if holding == 0 {
+        problems.push("no holder was cancelled: the scenario tested nothing".to_string());
+    }
+    Findings {
+        figures: vec![
+            format!("cancelled={}", holding + waiting),
+            format!("cancelled_holding={holding}"),
+            format!("superseded_waiting={waiting}"),
+        ],
+        problems,
     }
 }
 

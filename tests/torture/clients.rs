@@ -4,6 +4,7 @@
 use std::fs::OpenOptions;
 use std::os::unix::process::ExitStatusExt as _;
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -29,6 +30,9 @@ const POLL: Duration = Duration::from_millis(5);
 pub const SLOTS: u32 = 3;
 /// A client does not start an `exec` that would wait for less than this.
 const MIN_WAIT: Duration = Duration::from_millis(100);
+/// The last `--serial` given to an `exec --cancel-in-progress`: every
+/// launch takes the next, so a later launch is always newer.
+static SERIAL: AtomicU64 = AtomicU64::new(0);
 
 /// One run of the section by one client.
 pub struct Launch {
@@ -47,6 +51,11 @@ pub struct Launch {
     pub slow_stop: bool,
     /// `FAKETIME` for libfaketime (`+1h`), or `None` for the true clock.
     pub clock_shift: Option<&'static str>,
+    /// `--once-per` PERIOD, or `None` for a plain run.
+    pub once: Option<Duration>,
+    /// A test hook (`REDLOCK_TEST_...`) set to 1 for `exec`, to defeat it
+    /// on purpose in a control scenario.
+    pub hook: Option<&'static str>,
 }
 
 /// The script of a client that holds the lock with `acquire --while $$`:
@@ -146,6 +155,10 @@ pub struct Plan {
     /// A pause between runs, drawn from this range in ms; `None`: the next
     /// run starts as soon as one returns.
     pub think: Option<(u64, u64)>,
+    /// See [`Launch::once`].
+    pub once: Option<Duration>,
+    /// See [`Launch::hook`].
+    pub hook: Option<&'static str>,
 }
 
 /// Runs sections until `until`, each `exec` queueing (`-w`) at most until
@@ -172,6 +185,8 @@ pub fn client_loop(ctx: &Ctx, slots: &Slots, mut plan: Plan, until: Instant) -> 
             spawn_pause: plan.spawn_pause,
             slow_stop: plan.slow_stop,
             clock_shift: plan.clock_shift,
+            once: plan.once,
+            hook: plan.hook,
         };
         run_one(ctx, slots, &launch);
         if let Some((least, most)) = plan.think {
@@ -255,8 +270,18 @@ fn command(ctx: &Ctx, launch: &Launch) -> Command {
             _ if ctx.fence => exec.arg("--fence"),
             Mode::Shared => exec.arg("--shared"),
             Mode::Slot => exec.args(["--limit", &SLOTS.to_string()]),
+            Mode::Cancellable => {
+                let serial = SERIAL.fetch_add(1, Ordering::SeqCst) + 1;
+                exec.args(["--cancel-in-progress", "--serial", &serial.to_string()])
+            }
             _ => &mut exec,
         };
+        if let Some(period) = launch.once {
+            exec.args(["--once-per", &duration_value(period)]);
+        }
+        if let Some(hook) = launch.hook {
+            exec.env(hook, "1");
+        }
         exec.args(["--ttl", &duration_value(launch.ttl)])
             .args(["-w", &format!("{}ms", launch.wait.as_millis()), LOCK, "--"])
             .arg(&ctx.section);

@@ -43,6 +43,10 @@ pub enum Mode {
     /// A slot holder, under `redlock exec --limit K` (K is
     /// [`crate::clients::SLOTS`]): at most K inside at once.
     Slot,
+    /// Under `redlock exec --cancel-in-progress --serial N`: exclusive, and
+    /// exit 81 (superseded while waiting, or cancelled while holding by a
+    /// newer serial) is an expected end.
+    Cancellable,
 }
 
 impl Mode {
@@ -53,6 +57,7 @@ impl Mode {
             Mode::Kept => "kept",
             Mode::Shared => "shared",
             Mode::Slot => "slot",
+            Mode::Cancellable => "cancellable",
         }
     }
 
@@ -70,6 +75,7 @@ impl Mode {
             Mode::Kept,
             Mode::Shared,
             Mode::Slot,
+            Mode::Cancellable,
         ]
         .into_iter()
         .find(|mode| mode.word() == word)

@@ -93,6 +93,8 @@ fn one_round(rig: &mut Rig, slots: &Slots, seq: u32) -> Result<(), String> {
         spawn_pause: None,
         slow_stop: false,
         clock_shift: None,
+        once: None,
+        hook: None,
     };
     thread::scope(|scope| {
         // With the guard, A waits for the servers restarted last round.

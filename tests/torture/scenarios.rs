@@ -14,6 +14,7 @@ use crate::judge::{judge, Case, Outcome};
 use crate::late;
 use crate::negative;
 use crate::netns::{Netns, Unavailable};
+use crate::once::{self, Periods};
 use crate::rig::{self, Guard, Rig, LOCK, SERVERS};
 use crate::rng::Rng;
 use crate::settings::Settings;
@@ -80,7 +81,34 @@ enum Setup {
     /// time, not always, so that a wait is not just the sections of the
     /// seven others in line.
     NetnsPaced,
+    /// Every client runs `exec --once-per` [`ONCE_PERIOD`], pausing
+    /// [`ONCE_THINK`] between runs: a period must run at most once
+    /// (once.rs).
+    OncePer,
+    /// [`Setup::OncePer`] with no done mark written
+    /// (`REDLOCK_TEST_SKIP_MARK_DONE`): the once judge's control, which
+    /// must see a period run twice.
+    OncePerUnmarked,
+    /// Every client runs `exec --cancel-in-progress --serial N`, N rising
+    /// with every launch, pausing [`CANCEL_THINK`] between runs: each
+    /// newer run cancels the holder and supersedes the waiters before it.
+    CancelInProgress,
+    /// [`Setup::CancelInProgress`] with holders that release the lock as
+    /// soon as they are asked to stop, before their command has stopped
+    /// (`REDLOCK_TEST_RELEASE_ON_CANCEL`): a control that must overlap.
+    CancelReleasingEarly,
 }
+
+/// The period of [`Setup::OncePer`]: 2s, so that a short run sees five.
+const ONCE_PERIOD: Duration = Duration::from_secs(2);
+
+/// The pause of a client of [`Setup::OncePer`] between runs, in ms: most
+/// runs skip at once, and clients that skip need not hammer the servers.
+const ONCE_THINK: (u64, u64) = (100, 400);
+
+/// The pause of a client of [`Setup::CancelInProgress`] between runs, in
+/// ms: long enough that some runs end before a newer one cancels them.
+const CANCEL_THINK: (u64, u64) = (200, 1500);
 
 /// The pause of a client of [`Setup::NetnsPaced`] between its runs, in ms:
 /// 5.5s on average, beside sections of 0.49s on average, so that eight
@@ -136,7 +164,7 @@ const ROLLING_CUTS: Scenario = Scenario {
     also: Also::CutBounds,
 };
 
-const SCENARIOS: [Scenario; 23] = [
+const SCENARIOS: [Scenario; 27] = [
     Scenario {
         name: "no-faults",
         seconds: (8, 30),
@@ -399,6 +427,62 @@ const SCENARIOS: [Scenario; 23] = [
         setup: Setup::NetnsPaced,
         ..ROLLING_CUTS
     },
+    // Issue 31: `exec --once-per 2s`, a minority killed and restarted
+    // (with the restart guard) and paused: every period runs at most once
+    // unless a majority may have lost its mark (once.rs).
+    Scenario {
+        name: "once-per",
+        seconds: (10, 40),
+        faults: &[Fault::KillRestart, Fault::PauseMinority],
+        lengths: Lengths::Bounded,
+        ttl: TTL,
+        guard: Guard::Env(TTL),
+        slow_stop: false,
+        setup: Setup::OncePer,
+        also: Also::Nothing,
+    },
+    // Issue 31: `exec --cancel-in-progress --serial N` with N rising, a
+    // minority killed and restarted and paused, sections that ignore the
+    // stop signal until SIGKILL: a newer run stops the holder, and must
+    // never be inside beside it.
+    Scenario {
+        name: "cancel-in-progress",
+        seconds: (10, 40),
+        faults: &[Fault::KillRestart, Fault::PauseMinority],
+        lengths: Lengths::Bounded,
+        ttl: TTL,
+        guard: Guard::Env(TTL),
+        slow_stop: true,
+        setup: Setup::CancelInProgress,
+        also: Also::Cancels,
+    },
+    // The once judge's control: `--once-per` with no mark written must
+    // show a period run twice.
+    Scenario {
+        name: "once-per-unmarked",
+        seconds: (8, 20),
+        faults: &[],
+        lengths: Lengths::Bounded,
+        ttl: TTL,
+        guard: Guard::Off,
+        slow_stop: false,
+        setup: Setup::OncePerUnmarked,
+        also: Also::Nothing,
+    },
+    // The cancel scenario's control: holders that release as soon as they
+    // are asked to stop, while their command still runs until its SIGKILL,
+    // must let a newer run in beside them.
+    Scenario {
+        name: "cancel-in-progress-early-release",
+        seconds: (8, 20),
+        faults: &[],
+        lengths: Lengths::Bounded,
+        ttl: TTL,
+        guard: Guard::Off,
+        slow_stop: true,
+        setup: Setup::CancelReleasingEarly,
+        also: Also::Cancels,
+    },
     Scenario {
         name: "checker-self-test",
         seconds: (6, 30),
@@ -478,6 +562,7 @@ fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Out
         scenario.seconds.0
     };
     let plans = plans(scenario, &mut rng);
+    let periods = Periods::now(ONCE_PERIOD);
     let start = now_ns();
     let until = Instant::now() + Duration::from_secs(seconds);
     thread::scope(|scope| {
@@ -517,12 +602,13 @@ fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Out
         clients: CLIENTS,
         seed: settings.seed,
         expect: match scenario.setup {
-            Setup::Unlocked => Expect::Overlap,
+            Setup::Unlocked | Setup::CancelReleasingEarly => Expect::Overlap,
             _ => Expect::Safe,
         },
         window: (start, now_ns()),
     };
     let (setup, also) = (scenario.setup, scenario.also);
+    let unmarked = once::unmarked_in(&rig.ctx.logs);
     judge(&case, rig, |parsed, analysis: &Analysis, books| {
         let mut findings = also.check(parsed, analysis, books, CLIENTS);
         findings.problems.extend(setup_problems(setup, parsed));
@@ -531,8 +617,28 @@ fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Out
                 .problems
                 .extend(checks::fence_problems(parsed, analysis.window));
         }
+        if once_per(setup).is_some() {
+            let (window, control) = (analysis.window, setup == Setup::OncePerUnmarked);
+            let more = once::findings(parsed, &periods, window, unmarked, control);
+            findings.figures.extend(more.figures);
+            findings.problems.extend(more.problems);
+        }
         findings
     })
+}
+
+/// `--once-per` of the clients of `setup`.
+fn once_per(setup: Setup) -> Option<Duration> {
+    matches!(setup, Setup::OncePer | Setup::OncePerUnmarked).then_some(ONCE_PERIOD)
+}
+
+/// The test hook that defeats the clients of a control on purpose.
+fn hook(setup: Setup) -> Option<&'static str> {
+    match setup {
+        Setup::OncePerUnmarked => Some("REDLOCK_TEST_SKIP_MARK_DONE"),
+        Setup::CancelReleasingEarly => Some("REDLOCK_TEST_RELEASE_ON_CANCEL"),
+        _ => None,
+    }
 }
 
 fn plans(scenario: &Scenario, rng: &mut Rng) -> Vec<Plan> {
@@ -552,6 +658,7 @@ fn plans(scenario: &Scenario, rng: &mut Rng) -> Vec<Plan> {
                     Setup::KeptByScripts => Mode::Kept,
                     Setup::Shared if client < READERS => Mode::Shared,
                     Setup::Semaphore => Mode::Slot,
+                    Setup::CancelInProgress | Setup::CancelReleasingEarly => Mode::Cancellable,
                     _ => Mode::Locked,
                 },
                 ttl: match setup {
@@ -573,7 +680,14 @@ fn plans(scenario: &Scenario, rng: &mut Rng) -> Vec<Plan> {
                     _ => None,
                 },
                 spawn_pause: (setup == Setup::SpawnWindow).then_some(SPAWN_WINDOW),
-                think: (setup == Setup::NetnsPaced).then_some(PACED_THINK),
+                think: match setup {
+                    Setup::NetnsPaced => Some(PACED_THINK),
+                    Setup::OncePer | Setup::OncePerUnmarked => Some(ONCE_THINK),
+                    Setup::CancelInProgress | Setup::CancelReleasingEarly => Some(CANCEL_THINK),
+                    _ => None,
+                },
+                once: once_per(setup),
+                hook: hook(setup),
                 slow_stop: scenario.slow_stop,
             }
         })
