@@ -1362,4 +1362,10 @@ fn mark_done_writes_only_under_our_token() {
     let args = ["t", "per:1:0:5", "0", "{}", at.as_str(), ""];
     assert_eq!(run(&server, "mark_done", &k, &args), Value::Int(1));
     assert!((89_000..=90_000).contains(&server.pttl(&k[12])));
+    // A period's end and margin already past (a job that outlasted them):
+    // the mark is kept the margin from now, not deleted at once.
+    let past = (now_ms(&server) - 1_000).to_string();
+    let args = ["t", "per:1:0:5", "0", "{}", past.as_str(), "60000"];
+    assert_eq!(run(&server, "mark_done", &k, &args), Value::Int(1));
+    assert!((59_000..=60_000).contains(&server.pttl(&k[12])));
 }

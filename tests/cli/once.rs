@@ -501,3 +501,32 @@ fn a_run_that_loses_its_lock_marks_nothing() {
     run(&mut next).assert_code(0, "the next runs it");
     assert_eq!(runs(&ran), ["a", "b"]);
 }
+
+/// A run whose job outlasts its period's end and margin still leaves its
+/// mark, for at least the margin: a waiter of that period that takes the
+/// lock next must find it. (The mark was written `PXAT` the period's end and
+/// a margin, which deletes a key at once when that time has passed, while
+/// `done` said it had marked the run on every server.)
+#[test]
+fn a_run_that_ends_after_its_periods_margin_still_leaves_its_mark() {
+    let cluster = Cluster::start(3);
+    // `--once-per 1s`: the period ends within a second of the acquire.
+    let taken = run(redlock_at(&cluster).args([
+        "acquire",
+        "--once-per",
+        "1s",
+        "--ttl",
+        "2m",
+        "nightly",
+    ]));
+    taken.assert_code(0, "do it");
+    let tok = taken.stdout.trim().to_owned();
+    // A fixed sleep: the period's end and its 60 s margin passing while the
+    // job runs is the case under test.
+    std::thread::sleep(Duration::from_secs(62));
+    run(redlock_at(&cluster).args(["done", "nightly", &tok])).assert_code(0, "done");
+    for server in &cluster.servers {
+        let pttl = server.pttl(b"nightly\0done");
+        assert!(pttl > 50_000 && pttl <= 60_000, "the mark is kept: {pttl}");
+    }
+}
