@@ -146,7 +146,7 @@ impl Redlock {
         (status, holder): (i32, Option<&Holder>),
     ) -> Result<Marked, LockError> {
         let (lapse_at, lapse_after) = match run.lapse {
-            Lapse::At(ms) => (ms.to_string(), String::new()),
+            Lapse::At(ms, margin) => (ms.to_string(), margin.to_string()),
             Lapse::After(keep) => (String::new(), ttl_millis(keep).to_string()),
         };
         let call = MarkDone {
