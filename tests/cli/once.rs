@@ -511,14 +511,8 @@ fn a_run_that_loses_its_lock_marks_nothing() {
 fn a_run_that_ends_after_its_periods_margin_still_leaves_its_mark() {
     let cluster = Cluster::start(3);
     // `--once-per 1s`: the period ends within a second of the acquire.
-    let taken = run(redlock_at(&cluster).args([
-        "acquire",
-        "--once-per",
-        "1s",
-        "--ttl",
-        "2m",
-        "nightly",
-    ]));
+    let taken =
+        run(redlock_at(&cluster).args(["acquire", "--once-per", "1s", "--ttl", "2m", "nightly"]));
     taken.assert_code(0, "do it");
     let tok = taken.stdout.trim().to_owned();
     // A fixed sleep: the period's end and its 60 s margin passing while the
