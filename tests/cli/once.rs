@@ -253,6 +253,37 @@ fn one_server_saying_done_skips_and_last_periods_mark_does_not() {
     assert_eq!(cluster.get_all(b"nightly"), vec![None, None, None]);
 }
 
+/// A run whose period is older than the done mark's (same DUR and shift)
+/// skips: it fixed its period before the edge and reached the lock after a
+/// run of the next period. Running it was a second run in the servers'
+/// current period, and its mark replaced the newer one, so that the
+/// period's next host ran the job a third time, with no server losing data.
+#[test]
+fn a_run_of_an_older_period_skips_when_a_later_one_is_done() {
+    let cluster = Cluster::start(3);
+    let dir = temp_dir("once");
+    let ran = dir.path().join("runs");
+    let (per, offset) = hourly(&cluster);
+    let next = (server_ms(&cluster) - offset) / HOUR_MS + 1;
+    let next_id = format!("per:{HOUR_MS}:{offset}:{next}");
+    let mark = format!("{next_id}\x001700000000000\x000\x00{{\"token\":\"t\",\"host\":\"elsewhere\",\"pid\":7,\"user\":\"u\"}}");
+    for server in &cluster.servers {
+        server.set(b"nightly\0done", mark.as_bytes());
+    }
+    let mut cmd = host(&cluster, "");
+    cmd.args(["--once-per", &per, "nightly", "--", "sh"])
+        .args(job(&ran, "a", 0, 0));
+    skipped(&run(&mut cmd), "a later period is done");
+    assert_eq!(runs(&ran), Vec::<String>::new());
+    // The newer mark is left as it was.
+    for server in &cluster.servers {
+        assert_eq!(
+            server.get(b"nightly\0done"),
+            Some(mark.clone().into_bytes())
+        );
+    }
+}
+
 /// `--once KEY`: once per key; another key runs again.
 #[test]
 fn once_per_key_runs_once_for_each_key() {
