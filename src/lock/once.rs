@@ -10,8 +10,10 @@
 //!    period's edge, and it stays the run's for all its attempts.
 //! 2. Each attempt reads the mark `NAME\0done` in the same acquire.lua call
 //!    as its `SET NX`. A server whose mark holds the id answers
-//!    `{"done", mark}` and takes nothing; if any server that answered says
-//!    so, the caller skips and undoes what its attempt took (redlock.rs).
+//!    `{"done", mark}` and takes nothing, and so does one whose mark is of
+//!    a later period of the same DUR and shift (this run started before
+//!    the edge); if any server that answered says so, the caller skips and
+//!    undoes what its attempt took (redlock.rs).
 //! 3. After the command exited 0, and before the lock is released, the
 //!    holder writes the mark (mark_done.lua) wherever the lock still holds
 //!    its token; it counts only on a majority.
