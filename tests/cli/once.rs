@@ -322,6 +322,10 @@ fn bad_once_values_are_usage_errors() {
         (&["--once-per", "500ms"][..], "shorter than a second"),
         (&["--once-per", "1h@01:00"][..], "within one period"),
         (&["--once-per", "1d@25:00"][..], "not a time of day"),
+        // Periods whose end overflowed the mark's lapse (a panic, exit 101).
+        (&["--once-per", "213503982334601d"][..], "at most 100 years"),
+        (&["--once-per", "584942417y"][..], "at most 100 years"),
+        (&["--once-per", "101y"][..], "at most 100 years"),
         (
             &["--once-per", "1h", "--once", "k"][..],
             "cannot be used with",
