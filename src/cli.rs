@@ -412,6 +412,10 @@ pub struct OnceArgs {
     pub once: Option<OsString>,
 }
 
+/// The longest `--once-per` period: its end and margin, in ms since 1970,
+/// must fit the servers' expire times (a longer one overflowed).
+const MAX_PERIOD: Duration = Duration::from_secs(36_525 * 86_400); // 100 years
+
 /// A period for `--once-per`: a duration of at least a second, and an
 /// optional `@HH:MM` (UTC) that its periods start at, within one period.
 fn parse_period(text: &str) -> Result<(Duration, Duration), String> {
@@ -422,6 +426,11 @@ fn parse_period(text: &str) -> Result<(Duration, Duration), String> {
     let period = duration::parse(period)?;
     if period < Duration::from_secs(1) {
         return Err(format!("'{text}' is shorter than a second"));
+    }
+    if period > MAX_PERIOD {
+        return Err(format!(
+            "'{text}' is longer than a period can be (at most 100 years)"
+        ));
     }
     let offset = match at {
         None => Duration::ZERO,
