@@ -340,6 +340,17 @@ fn bad_once_values_are_usage_errors() {
         assert!(out.stderr.contains(says), "{args:?}: {}", out.stderr);
     }
     assert_eq!(cluster.dbsizes(), [0]);
+    // The flag is named plainly: its value name's `@` is no URL's
+    // user-info to redact (it read `for '--once-per ***@HH:MM]>'`).
+    for value in ["0", "1h@01:00"] {
+        let out = run(host(&cluster, "").args(["--once-per", value, "job", "--", "true"]));
+        out.assert_code(64, value);
+        assert!(
+            out.stderr.contains(" for '--once-per': ") && !out.stderr.contains("HH:MM]>"),
+            "{value}: {}",
+            out.stderr
+        );
+    }
 }
 
 /// `redlock` (no exec) against `cluster`.
