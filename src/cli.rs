@@ -399,7 +399,7 @@ pub struct OnceArgs {
     /// killed or loses the lock marks nothing. Not with --limit or --shared.
     #[arg(
         long = "once-per",
-        value_name = "DUR[@HH:MM]",
+        value_name = ONCE_PER_VALUE,
         value_parser = parse_period,
         conflicts_with_all = ["once", "limit", "shared"]
     )]
@@ -410,6 +410,16 @@ pub struct OnceArgs {
     /// another KEY replaces it. Not with --limit or --shared.
     #[arg(long = "once", value_name = "KEY", conflicts_with_all = ["limit", "shared"])]
     pub once: Option<OsString>,
+}
+
+/// `--once-per`'s value name. Its `@` would read as a URL's user-info to
+/// the redaction of usage errors, which then garbled the flag's name:
+/// [`plain_flag_names`] drops it from clap's messages first.
+const ONCE_PER_VALUE: &str = "DUR[@HH:MM]";
+
+/// `message` (clap's) with `'--once-per <DUR[@HH:MM]>'` as `'--once-per'`.
+pub fn plain_flag_names(message: &str) -> String {
+    message.replace(&format!(" <{ONCE_PER_VALUE}>'"), "'")
 }
 
 /// The longest `--once-per` period: its end and margin, in ms since 1970,
