@@ -399,7 +399,7 @@ pub struct OnceArgs {
     /// killed or loses the lock marks nothing. Not with --limit or --shared.
     #[arg(
         long = "once-per",
-        value_name = "DUR[@HH:MM]",
+        value_name = ONCE_PER_VALUE,
         value_parser = parse_period,
         conflicts_with_all = ["once", "limit", "shared"]
     )]
@@ -412,6 +412,20 @@ pub struct OnceArgs {
     pub once: Option<OsString>,
 }
 
+/// `--once-per`'s value name. Its `@` would read as a URL's user-info to
+/// the redaction of usage errors, which then garbled the flag's name:
+/// [`plain_flag_names`] drops it from clap's messages first.
+const ONCE_PER_VALUE: &str = "DUR[@HH:MM]";
+
+/// `message` (clap's) with `'--once-per <DUR[@HH:MM]>'` as `'--once-per'`.
+pub fn plain_flag_names(message: &str) -> String {
+    message.replace(&format!(" <{ONCE_PER_VALUE}>'"), "'")
+}
+
+/// The longest `--once-per` period: its end and margin, in ms since 1970,
+/// must fit the servers' expire times (a longer one overflowed).
+const MAX_PERIOD: Duration = Duration::from_secs(36_525 * 86_400); // 100 years
+
 /// A period for `--once-per`: a duration of at least a second, and an
 /// optional `@HH:MM` (UTC) that its periods start at, within one period.
 fn parse_period(text: &str) -> Result<(Duration, Duration), String> {
@@ -422,6 +436,11 @@ fn parse_period(text: &str) -> Result<(Duration, Duration), String> {
     let period = duration::parse(period)?;
     if period < Duration::from_secs(1) {
         return Err(format!("'{text}' is shorter than a second"));
+    }
+    if period > MAX_PERIOD {
+        return Err(format!(
+            "'{text}' is longer than a period can be (at most 100 years)"
+        ));
     }
     let offset = match at {
         None => Duration::ZERO,

@@ -168,7 +168,7 @@ fn parse_error(err: &clap::Error) -> Exit {
             Exit::Usage
         }
         _ => {
-            let mut message = one_line(&err.render().to_string());
+            let mut message = cli::plain_flag_names(&one_line(&err.render().to_string()));
             let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
             if let Some((clap_tip, ours)) = cli::exec_tip(err, &args) {
                 message = message.replace(&clap_tip, &ours);

@@ -38,7 +38,10 @@ pub struct OnceRun {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Lapse {
-    At(u64),
+    /// At this server time (ms), but never sooner than the margin (ms)
+    /// after the mark is written: a run whose job outlasted its period's
+    /// end still leaves its mark for the waiters of that period.
+    At(u64, u64),
     After(Duration),
 }
 
@@ -55,7 +58,7 @@ impl Once {
                 OnceRun {
                     id: format!("per:{period}:{offset}:{n}"),
                     ends_at_ms: Some(ends),
-                    lapse: Lapse::At(ends + margin),
+                    lapse: Lapse::At(ends + margin, margin),
                 }
             }
             Once::Key(key) => OnceRun {
@@ -154,7 +157,7 @@ mod tests {
         let run = per.run_at(3 * 3_600_000 + 5, Duration::ZERO);
         assert_eq!(run.id, "per:3600000:0:3");
         assert_eq!(run.ends_at_ms, Some(4 * 3_600_000));
-        assert_eq!(run.lapse, Lapse::At(4 * 3_600_000 + 60_000));
+        assert_eq!(run.lapse, Lapse::At(4 * 3_600_000 + 60_000, 60_000));
         // The last ms of a period and the first of the next differ.
         assert_eq!(per.run_at(3_600_000 - 1, HOUR).id, "per:3600000:0:0");
         assert_eq!(per.run_at(3_600_000, HOUR).id, "per:3600000:0:1");
@@ -170,7 +173,7 @@ mod tests {
         // The margin is the restart guard's when it is longer.
         assert_eq!(
             per.run_at(0, 2 * HOUR).lapse,
-            Lapse::At(3_600_000 + 7_200_000)
+            Lapse::At(3_600_000 + 7_200_000, 7_200_000)
         );
         let key = Once::Key("v1.2".into()).run_at(99, HOUR);
         assert_eq!(key.id, "key:v1.2");

@@ -10,8 +10,10 @@
 //!    period's edge, and it stays the run's for all its attempts.
 //! 2. Each attempt reads the mark `NAME\0done` in the same acquire.lua call
 //!    as its `SET NX`. A server whose mark holds the id answers
-//!    `{"done", mark}` and takes nothing; if any server that answered says
-//!    so, the caller skips and undoes what its attempt took (redlock.rs).
+//!    `{"done", mark}` and takes nothing, and so does one whose mark is of
+//!    a later period of the same DUR and shift (this run started before
+//!    the edge); if any server that answered says so, the caller skips and
+//!    undoes what its attempt took (redlock.rs).
 //! 3. After the command exited 0, and before the lock is released, the
 //!    holder writes the mark (mark_done.lua) wherever the lock still holds
 //!    its token; it counts only on a majority.
@@ -146,7 +148,7 @@ impl Redlock {
         (status, holder): (i32, Option<&Holder>),
     ) -> Result<Marked, LockError> {
         let (lapse_at, lapse_after) = match run.lapse {
-            Lapse::At(ms) => (ms.to_string(), String::new()),
+            Lapse::At(ms, margin) => (ms.to_string(), margin.to_string()),
             Lapse::After(keep) => (String::new(), ttl_millis(keep).to_string()),
         };
         let call = MarkDone {

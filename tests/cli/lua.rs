@@ -1304,9 +1304,22 @@ fn acquire_answers_done_for_a_mark_of_its_run_and_takes_nothing() {
     assert_eq!(rest.len(), 2, "{rest:?}");
     assert_eq!(text(&rest[0]).as_bytes(), b"per:1:0:5\x00123\x000\x00{}");
     assert_eq!(server.get(&k[0]), None, "nothing taken");
-    // An id that only starts the same, or another run's, is no mark of
-    // this run: the lock is taken.
-    for id in ["per:1:0:50", "per:1:0:4"] {
+    // A run of an older period of the same DUR and shift is covered by a
+    // later period's mark: it skips.
+    for id in ["per:1:0:4", "per:1:0:0"] {
+        let (tag, _) = tagged(run(&server, "acquire", &k, &once_acquire_args(id, id)));
+        assert_eq!(tag, "done", "{id}");
+        assert_eq!(server.get(&k[0]), None, "{id}: nothing taken");
+    }
+    // An id that only starts the same, a later period's, another DUR's
+    // or shift's, or a key's, is no mark of this run: the lock is taken.
+    for id in [
+        "per:1:0:50",
+        "per:1:0:6",
+        "per:2:0:4",
+        "per:1:1:4",
+        "key:per:1:0:5",
+    ] {
         assert_eq!(
             run(&server, "acquire", &k, &once_acquire_args(id, id)),
             Value::Int(1),
@@ -1362,4 +1375,10 @@ fn mark_done_writes_only_under_our_token() {
     let args = ["t", "per:1:0:5", "0", "{}", at.as_str(), ""];
     assert_eq!(run(&server, "mark_done", &k, &args), Value::Int(1));
     assert!((89_000..=90_000).contains(&server.pttl(&k[12])));
+    // A period's end and margin already past (a job that outlasted them):
+    // the mark is kept the margin from now, not deleted at once.
+    let past = (now_ms(&server) - 1_000).to_string();
+    let args = ["t", "per:1:0:5", "0", "{}", past.as_str(), "60000"];
+    assert_eq!(run(&server, "mark_done", &k, &args), Value::Int(1));
+    assert!((59_000..=60_000).contains(&server.pttl(&k[12])));
 }

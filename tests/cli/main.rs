@@ -32,6 +32,7 @@ mod late;
 mod list;
 mod list_scale;
 mod lua;
+mod mixed_flags;
 mod names;
 mod once;
 mod output_edges;

@@ -288,6 +288,37 @@ fn one_server_saying_done_skips_and_last_periods_mark_does_not() {
     assert_eq!(cluster.get_all(b"nightly"), vec![None, None, None]);
 }
 
+/// A run whose period is older than the done mark's (same DUR and shift)
+/// skips: it fixed its period before the edge and reached the lock after a
+/// run of the next period. Running it was a second run in the servers'
+/// current period, and its mark replaced the newer one, so that the
+/// period's next host ran the job a third time, with no server losing data.
+#[test]
+fn a_run_of_an_older_period_skips_when_a_later_one_is_done() {
+    let cluster = Cluster::start(3);
+    let dir = temp_dir("once");
+    let ran = dir.path().join("runs");
+    let (per, offset) = hourly(&cluster);
+    let next = (server_ms(&cluster) - offset) / HOUR_MS + 1;
+    let next_id = format!("per:{HOUR_MS}:{offset}:{next}");
+    let mark = format!("{next_id}\x001700000000000\x000\x00{{\"token\":\"t\",\"host\":\"elsewhere\",\"pid\":7,\"user\":\"u\"}}");
+    for server in &cluster.servers {
+        server.set(b"nightly\0done", mark.as_bytes());
+    }
+    let mut cmd = host(&cluster, "");
+    cmd.args(["--once-per", &per, "nightly", "--", "sh"])
+        .args(job(&ran, "a", 0, 0));
+    skipped(&run(&mut cmd), "a later period is done");
+    assert_eq!(runs(&ran), Vec::<String>::new());
+    // The newer mark is left as it was.
+    for server in &cluster.servers {
+        assert_eq!(
+            server.get(b"nightly\0done"),
+            Some(mark.clone().into_bytes())
+        );
+    }
+}
+
 /// `--once KEY`: once per key; another key runs again.
 #[test]
 fn once_per_key_runs_once_for_each_key() {
@@ -326,6 +357,10 @@ fn bad_once_values_are_usage_errors() {
         (&["--once-per", "500ms"][..], "shorter than a second"),
         (&["--once-per", "1h@01:00"][..], "within one period"),
         (&["--once-per", "1d@25:00"][..], "not a time of day"),
+        // Periods whose end overflowed the mark's lapse (a panic, exit 101).
+        (&["--once-per", "213503982334601d"][..], "at most 100 years"),
+        (&["--once-per", "584942417y"][..], "at most 100 years"),
+        (&["--once-per", "101y"][..], "at most 100 years"),
         (
             &["--once-per", "1h", "--once", "k"][..],
             "cannot be used with",
@@ -340,6 +375,17 @@ fn bad_once_values_are_usage_errors() {
         assert!(out.stderr.contains(says), "{args:?}: {}", out.stderr);
     }
     assert_eq!(cluster.dbsizes(), [0]);
+    // The flag is named plainly: its value name's `@` is no URL's
+    // user-info to redact (it read `for '--once-per ***@HH:MM]>'`).
+    for value in ["0", "1h@01:00"] {
+        let out = run(host(&cluster, "").args(["--once-per", value, "job", "--", "true"]));
+        out.assert_code(64, value);
+        assert!(
+            out.stderr.contains(" for '--once-per': ") && !out.stderr.contains("HH:MM]>"),
+            "{value}: {}",
+            out.stderr
+        );
+    }
 }
 
 /// `redlock` (no exec) against `cluster`.
@@ -535,4 +581,27 @@ fn a_run_that_loses_its_lock_marks_nothing() {
         .args(job(&ran, "b", 0, 0));
     run(&mut next).assert_code(0, "the next runs it");
     assert_eq!(runs(&ran), ["a", "b"]);
+}
+
+/// A run whose job outlasts its period's end and margin still leaves its
+/// mark, for at least the margin: a waiter of that period that takes the
+/// lock next must find it. (The mark was written `PXAT` the period's end and
+/// a margin, which deletes a key at once when that time has passed, while
+/// `done` said it had marked the run on every server.)
+#[test]
+fn a_run_that_ends_after_its_periods_margin_still_leaves_its_mark() {
+    let cluster = Cluster::start(3);
+    // `--once-per 1s`: the period ends within a second of the acquire.
+    let taken =
+        run(redlock_at(&cluster).args(["acquire", "--once-per", "1s", "--ttl", "2m", "nightly"]));
+    taken.assert_code(0, "do it");
+    let tok = taken.stdout.trim().to_owned();
+    // A fixed sleep: the period's end and its 60 s margin passing while the
+    // job runs is the case under test.
+    std::thread::sleep(Duration::from_secs(62));
+    run(redlock_at(&cluster).args(["done", "nightly", &tok])).assert_code(0, "done");
+    for server in &cluster.servers {
+        let pttl = server.pttl(b"nightly\0done");
+        assert!(pttl > 50_000 && pttl <= 60_000, "the mark is kept: {pttl}");
+    }
 }

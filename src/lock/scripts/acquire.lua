@@ -45,11 +45,22 @@ end
 -- the done mark KEYS[13] is read in the same call as the SET NX below, so
 -- a mark written on this server before this call is never missed. A mark
 -- of this run's id answers {"done", mark, clock} and takes nothing, busy
--- lock or free: the caller skips if any server says so.
+-- lock or free: the caller skips if any server says so. So does a mark of
+-- a later period of the same DUR and shift ("per:DUR:SHIFT:N", N larger):
+-- a run that fixed its period before the edge and reached the lock after
+-- the next period's run would run the job a second time in the servers'
+-- current period, and its mark would replace the newer one.
 -- when once:
 if ARGV[14] ~= "" then
   local mark = redis.call("GET", KEYS[13])
-  if mark and string.sub(mark, 1, #ARGV[14] + 1) == ARGV[14] .. "\0" then
+  local done = mark and string.sub(mark, 1, #ARGV[14] + 1) == ARGV[14] .. "\0"
+  local base, n = string.match(ARGV[14], "^(per:%d+:%d+:)(%d+)$")
+  if mark and not done and base then
+    local later = string.match(mark, "^per:%d+:%d+:(%d+)%z")
+    done = later ~= nil and string.sub(mark, 1, #base) == base
+      and tonumber(later) > tonumber(n)
+  end
+  if done then
     return {"done", mark, now}
   end
 end

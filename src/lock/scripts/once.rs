@@ -18,8 +18,9 @@ pub struct MarkDone {
     pub status: i32,
     /// The holder record of the run.
     pub record: Vec<u8>,
-    /// When the mark lapses: at this server time in ms (PXAT), or, when
-    /// that is empty, after this many ms (PX).
+    /// When the mark lapses: at this server time in ms (PXAT), but never
+    /// sooner than the second after now; or, when the first is empty,
+    /// after the second, in ms (PX).
     pub lapse: (String, String),
 }
 
@@ -71,9 +72,9 @@ mod tests {
             id: "per:1:0:2".into(),
             status: 0,
             record: b"{}".to_vec(),
-            lapse: ("99".into(), String::new()),
+            lapse: ("99".into(), "60000".into()),
         };
-        let args: Vec<&[u8]> = vec![b"tok", b"per:1:0:2", b"0", b"{}", b"99", b""];
+        let args: Vec<&[u8]> = vec![b"tok", b"per:1:0:2", b"0", b"{}", b"99", b"60000"];
         assert_eq!(call.args(), args);
         assert_eq!(call.keys()[12], b"k\0done");
         // It reads the lock and the mark only.
