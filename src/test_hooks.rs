@@ -149,3 +149,11 @@ pub fn progress_every() -> Option<Duration> {
 pub fn keeper_fails() -> bool {
     number("REDLOCK_TEST_KEEPER_FAILS").is_some()
 }
+
+/// `REDLOCK_TEST_ONCE_MARGIN_MS`: the least a period's done mark outlives
+/// its period by, instead of a minute (lock/done_mark.rs), so that a test
+/// sees a job outlast its period's end and margin in seconds. Set by
+/// `once::a_run_that_ends_after_its_periods_margin_still_leaves_its_mark`.
+pub fn once_margin() -> Option<Duration> {
+    millis("REDLOCK_TEST_ONCE_MARGIN_MS")
+}

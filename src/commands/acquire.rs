@@ -83,7 +83,7 @@ async fn take(
     watched: Option<&Watched>,
     events: Events,
 ) -> Result<Outcome, Error> {
-    super::support::once::once_run(redlock, job.once.as_ref(), &mut request).await;
+    super::support::once::once_run(redlock, (&job.key, job.once.as_ref()), &mut request).await?;
     let mut interrupts = Listener::new(&INTERRUPTS)?;
     let (kept_already, mut kept) = watch::channel(None);
     let ended = async {

@@ -90,7 +90,7 @@ async fn exec(
     // the command instead of being lost.
     let mut signals = Listener::new(&supervise::FORWARDED)?;
     let started = BootInstant::now();
-    once::once_run(redlock, spec.once.as_ref(), &mut request).await;
+    once::once_run(redlock, (&spec.key, spec.once.as_ref()), &mut request).await?;
     let lease = match take(redlock, (&spec, &request), &mut signals, events).await {
         Ok(lease) => lease,
         Err(not_taken) => return not_taken,

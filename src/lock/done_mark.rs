@@ -54,7 +54,8 @@ impl Once {
                 let (period, offset) = (ms(*period).max(1), ms(*offset));
                 let n = server_ms.saturating_sub(offset) / period;
                 let ends = (n + 1) * period + offset;
-                let margin = ms(margin.max(MARGIN));
+                let least = crate::test_hooks::once_margin().unwrap_or(MARGIN);
+                let margin = ms(margin.max(least));
                 OnceRun {
                     id: format!("per:{period}:{offset}:{n}"),
                     ends_at_ms: Some(ends),

@@ -45,20 +45,22 @@ pub struct Marked {
 }
 
 impl Redlock {
-    /// The run of `once` now: for a period, by the median of the clocks of
-    /// the servers that answer `TIME` (this host's wall clock when none
-    /// does: the attempt that follows fails for want of them anyway).
-    pub async fn once_run(&self, once: &Once) -> OnceRun {
+    /// The run of `once` on `key` now: for a period, by the median of the
+    /// clocks of the servers that answer `TIME`. Fewer than a majority of
+    /// clocks is an error, not this host's clock: hosts whose clocks
+    /// differ would disagree on the period near its edge (`Refused` when
+    /// the servers deny `TIME`, else `NoQuorum`).
+    pub async fn once_run(&self, key: &LockKey, once: &Once) -> Result<OnceRun, LockError> {
         let server_ms = match once {
             Once::Key(_) => 0,
-            Once::Per { .. } => self.servers_clock().await.unwrap_or_else(wall_ms),
+            Once::Per { .. } => self.servers_clock(key).await?,
         };
-        once.run_at(server_ms, self.restart_guard)
+        Ok(once.run_at(server_ms, self.restart_guard))
     }
 
-    /// The median of the servers' clocks, in ms, or `None` when none
-    /// answered `TIME`.
-    async fn servers_clock(&self) -> Option<u64> {
+    /// The median of the servers' clocks, in ms, once a majority answered
+    /// `TIME`.
+    async fn servers_clock(&self, key: &LockKey) -> Result<u64, LockError> {
         let request = |mut connection: Connection| async move {
             let (secs, micros): (u64, u64) = connection.query(&redis::cmd("TIME")).await?;
             Ok(secs.saturating_mul(1000).saturating_add(micros / 1000))
@@ -67,8 +69,12 @@ impl Redlock {
         let mut clocks: Vec<u64> = (replies.answers.iter())
             .filter_map(|answer| answer.as_ref()?.as_ref().ok().copied())
             .collect();
+        if clocks.len() < self.quorum {
+            let failures = Failures(replies.failures(&self.servers));
+            return Err(failures.into_error(key, self.len(), self.quorum));
+        }
         clocks.sort_unstable();
-        clocks.get(clocks.len() / 2).copied()
+        Ok(clocks[clocks.len() / 2])
     }
 
     /// The done mark beside `key` that most servers hold (the latest of
@@ -198,11 +204,4 @@ fn not_held(key: &LockKey, inspection: &Inspection, token: &[u8]) -> LockError {
             said,
         }),
     }
-}
-
-/// This host's wall clock in ms since 1970 (0 before it).
-fn wall_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, ttl_millis)
 }

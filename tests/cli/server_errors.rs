@@ -76,8 +76,14 @@ fn a_command_the_acl_denies_inside_a_script_is_a_refusal() {
     // as a passing failure: 69, "no quorum".
     let cluster = Cluster::start(3);
     let token = acquire(&cluster, "lk", &[]);
-    let cases: [(&str, &[&str]); 7] = [
+    let cases: [(&str, &[&str]); 8] = [
         ("-del", &["release", "lk", &token]),
+        // A run once counts its period on the servers' clock: without TIME
+        // it would fall back to this host's and disagree near the edge.
+        (
+            "-time",
+            &["exec", "--once-per", "1h", "daily", "--", "true"],
+        ),
         // A superseding waiter reads the others with HGETALL: without it,
         // superseding would silently never happen.
         ("-hgetall", &["acquire", "-w", "2s", "--supersede", "lk"]),
