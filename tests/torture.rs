@@ -52,14 +52,16 @@
 //! (in `rolling-cuts`, connects to a cut server fail at once instead of
 //! hanging).
 //!
-//! Two scenarios come from issue 31. In `once-per`, the clients run
+//! Three scenarios come from issue 31. In `once-per`, the clients run
 //! `exec --once-per 2s` while a minority is killed and restarted (with the
 //! restart guard) or paused: no period may run twice unless a majority may
 //! have lost its done mark (`torture/once.rs`; `runs_per_period`,
 //! `doubles`, `excused`, `skips`). In `cancel-in-progress`, they run
 //! `exec --cancel-in-progress --serial N` with N rising at every launch, and
 //! sections that ignore the stop signal until SIGKILL: never two holders,
-//! and holders cancelled (`cancelled`, exit 81).
+//! and holders cancelled (`cancelled`, exit 81). `once-per-cuts` runs
+//! `once-per`'s clients and judge on `rolling-cuts`' namespaces, one or two
+//! servers cut off at a time.
 //!
 //! Four scenarios are controls: `checker-self-test` runs the sections without
 //! any lock, and `negative-control-guard-off` defeats Redlock on purpose by

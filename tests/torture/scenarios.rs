@@ -89,6 +89,9 @@ enum Setup {
     /// (`REDLOCK_TEST_SKIP_MARK_DONE`): the once judge's control, which
     /// must see a period run twice.
     OncePerUnmarked,
+    /// [`Setup::OncePer`]'s clients on [`Setup::Netns`]'s servers: a period
+    /// must run at most once while one or two servers are cut off.
+    OncePerCuts,
     /// Every client runs `exec --cancel-in-progress --serial N`, N rising
     /// with every launch, pausing [`CANCEL_THINK`] between runs: each
     /// newer run cancels the holder and supersedes the waiters before it.
@@ -164,7 +167,7 @@ const ROLLING_CUTS: Scenario = Scenario {
     also: Also::CutBounds,
 };
 
-const SCENARIOS: [Scenario; 27] = [
+const SCENARIOS: [Scenario; 28] = [
     Scenario {
         name: "no-faults",
         seconds: (8, 30),
@@ -456,6 +459,16 @@ const SCENARIOS: [Scenario; 27] = [
         setup: Setup::CancelInProgress,
         also: Also::Cancels,
     },
+    // Issue 31: `exec --once-per 2s` under rolling-cuts' partitions, one
+    // or two of five servers cut at a time: a mark on a majority is always
+    // seen by the next run's majority, so no period may run twice.
+    Scenario {
+        name: "once-per-cuts",
+        seconds: (8, 35),
+        setup: Setup::OncePerCuts,
+        also: Also::Nothing,
+        ..ROLLING_CUTS
+    },
     // The once judge's control: `--once-per` with no mark written must
     // show a period run twice.
     Scenario {
@@ -544,15 +557,17 @@ fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Out
     let fenced = scenario.setup == Setup::Fenced;
     let mut rig = match scenario.setup {
         Setup::BehindVips => Rig::start_behind_vips(section, scenario.guard),
-        Setup::Netns | Setup::NetnsPaced => match Netns::start(settings.cuts, settings.no_line) {
-            Ok(netns) => Rig::start_in_netns(section, scenario.guard, netns),
-            Err(Unavailable::Missing(why)) => {
-                return Outcome::skipped(scenario.name, settings.seed, &why, settings.ci)
+        Setup::Netns | Setup::NetnsPaced | Setup::OncePerCuts => {
+            match Netns::start(settings.cuts, settings.no_line) {
+                Ok(netns) => Rig::start_in_netns(section, scenario.guard, netns),
+                Err(Unavailable::Missing(why)) => {
+                    return Outcome::skipped(scenario.name, settings.seed, &why, settings.ci)
+                }
+                Err(Unavailable::WrongCut(why)) => {
+                    return Outcome::unrunnable(scenario.name, settings.seed, why)
+                }
             }
-            Err(Unavailable::WrongCut(why)) => {
-                return Outcome::unrunnable(scenario.name, settings.seed, why)
-            }
-        },
+        }
         _ => Rig::start_with(section, scenario.guard, faketime, fenced),
     };
     let slots = Slots::new(CLIENTS);
@@ -629,7 +644,8 @@ fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Out
 
 /// `--once-per` of the clients of `setup`.
 fn once_per(setup: Setup) -> Option<Duration> {
-    matches!(setup, Setup::OncePer | Setup::OncePerUnmarked).then_some(ONCE_PERIOD)
+    let once = [Setup::OncePer, Setup::OncePerUnmarked, Setup::OncePerCuts];
+    once.contains(&setup).then_some(ONCE_PERIOD)
 }
 
 /// The test hook that defeats the clients of a control on purpose.
@@ -682,7 +698,7 @@ fn plans(scenario: &Scenario, rng: &mut Rng) -> Vec<Plan> {
                 spawn_pause: (setup == Setup::SpawnWindow).then_some(SPAWN_WINDOW),
                 think: match setup {
                     Setup::NetnsPaced => Some(PACED_THINK),
-                    Setup::OncePer | Setup::OncePerUnmarked => Some(ONCE_THINK),
+                    _ if once_per(setup).is_some() => Some(ONCE_THINK),
                     Setup::CancelInProgress | Setup::CancelReleasingEarly => Some(CANCEL_THINK),
                     _ => None,
                 },
