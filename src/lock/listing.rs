@@ -215,7 +215,8 @@ pub struct Listing {
     pub servers: Vec<ServerPart>,
     /// One inspection per lock found on any server, in the byte order of
     /// their keys; names that no server that counts holds any more (they
-    /// expired between the SCAN and the read) are left out.
+    /// expired between the SCAN and the read) are left out, unless a done
+    /// mark is kept beside them.
     pub locks: Vec<Inspection>,
     /// How many locks were handed over in all.
     pub count: usize,
@@ -471,8 +472,9 @@ impl Redlock {
         reading
     }
 
-    /// The inspections of `batch` from every server's column; names that no
-    /// server holds any more are left out.
+    /// The inspections of `batch` from every server's column, each with the
+    /// done mark most servers keep beside it; names that no server holds
+    /// any more, and without a mark, are left out.
     fn inspections(
         &self,
         batch: &[(LockKey, bool)],
