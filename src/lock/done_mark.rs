@@ -133,6 +133,15 @@ impl DoneMark {
     }
 }
 
+/// The mark most of `marks` (one per server that holds one) hold, the
+/// latest of those on as many, and on how many: what `status` and `list`
+/// show.
+pub fn most_held(marks: &[DoneMark]) -> Option<(DoneMark, usize)> {
+    let on = |id: &str| marks.iter().filter(|m| m.id == id).count();
+    let best = (marks.iter()).max_by_key(|m| (on(&m.id), m.finished_ms))?;
+    Some((best.clone(), on(&best.id)))
+}
+
 /// The done mark's key beside the lock `key`.
 pub fn mark_key(key: &LockKey) -> Vec<u8> {
     [key.bytes(), DONE_SUFFIX].concat()

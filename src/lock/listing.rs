@@ -10,12 +10,13 @@ use std::time::Duration;
 use super::core::quorum::{no_quorum, ttl_millis, KeptOut};
 use super::core::redlock::Redlock;
 use super::core::servers::{after, Connection, Server, ServerError};
+use super::done_mark::{most_held, DoneMark};
 use super::error::{Failures, LockError};
 use super::guard::Guarded;
 use super::holder::HeldBy;
 use super::inspection::{Inspection, KeyState, Occupied, ServerState, Verdict};
 use super::key::LockKey;
-use super::key::{is_record_key, READERS_SUFFIX, RECORD_SUFFIX};
+use super::key::{is_record_key, DONE_SUFFIX, READERS_SUFFIX, RECORD_SUFFIX};
 use super::scripts::List;
 use super::server_url::ServerSpec;
 use super::shared::SharedHolder;
@@ -62,50 +63,63 @@ pub struct ListQuery {
     pub older_than: Option<Duration>,
 }
 
-/// The SCAN glob of both `\0holder` and `\0readers` (and of nothing
-/// else redlock keeps beside a lock but `\0reader-records`, which
+/// The SCAN glob of `\0holder`, `\0readers` and `\0done` (and of
+/// nothing else redlock keeps beside a lock but `\0reader-records`, which
 /// [`ListQuery::lock_of`] leaves out): one walk of the keyspace finds the
-/// locks with a writer's record and those held by readers only. The `\0`
-/// before it anchors it: a name has none, so the user's glob matches the
-/// name exactly as it would alone.
-const RECORD_OR_READERS_GLOB: &[u8] = b"\0[hr][eo][al]der*";
+/// locks with a writer's record, those held by readers only and the free
+/// ones with a done mark. The `\0` before it anchors it: a name has none,
+/// so the user's glob matches the name exactly as it would alone.
+const RECORD_READERS_OR_DONE_GLOB: &[u8] = b"\0[hrd][eo][aln][de]*";
+
+/// Under a prefix, the glob of `\0readers` and `\0done` (and of
+/// `\0reader-records`, left out), after the name's: one walk finds the
+/// locks held by readers only and the free ones with a done mark.
+const READERS_OR_DONE_GLOB: &[u8] = b"\0[rd][eo][an][de]*";
 
 impl ListQuery {
     /// The SCAN patterns, each walked in turn. Under a prefix, every key
     /// under it whose name matches (the prefix's own glob characters are
-    /// escaped), then the readers' sets of the names that match: a lock
-    /// held by readers only has no key of its own. Without one, only the
-    /// holder records and readers' sets of names that match: the whole
+    /// escaped), then the readers' sets and done marks of the names that
+    /// match: a lock held by readers only, or free with a mark, has no key
+    /// of its own. Without one, only the holder records, readers' sets and
+    /// done marks of names that match: the whole
     /// keyspace is not ours, and they are how a lock taken by redlock is
     /// told from any other string.
     fn scan_patterns(&self) -> Vec<Vec<u8>> {
         let mut glob = escape_glob(&self.prefix);
         glob.extend_from_slice(&self.pattern);
         if self.prefix.is_empty() {
-            glob.extend_from_slice(RECORD_OR_READERS_GLOB);
+            glob.extend_from_slice(RECORD_READERS_OR_DONE_GLOB);
             return vec![glob];
         }
-        let readers = [glob.as_slice(), READERS_SUFFIX].concat();
+        let readers = [glob.as_slice(), READERS_OR_DONE_GLOB].concat();
         vec![glob, readers]
     }
 
     /// The lock a key SCAN found with the pattern `walk` (an index into
     /// [`Self::scan_patterns`]) stands for, if any, and whether the key is
     /// its readers' set: a lock's key (under a prefix, first walk), or the
-    /// name a holder record or a readers' set is beside. Under a prefix a
-    /// readers' set counts only from the second walk, whose glob is the
-    /// name's: the first one's may match `NAME\0readers` where it does not
-    /// match NAME.
+    /// name a holder record, a readers' set or a done mark is beside. Under
+    /// a prefix those two count only from the second walk, whose glob is
+    /// the name's: the first one's may match `NAME\0readers` where it does
+    /// not match NAME. A name a done mark is beside holds no NUL: a mark
+    /// is redlock's only beside a name it could have taken.
     fn lock_of(&self, walk: usize, key: &[u8]) -> Option<(Vec<u8>, bool)> {
         let beside = |suffix: &[u8]| {
             let lock = key.strip_suffix(suffix)?;
             (!lock.is_empty() && !is_record_key(lock)).then(|| lock.to_vec())
         };
         let readers = || Some((beside(READERS_SUFFIX)?, true));
+        let done = || {
+            let lock = beside(DONE_SUFFIX)?;
+            (!lock.contains(&0)).then_some((lock, false))
+        };
         match (self.prefix.is_empty(), walk) {
-            (true, _) => beside(RECORD_SUFFIX).map(|l| (l, false)).or_else(readers),
+            (true, _) => (beside(RECORD_SUFFIX).map(|l| (l, false)))
+                .or_else(readers)
+                .or_else(done),
             (false, 0) => (!is_record_key(key)).then(|| (key.to_vec(), false)),
-            (false, _) => readers(),
+            (false, _) => readers().or_else(done),
         }
     }
 
@@ -201,7 +215,8 @@ pub struct Listing {
     pub servers: Vec<ServerPart>,
     /// One inspection per lock found on any server, in the byte order of
     /// their keys; names that no server that counts holds any more (they
-    /// expired between the SCAN and the read) are left out.
+    /// expired between the SCAN and the read) are left out, unless a done
+    /// mark is kept beside them.
     pub locks: Vec<Inspection>,
     /// How many locks were handed over in all.
     pub count: usize,
@@ -260,6 +275,9 @@ pub enum Standing {
     Minority,
     /// Too few servers answered to tell.
     Unknown,
+    /// Nobody holds it on any server, but a done mark (`--once-per`,
+    /// `--once`) is kept beside it.
+    Free,
 }
 
 /// One lock of a listing.
@@ -294,6 +312,9 @@ impl Listing {
                     }
                     Verdict::Free if lock.readers() > 0 => {
                         (Standing::Shared, lock.readers_occupied())
+                    }
+                    Verdict::Free if lock.seen().is_none() && lock.readers_occupied().is_none() => {
+                        (Standing::Free, None)
                     }
                     Verdict::Free => (Standing::Minority, lock.seen()),
                     Verdict::Unknown => (Standing::Unknown, lock.seen()),
@@ -451,8 +472,9 @@ impl Redlock {
         reading
     }
 
-    /// The inspections of `batch` from every server's column; names that no
-    /// server holds any more are left out.
+    /// The inspections of `batch` from every server's column, each with the
+    /// done mark most servers keep beside it; names that no server holds
+    /// any more, and without a mark, are left out.
     fn inspections(
         &self,
         batch: &[(LockKey, bool)],
@@ -463,25 +485,31 @@ impl Redlock {
         // reply is walked once, whatever the number of locks.
         batch
             .iter()
-            .map(|(key, _)| Inspection {
-                key: key.clone(),
-                quorum: self.quorum,
-                servers: self
-                    .servers
-                    .iter()
+            .map(|(key, _)| {
+                let mut marks = Vec::new();
+                let servers = (self.servers.iter())
                     .zip(columns.iter_mut())
                     .map(|(server, column)| ServerState {
                         server: server.spec().clone(),
-                        state: column.next_state(),
+                        state: column.next_state().map(|(state, mark)| {
+                            marks.extend(mark);
+                            state
+                        }),
                     })
-                    .collect(),
-                restart_guard,
-                done: None,
+                    .collect();
+                Inspection {
+                    key: key.clone(),
+                    quorum: self.quorum,
+                    servers,
+                    restart_guard,
+                    done: most_held(&marks),
+                }
             })
             .filter(|lock| {
                 lock.verdict() != Verdict::Free
                     || lock.seen().is_some()
                     || lock.readers_occupied().is_some()
+                    || lock.done.is_some()
             })
             .collect()
     }
@@ -502,12 +530,12 @@ impl Redlock {
 /// One server's states for the listed locks, in key order, or its failure
 /// for every lock.
 enum Column {
-    Read(std::vec::IntoIter<KeyState>),
+    Read(std::vec::IntoIter<(KeyState, Option<DoneMark>)>),
     Failed(ServerError),
 }
 
 impl Column {
-    fn next_state(&mut self) -> Result<KeyState, ServerError> {
+    fn next_state(&mut self) -> Result<(KeyState, Option<DoneMark>), ServerError> {
         match self {
             Column::Read(states) => states
                 .next()
@@ -633,8 +661,8 @@ async fn scan(
 }
 
 /// Whether the restart guard keeps a server out (for how long), and what it
-/// holds for each lock of the listing.
-type ServerRead = (Option<Guarded>, Vec<KeyState>);
+/// holds for each lock of the listing, with the lock's done mark.
+type ServerRead = (Option<Guarded>, Vec<(KeyState, Option<DoneMark>)>);
 
 /// What one server holds for each of `keys` (one batch, one script call),
 /// in their order, and whether the restart guard keeps it out.
@@ -655,10 +683,13 @@ async fn read(
     let states = read
         .occupants
         .into_iter()
-        .map(|(occupant, readers, superseder)| KeyState {
-            readers,
-            superseder,
-            ..KeyState::new(occupant, read.restarting.as_ref(), 0)
+        .map(|(occupant, readers, superseder, mark)| {
+            let state = KeyState {
+                readers,
+                superseder,
+                ..KeyState::new(occupant, read.restarting.as_ref(), 0)
+            };
+            (state, mark.as_deref().map(DoneMark::read))
         })
         .collect();
     Ok((restarting, states))
@@ -702,7 +733,7 @@ mod tests {
             q.scan_patterns(),
             [
                 b"app\\[1\\]\\*:deploy-*".to_vec(),
-                b"app\\[1\\]\\*:deploy-*\0readers".to_vec()
+                b"app\\[1\\]\\*:deploy-*\0[rd][eo][an][de]*".to_vec()
             ]
         );
         assert_eq!(
@@ -719,6 +750,14 @@ mod tests {
             Some((b"app[1]*:deploy-a".to_vec(), true))
         );
         assert_eq!(q.lock_of(1, b"app[1]*:deploy-a\0reader-records"), None);
+        // A done mark counts from the second walk too, beside a name
+        // without NUL only.
+        assert_eq!(q.lock_of(0, b"app[1]*:deploy-a\0done"), None);
+        assert_eq!(
+            q.lock_of(1, b"app[1]*:deploy-a\0done"),
+            Some((b"app[1]*:deploy-a".to_vec(), false))
+        );
+        assert_eq!(q.lock_of(1, b"app[1]*:deploy\0x\0done"), None);
     }
 
     #[test]
@@ -742,7 +781,7 @@ mod tests {
     #[test]
     fn without_a_prefix_only_names_with_a_holder_record_or_readers_are_found() {
         let q = query(b"", b"*");
-        assert_eq!(q.scan_patterns(), [b"*\0[hr][eo][al]der*".to_vec()]);
+        assert_eq!(q.scan_patterns(), [b"*\0[hrd][eo][aln][de]*".to_vec()]);
         assert_eq!(
             q.lock_of(0, b"deploy\0holder"),
             Some((b"deploy".to_vec(), false))
@@ -752,6 +791,14 @@ mod tests {
             Some((b"deploy".to_vec(), true))
         );
         assert_eq!(q.lock_of(0, b"deploy\0reader-records"), None);
+        assert_eq!(
+            q.lock_of(0, b"deploy\0done"),
+            Some((b"deploy".to_vec(), false))
+        );
+        assert_eq!(q.lock_of(0, b"\0done"), None);
+        assert_eq!(q.lock_of(0, b"x\0holder\0done"), None);
+        assert_eq!(q.lock_of(0, b"a\0b\0done"), None);
+        assert_eq!(q.lock_of(0, b"deploy\0donex"), None);
         assert_eq!(q.lock_of(0, b"deploy\0holderx"), None);
         assert_eq!(q.lock_of(0, b"deploy"), None);
         assert_eq!(q.lock_of(0, b"\0holder"), None);

@@ -27,7 +27,7 @@ use super::core::quorum::ttl_millis;
 use super::core::redlock::Redlock;
 use super::core::round::{round, Progress};
 use super::core::servers::Connection;
-use super::done_mark::{mark_key, DoneMark, Lapse, Once, OnceRun};
+use super::done_mark::{mark_key, most_held, DoneMark, Lapse, Once, OnceRun};
 use super::error::{Failures, LockError, Said, TokenOp, TokenRound};
 use super::holder::Holder;
 use super::holder::Recorded;
@@ -90,9 +90,7 @@ impl Redlock {
         let marks: Vec<DoneMark> = (replies.answers.into_iter())
             .filter_map(|answer| answer?.ok()?)
             .collect();
-        let on = |id: &str| marks.iter().filter(|m| m.id == id).count();
-        let best = (marks.iter()).max_by_key(|m| (on(&m.id), m.finished_ms))?;
-        Some((best.clone(), on(&best.id)))
+        most_held(&marks)
     }
 
     /// `release --force --done`: deletes the done mark beside `key` on

@@ -860,6 +860,7 @@ pub fn standing(standing: Standing) -> &'static str {
         Standing::Shared => "shared",
         Standing::Minority => "minority",
         Standing::Unknown => "unknown",
+        Standing::Free => "free",
     }
 }
 

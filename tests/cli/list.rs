@@ -176,6 +176,116 @@ fn a_prefix_lists_every_string_under_it_and_none_outside() {
     );
 }
 
+/// `exec --once KEY NAME -- true`: runs once and leaves its done mark on
+/// every server, the lock free again.
+fn mark_done(redlock: &mut std::process::Command, name: &str) {
+    run(redlock
+        .args(["exec", "--once", "v1", name, "--", "true"])
+        .stdin(Stdio::null()))
+    .assert_code(0, "the run that leaves its mark");
+}
+
+#[test]
+fn a_free_lock_with_a_done_mark_is_listed_with_it() {
+    let cluster = Cluster::start(3);
+    mark_done(&mut cluster.redlock(), "build");
+    acquire(&cluster, "deploy", &[]);
+    let out = run(cluster.redlock().args(["list"]));
+    out.assert_code(0, "list");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", out.stdout);
+    assert!(
+        lines[1].starts_with("\"build\"")
+            && lines[1].contains(" free ")
+            && lines[1].contains("  done: for --once v1 by ")
+            && lines[1].ends_with(", exit status 0 (on 3 of 3 servers)"),
+        "{}",
+        lines[1]
+    );
+    assert!(!lines[2].contains("done:"), "{}", lines[2]);
+    let json = run(cluster.redlock().args(["list", "--json"])).json();
+    let locks = listed(&json);
+    assert_eq!(names(&json), ["build", "deploy"], "{json}");
+    let build = &locks[0].1;
+    assert_eq!(build["state"], "free", "{json}");
+    assert_eq!(build["holder"], Value::Null, "{json}");
+    assert_eq!(build["done"]["id"], "key:v1", "{json}");
+    assert_eq!(build["done"]["on"], 3, "{json}");
+    assert_eq!(build["done"]["status"], 0, "{json}");
+    assert!(build["done"]["done_by_pid"].as_u64().is_some(), "{json}");
+    // A lock without a mark has no `done` at all, as in `status`.
+    assert_eq!(locks[1].1.get("done"), None, "{json}");
+    // --names lists it too.
+    let out = run(cluster.redlock().args(["list", "--names"]));
+    assert_eq!(out.stdout, "build\ndeploy\n");
+}
+
+#[test]
+fn a_held_lock_with_a_done_mark_shows_its_holder_and_the_mark() {
+    let cluster = Cluster::start(3);
+    mark_done(&mut cluster.redlock(), "build");
+    acquire(&cluster, "build", &["-m", "by hand"]);
+    let out = run(cluster.redlock().args(["list"]));
+    out.assert_code(0, "list");
+    let line = out.stdout.lines().nth(1).unwrap_or_default();
+    assert!(
+        line.starts_with("\"build\"")
+            && line.contains(" held ")
+            && line.contains("\"by hand\"); done: for --once v1 by "),
+        "{}",
+        out.stdout
+    );
+    let json = run(cluster.redlock().args(["list", "--json"])).json();
+    let locks = listed(&json);
+    assert_eq!(locks[0].1["state"], "held", "{json}");
+    assert_eq!(locks[0].1["holder"]["kind"], "redlock", "{json}");
+    assert_eq!(locks[0].1["done"]["id"], "key:v1", "{json}");
+}
+
+#[test]
+fn a_prefix_lists_only_the_marks_under_it() {
+    let cluster = Cluster::start(3);
+    let prefix = "app[1]*:";
+    mark_done(cluster.redlock().args(["--prefix", prefix]), "nightly");
+    mark_done(cluster.redlock().args(["--prefix", "app1:"]), "nightly");
+    mark_done(&mut cluster.redlock(), "weekly");
+    let under = |pattern: &str| {
+        let json = run(cluster
+            .redlock()
+            .args(["--prefix", prefix, "list", "--json", pattern]))
+        .json();
+        names(&json)
+    };
+    assert_eq!(under("*"), ["nightly"]);
+    assert_eq!(under("night*"), ["nightly"]);
+    assert!(under("week*").is_empty());
+    let json = run(cluster.redlock().args(["list", "--json"])).json();
+    assert_eq!(
+        names(&json),
+        ["app1:nightly", "app[1]*:nightly", "weekly"],
+        "{json}"
+    );
+    let json = run(cluster.redlock().args(["list", "--json", "w*"])).json();
+    assert_eq!(names(&json), ["weekly"], "{json}");
+}
+
+#[test]
+fn a_mark_beside_a_name_with_nul_is_never_listed() {
+    let cluster = Cluster::start(3);
+    for server in &cluster.servers {
+        server.set(b"a\0b\0done", b"key:v1\0\x30\x000\0{}");
+        server.set(b"x\0holder\0done", b"key:v1\x000\x000\x00{}");
+        server.set(b"\0done", b"key:v1\x000\x000\x00{}");
+    }
+    mark_done(&mut cluster.redlock(), "real");
+    let out = run(cluster.redlock().args(["list", "--names"]));
+    out.assert_code(0, "list");
+    assert_eq!(out.stdout, "real\n");
+    let out = run(cluster.redlock().args(["--prefix", "a", "list", "--names"]));
+    out.assert_code(0, "list under a prefix");
+    assert_eq!(out.stdout, "");
+}
+
 #[test]
 fn a_lock_on_a_minority_is_listed_as_minority() {
     let cluster = Cluster::start(3);

@@ -278,6 +278,7 @@ fn acquire_supersedes_older_superseding_waiters() {
         k[1].clone(),
         k[11].clone(),
         k[3].clone(),
+        b"s\0done".to_vec(),
     ];
     let reply = items(run(&server, "list", &list_keys, &[GUARD_OFF, "0"]));
     let [occupied, readers, who] = <[Value; 3]>::try_from(items(reply[1].clone())).unwrap();
@@ -965,6 +966,8 @@ fn list_reads_the_guard_then_every_lock_with_its_readers() {
         &[b"ZADD", &b[8], b"1", b"lapsed", b"99999999999999", b"r1"],
     );
     let _: i64 = cmd(&server, &[b"HSET", &b[9], b"r1", b"5 rec"]);
+    // "lb" has a done mark beside it (`--once`).
+    server.set(b"lb\0done", b"key:v1\x000\x000\x00{}");
     // "la" as a lock without readers (its key and record), "lb" with
     // them (its readers' set and their records too): ARGV[2] says which.
     let list_keys = [
@@ -973,10 +976,12 @@ fn list_reads_the_guard_then_every_lock_with_its_readers() {
         a[1].clone(),
         b"la\0supersede".to_vec(),
         a[3].clone(),
+        b"la\0done".to_vec(),
         b[0].clone(),
         b[1].clone(),
         b"lb\0supersede".to_vec(),
         b[3].clone(),
+        b"lb\0done".to_vec(),
         b[8].clone(),
         b[9].clone(),
     ];
@@ -985,8 +990,11 @@ fn list_reads_the_guard_then_every_lock_with_its_readers() {
     assert_eq!(guard, Value::Nil);
     // A lock without readers is its occupant() alone, as before readers.
     assert_eq!(occupant(first).1.as_deref(), Some("tok-a"));
-    let [second, readers] = <[Value; 2]>::try_from(items(second)).unwrap();
+    // One with a mark: its occupant, its readers, no waiter, the mark.
+    let [second, readers, who, mark] = <[Value; 4]>::try_from(items(second)).unwrap();
     assert_eq!(occupant(second).0, "list");
+    assert_eq!(who, Value::Nil);
+    assert_eq!(mark, Value::BulkString(b"key:v1\x000\x000\x00{}".to_vec()));
     let [count, listed] = <[Value; 2]>::try_from(items(readers)).unwrap();
     assert_eq!(int(&count), 1, "the lapsed reader does not count");
     let listed = items(listed);

@@ -3,7 +3,8 @@
 use redis::Value;
 
 use super::super::key::{
-    record_key, supersede_key, LockKey, LAPSE_SUFFIX, READERS_SUFFIX, READER_RECORDS_SUFFIX,
+    record_key, supersede_key, LockKey, DONE_SUFFIX, LAPSE_SUFFIX, READERS_SUFFIX,
+    READER_RECORDS_SUFFIX,
 };
 use super::super::shared::{ReadersSeen, SeenReader};
 use super::protocol::{Invocation, Occupant, ProtocolError, Reader, Restarting};
@@ -21,13 +22,17 @@ pub struct List {
     pub locks: Vec<(LockKey, bool)>,
 }
 
+/// One lock as one server holds it: its occupant, its readers, its
+/// pending superseding waiter's WHO and its done mark, as stored.
+pub type Listed = (Occupant, ReadersSeen, Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// The restart guard's word, then one occupant per lock, in order, with
 /// the lock's readers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListReply {
     /// `Some` when the restart guard keeps this server out.
     pub restarting: Option<Restarting>,
-    pub occupants: Vec<(Occupant, ReadersSeen, Option<Vec<u8>>)>,
+    pub occupants: Vec<Listed>,
 }
 
 impl Invocation for List {
@@ -38,7 +43,7 @@ impl Invocation for List {
     }
 
     /// The marker, then each lock's key, its record's, its superseding
-    /// waiters' and its line's lapse times, and for a lock with readers,
+    /// waiters', its line's lapse times and its done mark's, and for a lock with readers,
     /// their set's and their records'.
     fn keys(&self) -> Vec<Vec<u8>> {
         let each = self.locks.iter().flat_map(|(key, readers)| {
@@ -48,6 +53,7 @@ impl Invocation for List {
                 record_key(key),
                 supersede_key(key),
                 beside(LAPSE_SUFFIX),
+                beside(DONE_SUFFIX),
             ];
             if *readers {
                 keys.extend([beside(READERS_SUFFIX), beside(READER_RECORDS_SUFFIX)]);
@@ -90,25 +96,46 @@ fn parse(reply: Value, locks: usize) -> Result<ListReply, ProtocolError> {
                 let [occupant, readers] = read.array(Value::Array(pair), "a lock")?;
                 let occupant = read.occupant(occupant)?;
                 let readers = readers_listed(read, readers, occupant.clock)?;
-                Ok((occupant, readers, None))
+                Ok((occupant, readers, None, None))
             }
             Value::Array(triple) if triple.len() == 3 => {
                 let [occupant, readers, superseder] = read.array(Value::Array(triple), "a lock")?;
-                let occupant = read.occupant(occupant)?;
-                let readers = match readers {
-                    Value::Nil | Value::Boolean(false) => ReadersSeen::default(),
-                    readers => readers_listed(read, readers, occupant.clock)?,
-                };
+                let (occupant, readers) = with_readers(read, occupant, readers)?;
                 let superseder = read.bytes(superseder, "the superseding waiter")?;
-                Ok((occupant, readers, Some(superseder)))
+                Ok((occupant, readers, Some(superseder), None))
             }
-            occupant => Ok((read.occupant(occupant)?, ReadersSeen::default(), None)),
+            Value::Array(four) if four.len() == 4 => {
+                let [occupant, readers, superseder, mark] =
+                    read.array(Value::Array(four), "a lock")?;
+                let (occupant, readers) = with_readers(read, occupant, readers)?;
+                let superseder = match superseder {
+                    Value::Nil | Value::Boolean(false) => None,
+                    who => Some(read.bytes(who, "the superseding waiter")?),
+                };
+                let mark = read.bytes(mark, "the done mark")?;
+                Ok((occupant, readers, superseder, Some(mark)))
+            }
+            occupant => Ok((read.occupant(occupant)?, ReadersSeen::default(), None, None)),
         })
         .collect::<Result<_, _>>()?;
     Ok(ListReply {
         restarting,
         occupants,
     })
+}
+
+/// An occupant and its readers, or none (`false`).
+fn with_readers(
+    read: Reader,
+    occupant: Value,
+    readers: Value,
+) -> Result<(Occupant, ReadersSeen), ProtocolError> {
+    let occupant = read.occupant(occupant)?;
+    let readers = match readers {
+        Value::Nil | Value::Boolean(false) => ReadersSeen::default(),
+        readers => readers_listed(read, readers, occupant.clock)?,
+    };
+    Ok((occupant, readers))
 }
 
 /// reader_records.lua's `readers_listed()`: `{count, {token, ms, record
@@ -187,6 +214,15 @@ mod tests {
         assert_eq!(read.occupants[0].1.count, 0);
         let wrong = Value::Array(vec![held_by("a"), Value::Nil, Value::Int(1)]);
         assert!(parse(Value::Array(vec![Value::Nil, wrong]), 1).is_err());
+        // A lock with a done mark: the mark fourth, the waiter or nothing
+        // third.
+        let marked = Value::Array(vec![missing(), Value::Nil, Value::Nil, bulk("per:1:0:5")]);
+        let read = parse(Value::Array(vec![Value::Nil, marked]), 1).unwrap();
+        assert_eq!(read.occupants[0].0.kind, "none");
+        assert_eq!(read.occupants[0].2, None);
+        assert_eq!(read.occupants[0].3.as_deref(), Some(&b"per:1:0:5"[..]));
+        let wrong = Value::Array(vec![missing(), Value::Nil, Value::Nil, Value::Int(1)]);
+        assert!(parse(Value::Array(vec![Value::Nil, wrong]), 1).is_err());
     }
 
     #[test]
@@ -228,16 +264,18 @@ mod tests {
                 (LockKey::new(b"b".to_vec()), true),
             ],
         };
-        let expected: [&[u8]; 11] = [
+        let expected: [&[u8]; 13] = [
             b"\0guard",
             b"a",
             b"a\0holder",
             b"a\0supersede",
             b"a\0lapse",
+            b"a\0done",
             b"b",
             b"b\0holder",
             b"b\0supersede",
             b"b\0lapse",
+            b"b\0done",
             b"b\0readers",
             b"b\0reader-records",
         ];

@@ -833,6 +833,10 @@ struct ListedJson<'a> {
     shared_holders: Vec<SharedHolderJson>,
     /// The pending superseding waiter (`--supersede`); `null` for none.
     superseding_waiter: Option<SupersederJson>,
+    /// The done mark of a run once (`--once-per`, `--once`) on most
+    /// servers, as `status --json`'s; left out when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    done: Option<DoneJson>,
 }
 
 /// A server that failed (or that the restart guard keeps out).
@@ -882,6 +886,7 @@ fn list_locks(entries: &[Listed<'_>]) -> io::Result<String> {
                 },
                 shared_holders: entry.readers.iter().map(SharedHolderJson::from).collect(),
                 superseding_waiter: entry.superseder.as_ref().map(SupersederJson::from),
+                done: (entry.lock.done.as_ref()).map(|(mark, on)| DoneJson::new(mark, *on)),
             })
         })
         .collect::<io::Result<_>>()?;

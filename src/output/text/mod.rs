@@ -300,6 +300,11 @@ fn list_row(entry: &Listed<'_>) -> [String; 5] {
         ),
         None => holder,
     };
+    let holder = match (&entry.lock.done, holder.as_str()) {
+        (None, _) => holder,
+        (Some(done), "-") => list_done(entry.lock, done),
+        (Some(done), _) => format!("{holder}; {}", list_done(entry.lock, done)),
+    };
     let name = format!("\"{}\"", escape_bytes(entry.name));
     [
         name,
@@ -308,6 +313,13 @@ fn list_row(entry: &Listed<'_>) -> [String; 5] {
         expires,
         holder,
     ]
+}
+
+/// `list`'s word on a lock's done mark, as `status`'s `done:` line.
+fn list_done(lock: &Inspection, (mark, on): &(crate::lock::DoneMark, usize)) -> String {
+    let total = lock.servers.len();
+    let on = format!("on {on} of {}", count_servers(total));
+    format!("done: {} ({on})", words::done_mark(mark))
 }
 
 /// `list` found nothing.
