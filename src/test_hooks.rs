@@ -44,8 +44,10 @@ pub fn poll_delay() -> Option<Duration> {
 /// `REDLOCK_TEST_LINGER_MS`: how long a ticket stays in line after its
 /// waiter's last attempt, instead of `queue::LINGER` (lock/queue.rs): with
 /// a long linger and a long poll, waiters stand in line without coming
-/// back, and a test counts what a release alone makes the servers do. Set
-/// by `queue::a_waiter_goes_past_a_line_split_between_servers_at_once`,
+/// back, and a test counts what a release alone makes the servers do; the
+/// line then also keeps a free lock from callers that long (acquire.lua).
+/// Set by `queue::a_waiter_goes_past_a_line_split_between_servers_at_once`,
+/// `queue::a_waiter_in_line_says_it_waits_its_turn`,
 /// `supersede::an_older_waiter_that_polls_rarely_is_woken_when_superseded` and
 /// `server_work::a_hand_off_among_eight_waiters_costs_each_server_two_script_calls`.
 pub fn linger() -> Option<Duration> {

@@ -20,6 +20,14 @@ impl Redlock {
     /// requests to be written: a hung minority must not cost every waiter
     /// that got the lock, gave up or was interrupted a server timeout, and
     /// a majority without the ticket lets the next waiter go first.
+    ///
+    /// A waiter that gave up or was interrupted tells the next one where
+    /// it leaves the lock free. One that took the lock (`left_on` not
+    /// empty) does not: where it leaves a line, its attempt came before
+    /// the release there, and the lock it holds on a majority is free on
+    /// that server only; the next waiter, told, would wake for an attempt
+    /// that cannot win, and its undo. Its turn comes with this holder's
+    /// release, which is announced.
     pub async fn leave_line(&self, key: &LockKey, ticket: &Ticket, left_on: &[ServerSpec]) {
         let servers: Vec<Arc<Server>> = self
             .servers
@@ -33,7 +41,7 @@ impl Redlock {
         let call = Leave {
             keys: self.keys_of(key),
             ticket: ticket.id.clone(),
-            channel: if self.wakeups {
+            channel: if self.wakeups && left_on.is_empty() {
                 notify::channel(key)
             } else {
                 Vec::new()

@@ -139,6 +139,11 @@ pub fn spawn(
         if let Some(pause) = pause {
             command.pre_exec(move || pause_in_child(pause));
         }
+        // Also before the group is announced: past the kill time the
+        // watchdog SIGKILLs a group the moment it learns it, and a child
+        // killed before its last check could fail the spawn would look
+        // started (the spawn sees only the exec pipe close), then stopped.
+        command.pre_exec(move || not_after(start_by));
         command.pre_exec(move || announce_group(watchdog));
         if terminal {
             command.pre_exec(move || take_terminal_from(supervisor_group));

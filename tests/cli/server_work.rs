@@ -68,6 +68,24 @@ fn first_to_exit(waiters: &mut Vec<Running>) -> Running {
     waiters.swap_remove(exited.unwrap())
 }
 
+/// How long no server may see a script call for [`quiet`] to hold.
+const QUIET_FOR: Duration = Duration::from_millis(500);
+
+/// Waits until no server has served a script call for [`QUIET_FOR`]: the
+/// waiters of the hand-off test, which poll once a minute, have made every
+/// attempt what they heard set off. A waiter whose last subscription was
+/// confirmed during an attempt tries once more (notify.rs), which on a
+/// loaded machine came after the servers had it in line and listening.
+/// Panics after 20s.
+fn quiet(cluster: &Cluster) {
+    let settled = wait_until(Duration::from_secs(20), || {
+        let before = script_calls(cluster);
+        thread::sleep(QUIET_FOR);
+        script_calls(cluster) == before
+    });
+    assert!(settled, "the servers never went quiet\n{}", cluster.logs());
+}
+
 #[test]
 fn a_hand_off_among_eight_waiters_costs_each_server_two_script_calls() {
     let cluster = Cluster::start(3);
@@ -91,6 +109,7 @@ fn a_hand_off_among_eight_waiters_costs_each_server_two_script_calls() {
         cluster.in_line_everywhere("herd", 8) && listening_everywhere(&cluster, "herd", 8)
     });
     assert!(ready, "8 waiters in line and listening\n{}", cluster.logs());
+    quiet(&cluster);
     for round in 0..3 {
         for server in &cluster.servers {
             server.reset_stats();
@@ -100,7 +119,7 @@ fn a_hand_off_among_eight_waiters_costs_each_server_two_script_calls() {
         winner.assert_code(0, "the first in line");
         token = winner.stdout.trim().to_owned();
         // Whatever the release set off has happened by now.
-        thread::sleep(Duration::from_millis(300));
+        quiet(&cluster);
         // The release, and the one attempt of the waiter whose turn it
         // was: the others stay asleep, and the winner left the line where
         // it took the lock (3 each before).

@@ -2,8 +2,8 @@
 //! (`kill -9`, the OOM killer, a CI runner's cancel): once no process of
 //! the command's group is left, it releases the lock at once, with the same
 //! compare-and-delete as `exec`'s own release (which also wakes the first
-//! waiter), instead of leaving it to lapse a whole TTL later; and it
-//! removes the private servers file `exec` would have removed.
+//! waiter), instead of leaving it to lapse a whole TTL later; and, just
+//! before, it removes the private servers file `exec` would have removed.
 //!
 //! What the watchdog needs, and how it gets it:
 //! - the servers, their passwords and TLS settings: a clone of `exec`'s
@@ -74,13 +74,14 @@ impl Settle for Orphan {
         let [prefix, name, token, file @ ..] = lease else {
             return;
         };
-        if let (true, Ok(token)) = (release, std::str::from_utf8(token)) {
-            self.release(&LockKey::prefixed(prefix, name), &Token::from_user(token));
-        }
-        // Removed after the release: until the group was empty a nested
-        // redlock in it may still have read it.
+        // The group is empty: no nested redlock in it reads the file any
+        // more. Removed before the release, so that whoever takes the lock
+        // next finds it gone (the release logs in from memory).
         if let [file] = file {
             drop(PrivateFile::at(Path::new(OsStr::from_bytes(file))));
+        }
+        if let (true, Ok(token)) = (release, std::str::from_utf8(token)) {
+            self.release(&LockKey::prefixed(prefix, name), &Token::from_user(token));
         }
     }
 }
