@@ -110,6 +110,7 @@ fn a_hand_off_among_eight_waiters_costs_each_server_two_script_calls() {
     });
     assert!(ready, "8 waiters in line and listening\n{}", cluster.logs());
     quiet(&cluster);
+    let mut woken_for_nothing = Vec::new();
     for round in 0..3 {
         for server in &cluster.servers {
             server.reset_stats();
@@ -122,10 +123,25 @@ fn a_hand_off_among_eight_waiters_costs_each_server_two_script_calls() {
         quiet(&cluster);
         // The release, and the one attempt of the waiter whose turn it
         // was: the others stay asleep, and the winner left the line where
-        // it took the lock (3 each before).
-        assert_calls(&script_calls(&cluster), 2, 1, &format!("hand-off {round}"));
+        // it took the lock (3 each before). A known race (the release
+        // reaches one server after the winner left its line there, and
+        // that server wakes the next waiter for an attempt that cannot
+        // win, and its undo) may cost one round one waiter's attempt: at
+        // most 2 calls more per server, in at most one round of three.
+        let calls = script_calls(&cluster);
+        let extra: u64 = calls.iter().map(|&c| c.saturating_sub(2)).sum();
+        if extra > 1 {
+            woken_for_nothing.push(calls.clone());
+            assert_calls(&calls, 2, 6, &format!("hand-off {round}, one waiter woken"));
+        } else {
+            assert_calls(&calls, 2, 1, &format!("hand-off {round}"));
+        }
         assert!(cluster.in_line_everywhere("herd", 7 - round));
     }
+    assert!(
+        woken_for_nothing.len() <= 1,
+        "a waiter was woken for nothing in more than one hand-off: {woken_for_nothing:?}"
+    );
 }
 
 #[test]
