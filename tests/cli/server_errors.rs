@@ -280,6 +280,32 @@ fn a_tls_server_that_requires_a_client_certificate_is_a_refusal() {
     }
 }
 
+/// Under TLS 1.3 the alert of a server that requires a client certificate
+/// comes after the handshake: a first request written while the server
+/// closes meets a broken pipe, not the alert (CI saw 69 once). A test hook
+/// makes every connection fail so; the probe that follows hears the alert,
+/// and the failure is the refusal it is. A server that wants no
+/// certificate stays a passing failure, 69.
+#[test]
+fn a_broken_pipe_from_a_server_that_wants_a_client_certificate_is_a_refusal() {
+    for (extra, code) in [(&["--tls-auth-clients", "yes"][..], 78), (&[][..], 69)] {
+        let server = RedisServer::start_tls_with(extra);
+        let ca = server.tls_ca_cert().unwrap();
+        let out = run(support::redlock()
+            .env("REDLOCK_TEST_BROKEN_PIPE_ON_CONNECT", "1")
+            .args(["-s", &server.tls_url(), "--tls-ca-cert"])
+            .arg(&ca)
+            .args(["status", "x"]));
+        out.assert_code(code, &format!("{extra:?}"));
+        assert_eq!(
+            out.stderr.contains("client certificate"),
+            code == 78,
+            "{extra:?}: {}",
+            out.stderr
+        );
+    }
+}
+
 #[test]
 fn plaintext_to_a_tls_port_is_retried_but_the_message_suggests_rediss() {
     // The server resets the connection without a word, as a server or a

@@ -426,10 +426,32 @@ impl Server {
             .and_then(|connected| connected);
         match connected {
             Err(err) if self.spec.is_tls() && !err.is_refusal() => {
-                Err(self.plaintext_port(bound).await.unwrap_or(err))
+                let refused = match self.plaintext_port(bound).await {
+                    Some(refused) => Some(refused),
+                    None => self.client_certificate_required(bound).await,
+                };
+                Err(refused.unwrap_or(err))
             }
             connected => connected,
         }
+    }
+
+    /// Whether this `rediss://` server requires a client certificate, after
+    /// a connection failed without saying why: under TLS 1.3 the server's
+    /// alert comes after the handshake, and a first request written while
+    /// it closes meets a broken pipe instead. A handshake that writes
+    /// nothing, then a read within `bound`, hears the alert itself.
+    async fn client_certificate_required(&self, bound: Duration) -> Option<ServerError> {
+        let probe = async {
+            let mut stream = self.stream().await.ok()??;
+            let mut byte = [0u8; 1];
+            stream.read(&mut byte).await.err()
+        };
+        let error = tokio::time::timeout(bound, probe).await.ok()??;
+        error
+            .to_string()
+            .contains("received fatal alert: CertificateRequired")
+            .then(|| ServerError::Refused(CLIENT_CERTIFICATE.to_owned()))
     }
 
     /// Whether this `rediss://` server's port speaks plain RESP, after a TLS
@@ -601,6 +623,10 @@ impl Server {
             return Ok((connection.clone(), true));
         }
         let settings = self.spec.connection_info().redis_settings();
+        if crate::test_hooks::broken_pipe_on_connect() {
+            let broken = RedisError::from(io::Error::from(io::ErrorKind::BrokenPipe));
+            return Err(self.failed(&broken));
+        }
         let inner = self
             .open(settings, self.config())
             .await
