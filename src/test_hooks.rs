@@ -160,12 +160,13 @@ pub fn once_margin() -> Option<Duration> {
     millis("REDLOCK_TEST_ONCE_MARGIN_MS")
 }
 
-/// `REDLOCK_TEST_BROKEN_PIPE_ON_CONNECT` (any value): every new connection
-/// fails with a broken pipe before it is opened, as a first request does
+/// `REDLOCK_TEST_BROKEN_PIPE_ON_FIRST_REQUEST` (any value): the first
+/// request on every new connection fails with a broken pipe, as it does
 /// when a TLS 1.3 server that requires a client certificate closes while
 /// it is written (lock/core/servers.rs), so that a test sees the probe that
 /// follows hear the server's alert. Set by
 /// `server_errors::a_broken_pipe_from_a_server_that_wants_a_client_certificate_is_a_refusal`.
-pub fn broken_pipe_on_connect() -> bool {
-    cfg!(debug_assertions) && std::env::var_os("REDLOCK_TEST_BROKEN_PIPE_ON_CONNECT").is_some()
+pub fn broken_pipe_on_first_request() -> bool {
+    cfg!(debug_assertions)
+        && std::env::var_os("REDLOCK_TEST_BROKEN_PIPE_ON_FIRST_REQUEST").is_some()
 }

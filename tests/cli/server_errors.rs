@@ -292,7 +292,7 @@ fn a_broken_pipe_from_a_server_that_wants_a_client_certificate_is_a_refusal() {
         let server = RedisServer::start_tls_with(extra);
         let ca = server.tls_ca_cert().unwrap();
         let out = run(support::redlock()
-            .env("REDLOCK_TEST_BROKEN_PIPE_ON_CONNECT", "1")
+            .env("REDLOCK_TEST_BROKEN_PIPE_ON_FIRST_REQUEST", "1")
             .args(["-s", &server.tls_url(), "--tls-ca-cert"])
             .arg(&ca)
             .args(["status", "x"]));

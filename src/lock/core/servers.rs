@@ -373,7 +373,11 @@ impl Server {
             handed.store(true, Ordering::Release);
             first(connection)
         };
-        match self.attempt(connection, handing, give_up_at).await {
+        let replied = match crate::test_hooks::broken_pipe_on_first_request() && !reused {
+            true => Err(RedisError::from(io::Error::from(io::ErrorKind::BrokenPipe))),
+            false => self.attempt(connection, handing, give_up_at).await,
+        };
+        match replied {
             // A connection that sat idle may have gone stale (the server
             // restarted, a proxy dropped it): its first request fails at
             // once, before the server saw it. One more try on a fresh
@@ -385,6 +389,14 @@ impl Server {
                 self.attempt(connection, request, give_up_at)
                     .await
                     .map_err(|err| self.failed(&err))
+            }
+            // A TLS 1.3 server that wants a client certificate sends its
+            // alert after the handshake: the first request, written while
+            // it closes, may meet a broken pipe instead.
+            Err(err) if !reused && self.spec.is_tls() && err.is_connection_dropped() => {
+                let bound = give_up_at.saturating_duration_since(tokio::time::Instant::now());
+                let refused = self.client_certificate_required(bound).await;
+                Err(refused.unwrap_or_else(|| self.failed(&err)))
             }
             reply => reply.map_err(|err| self.failed(&err)),
         }
@@ -623,10 +635,6 @@ impl Server {
             return Ok((connection.clone(), true));
         }
         let settings = self.spec.connection_info().redis_settings();
-        if crate::test_hooks::broken_pipe_on_connect() {
-            let broken = RedisError::from(io::Error::from(io::ErrorKind::BrokenPipe));
-            return Err(self.failed(&broken));
-        }
         let inner = self
             .open(settings, self.config())
             .await
