@@ -216,8 +216,14 @@ fn undelivered(netns: &Netns, round: &str) -> Option<String> {
         HELD_UP.iter().all(|&i| !netns.has_connections(i))
     });
     (!delivered).then(|| {
+        let listed: Vec<String> = HELD_UP
+            .iter()
+            .filter_map(|&i| netns.connections(i))
+            .collect();
         format!(
-            "{round}: connections to servers {HELD_UP:?} still open {DELIVERY:?} after the fault"
+            "{round}: connections to servers {HELD_UP:?} still open {DELIVERY:?} after the \
+             fault:\n{}",
+            listed.join("\n")
         )
     })
 }
