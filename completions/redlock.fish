@@ -42,9 +42,16 @@ complete -c redlock -n "__fish_redlock_needs_command" -f -a "done" -d 'Mark the 
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "extend" -d 'Push the lock\'s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "status" -d 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "list" -d 'List the locks on the servers (under --prefix) with their holders, as a majority sees them'
-complete -c redlock -n "__fish_redlock_needs_command" -f -a "doctor" -d 'Check the servers against what Redlock\'s safety rests on: masters, distinct, enough of them, no eviction, persistence or the restart guard, clocks, round trips, cluster mode, ACLs, and what the restart guard cannot see: replicas, servers behind one address, DEBUG, a shared server. Exits 0 when nothing is unsafe, 1 when something is (with --strict, a warning too), 69 when too few servers answer'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "exec" -d 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "doctor" -d 'Check the servers against what Redlock\'s safety rests on: masters, distinct, enough of them, no eviction, persistence or the restart guard, clocks, round trips, cluster mode, ACLs, and what the restart guard cannot see: replicas, servers behind one address, DEBUG, a shared server. Exits 0 when nothing is unsafe, 1 when something is (with --strict, a warning too), 69 when too few servers answer'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l server-timeout -d 'Bound on each connect and reply [default: 250ms, or --ttl/5]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l restart-guard -d 'Skip servers restarted less than DUR ago; caps --ttl [default: 30s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l prefix -d 'Prepended to the lock names to form the Redis keys' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds); at most the restart guard (--restart-guard)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'Retry for at most DUR, then exit with the last attempt\'s status: 75 busy, 69 no quorum (-w 0 is -n)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s E -l conflict-exit-code -d 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out); -E 0 skips quietly, the cron idiom (acquire then prints no token)' -r
@@ -55,25 +62,16 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l once -d 'Run
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l while -d 'Keep the lock while process PID lives: `tok=$(redlock acquire --while $$ NAME)` in a script. A keeper process extends the lock every third of --ttl, releases it once PID and what it left in its process group have exited, and stops quietly when `redlock release NAME "$tok"` runs on this host; if the lock is lost, PID gets --while-signal' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l while-signal -d 'With --while: the signal sent to PID, and to its process group if it leads one, when the lock is lost, e.g. TERM, INT or USR1; none sends nothing' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l serial -d 'With --supersede: "newer" is this number instead of the order of arrival, e.g. GitHub\'s run_number or GitLab\'s CI_PIPELINE_IID, so that a re-run of an old pipeline arriving last is itself superseded at once' -r
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l server-timeout -d 'Bound on each connect and reply [default: 250ms, or --ttl/5]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l restart-guard -d 'Skip servers restarted less than DUR ago; caps --ttl [default: 30s]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l prefix -d 'Prepended to the lock names to form the Redis keys' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l json -d 'Print the token and the lock\'s validity as one JSON object'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -d 'No message when the lock is busy or done; the exit status tells'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l hex -d 'NAME is the name\'s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s n -l nonblock -d 'Fail at once (exit 75) if the lock is held'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l fence -d 'Also hand out a fencing token: a number that increases strictly from each holder of NAME to the next, for storage to reject writes carrying a lower one. Printed after the token on the same line, `TOKEN FENCE` (`read -r tok fence`), or as "fence" with --json. Each server keeps a counter for NAME without expiry. Not with --limit: a semaphore\'s holders run at once, which a fence cannot order'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l shared -d 'Take the lock shared, as flock\'s shared mode: any number of --shared holders at once, but never beside an exclusive one. A waiting exclusive holder keeps new shared ones out. There is no short form (the one flock uses names a server here). Not with --limit or --fence'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l supersede -d 'Among waiters of NAME that all pass --supersede, a newer one replaces the older ones, as a CI concurrency group keeps one pending run: they leave the line at once and exit 81 (cancelled, not failed), naming who superseded them. A holder is never superseded, and waiters without it neither supersede nor are superseded. Not with --limit or --shared'
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l json -d 'Print the token and the lock\'s validity as one JSON object'
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -d 'No message when the lock is busy or done; the exit status tells'
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand release" -l if-token -d 'With --force: break the lock only while TOKEN still holds it (the token status showed for the dead holder), never a holder that took it since' -r
-complete -c redlock -n "__fish_redlock_using_subcommand release" -l limit -d 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot\'s TTL has passed' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
@@ -81,13 +79,15 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -l server-timeo
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l restart-guard -d 'Skip servers restarted less than DUR ago [default: 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l prefix -d 'Prepended to the lock names to form the Redis keys' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l if-token -d 'With --force: break the lock only while TOKEN still holds it (the token status showed for the dead holder), never a holder that took it since' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l limit -d 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot\'s TTL has passed' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l json -d 'Print the result as one JSON object'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -s q -l quiet -d 'No message when TOKEN does not hold the lock; the exit status tells'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l hex -d 'NAME is the name\'s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l force -d 'Delete the lock whoever holds it, without a token: for a stale lock whose holder is known to be dead, never to hurry a live one'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l done -d 'With --force: delete the done mark of --once-per or --once beside the lock, so that the job can run again in this period (or for this key); the lock itself is left alone'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l any-key -d 'With --force: break a string key that does not look like a lock too (one without expiry, with a value longer than any token, or neither a redlock token nor beside a holder record: a lock another Redlock client took, say)'
-complete -c redlock -n "__fish_redlock_using_subcommand release" -l json -d 'Print the result as one JSON object'
-complete -c redlock -n "__fish_redlock_using_subcommand release" -s q -l quiet -d 'No message when TOKEN does not hold the lock; the exit status tells'
-complete -c redlock -n "__fish_redlock_using_subcommand release" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand done" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
@@ -97,14 +97,12 @@ complete -c redlock -n "__fish_redlock_using_subcommand done" -l server-timeout 
 complete -c redlock -n "__fish_redlock_using_subcommand done" -l restart-guard -d 'Skip servers restarted less than DUR ago [default: 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand done" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand done" -l prefix -d 'Prepended to the lock names to form the Redis keys' -r
-complete -c redlock -n "__fish_redlock_using_subcommand done" -l hex -d 'NAME is the name\'s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
 complete -c redlock -n "__fish_redlock_using_subcommand done" -l json -d 'Print the result as one JSON object'
 complete -c redlock -n "__fish_redlock_using_subcommand done" -s q -l quiet -d 'No message when TOKEN does not hold the lock; the exit status tells'
 complete -c redlock -n "__fish_redlock_using_subcommand done" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
+complete -c redlock -n "__fish_redlock_using_subcommand done" -l hex -d 'NAME is the name\'s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
 complete -c redlock -n "__fish_redlock_using_subcommand done" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand done" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand extend" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds); at most the restart guard (--restart-guard)' -r
-complete -c redlock -n "__fish_redlock_using_subcommand extend" -l limit -d 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot\'s TTL has passed' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
@@ -112,13 +110,14 @@ complete -c redlock -n "__fish_redlock_using_subcommand extend" -l server-timeou
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l restart-guard -d 'Skip servers restarted less than DUR ago; caps --ttl [default: 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l prefix -d 'Prepended to the lock names to form the Redis keys' -r
-complete -c redlock -n "__fish_redlock_using_subcommand extend" -l hex -d 'NAME is the name\'s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds); at most the restart guard (--restart-guard)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l limit -d 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot\'s TTL has passed' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l json -d 'Print the result as one JSON object'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s q -l quiet -d 'No message when TOKEN does not hold the lock; the exit status tells'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l hex -d 'NAME is the name\'s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand status" -l limit -d 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot\'s TTL has passed' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
@@ -126,13 +125,13 @@ complete -c redlock -n "__fish_redlock_using_subcommand status" -l server-timeou
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l restart-guard -d 'Skip servers restarted less than DUR ago [default: 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l prefix -d 'Prepended to the lock names to form the Redis keys' -r
-complete -c redlock -n "__fish_redlock_using_subcommand status" -l hex -d 'NAME is the name\'s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l limit -d 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot\'s TTL has passed' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l json -d 'Print the holder and every server\'s view as one JSON object'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s q -l quiet -d 'No table; the exit status tells (0 held, 1 free)'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l hex -d 'NAME is the name\'s bytes in hex, as `name_hex` in --json output gives a name that is not UTF-8'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand list" -l older-than -d 'Only locks held for longer than DUR (30m, 2h), by the age redlock records beside each lock; locks without such a record (taken by other Redlock clients) have no known age and are left out' -r
 complete -c redlock -n "__fish_redlock_using_subcommand list" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
@@ -140,30 +139,23 @@ complete -c redlock -n "__fish_redlock_using_subcommand list" -l server-timeout 
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l restart-guard -d 'Skip servers restarted less than DUR ago [default: 30s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l prefix -d 'Prepended to the lock names to form the Redis keys' -r
-complete -c redlock -n "__fish_redlock_using_subcommand list" -l names -d 'Print only the names, one a line, escaped as the table shows them but without quotes: no header, no other column. For scripts and shell completion'
+complete -c redlock -n "__fish_redlock_using_subcommand list" -l older-than -d 'Only locks held for longer than DUR (30m, 2h), by the age redlock records beside each lock; locks without such a record (taken by other Redlock clients) have no known age and are left out' -r
 complete -c redlock -n "__fish_redlock_using_subcommand list" -l json -d 'Print the locks as one JSON object'
 complete -c redlock -n "__fish_redlock_using_subcommand list" -s q -l quiet -d 'No table, only errors'
 complete -c redlock -n "__fish_redlock_using_subcommand list" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
+complete -c redlock -n "__fish_redlock_using_subcommand list" -l names -d 'Print only the names, one a line, escaped as the table shows them but without quotes: no header, no other column. For scripts and shell completion'
 complete -c redlock -n "__fish_redlock_using_subcommand list" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand list" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l ttl -d 'The TTL the locks on these servers use: the servers\' clocks must agree within 1% of it' -r
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l server-timeout -d 'Bound on each connect and reply [default: 250ms]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l restart-guard -d 'Skip servers restarted less than DUR ago [default: 30s]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l prefix -d 'Prepended to the lock names to form the Redis keys' -r
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l single -d 'Accept single-instance semantics: one server, which is no failure-tolerant Redlock, is then no finding'
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l strict -d 'Count warnings too: exit 1 when there is any'
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l accept-replicas -d 'Accept masters with replicas attached: you know that no failover promotes a replica behind a master\'s address sooner than the longest TTL after the master stopped (a delayed failover), or at all (replicas for backups or reads)'
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l json -d 'Print the result as one JSON object'
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s q -l quiet -d 'No table, only errors'
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s h -l help -d 'Print help'
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l server-timeout -d 'Bound on each connect and reply [default: 250ms, or --ttl/5]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l restart-guard -d 'Skip servers restarted less than DUR ago; caps --ttl [default: 30s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l prefix -d 'Prepended to the lock names to form the Redis keys' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l ttl -d 'How long the lock lives on the servers unless extended or released, e.g. 30s, 1m30s, 250ms or 2.5 (seconds); at most the restart guard (--restart-guard)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s w -l wait -d 'Retry for at most DUR, then exit with the last attempt\'s status: 75 busy, 69 no quorum (-w 0 is -n)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s E -l conflict-exit-code -d 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out), without running the command; -E 0 skips quietly, the cron idiom (the default of -n with --once-per or --once)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s m -l message -d 'A note recorded beside the lock while it is held, shown by `status` and to whoever finds it busy, e.g. -m "rolling out v2.3"' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l limit -d 'NAME is a counting semaphore: up to K holders at once, each in one of the slots NAME#0 … NAME#K-1 (K from 1 to 256). acquire and exec take any free slot (exec gives the command REDLOCK_SLOT), release and extend find the slot TOKEN holds, status shows every slot. Every client of NAME must pass the same K: the servers record it, and refuse another (exit 78) until the last slot\'s TTL has passed' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l once-per -d 'Run at most once per period of DUR across every host: a run that succeeded marks the period done on the servers (exec: its command exited 0; acquire: `redlock done`), and any later run in it skips with a line naming the host, pid, time and status (exec exits 0, acquire 80). Periods are counted on the servers\' clock from the Unix epoch in UTC (1d runs from 00:00 UTC); @HH:MM shifts them (1d@02:00). A run that fails, is killed or loses the lock marks nothing. Not with --limit or --shared' -r
@@ -195,33 +187,41 @@ PWR\t''
 SYS\t''"
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l serial -d 'With --supersede: "newer" is this number instead of the order of arrival, e.g. GitHub\'s run_number or GitLab\'s CI_PIPELINE_IID, so that a re-run of an old pipeline arriving last is itself superseded at once' -r
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s c -l command -d 'Run STRING with `sh -c` instead of CMD' -r
-complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
-complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l server-timeout -d 'Bound on each connect and reply [default: 250ms, or --ttl/5]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l restart-guard -d 'Skip servers restarted less than DUR ago; caps --ttl [default: 30s]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l prefix -d 'Prepended to the lock names to form the Redis keys' -r
-complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s E -l conflict-exit-code -d 'Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out), without running the command; -E 0 skips quietly, the cron idiom (the default of -n with --once-per or --once)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s q -l quiet -d 'No message when the lock is busy or done; the exit status tells'
+complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s n -l nonblock -d 'Fail at once (exit 75) if the lock is held'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l record-command -d 'Record the command line beside the lock (redacted of the usual forms of secrets), where anyone who can read the servers sees it. Without it, the record names only the program and how many arguments it has'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l fence -d 'Give the command a fencing token in REDLOCK_FENCE: a number that increases strictly from each holder of NAME to the next (see acquire --fence). Not with --limit'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l shared -d 'Take the lock shared, as flock\'s shared mode: any number of --shared holders at once, but never beside an exclusive one. A waiting exclusive holder keeps new shared ones out. There is no short form (the one flock uses names a server here). Not with --limit or --fence'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l supersede -d 'Among waiters of NAME that all pass --supersede, a newer one replaces the older ones, as a CI concurrency group keeps one pending run: they leave the line at once and exit 81 (cancelled, not failed), naming who superseded them. A holder is never superseded, and waiters without it neither supersede nor are superseded. Not with --limit or --shared'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -l cancel-in-progress -d '--supersede, and also stop a running holder of NAME that passed --cancel-in-progress and is older: its command gets the stop signal (then SIGKILL after --kill-after), and it exits 81 (cancelled). This run takes the lock only once that holder has released it. A holder without the flag is never stopped'
-complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s q -l quiet -d 'No message when the lock is busy or done; the exit status tells'
-complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s h -l help -d 'Print help'
 complete -c redlock -n "__fish_redlock_using_subcommand exec; and not __fish_redlock_in_exec_command" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list doctor exec help" -f -a "acquire" -d 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list doctor exec help" -f -a "release" -d 'Release the lock, if TOKEN still holds it; with --force, whoever holds it'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list doctor exec help" -f -a "done" -d 'Mark the run of acquire --once-per or --once done, while TOKEN still holds the lock: any later run in its period (or for its key) is done already (acquire exits 80, exec skips). Release the lock afterwards'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list doctor exec help" -f -a "extend" -d 'Push the lock\'s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list doctor exec help" -f -a "status" -d 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list doctor exec help" -f -a "list" -d 'List the locks on the servers (under --prefix) with their holders, as a majority sees them'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list doctor exec help" -f -a "doctor" -d 'Check the servers against what Redlock\'s safety rests on: masters, distinct, enough of them, no eviction, persistence or the restart guard, clocks, round trips, cluster mode, ACLs, and what the restart guard cannot see: replicas, servers behind one address, DEBUG, a shared server. Exits 0 when nothing is unsafe, 1 when something is (with --strict, a warning too), 69 when too few servers answer'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list doctor exec help" -f -a "exec" -d 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list doctor exec help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s s -l server -d 'A Redis master, e.g. redis://host:6379; repeat it for N masters' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l servers-file -d 'A file of server URLs, one a line, if no -s or $REDLOCK_SERVERS' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l config-file -d 'A file of settings: restart-guard, server-timeout, prefix, name-key' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l server-timeout -d 'Bound on each connect and reply [default: 250ms]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l restart-guard -d 'Skip servers restarted less than DUR ago [default: 30s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-ca-cert -d 'The CA certificate (PEM) of rediss:// servers' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l prefix -d 'Prepended to the lock names to form the Redis keys' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l ttl -d 'The TTL the locks on these servers use: the servers\' clocks must agree within 1% of it' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l json -d 'Print the result as one JSON object'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s q -l quiet -d 'No table, only errors'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s v -l verbose -d 'Describe each step on stderr: servers, timings, validity'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l single -d 'Accept single-instance semantics: one server, which is no failure-tolerant Redlock, is then no finding'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l strict -d 'Count warnings too: exit 1 when there is any'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l accept-replicas -d 'Accept masters with replicas attached: you know that no failover promotes a replica behind a master\'s address sooner than the longest TTL after the master stopped (a delayed failover), or at all (replicas for backups or reads)'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s h -l help -d 'Print help'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list exec doctor help" -f -a "acquire" -d 'Take the lock and print its token on stdout. Blocks until the lock is free unless -n or -w is given'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list exec doctor help" -f -a "release" -d 'Release the lock, if TOKEN still holds it; with --force, whoever holds it'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list exec doctor help" -f -a "done" -d 'Mark the run of acquire --once-per or --once done, while TOKEN still holds the lock: any later run in its period (or for its key) is done already (acquire exits 80, exec skips). Release the lock afterwards'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list exec doctor help" -f -a "extend" -d 'Push the lock\'s expiry out to --ttl from now, if TOKEN still holds it. A lock that already expired is never re-created'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list exec doctor help" -f -a "status" -d 'Show who holds the lock, for how long and until when, and what every server holds. Exits 0 when a majority holds it, 1 when it is free'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list exec doctor help" -f -a "list" -d 'List the locks on the servers (under --prefix) with their holders, as a majority sees them'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list exec doctor help" -f -a "exec" -d 'Run a command while holding the lock, extending the lock while it runs and stopping the command before the lock can lapse'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list exec doctor help" -f -a "doctor" -d 'Check the servers against what Redlock\'s safety rests on: masters, distinct, enough of them, no eviction, persistence or the restart guard, clocks, round trips, cluster mode, ACLs, and what the restart guard cannot see: replicas, servers behind one address, DEBUG, a shared server. Exits 0 when nothing is unsafe, 1 when something is (with --strict, a warning too), 69 when too few servers answer'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from acquire release done extend status list exec doctor help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 
 # Added by redlock to clap's completion: the command that `redlock exec` runs
 # is completed as a command line of its own, both after `--` and after NAME

@@ -12,7 +12,7 @@ use crate::exit_code::{self, Exit};
 
 mod help;
 
-pub use help::{command, command_for, command_with, Detail};
+pub use help::{command, command_with, fitted, Detail};
 
 /// One example of a subcommand: what it does, and the lines to type. Shown
 /// by `--help` and by the man pages, from here.
@@ -313,7 +313,14 @@ pub struct GlobalArgs {
     pub verbose: bool,
 }
 
+/// Deferred: clap builds a subcommand's options only when it is named (or
+/// for help, man pages and completions, which build them all), which is
+/// most of what parsing a command line costs (help.rs). Deferred, the
+/// options come after the subcommand's own settings, so the structs of
+/// options have plain comments, not doc comments: clap would make a doc
+/// comment the about of every subcommand that flattens the struct.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Take the lock and print its token on stdout. Blocks until the lock is free
     /// unless -n or -w is given.
@@ -386,8 +393,8 @@ pub struct NameArg {
     pub hex: bool,
 }
 
-/// `--once-per DUR[@HH:MM]` or `--once KEY`: a run at most once per period
-/// or key, across every host.
+// `--once-per DUR[@HH:MM]` or `--once KEY`: a run at most once per period
+// or key, across every host.
 #[derive(Debug, Args)]
 pub struct OnceArgs {
     /// Run at most once per period of DUR across every host: a run that
@@ -462,7 +469,7 @@ fn parse_period(text: &str) -> Result<(Duration, Duration), String> {
     Ok((period, offset))
 }
 
-/// `--limit K`: the lock is a counting semaphore of K slots.
+// `--limit K`: the lock is a counting semaphore of K slots.
 #[derive(Debug, Args)]
 pub struct LimitArg {
     /// NAME is a counting semaphore: up to K holders at once, each in one of the slots
@@ -474,7 +481,7 @@ pub struct LimitArg {
     pub limit: Option<u32>,
 }
 
-/// `--supersede [--serial N]`: a newer waiter replaces older ones.
+// `--supersede [--serial N]`: a newer waiter replaces older ones.
 #[derive(Debug, Args)]
 pub struct SupersedeArgs {
     /// Among waiters of NAME that all pass --supersede, a newer one replaces the older
@@ -509,7 +516,7 @@ fn parse_limit(text: &str) -> Result<u32, String> {
         .ok_or_else(|| format!("'{text}' is not a number of slots from 1 to {max}"))
 }
 
-/// `status NAME [--limit K]`.
+// `status NAME [--limit K]`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     #[command(flatten)]
@@ -596,7 +603,7 @@ fn parse_while_signal(text: &str) -> Result<WhileSignal, String> {
     }
 }
 
-/// What the holder records beside the lock, besides who and where it is.
+// What the holder records beside the lock, besides who and where it is.
 #[derive(Debug, Args)]
 pub struct HolderArgs {
     /// A note recorded beside the lock while it is held, shown by `status` and
@@ -605,7 +612,7 @@ pub struct HolderArgs {
     pub message: Option<OsString>,
 }
 
-/// Blocking is the default, as in flock.
+// Blocking is the default, as in flock.
 #[derive(Debug, Args)]
 pub struct WaitArgs {
     /// Fail at once (exit 75) if the lock is held.

@@ -92,11 +92,16 @@ pub fn main() -> ExitCode {
 }
 
 /// The command line, parsed. The matches are taken apart where they are,
-/// not copied first as `from_arg_matches` does.
+/// not copied first as `from_arg_matches` does. The definition the words of
+/// `--help` are fitted into is built only when clap has something to show
+/// (help, an error): the same parse again, for its message.
 fn parse() -> Result<Cli, clap::Error> {
+    use clap::CommandFactory as _;
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let mut matches =
-        cli::command_for(args.get(1..).unwrap_or_default()).try_get_matches_from(args)?;
+    let mut matches = match Cli::command().try_get_matches_from(&args) {
+        Ok(matches) => matches,
+        Err(_) => cli::command().try_get_matches_from(args)?,
+    };
     Cli::from_arg_matches_mut(&mut matches)
 }
 
@@ -182,7 +187,7 @@ fn parse_error(err: &clap::Error) -> Exit {
 /// Where to read about what went wrong: the help of the subcommand that was
 /// given (a visible one), else the program's.
 fn see_help() -> String {
-    let command = cli::command();
+    let command = <Cli as clap::CommandFactory>::command();
     let visible: Vec<String> = command
         .get_subcommands()
         .filter(|sub| !sub.is_hide_set())
@@ -209,7 +214,7 @@ fn empty_variable(err: &clap::Error) -> Option<String> {
         return None;
     };
     let flag = shown.split_whitespace().next()?;
-    let command = cli::command();
+    let command = <Cli as clap::CommandFactory>::command();
     let arg = command.get_arguments().find(|arg| {
         arg.get_long()
             .is_some_and(|long| flag == format!("--{long}"))
@@ -228,7 +233,7 @@ fn empty_variable(err: &clap::Error) -> Option<String> {
 /// "acquire, release, …, or exec": the visible subcommands, from the one
 /// registry of them (the clap definition).
 fn subcommands() -> String {
-    let command = cli::command();
+    let command = <Cli as clap::CommandFactory>::command();
     let names: Vec<&str> = command
         .get_subcommands()
         .filter(|sub| !sub.is_hide_set())

@@ -1,14 +1,14 @@
 //! The help of each subcommand, shaped after clap has the definition: its
 //! own options first, then the global ones in a group of their own, each in
 //! words that fit the command (`release` has no --ttl to speak of, `exec`
-//! has no --json). The program parses with [`command`], so that `--help`,
-//! the man pages and the completions all show what the parser knows.
+//! has no --json). The program shows its help and errors with [`command`],
+//! as the man pages and the completions do; it parses with the same
+//! definition unfitted, whose options parse the same.
 //!
 //! clap copies a global option into every subcommand when it builds the
-//! command, unless the subcommand has an option of that id already; so each
-//! subcommand gets its own copy here, before the build, with its own text.
-//! The values still reach [`super::GlobalArgs`]: clap gathers a global
-//! option's value by id, wherever it was given.
+//! command; each copy gets its own text here, after the build. The values
+//! still reach [`super::GlobalArgs`]: clap gathers a global option's value
+//! by id, wherever it was given.
 
 use clap::{Arg, CommandFactory as _};
 
@@ -26,70 +26,62 @@ pub enum Detail {
     Full,
 }
 
-/// The clap command the program parses with, at `Detail::Line`.
+/// The clap command the program shows its help and errors with, at
+/// `Detail::Line`.
 pub fn command() -> clap::Command {
     command_with(Detail::Line)
 }
 
 /// The clap command, each subcommand's global options in words for it.
 pub fn command_with(detail: Detail) -> clap::Command {
-    fitted(Cli::command(), detail, |_| true)
+    fitted(Cli::command(), detail)
 }
 
-/// The command the program parses `args` (its words after the program's
-/// name) with: as [`command`], but only the subcommands that a word of
-/// `args` names get their global options in their own words, or all of
-/// them if no word names one. The others get clap's own copies, which
-/// parse the same; only their help differs, and it is shown only for a
-/// subcommand that is named. Fitting every subcommand cost a run more than
-/// its parse (about a tenth of `acquire -n`'s instructions).
-pub fn command_for(args: &[std::ffi::OsString]) -> clap::Command {
-    let named = |name: &str| args.iter().any(|arg| arg == name);
-    let root = Cli::command();
-    if root.get_subcommands().any(|sub| named(sub.get_name())) {
-        fitted(root, Detail::Line, named)
-    } else {
-        fitted(root, Detail::Line, |_| true)
-    }
-}
-
-/// `root` with the subcommands `fit` picks given their global options in
-/// their own words.
-fn fitted(root: clap::Command, detail: Detail, fit: impl Fn(&str) -> bool) -> clap::Command {
-    let globals: Vec<Arg> = root
+/// `root`, built, with every subcommand's global options in words for it.
+///
+/// The subcommands' own options are deferred (`#[command(defer = true)]`):
+/// a run that parses builds only the subcommand it names, which is most of
+/// what parsing costs, and parses without the words here, which only help
+/// and errors show. So the fitting comes after the build, which makes each
+/// subcommand's options and copies the global ones into it; each copy then
+/// gets its words in place (`mut_args` keeps every option where the built
+/// command looks for it, which `mut_arg` would move).
+pub fn fitted(mut root: clap::Command, detail: Detail) -> clap::Command {
+    root.build();
+    let globals: Vec<clap::Id> = root
         .get_arguments()
         .filter(|arg| arg.is_global_set())
-        .cloned()
+        .map(|arg| arg.get_id().clone())
         .collect();
-    let names: Vec<String> = root
-        .get_subcommands()
-        .map(|sub| sub.get_name().to_owned())
-        .filter(|name| fit(name))
-        .collect();
-    let root = names.iter().fold(root, |root, name| {
-        let own = globals.iter().map(|arg| fitted_arg(arg, name, detail));
-        let own: Vec<Arg> = own.collect();
-        root.mut_subcommand(name, |sub| sub.args(own))
-    });
-    // An option `exec` shares with `acquire`, in words for exec.
-    root.mut_subcommand("exec", |exec| {
-        exec.mut_arg("conflict_exit_code", |arg| {
-            arg.help(
-                "Exit with CODE instead of 75 when the lock is busy (or the -w wait ran out), \
-                 without running the command; -E 0 skips quietly, the cron idiom (the \
-                 default of -n with --once-per or --once)",
-            )
-        })
+    root.mut_subcommands(|sub| {
+        let name = sub.get_name().to_owned();
+        let sub = sub.mut_args(|arg| match globals.contains(arg.get_id()) {
+            true => fitted_arg(arg, &name, detail),
+            false => arg,
+        });
+        match name.as_str() {
+            // An option `exec` shares with `acquire`, in words for exec.
+            "exec" => sub.mut_args(|arg| match arg.get_id() == "conflict_exit_code" {
+                true => arg.help(
+                    "Exit with CODE instead of 75 when the lock is busy (or the -w wait ran \
+                     out), without running the command; -E 0 skips quietly, the cron idiom \
+                     (the default of -n with --once-per or --once)",
+                ),
+                false => arg,
+            }),
+            _ => sub,
+        }
     })
 }
 
 /// The global option `arg` as the subcommand `sub` shows it.
-fn fitted_arg(arg: &Arg, sub: &str, detail: Detail) -> Arg {
+fn fitted_arg(arg: Arg, sub: &str, detail: Detail) -> Arg {
     let id = arg.get_id().as_str();
     let text = TEXTS
         .iter()
-        .find(|text| text.id == id && text.commands.is_none_or(|c| c.contains(&sub)));
-    let mut arg = arg.clone().help_heading(GLOBAL_HEADING);
+        .find(|text| text.id == id && text.commands.is_none_or(|c| c.contains(&sub)))
+        .copied();
+    let mut arg = arg.help_heading(GLOBAL_HEADING);
     let Some(text) = text else {
         return arg;
     };
@@ -102,6 +94,7 @@ fn fitted_arg(arg: &Arg, sub: &str, detail: Detail) -> Arg {
 }
 
 /// What a global option says in the help of some commands.
+#[derive(Clone, Copy)]
 struct Text {
     /// The option's id (its field in `GlobalArgs`).
     id: &'static str,

@@ -123,23 +123,26 @@ fn flags(arg: &clap::Arg) -> Vec<String> {
 /// --json), and clap cannot remove one, so the command is rebuilt around
 /// the visible ones. Each subcommand has its own copy of the global options
 /// already (`cli::command`), so the root's are no longer global: clap would
-/// copy a hidden one back. Only what completions use is carried over.
+/// copy a hidden one back. Only what completions use is carried over, and
+/// not what clap's build added (`help`, `--help`, `--version`), which the
+/// copy's build adds again.
 fn without_hidden_subcommands(command: clap::Command) -> clap::Command {
+    let own = |arg: &&clap::Arg| !matches!(arg.get_id().as_str(), "help" | "version");
     let subcommands = command
         .get_subcommands()
-        .filter(|sub| !sub.is_hide_set())
+        .filter(|sub| !sub.is_hide_set() && sub.get_name() != "help")
         .map(|sub| {
             // clap wants a 'static name; leaking a few short strings in a
             // command that exits right after is harmless.
             let name: &'static str = sub.get_name().to_owned().leak();
             let args = sub.get_arguments().filter(|arg| !arg.is_hide_set());
-            let copy = clap::Command::new(name).args(args.cloned());
+            let copy = clap::Command::new(name).args(args.filter(own).cloned());
             match sub.get_about() {
                 Some(about) => copy.about(about.clone()),
                 None => copy,
             }
         });
-    let root_args = command.get_arguments().map(|arg| arg.clone().global(false));
+    let root_args = (command.get_arguments().filter(own)).map(|arg| arg.clone().global(false));
     let mut copy = clap::Command::new("redlock")
         .args(root_args)
         .subcommands(subcommands)

@@ -190,8 +190,8 @@ const EXEC_SIGNALS: [(&str, &str); 6] = [
 /// `(file name, contents)` of `redlock.1` and one page per visible subcommand.
 pub fn man_pages() -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     // `redlock help CMD` is `redlock CMD --help`: no page of its own.
-    let mut command = cli::command_with(cli::Detail::Full).disable_help_subcommand(true);
-    command.build();
+    let root = <cli::Cli as clap::CommandFactory>::command().disable_help_subcommand(true);
+    let command = cli::fitted(root, cli::Detail::Full);
     let mut pages = vec![("redlock.1".to_owned(), render(command.clone(), "")?)];
     for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set()) {
         // clap wants a 'static name; leaking a few short strings in a command
