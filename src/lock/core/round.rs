@@ -83,6 +83,24 @@ impl<T> Replies<T> {
         }
     }
 
+    /// The replies of `more`, a round over the servers `of` (by their
+    /// index here), in place of what those servers said before, as if
+    /// they had answered last. One that did not answer in `more` keeps
+    /// what it said before.
+    pub fn merge(&mut self, of: &[usize], more: Replies<T>) {
+        let Replies {
+            mut answers,
+            arrival,
+        } = more;
+        for there in arrival {
+            let (here, reply) = (of[there], answers[there].take());
+            if let Some(reply) = reply {
+                self.arrival.retain(|&index| index != here);
+                self.record(here, reply);
+            }
+        }
+    }
+
     fn record(&mut self, index: usize, reply: Result<T, ServerError>) {
         self.answers[index] = Some(reply);
         self.arrival.push(index);
