@@ -293,20 +293,25 @@ fn may_answer(replies: &Replies<TokenReply>) -> Vec<usize> {
 }
 
 /// How long from its reading `inspection` says that a majority of the
-/// servers hold `token`: the PTTL of the last server that makes it a
-/// majority, less the clocks' drift over that time (zero when no majority
-/// holds it, or a PTTL is unknown).
+/// servers hold `token` (see [`majority_left`]).
 fn held_for(inspection: &Inspection, token: &[u8], quorum: usize) -> Duration {
-    let mut pttls: Vec<u64> = (inspection.servers.iter())
+    let pttls = (inspection.servers.iter())
         .filter_map(|server| server.state.as_ref().ok())
         .filter(|state| state.value.as_deref() == Some(token) && state.restarting.is_none())
-        .map(|state| u64::try_from(state.pttl_ms).unwrap_or(0))
-        .collect();
+        .map(|state| state.pttl_ms);
+    majority_left(pttls.collect(), quorum)
+}
+
+/// How long `pttls` (in ms, of the servers that hold a token) keep a
+/// majority of `quorum`: the PTTL of the last server that makes one, less
+/// the clocks' drift over that time; zero when they make none, and a key
+/// without expiry (-1) counts for none.
+fn majority_left(mut pttls: Vec<i64>, quorum: usize) -> Duration {
     pttls.sort_unstable_by(|a, b| b.cmp(a));
     let Some(&ms) = pttls.get(quorum.saturating_sub(1)) else {
         return Duration::ZERO;
     };
-    let left = Duration::from_millis(ms);
+    let left = Duration::from_millis(u64::try_from(ms).unwrap_or(0));
     left.saturating_sub(drift(left))
 }
 
@@ -334,5 +339,37 @@ fn not_held(key: &LockKey, inspection: &Inspection, token: &[u8]) -> LockError {
             op: TokenOp::MarkDone,
             said,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::core::servers::ServerError;
+    use super::*;
+
+    #[test]
+    fn a_mark_is_held_as_long_as_the_pttl_of_the_server_that_makes_a_majority() {
+        let ms = Duration::from_millis;
+        // Of 3000, 1000 and 5000 ms, a majority of 2 holds for 3000, less
+        // the drift (1% and 2 ms).
+        assert_eq!(majority_left(vec![3000, 1000, 5000], 2), ms(2968));
+        assert_eq!(majority_left(vec![3000], 2), Duration::ZERO);
+        // A key without expiry counts for none.
+        assert_eq!(majority_left(vec![3000, -1], 2), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_mark_is_tried_again_where_the_server_could_not_answer_only() {
+        let replies: Replies<TokenReply> = Replies::of(vec![
+            Some(Ok(TokenReply::Held)),
+            Some(Ok(TokenReply::Gone)),
+            Some(Ok(TokenReply::Taken)),
+            Some(Err(ServerError::Timeout(Duration::from_millis(200)))),
+            Some(Err(ServerError::Unreachable("connection refused".into()))),
+            Some(Err(ServerError::Failed("LOADING".into()))),
+            Some(Err(ServerError::Refused("NOPERM".into()))),
+            None,
+        ]);
+        assert_eq!(may_answer(&replies), [3, 4, 5, 7]);
     }
 }
