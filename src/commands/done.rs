@@ -20,6 +20,7 @@ async fn done(redlock: &Redlock, key: &LockKey, token: &Token) -> Result<Outcome
              take it with `redlock acquire --once-per DUR` (or --once KEY)"
         )));
     };
+    crate::test_hooks::stop_before_done_mark();
     // Retried while the lock holds, as the servers' PTTLs said.
     let marked = redlock
         .mark_done((key, token), &run, (0, Some(&holder)), until)

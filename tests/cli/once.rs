@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::support::{faketime_library, run, temp_dir, wait_until, Cluster, Output, Running};
+use crate::support::{
+    faketime_library, proc_state, run, temp_dir, wait_until, Cluster, Output, Running,
+};
 
 const HOUR_MS: u64 = 3_600_000;
 
@@ -706,6 +708,65 @@ fn a_mark_cut_off_past_the_locks_validity_does_not_count_and_ends() {
     assert!(
         took > Duration::from_secs(1) && took < Duration::from_secs(5),
         "{took:?}\n{}",
+        out.stderr
+    );
+}
+
+/// `redlock done` tries its mark again too, while the servers' PTTLs say
+/// the lock holds: it stops itself after reading the lock (a test hook),
+/// two of three servers are stopped, and continued after its first round
+/// gave up on them. It marks a majority, and exits 0.
+#[test]
+fn done_retries_a_mark_that_misses_a_majority_while_the_lock_holds() {
+    let mut cluster = Cluster::start(3);
+    let (per, offset) = hourly(&cluster);
+    let taken =
+        run(redlock_at(&cluster).args(["acquire", "--once-per", &per, "--ttl", "20s", "nightly"]));
+    taken.assert_code(0, "do it");
+    let tok = taken.stdout.trim().to_owned();
+    let mut done = redlock_at(&cluster);
+    done.env("REDLOCK_TEST_STOP_BEFORE_DONE_MARK", "1").args([
+        "-v",
+        "--server-timeout",
+        "200ms",
+        "done",
+        "nightly",
+        &tok,
+    ]);
+    let done = spawn(&mut done);
+    let pid = done.id() as i32;
+    assert!(
+        wait_until(Duration::from_secs(10), || proc_state(pid) == Some('T')),
+        "redlock done did not stop before its mark"
+    );
+    cluster[1].pause();
+    cluster[2].pause();
+    done.signal(Signal::SIGCONT);
+    // A fixed pause: the stop outlasting the mark's first round (200 ms
+    // for each server) is the case under test.
+    std::thread::sleep(Duration::from_millis(1500));
+    cluster[1].resume();
+    cluster[2].resume();
+    let out = done.finish(Duration::from_secs(20));
+    out.assert_code(0, "marked");
+    assert!(
+        out.stderr
+            .contains("marked \"nightly\" done on 2 of 3 servers")
+            || out
+                .stderr
+                .contains("marked \"nightly\" done on 3 of 3 servers"),
+        "{}",
+        out.stderr
+    );
+    let id = period_id(&cluster, offset, 0);
+    let marked =
+        |mark: &Option<Vec<u8>>| mark.as_ref().is_some_and(|m| m.starts_with(id.as_bytes()));
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            cluster.get_all(b"nightly\0done").iter().all(marked)
+        }),
+        "{:?}\n{}",
+        cluster.get_all(b"nightly\0done"),
         out.stderr
     );
 }
