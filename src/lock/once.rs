@@ -16,7 +16,9 @@
 //!    undoes what its attempt took (redlock.rs).
 //! 3. After the command exited 0, and before the lock is released, the
 //!    holder writes the mark (mark_done.lua) wherever the lock still holds
-//!    its token; it counts only on a majority.
+//!    its token; it counts only on a majority. A round that reaches none
+//!    is tried again on the servers that could not answer, while the lock
+//!    is valid ([`Redlock::mark_done`]).
 //!
 //! Why it holds: the mark reaches a majority before the lock is released;
 //! any later attempt that takes a majority meets one of those servers,
