@@ -65,6 +65,17 @@ pub fn stop_before_fence() {
     }
 }
 
+/// `REDLOCK_TEST_STOP_BEFORE_DONE_MARK` (any value): `redlock done` stops
+/// itself with SIGSTOP after it read the lock and before the mark's first
+/// round (commands/done.rs), so that a test stops servers at exactly that
+/// point and then continues it with SIGCONT. Set by
+/// `once::done_retries_a_mark_that_misses_a_majority_while_the_lock_holds`.
+pub fn stop_before_done_mark() {
+    if cfg!(debug_assertions) && std::env::var_os("REDLOCK_TEST_STOP_BEFORE_DONE_MARK").is_some() {
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
+    }
+}
+
 /// `REDLOCK_TEST_LIST_DEADLINE_MS`: the longest a listing may take, lower
 /// than a minute (lock/listing.rs). Set by
 /// `hostile::list_gives_up_on_a_scan_cursor_that_never_ends`.

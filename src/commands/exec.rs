@@ -105,7 +105,7 @@ async fn exec(
         servers: redlock.len(),
     });
     let extensions = Cell::new(0);
-    let end = supervise_under(
+    let (end, valid_until) = supervise_under(
         redlock,
         (&spec, &request),
         handoff,
@@ -116,7 +116,7 @@ async fn exec(
     .await?;
     // The lock held: `spec.key`, or with `--limit` the slot taken.
     let end = with_breaker(redlock, &lease.key, end).await;
-    mark_done(redlock, &request, &lease, &end, events).await;
+    mark_done(redlock, &request, (&lease, valid_until), &end, events).await;
     let lost = match &end {
         RunEnd::Stopped(Stop::TimedOut { .. } | Stop::Cancelled { .. }) => false,
         RunEnd::Stopped(_) | RunEnd::Refused(_) => true,
@@ -147,10 +147,18 @@ async fn exec(
 
 /// `--once-per`, `--once`: after a command that exited 0, and before the
 /// lock is released, the run's done mark goes where the lock still holds
-/// its token. A mark that reaches no majority does not count: said, and
-/// the command's status stands. A run that failed, was stopped or lost
-/// the lock marks nothing.
-async fn mark_done(redlock: &Redlock, request: &Take, lease: &Lease, end: &RunEnd, events: Events) {
+/// its token, and is retried on the servers that could not answer while
+/// the lock is valid (`valid_until`, after its extensions). A mark that
+/// reaches no majority by then does not count: said, and the command's
+/// status stands. A run that failed, was stopped or lost the lock marks
+/// nothing.
+async fn mark_done(
+    redlock: &Redlock,
+    request: &Take,
+    (lease, valid_until): (&Lease, BootInstant),
+    end: &RunEnd,
+    events: Events,
+) {
     let Some(run) = &request.once else {
         return;
     };
@@ -165,6 +173,7 @@ async fn mark_done(redlock: &Redlock, request: &Take, lease: &Lease, end: &RunEn
             (&lease.key, &lease.token),
             run,
             (0, request.record.as_ref()),
+            valid_until,
         )
         .await;
     match marked {
@@ -271,7 +280,8 @@ fn command_under(spec: &ExecSpec, lease: &Lease, child_env: &ChildEnv) -> superv
 }
 
 /// Runs the command under `lease` while the keeper extends it, counting the
-/// extensions in `extensions`.
+/// extensions in `extensions`; how it ended, and until when the lock is
+/// valid after the last extension.
 async fn supervise_under(
     redlock: &Redlock,
     (spec, request): (&ExecSpec, &Take),
@@ -279,7 +289,7 @@ async fn supervise_under(
     lease: &Lease,
     (signals, mut watchdog): (&mut Listener, Watchdog),
     (events, extensions): (Events, &Cell<u32>),
-) -> Result<RunEnd, Error> {
+) -> Result<(RunEnd, BootInstant), Error> {
     let child_env = handoff
         .child_env(watchdog.pid())
         .map_err(|err| Error::internal("cannot hand the servers on to the command", err))?;
@@ -289,6 +299,7 @@ async fn supervise_under(
     }
     let command = command_under(spec, lease, &child_env);
     let (deadlines, deadline) = watch::channel(lease.deadline);
+    let valid_until = deadline.clone();
     // Once the command runs, its pid joins the holder record.
     let (holder_updates, holder) = watch::channel(None);
     // Why the keeper gave up: a loss, or a refused extension.
@@ -342,10 +353,13 @@ async fn supervise_under(
         .map_err(Error::Internal)?;
     if let (Some(by), supervise::Outcome::Stopped(StopReason::Lost)) = (cancelled.take(), &outcome)
     {
-        return Ok(RunEnd::Stopped(Stop::Cancelled { by }));
+        let valid_until = *valid_until.borrow();
+        return Ok((RunEnd::Stopped(Stop::Cancelled { by }), valid_until));
     }
     let failed = (failing.take(), repeats.get().so_far(BootInstant::now()));
-    Ok(run_end(spec, outcome, loss.take(), failed))
+    let end = run_end(spec, outcome, loss.take(), failed);
+    let valid_until = *valid_until.borrow();
+    Ok((end, valid_until))
 }
 
 /// How the run ended, from the supervisor's outcome, the keeper's loss (if

@@ -53,7 +53,7 @@ pub use key::{
 pub use listing::{
     glob_problem, oldest_reader, GlobProblem, ListQuery, Listed, Listing, ServerPart, Standing,
 };
-pub use once::Marked;
+pub use once::{Marked, OnceHeld};
 pub use probe::{Facts, Feature, Markers, Missing, Probe, Reached, Unknown, CONNECTIONS};
 pub use scripts::{
     composed, composition, keys_sent, mode_of, Features, ForceVerdict, MAX_FENCE, MAX_TOKEN,

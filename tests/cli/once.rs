@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::support::{faketime_library, run, temp_dir, wait_until, Cluster, Output, Running};
+use crate::support::{
+    faketime_library, proc_state, run, temp_dir, wait_until, Cluster, Output, Running,
+};
 
 const HOUR_MS: u64 = 3_600_000;
 
@@ -613,4 +615,158 @@ fn a_run_that_ends_after_its_periods_margin_still_leaves_its_mark() {
         let pttl = server.pttl(b"nightly\0done");
         assert!(pttl > 1_000 && pttl <= 2_000, "the mark is kept: {pttl}");
     }
+}
+
+/// `exec -v --once-per` with a 200 ms server timeout whose job appends `a`
+/// to `ran`, then waits until the file `go` exists and exits 0.
+fn waiting_job(cluster: &Cluster, per: &str, ttl: &str, (ran, go): (&Path, &Path)) -> Running {
+    let mut cmd = redlock_at(cluster);
+    cmd.args(["-v", "--server-timeout", "200ms", "exec", "--ttl", ttl])
+        .args(["--once-per", per, "nightly", "--", "sh", "-c"])
+        .arg(format!(
+            "echo a >> {}; while [ ! -e {} ]; do sleep 0.05; done",
+            ran.display(),
+            go.display()
+        ));
+    spawn(&mut cmd)
+}
+
+/// A majority of the servers stopped while the job runs, and continued
+/// after its mark's first round gave up on them but before the lock's
+/// validity ends: that round marks one server of three, and exec tries
+/// the other two again until they answer. It says it marked a majority,
+/// and every server holds the mark. (Before, one round: "this run does
+/// not count", and the period could run twice.)
+#[test]
+fn a_mark_that_misses_a_majority_is_retried_until_it_reaches_one() {
+    let mut cluster = Cluster::start(3);
+    let dir = temp_dir("once");
+    let (ran, go) = (dir.path().join("runs"), dir.path().join("go"));
+    let (per, offset) = hourly(&cluster);
+    let exec = waiting_job(&cluster, &per, "20s", (&ran, &go));
+    assert!(wait_until(Duration::from_secs(10), || runs(&ran).len() == 1));
+    cluster[1].pause();
+    cluster[2].pause();
+    std::fs::write(&go, "").unwrap();
+    // A fixed pause: the stop outlasting the mark's first round (200 ms
+    // for each server) is the case under test.
+    std::thread::sleep(Duration::from_millis(1500));
+    cluster[1].resume();
+    cluster[2].resume();
+    let out = exec.finish(Duration::from_secs(20));
+    out.assert_code(0, "the job ran");
+    assert!(
+        (out.stderr
+            .contains("marked \"nightly\" done on 2 of 3 servers")
+            || out
+                .stderr
+                .contains("marked \"nightly\" done on 3 of 3 servers"))
+            && !out.stderr.contains("does not count"),
+        "{}",
+        out.stderr
+    );
+    let id = period_id(&cluster, offset, 0);
+    let marked =
+        |mark: &Option<Vec<u8>>| mark.as_ref().is_some_and(|m| m.starts_with(id.as_bytes()));
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            cluster.get_all(b"nightly\0done").iter().all(marked)
+        }),
+        "{:?}",
+        cluster.get_all(b"nightly\0done")
+    );
+    assert_eq!(cluster.get_all(b"nightly"), vec![None, None, None]);
+}
+
+/// A majority of the servers stopped past the lock's validity: the mark is
+/// tried again until the validity ends, not longer, and the run does not
+/// count; exec exits with the job's status.
+#[test]
+fn a_mark_cut_off_past_the_locks_validity_does_not_count_and_ends() {
+    let mut cluster = Cluster::start(3);
+    let dir = temp_dir("once");
+    let (ran, go) = (dir.path().join("runs"), dir.path().join("go"));
+    let (per, _) = hourly(&cluster);
+    let exec = waiting_job(&cluster, &per, "2s", (&ran, &go));
+    assert!(wait_until(Duration::from_secs(10), || runs(&ran).len() == 1));
+    cluster[1].pause();
+    cluster[2].pause();
+    let went = std::time::Instant::now();
+    std::fs::write(&go, "").unwrap();
+    let out = exec.finish(Duration::from_secs(20));
+    let took = went.elapsed();
+    out.assert_code(0, "the job's status");
+    assert!(
+        out.stderr
+            .contains("; this run does not count, and the next may run it again"),
+        "{}",
+        out.stderr
+    );
+    // Tried again until about the end of the lock's validity (2 s, or a
+    // little more after an extension), and no longer: a release that
+    // waits out two servers follows.
+    assert!(
+        took > Duration::from_millis(900) && took < Duration::from_secs(5),
+        "{took:?}\n{}",
+        out.stderr
+    );
+}
+
+/// `redlock done` tries its mark again too, while the servers' PTTLs say
+/// the lock holds: it stops itself after reading the lock (a test hook),
+/// two of three servers are stopped, and continued after its first round
+/// gave up on them. It marks a majority, and exits 0.
+#[test]
+fn done_retries_a_mark_that_misses_a_majority_while_the_lock_holds() {
+    let mut cluster = Cluster::start(3);
+    let (per, offset) = hourly(&cluster);
+    let taken =
+        run(redlock_at(&cluster).args(["acquire", "--once-per", &per, "--ttl", "20s", "nightly"]));
+    taken.assert_code(0, "do it");
+    let tok = taken.stdout.trim().to_owned();
+    let mut done = redlock_at(&cluster);
+    done.env("REDLOCK_TEST_STOP_BEFORE_DONE_MARK", "1").args([
+        "-v",
+        "--server-timeout",
+        "200ms",
+        "done",
+        "nightly",
+        &tok,
+    ]);
+    let done = spawn(&mut done);
+    let pid = done.id() as i32;
+    assert!(
+        wait_until(Duration::from_secs(10), || proc_state(pid) == Some('T')),
+        "redlock done did not stop before its mark"
+    );
+    cluster[1].pause();
+    cluster[2].pause();
+    done.signal(Signal::SIGCONT);
+    // A fixed pause: the stop outlasting the mark's first round (200 ms
+    // for each server) is the case under test.
+    std::thread::sleep(Duration::from_millis(1500));
+    cluster[1].resume();
+    cluster[2].resume();
+    let out = done.finish(Duration::from_secs(20));
+    out.assert_code(0, "marked");
+    assert!(
+        out.stderr
+            .contains("marked \"nightly\" done on 2 of 3 servers")
+            || out
+                .stderr
+                .contains("marked \"nightly\" done on 3 of 3 servers"),
+        "{}",
+        out.stderr
+    );
+    let id = period_id(&cluster, offset, 0);
+    let marked =
+        |mark: &Option<Vec<u8>>| mark.as_ref().is_some_and(|m| m.starts_with(id.as_bytes()));
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            cluster.get_all(b"nightly\0done").iter().all(marked)
+        }),
+        "{:?}\n{}",
+        cluster.get_all(b"nightly\0done"),
+        out.stderr
+    );
 }

@@ -83,6 +83,24 @@ impl<T> Replies<T> {
         }
     }
 
+    /// The replies of `more`, a round over the servers `of` (by their
+    /// index here), in place of what those servers said before, as if
+    /// they had answered last. One that did not answer in `more` keeps
+    /// what it said before.
+    pub fn merge(&mut self, of: &[usize], more: Replies<T>) {
+        let Replies {
+            mut answers,
+            arrival,
+        } = more;
+        for there in arrival {
+            let (here, reply) = (of[there], answers[there].take());
+            if let Some(reply) = reply {
+                self.arrival.retain(|&index| index != here);
+                self.record(here, reply);
+            }
+        }
+    }
+
     fn record(&mut self, index: usize, reply: Result<T, ServerError>) {
         self.answers[index] = Some(reply);
         self.arrival.push(index);
@@ -313,6 +331,23 @@ const TIMER_GRAIN: Duration = Duration::from_millis(1);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_merged_round_puts_its_answers_in_place_of_its_servers_earlier_ones() {
+        let timeout = || Err(ServerError::Timeout(Duration::from_millis(200)));
+        let mut replies: Replies<bool> =
+            Replies::of(vec![Some(Ok(true)), Some(timeout()), Some(timeout())]);
+        assert!(!replies.tally(2).succeeded());
+        // Servers 1 and 2 asked again: 1 said yes, 2 did not answer.
+        replies.merge(&[1, 2], Replies::of(vec![Some(Ok(true)), None]));
+        assert!(replies.tally(2).succeeded());
+        assert!(matches!(
+            replies.answers[2],
+            Some(Err(ServerError::Timeout(_)))
+        ));
+        // Server 1 answered last, and once.
+        assert_eq!(replies.arrival, [0, 2, 1]);
+    }
 
     #[test]
     fn a_won_round_waits_twice_its_spread_within_its_floor_and_its_length() {

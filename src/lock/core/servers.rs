@@ -59,6 +59,19 @@ impl ServerError {
     pub fn is_refusal(&self) -> bool {
         matches!(self, ServerError::Refused(_))
     }
+
+    /// Whether another try may be answered: the server did not answer in
+    /// time, could not be reached, or failed in passing (LOADING, BUSY).
+    /// Not a refusal, which no retry fixes.
+    pub fn may_pass(&self) -> bool {
+        matches!(
+            self,
+            ServerError::Timeout(_)
+                | ServerError::Failed(_)
+                | ServerError::Unreachable(_)
+                | ServerError::NoAnswerYet
+        )
+    }
 }
 
 /// One configured master: its spec, a lazily opened connection that is reused
