@@ -85,12 +85,15 @@ async fn exec(
     if let Some(outcome) = run_nested(redlock, &spec, events).await? {
         return Ok(outcome);
     }
-    // Listen from the start: a signal during the wait releases what was
-    // taken; one that comes right after the lock was taken is passed on to
-    // the command instead of being lost.
+    // Before the listener: nothing is taken while the servers' clocks are
+    // asked for the period, maybe again and again under -w, and a signal
+    // then ends exec as it would have before it started.
+    once::once_run(redlock, (&spec.key, spec.once.as_ref()), &mut request).await?;
+    // Listen from the start of the wait: a signal during the wait releases
+    // what was taken; one that comes right after the lock was taken is
+    // passed on to the command instead of being lost.
     let mut signals = Listener::new(&supervise::FORWARDED)?;
     let started = BootInstant::now();
-    once::once_run(redlock, (&spec.key, spec.once.as_ref()), &mut request).await?;
     let lease = match take(redlock, (&spec, &request), &mut signals, events).await {
         Ok(lease) => lease,
         Err(not_taken) => return not_taken,

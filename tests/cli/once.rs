@@ -770,3 +770,43 @@ fn done_retries_a_mark_that_misses_a_majority_while_the_lock_holds() {
         out.stderr
     );
 }
+
+/// Too few servers to read the period from is waited out as the lock would
+/// be: `-n` says 69 at once; under `-w` the clocks are asked again until a
+/// majority answers, and the job runs; once the wait is over, 69. (Before,
+/// 69 at once under -w too.)
+#[test]
+fn under_w_the_period_waits_for_a_majority_of_the_servers_clocks() {
+    let mut cluster = Cluster::start(3);
+    let (per, _) = hourly(&cluster);
+    let exec = |wait: &[&str]| {
+        let mut cmd = host(&cluster, "");
+        cmd.args(wait)
+            .args(["--once-per", &per, "nightly", "--", "true"]);
+        cmd
+    };
+    let (mut once, mut short, mut long) =
+        (exec(&["-n"]), exec(&["-w", "1s"]), exec(&["-w", "20s"]));
+    cluster[1].pause();
+    cluster[2].pause();
+    run(&mut once).assert_code(69, "-n: one reading");
+    let started = std::time::Instant::now();
+    run(&mut short).assert_code(69, "the wait ran out");
+    assert!(started.elapsed() >= Duration::from_millis(900));
+    let waiting = spawn(&mut long);
+    // A fixed pause: the stop outlasting exec's first reading (250 ms for
+    // each server) is the case under test.
+    std::thread::sleep(Duration::from_millis(1000));
+    cluster[1].resume();
+    cluster[2].resume();
+    let out = waiting.finish(Duration::from_secs(20));
+    out.assert_code(0, "the job ran once the clocks answered");
+    assert!(
+        cluster
+            .get_all(b"nightly\0done")
+            .iter()
+            .all(Option::is_some),
+        "{:?}",
+        cluster.get_all(b"nightly\0done")
+    );
+}
