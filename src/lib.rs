@@ -281,7 +281,7 @@ mod tests {
     fn the_missing_subcommand_message_names_every_visible_one() {
         assert_eq!(
             subcommands(),
-            "acquire, release, done, extend, status, list, doctor or exec"
+            "acquire, release, done, extend, status, list, exec or doctor"
         );
     }
 
