@@ -230,7 +230,7 @@ fn empty_variable(err: &clap::Error) -> Option<String> {
     (empty && !on_command_line).then(|| variable.to_string_lossy().into_owned())
 }
 
-/// "acquire, release, …, or exec": the visible subcommands, from the one
+/// "acquire, release, …, exec or doctor": the visible subcommands, from the one
 /// registry of them (the clap definition).
 fn subcommands() -> String {
     let command = <Cli as clap::CommandFactory>::command();

@@ -85,15 +85,16 @@ async fn exec(
     if let Some(outcome) = run_nested(redlock, &spec, events).await? {
         return Ok(outcome);
     }
+    let started = BootInstant::now();
     // Before the listener: nothing is taken while the servers' clocks are
-    // asked for the period, maybe again and again under -w, and a signal
-    // then ends exec as it would have before it started.
+    // asked for the period, maybe again and again under -w (out of the
+    // same wait), and a signal then ends exec as it would have before it
+    // started.
     once::once_run(redlock, (&spec.key, spec.once.as_ref()), &mut request).await?;
     // Listen from the start of the wait: a signal during the wait releases
     // what was taken; one that comes right after the lock was taken is
     // passed on to the command instead of being lost.
     let mut signals = Listener::new(&supervise::FORWARDED)?;
-    let started = BootInstant::now();
     let lease = match take(redlock, (&spec, &request), &mut signals, events).await {
         Ok(lease) => lease,
         Err(not_taken) => return not_taken,
@@ -119,26 +120,15 @@ async fn exec(
     .await?;
     // The lock held: `spec.key`, or with `--limit` the slot taken.
     let end = with_breaker(redlock, &lease.key, end).await;
-    mark_done(redlock, &request, (&lease, valid_until), &end, events).await;
-    let lost = match &end {
-        RunEnd::Stopped(Stop::TimedOut { .. } | Stop::Cancelled { .. }) => false,
-        RunEnd::Stopped(_) | RunEnd::Refused(_) => true,
-        RunEnd::Exited { .. } | RunEnd::NotStarted { .. } => false,
-    };
-    // After a loss (or a refusal) the release only tidies up; after a
-    // normal end the command's status matters more than a lock that lapsed
-    // at the very end, but it is said.
-    let release_failed = match redlock
-        .release_own(&lease.key, &lease.token, request.shared)
-        .await
-    {
-        Ok(_) => {
-            events.say(Event::Released(&lease.key));
-            None
-        }
-        Err(err) if !lost => Some(err),
-        Err(_) => None,
-    };
+    mark_done(
+        redlock,
+        &request,
+        (&lease, valid_until),
+        (&end, &mut signals),
+        events,
+    )
+    .await;
+    let release_failed = release(redlock, (&lease, request.shared), &end, events).await;
     Ok(Outcome::Ran(Ran {
         key: lease.key.clone(),
         waited: Some(waited),
@@ -148,18 +138,44 @@ async fn exec(
     }))
 }
 
+/// Releases the lock after the run that `end` tells of: the failure to
+/// say, if any. After a loss (or a refusal) the release only tidies up;
+/// after a normal end the command's status matters more than a lock that
+/// lapsed at the very end, but it is said.
+async fn release(
+    redlock: &Redlock,
+    (lease, shared): (&Lease, bool),
+    end: &RunEnd,
+    events: Events,
+) -> Option<LockError> {
+    let lost = match end {
+        RunEnd::Stopped(Stop::TimedOut { .. } | Stop::Cancelled { .. }) => false,
+        RunEnd::Stopped(_) | RunEnd::Refused(_) => true,
+        RunEnd::Exited { .. } | RunEnd::NotStarted { .. } => false,
+    };
+    match redlock.release_own(&lease.key, &lease.token, shared).await {
+        Ok(_) => {
+            events.say(Event::Released(&lease.key));
+            None
+        }
+        Err(err) if !lost => Some(err),
+        Err(_) => None,
+    }
+}
+
 /// `--once-per`, `--once`: after a command that exited 0, and before the
 /// lock is released, the run's done mark goes where the lock still holds
 /// its token, and is retried on the servers that could not answer while
 /// the lock is valid (`valid_until`, after its extensions). A mark that
 /// reaches no majority by then does not count: said, and the command's
-/// status stands. A run that failed, was stopped or lost the lock marks
-/// nothing.
+/// status stands. A signal stops the tries (they may last the lock's
+/// validity): the run does not count, and the lock is released. A run that
+/// failed, was stopped or lost the lock marks nothing.
 async fn mark_done(
     redlock: &Redlock,
     request: &Take,
     (lease, valid_until): (&Lease, BootInstant),
-    end: &RunEnd,
+    (end, signals): (&RunEnd, &mut Listener),
     events: Events,
 ) {
     let Some(run) = &request.once else {
@@ -171,14 +187,21 @@ async fn mark_done(
     if !status.success() || crate::test_hooks::skip_mark_done() {
         return;
     }
-    let marked = redlock
-        .mark_done(
-            (&lease.key, &lease.token),
-            run,
-            (0, request.record.as_ref()),
-            valid_until,
-        )
-        .await;
+    let marking = redlock.mark_done(
+        (&lease.key, &lease.token),
+        run,
+        (0, request.record.as_ref()),
+        valid_until,
+    );
+    let marked = tokio::select! {
+        marked = marking => marked,
+        signal = signals.recv() => {
+            return events.say(Event::MarkInterrupted {
+                key: &lease.key,
+                signal: signal.as_str(),
+            });
+        }
+    };
     match marked {
         Ok(marked) => events.say(Event::MarkedDone {
             key: &lease.key,

@@ -68,4 +68,7 @@ pub enum Event<'a> {
     },
     /// The done mark reached no majority: the run does not count.
     NotMarkedDone(&'a LockError),
+    /// A signal came while the done mark was tried again: the tries stop,
+    /// and the run does not count.
+    MarkInterrupted { key: &'a LockKey, signal: &'a str },
 }

@@ -367,6 +367,7 @@ pub(super) fn event(event: &Event<'_>) -> (Level, String) {
         Event::Released(key) => (Verbose, format!("released {key}")),
         Event::MarkedDone { key, on, total } => (Verbose, marked_done(key, *on, *total)),
         Event::NotMarkedDone(error) => (Warning, not_marked_done(error)),
+        Event::MarkInterrupted { key, signal } => (Warning, mark_interrupted(key, signal)),
     }
 }
 
@@ -420,11 +421,16 @@ fn marked_done(key: &LockKey, on: usize, total: usize) -> String {
 /// The done mark of a run that succeeded reached no majority: the run
 /// does not count, and another may run in this period.
 fn not_marked_done(error: &LockError) -> String {
-    format!(
-        "{}; this run does not count, and the next may run it again",
-        words::lock_error(error)
-    )
+    format!("{}; {NOT_COUNTED}", words::lock_error(error))
 }
+
+/// A signal stopped the tries of a done mark.
+fn mark_interrupted(key: &LockKey, signal: &str) -> String {
+    format!("{signal} while {key}'s done mark was tried again; {NOT_COUNTED}")
+}
+
+/// What a run whose done mark reached no majority is.
+const NOT_COUNTED: &str = "this run does not count, and the next may run it again";
 
 /// How `exec`'s extensions fare after `failing` failed: still failing
 /// with `error` (said for the first failure, then at growing intervals),

@@ -810,3 +810,64 @@ fn under_w_the_period_waits_for_a_majority_of_the_servers_clocks() {
         cluster.get_all(b"nightly\0done")
     );
 }
+
+/// A signal while the done mark is tried again (a majority stopped from the
+/// command's end on) stops the tries, which may last the lock's validity:
+/// exec says the run does not count and ends at once, not 20 s later.
+#[test]
+fn a_signal_stops_the_marks_tries() {
+    let mut cluster = Cluster::start(3);
+    let dir = temp_dir("once");
+    let (ran, go) = (dir.path().join("runs"), dir.path().join("go"));
+    let (per, _) = hourly(&cluster);
+    let exec = waiting_job(&cluster, &per, "20s", (&ran, &go));
+    assert!(wait_until(Duration::from_secs(10), || runs(&ran).len() == 1));
+    cluster[1].pause();
+    cluster[2].pause();
+    std::fs::write(&go, "").unwrap();
+    // A fixed pause: past the mark's first round (200 ms for each server),
+    // into its tries.
+    std::thread::sleep(Duration::from_millis(1000));
+    exec.signal(Signal::SIGINT);
+    let signalled = std::time::Instant::now();
+    let out = exec.finish(Duration::from_secs(30));
+    let took = signalled.elapsed();
+    cluster[1].resume();
+    cluster[2].resume();
+    assert!(
+        out.stderr.contains(
+            "SIGINT while \"nightly\"'s done mark was tried again; this run does not count"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}: {}", out.stderr);
+}
+
+/// `-w` is one wait for the servers' clocks and the lock: clocks that
+/// answer after 1 s of `-w 2s`, and a busy lock, end at about 2 s with 75,
+/// not 1 s more than the wait.
+#[test]
+fn the_clocks_wait_comes_out_of_w() {
+    let mut cluster = Cluster::start(3);
+    let (per, _) = hourly(&cluster);
+    run(redlock_at(&cluster).args(["acquire", "--ttl", "30s", "nightly"]))
+        .assert_code(0, "held by another");
+    let mut exec = host(&cluster, "");
+    exec.args(["-w", "2s", "--once-per", &per, "nightly", "--", "true"]);
+    cluster[1].pause();
+    cluster[2].pause();
+    let started = std::time::Instant::now();
+    let waiting = spawn(&mut exec);
+    std::thread::sleep(Duration::from_millis(1000));
+    cluster[1].resume();
+    cluster[2].resume();
+    let out = waiting.finish(Duration::from_secs(20));
+    out.assert_code(75, "busy once the wait ran out");
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(2700),
+        "{took:?}: {}",
+        out.stderr
+    );
+}

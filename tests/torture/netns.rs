@@ -133,9 +133,15 @@ impl Netns {
         // leave closing connections behind that retransmit for a minute or
         // more (orphans, CLOSING), and on the same addresses the next
         // scenario would count them as its own (late.rs waits for none).
-        static STARTED: AtomicU32 = AtomicU32::new(0);
-        let start = pid.wrapping_add(STARTED.fetch_add(1, Ordering::Relaxed));
+        // The search starts after the block the last start took (from the
+        // pid's for the first).
+        static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+        let start = match NEXT.load(Ordering::Relaxed) {
+            u32::MAX => pid,
+            next => next,
+        };
         let first = free_block(start).map_err(Unavailable::Missing)?;
+        NEXT.store(first / SERVERS as u32 + 1, Ordering::Relaxed);
         let mut netns = Netns {
             servers: Vec::new(),
             kind,

@@ -16,7 +16,12 @@ pub async fn once_run(
     let Some(once) = once else {
         return Ok(());
     };
+    let started = BootInstant::now();
     let run = run_within(redlock, (key, once), request.wait).await?;
+    // The lock's wait is what is left of -w: one wait for both.
+    if let Wait::For(wait) = request.wait {
+        request.wait = Wait::For(wait.saturating_sub(started.elapsed()));
+    }
     if let Some(record) = &mut request.record {
         record.once = Some(run.id.clone());
     }

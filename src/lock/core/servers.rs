@@ -61,16 +61,22 @@ impl ServerError {
     }
 
     /// Whether another try may be answered: the server did not answer in
-    /// time, could not be reached, or failed in passing (LOADING, BUSY).
-    /// Not a refusal, which no retry fixes.
+    /// time, could not be reached, or said it is not ready yet (LOADING,
+    /// BUSY, TRYAGAIN, MASTERDOWN). Not a refusal, nor another error reply
+    /// (a script's error, an unreadable reply), which a retry only repeats.
     pub fn may_pass(&self) -> bool {
-        matches!(
-            self,
-            ServerError::Timeout(_)
-                | ServerError::Failed(_)
-                | ServerError::Unreachable(_)
-                | ServerError::NoAnswerYet
-        )
+        match self {
+            ServerError::Timeout(_) | ServerError::Unreachable(_) | ServerError::NoAnswerYet => {
+                true
+            }
+            ServerError::Failed(said) => {
+                let said = said.to_ascii_uppercase();
+                ["LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN"]
+                    .iter()
+                    .any(|word| said.contains(word))
+            }
+            _ => false,
+        }
     }
 }
 
