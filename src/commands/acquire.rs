@@ -83,7 +83,19 @@ async fn take(
     watched: Option<&Watched>,
     events: Events,
 ) -> Result<Outcome, Error> {
-    super::support::once::once_run(redlock, (&job.key, job.once.as_ref()), &mut request).await?;
+    let once = super::support::once::once_run(redlock, (&job.key, job.once.as_ref()), &mut request);
+    // With --while, the wait for the servers' clocks ends with the process
+    // too, as the wait for the lock does.
+    match watched {
+        Some(watched) => tokio::select! {
+            run = once => run?,
+            () = watched.exited() => {
+                let (key, pid) = (job.key.clone(), watched.pid());
+                return Ok(Outcome::Abandoned { key, pid });
+            }
+        },
+        None => once.await?,
+    }
     let mut interrupts = Listener::new(&INTERRUPTS)?;
     let (kept_already, mut kept) = watch::channel(None);
     let ended = async {

@@ -871,3 +871,39 @@ fn the_clocks_wait_comes_out_of_w() {
         out.stderr
     );
 }
+
+/// `acquire --while PID` waiting for the servers' clocks (a majority
+/// stopped, blocking) stops waiting when PID exits, as its wait for the
+/// lock does: 75, nothing taken. (Before, it asked on after PID was gone.)
+#[test]
+fn the_clocks_wait_of_acquire_while_ends_with_its_process() {
+    let mut cluster = Cluster::start(3);
+    let (per, _) = hourly(&cluster);
+    let mut script = Command::new("sleep").arg("30").spawn().unwrap();
+    let mut acquire = redlock_at(&cluster);
+    acquire
+        .args(["acquire", "--while", &script.id().to_string()])
+        .args(["--once-per", &per, "nightly"]);
+    cluster[1].pause();
+    cluster[2].pause();
+    let waiting = spawn(&mut acquire);
+    std::thread::sleep(Duration::from_millis(700));
+    let _ = script.kill();
+    let _ = script.wait();
+    let ended = std::time::Instant::now();
+    let out = waiting.finish(Duration::from_secs(30));
+    cluster[1].resume();
+    cluster[2].resume();
+    out.assert_code(75, "its process exited");
+    assert!(
+        out.stderr.contains("(--while) exited; nothing was taken"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        ended.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        ended.elapsed()
+    );
+    assert_eq!(cluster.get_all(b"nightly"), vec![None, None, None]);
+}
