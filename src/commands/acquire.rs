@@ -75,6 +75,28 @@ fn record(job: &AcquireJob, keeper: Option<&Keeper>) -> Holder {
     }
 }
 
+/// `--once-per`, `--once`: the run's period, from the servers' clocks, into
+/// `request`. With --while, the wait for them ends with the process too,
+/// as the wait for the lock does: that outcome.
+async fn period(
+    redlock: &Redlock,
+    (job, request): (&AcquireJob, &mut Take),
+    watched: Option<&Watched>,
+) -> Result<Option<Outcome>, Error> {
+    let once = super::support::once::once_run(redlock, (&job.key, job.once.as_ref()), request);
+    match watched {
+        Some(watched) => tokio::select! {
+            run = once => run?,
+            () = watched.exited() => {
+                let (key, pid) = (job.key.clone(), watched.pid());
+                return Ok(Some(Outcome::Abandoned { key, pid }));
+            }
+        },
+        None => once.await?,
+    }
+    Ok(None)
+}
+
 /// Takes the lock; with `--while`, `watched` is the process it is for, and
 /// its exit ends the wait.
 async fn take(
@@ -83,18 +105,8 @@ async fn take(
     watched: Option<&Watched>,
     events: Events,
 ) -> Result<Outcome, Error> {
-    let once = super::support::once::once_run(redlock, (&job.key, job.once.as_ref()), &mut request);
-    // With --while, the wait for the servers' clocks ends with the process
-    // too, as the wait for the lock does.
-    match watched {
-        Some(watched) => tokio::select! {
-            run = once => run?,
-            () = watched.exited() => {
-                let (key, pid) = (job.key.clone(), watched.pid());
-                return Ok(Outcome::Abandoned { key, pid });
-            }
-        },
-        None => once.await?,
+    if let Some(abandoned) = period(redlock, (&job, &mut request), watched).await? {
+        return Ok(abandoned);
     }
     let mut interrupts = Listener::new(&INTERRUPTS)?;
     let (kept_already, mut kept) = watch::channel(None);
