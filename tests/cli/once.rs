@@ -655,27 +655,31 @@ fn a_mark_that_misses_a_majority_is_retried_until_it_reaches_one() {
     cluster[2].resume();
     let out = exec.finish(Duration::from_secs(20));
     out.assert_code(0, "the job ran");
+    assert!(!out.stderr.contains("does not count"), "{}", out.stderr);
+    marked_a_majority_then_all(&cluster, offset, &out);
+    assert_eq!(cluster.get_all(b"nightly"), vec![None, None, None]);
+}
+
+/// `out` says the mark of this hour's run reached a majority, and every
+/// server of `cluster` holds it soon after.
+fn marked_a_majority_then_all(cluster: &Cluster, offset: u64, out: &Output) {
+    let said = |on: usize| format!("marked \"nightly\" done on {on} of 3 servers");
     assert!(
-        (out.stderr
-            .contains("marked \"nightly\" done on 2 of 3 servers")
-            || out
-                .stderr
-                .contains("marked \"nightly\" done on 3 of 3 servers"))
-            && !out.stderr.contains("does not count"),
+        out.stderr.contains(&said(2)) || out.stderr.contains(&said(3)),
         "{}",
         out.stderr
     );
-    let id = period_id(&cluster, offset, 0);
+    let id = period_id(cluster, offset, 0);
     let marked =
         |mark: &Option<Vec<u8>>| mark.as_ref().is_some_and(|m| m.starts_with(id.as_bytes()));
     assert!(
         wait_until(Duration::from_secs(5), || {
             cluster.get_all(b"nightly\0done").iter().all(marked)
         }),
-        "{:?}",
-        cluster.get_all(b"nightly\0done")
+        "{:?}\n{}",
+        cluster.get_all(b"nightly\0done"),
+        out.stderr
     );
-    assert_eq!(cluster.get_all(b"nightly"), vec![None, None, None]);
 }
 
 /// A majority of the servers stopped past the lock's validity: the mark is
@@ -749,26 +753,7 @@ fn done_retries_a_mark_that_misses_a_majority_while_the_lock_holds() {
     cluster[2].resume();
     let out = done.finish(Duration::from_secs(20));
     out.assert_code(0, "marked");
-    assert!(
-        out.stderr
-            .contains("marked \"nightly\" done on 2 of 3 servers")
-            || out
-                .stderr
-                .contains("marked \"nightly\" done on 3 of 3 servers"),
-        "{}",
-        out.stderr
-    );
-    let id = period_id(&cluster, offset, 0);
-    let marked =
-        |mark: &Option<Vec<u8>>| mark.as_ref().is_some_and(|m| m.starts_with(id.as_bytes()));
-    assert!(
-        wait_until(Duration::from_secs(5), || {
-            cluster.get_all(b"nightly\0done").iter().all(marked)
-        }),
-        "{:?}\n{}",
-        cluster.get_all(b"nightly\0done"),
-        out.stderr
-    );
+    marked_a_majority_then_all(&cluster, offset, &out);
 }
 
 /// Too few servers to read the period from is waited out as the lock would
