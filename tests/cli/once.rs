@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
+use tempfile::TempDir;
 
 use crate::support::{
     faketime_library, proc_state, run, temp_dir, wait_until, Cluster, Output, Running,
@@ -617,6 +618,37 @@ fn a_run_that_ends_after_its_periods_margin_still_leaves_its_mark() {
     }
 }
 
+/// A `waiting_job` with `ttl` on `cluster`, once it runs.
+struct StoppedAtItsEnd {
+    exec: Running,
+    /// The hour's offset, for `period_id`.
+    offset: u64,
+    /// When the job was let end.
+    went: std::time::Instant,
+    /// The job's directory, kept until exec ends.
+    _dir: TempDir,
+}
+
+/// A `waiting_job` with `ttl` on `cluster` that runs, then servers 1 and 2
+/// stopped and the job let end.
+fn majority_stopped_at_the_jobs_end(cluster: &mut Cluster, ttl: &str) -> StoppedAtItsEnd {
+    let dir = temp_dir("once");
+    let (ran, go) = (dir.path().join("runs"), dir.path().join("go"));
+    let (per, offset) = hourly(cluster);
+    let exec = waiting_job(cluster, &per, ttl, (&ran, &go));
+    assert!(wait_until(Duration::from_secs(10), || runs(&ran).len() == 1));
+    cluster[1].pause();
+    cluster[2].pause();
+    let went = std::time::Instant::now();
+    std::fs::write(&go, "").unwrap();
+    StoppedAtItsEnd {
+        exec,
+        offset,
+        went,
+        _dir: dir,
+    }
+}
+
 /// `exec -v --once-per` with a 200 ms server timeout whose job appends `a`
 /// to `ran`, then waits until the file `go` exists and exits 0.
 fn waiting_job(cluster: &Cluster, per: &str, ttl: &str, (ran, go): (&Path, &Path)) -> Running {
@@ -640,14 +672,9 @@ fn waiting_job(cluster: &Cluster, per: &str, ttl: &str, (ran, go): (&Path, &Path
 #[test]
 fn a_mark_that_misses_a_majority_is_retried_until_it_reaches_one() {
     let mut cluster = Cluster::start(3);
-    let dir = temp_dir("once");
-    let (ran, go) = (dir.path().join("runs"), dir.path().join("go"));
-    let (per, offset) = hourly(&cluster);
-    let exec = waiting_job(&cluster, &per, "20s", (&ran, &go));
-    assert!(wait_until(Duration::from_secs(10), || runs(&ran).len() == 1));
-    cluster[1].pause();
-    cluster[2].pause();
-    std::fs::write(&go, "").unwrap();
+    let StoppedAtItsEnd {
+        exec, offset, _dir, ..
+    } = majority_stopped_at_the_jobs_end(&mut cluster, "20s");
     // A fixed pause: the stop outlasting the mark's first round (200 ms
     // for each server) is the case under test.
     std::thread::sleep(Duration::from_millis(1500));
@@ -688,15 +715,9 @@ fn marked_a_majority_then_all(cluster: &Cluster, offset: u64, out: &Output) {
 #[test]
 fn a_mark_cut_off_past_the_locks_validity_does_not_count_and_ends() {
     let mut cluster = Cluster::start(3);
-    let dir = temp_dir("once");
-    let (ran, go) = (dir.path().join("runs"), dir.path().join("go"));
-    let (per, _) = hourly(&cluster);
-    let exec = waiting_job(&cluster, &per, "2s", (&ran, &go));
-    assert!(wait_until(Duration::from_secs(10), || runs(&ran).len() == 1));
-    cluster[1].pause();
-    cluster[2].pause();
-    let went = std::time::Instant::now();
-    std::fs::write(&go, "").unwrap();
+    let StoppedAtItsEnd {
+        exec, went, _dir, ..
+    } = majority_stopped_at_the_jobs_end(&mut cluster, "2s");
     let out = exec.finish(Duration::from_secs(20));
     let took = went.elapsed();
     out.assert_code(0, "the job's status");
@@ -802,14 +823,7 @@ fn under_w_the_period_waits_for_a_majority_of_the_servers_clocks() {
 #[test]
 fn a_signal_stops_the_marks_tries() {
     let mut cluster = Cluster::start(3);
-    let dir = temp_dir("once");
-    let (ran, go) = (dir.path().join("runs"), dir.path().join("go"));
-    let (per, _) = hourly(&cluster);
-    let exec = waiting_job(&cluster, &per, "20s", (&ran, &go));
-    assert!(wait_until(Duration::from_secs(10), || runs(&ran).len() == 1));
-    cluster[1].pause();
-    cluster[2].pause();
-    std::fs::write(&go, "").unwrap();
+    let StoppedAtItsEnd { exec, _dir, .. } = majority_stopped_at_the_jobs_end(&mut cluster, "20s");
     // A fixed pause: past the mark's first round (200 ms for each server),
     // into its tries.
     std::thread::sleep(Duration::from_millis(1000));
