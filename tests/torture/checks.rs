@@ -230,6 +230,7 @@ fn cut_bounds(parsed: &Parsed, analysis: &Analysis, enforce: Enforce) -> Finding
         format!("free_while_waiting_ms={:.1}", ms(longest)),
         format!("median_wait_ms={:.1}", ms(median_wait(parsed))),
         format!("mean_wait_ms={:.1}", ms(mean_wait(parsed))),
+        wait_spread(parsed),
         format!("cuts={}", cuts.len()),
         format!("cut={kind}"),
         format!(
@@ -266,16 +267,43 @@ fn gap_cuts(cuts: &[&Noted], from: u64, length: u64) -> String {
     format!("gap_cuts={}", during.join(";"))
 }
 
-/// The median time from an `exec`'s launch to its section's entry, over
-/// the runs that entered.
-fn median_wait(parsed: &Parsed) -> u64 {
+/// The times from an `exec`'s launch to its section's entry, over the runs
+/// that entered, shortest first.
+fn entered_waits(parsed: &Parsed) -> Vec<u64> {
     let mut waits: Vec<u64> = parsed
         .runs
         .values()
         .filter_map(|run| Some(run.enter?.saturating_sub(run.start?)))
         .collect();
     waits.sort_unstable();
-    waits.get(waits.len() / 2).copied().unwrap_or(0)
+    waits
+}
+
+/// The wait below which `percent` of the sorted `waits` fall (nearest rank).
+fn quantile(waits: &[u64], percent: usize) -> u64 {
+    waits
+        .get(waits.len() * percent / 100)
+        .or(waits.last())
+        .copied()
+        .unwrap_or(0)
+}
+
+/// The median time from an `exec`'s launch to its section's entry, over
+/// the runs that entered.
+fn median_wait(parsed: &Parsed) -> u64 {
+    quantile(&entered_waits(parsed), 50)
+}
+
+/// The spread of the waits a median hides: with paced clients about half
+/// the runs find the lock free, so the median may fall on either side of
+/// that step from one run to the next.
+fn wait_spread(parsed: &Parsed) -> String {
+    let waits = entered_waits(parsed);
+    let [p25, p75, p90] = [25, 75, 90].map(|percent| ms(quantile(&waits, percent)));
+    format!(
+        "waits_p25_p75_p90_ms={p25:.0}/{p75:.0}/{p90:.0} entered={}",
+        waits.len()
+    )
 }
 
 /// The mean time from an `exec`'s launch to its section's entry, or to its
@@ -792,6 +820,7 @@ mod tests {
                 "free_while_waiting_ms=1500.0",
                 "median_wait_ms=1800.0",
                 "mean_wait_ms=900.0",
+                "waits_p25_p75_p90_ms=0/1800/1800 entered=2",
                 "cuts=1",
                 "cut=silent",
                 "bounds=missed(off)",
@@ -800,7 +829,7 @@ mod tests {
         );
         assert!(off.problems.is_empty(), "{:?}", off.problems);
         let on = cut_bounds(&parsed, &analysis, ON);
-        assert_eq!(on.figures[5], "bounds=missed");
+        assert_eq!(on.figures[6], "bounds=missed");
         assert_eq!(on.problems.len(), 1, "{:?}", on.problems);
         assert!(on.problems[0].contains("held 25.0%"), "{:?}", on.problems);
         // Only the gap enforced (as now): a low availability is reported,
@@ -811,7 +840,7 @@ mod tests {
         };
         let reported = cut_bounds(&parsed, &analysis, gap_only);
         assert!(reported.problems.is_empty(), "{:?}", reported.problems);
-        assert_eq!(reported.figures[5], "bounds=missed(off)");
+        assert_eq!(reported.figures[6], "bounds=missed(off)");
         // Held 92.5% of 20s, but free for 1501ms; and no cut at all.
         lines[4] = format!("enter 1 1 {}", 1901 * MS);
         lines[5] = format!("exit 1 1 {}", 20_000 * MS);
@@ -819,7 +848,7 @@ mod tests {
         let parsed = parse(&lines);
         let analysis = Analysis::of(&parsed, (0, 20_000 * MS));
         let on = cut_bounds(&parsed, &analysis, ON);
-        assert_eq!(on.figures[5], "bounds=missed");
+        assert_eq!(on.figures[6], "bounds=missed");
         assert_eq!(on.problems.len(), 2, "{:?}", on.problems);
         let gap = cut_bounds(&parsed, &analysis, gap_only);
         assert!(
@@ -844,7 +873,7 @@ mod tests {
         let analysis = Analysis::of(&parsed, (0, 20_000 * MS));
         let on = cut_bounds(&parsed, &analysis, ON);
         assert_eq!(
-            on.figures[4..],
+            on.figures[5..],
             ["cut=unreachable", "bounds=met", "held_while_wanted=100.0%"]
         );
         assert!(on.problems.is_empty(), "{:?}", on.problems);

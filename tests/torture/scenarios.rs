@@ -571,10 +571,10 @@ fn run_scenario(scenario: &Scenario, settings: &Settings, section: &Path) -> Out
         _ => Rig::start_with(section, scenario.guard, faketime, fenced),
     };
     let slots = Slots::new(CLIENTS);
-    let seconds = if settings.long {
-        scenario.seconds.1
-    } else {
-        scenario.seconds.0
+    let seconds = match settings.seconds {
+        Some(seconds) => seconds,
+        None if settings.long => scenario.seconds.1,
+        None => scenario.seconds.0,
     };
     let plans = plans(scenario, &mut rng);
     let periods = Periods::now(ONCE_PERIOD);

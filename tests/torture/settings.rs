@@ -7,6 +7,10 @@ use crate::netns::CutKind;
 pub struct Settings {
     /// `REDLOCK_TORTURE_LONG=1`: the soak, 30-40s a scenario.
     pub long: bool,
+    /// `REDLOCK_TORTURE_SECONDS=N`: every scenario runs its clients for N
+    /// seconds instead of its short or long length, for a measurement that
+    /// needs more runs than a soak gives (the line's wait, issue 28).
+    pub seconds: Option<u64>,
     /// `REDLOCK_TORTURE_SEED`, or one made from the time.
     pub seed: u64,
     /// `REDLOCK_TORTURE_SCENARIO`: comma-separated names; all if unset.
@@ -46,6 +50,10 @@ impl Settings {
         });
         Settings {
             long: var("REDLOCK_TORTURE_LONG").is_some_and(|v| v != "0"),
+            seconds: var("REDLOCK_TORTURE_SECONDS").map(|text| {
+                text.parse()
+                    .unwrap_or_else(|_| panic!("REDLOCK_TORTURE_SECONDS={text:?} is not a number"))
+            }),
             seed,
             only,
             no_line: var("REDLOCK_TORTURE_NO_LINE").is_some_and(|v| v != "0"),
