@@ -44,7 +44,7 @@
 
 use std::time::Duration;
 
-use super::core::attempt::{Failed, InFlight};
+use super::core::attempt::{Attempter, Failed, InFlight, Next};
 use super::core::lease::{Lease, Released};
 use super::core::quorum::quorum;
 use super::core::redlock::Redlock;
@@ -77,7 +77,16 @@ pub(super) async fn pass(
         in_flight.set(key.clone(), token.clone());
         let limit = Some(semaphore.limit_record());
         let (outcome, servers_clock, _) = redlock
-            .attempt_in_line(&key, &token, take, (ticket, limit))
+            .attempt_in_line(
+                &key,
+                &token,
+                take,
+                Attempter {
+                    ticket,
+                    limit,
+                    plain_text: false,
+                },
+            )
             .await;
         clock = clock.or(servers_clock);
         match outcome {
@@ -89,7 +98,7 @@ pub(super) async fn pass(
             }
             Err(error @ LockError::Busy { .. }) => busy = Some(error),
             Err(error) if no_majority_can_answer(&error) => {
-                return Err(Failed::Transient(error, clock, false))
+                return Err(Failed::Transient(error, clock, Next::AfterAPause))
             }
             Err(error) if error.is_transient() => last = Some(error),
             Err(error) => return Err(Failed::Final(error)),
@@ -99,7 +108,7 @@ pub(super) async fn pass(
         *every_slot = Some(Box::new(semaphore.clone()));
     }
     let error = busy.or(last).expect("a semaphore has at least one slot");
-    Err(Failed::Transient(error, clock, false))
+    Err(Failed::Transient(error, clock, Next::AfterAPause))
 }
 
 /// Whether a failed attempt on one slot says that no slot can be taken

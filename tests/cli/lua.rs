@@ -59,7 +59,7 @@ fn eval_mode(
         // The db comes after every argument the script names, as the
         // Rust calls send them all: those a test leaves out are empty.
         let named = match name {
-            "acquire" => 15,
+            "acquire" | "acquire_plain" => 15,
             _ => 2,
         };
         args.resize(args.len().max(named), "");
@@ -236,6 +236,163 @@ fn superseding_args<'a>(ticket: &'a str, score: &'a str, who: &'a str) -> [&'a s
     [
         ticket, "10000", GUARD_OFF, "", ticket, score, "1000", "0", "0", "", "0", who, "chan",
     ]
+}
+
+// ---------------------------------------------------------------------------
+// acquire_plain.lua: `-n` and a waiter's first attempt, with no feature
+// ---------------------------------------------------------------------------
+
+/// acquire_plain.lua's ARGV for a caller outside any line, as the Rust
+/// call sends them (fourteen, the deadline last: none here).
+fn plain_args(token: &str, guard: &str) -> [String; 15] {
+    let fixed = [
+        token, "10000", guard, "who", "", "0", "1000", "0", "0", "", "0", "", "", "", "",
+    ];
+    fixed.map(str::to_owned)
+}
+
+fn run_plain(server: &RedisServer, k: &[Vec<u8>], args: &[String]) -> redis::RedisResult<Value> {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    eval_mode(server, ("acquire_plain", Features::NONE), k, &args, "0")
+}
+
+#[test]
+fn the_plain_acquire_takes_a_free_lock_and_says_who_holds_a_busy_one() {
+    let server = RedisServer::start();
+    let k = keys("plain");
+    let mine = plain_args("tok", GUARD_OFF);
+    assert_eq!(run_plain(&server, &k, &mine).unwrap(), Value::Int(1));
+    assert_eq!(server.get(&k[0]).as_deref(), Some(&b"tok"[..]));
+    assert!((1..=10_000).contains(&server.pttl(&k[0])));
+    let record = String::from_utf8(server.get(&k[1]).unwrap()).unwrap();
+    assert!(record.ends_with(" who"), "{record}");
+    // A retry of our own SET (a dropped connection) is taken too.
+    assert_eq!(run_plain(&server, &k, &mine).unwrap(), Value::Int(1));
+    // Another caller: held, by whom, with the record.
+    let (tag, rest) = tagged(run_plain(&server, &k, &plain_args("other", GUARD_OFF)).unwrap());
+    assert_eq!(tag, "held");
+    let [seen] = <[Value; 1]>::try_from(rest).unwrap();
+    let (kind, value, _, held_record) = occupant(seen);
+    assert_eq!((kind.as_str(), value.as_deref()), ("string", Some("tok")));
+    assert_eq!(held_record, Some(record));
+    // Past its deadline: nothing.
+    let mut late = plain_args("late", GUARD_OFF);
+    late[14] = (now_ms(&server) - 1).to_string();
+    let other = keys("plain-late");
+    assert_eq!(tagged(run_plain(&server, &other, &late).unwrap()).0, "late");
+    assert_eq!(server.pttl(&other[0]), -2);
+}
+
+/// A line, the line's step-aside count or readers beside a free lock: the
+/// plain text answers "crowded" and writes nothing, guard marker included,
+/// for acquire.lua whole to decide.
+#[test]
+fn the_plain_acquire_leaves_a_free_lock_with_a_line_or_readers_to_the_whole_text() {
+    let server = RedisServer::start();
+    for (what, beside) in [("line", 2), ("step-aside count", 4), ("readers", 8)] {
+        let k = keys(&format!("crowded-{beside}"));
+        match beside {
+            4 => server.set_px(&k[4], b"1", 5000),
+            _ => {
+                let _: i64 = cmd(&server, &[b"ZADD", &k[beside], b"1", b"someone"]);
+            }
+        }
+        let (tag, rest) = tagged(run_plain(&server, &k, &plain_args("tok", "10000")).unwrap());
+        assert_eq!(tag, "crowded", "{what}");
+        assert!(text(&rest[0]).parse::<u64>().unwrap() > 1_600_000_000_000);
+        for (n, key) in k.iter().enumerate().filter(|&(n, _)| n != beside) {
+            assert_eq!(server.pttl(key), -2, "{what}: key {n} written");
+        }
+    }
+}
+
+/// The plain text takes the lock only where acquire.lua would: over every
+/// arrangement of a key, a live or a lapsed line, a step-aside count and
+/// readers, a lock it takes is one the whole text takes too.
+#[test]
+fn the_plain_acquire_takes_only_where_the_whole_text_takes() {
+    let server = RedisServer::start();
+    for arrangement in 0..32_u32 {
+        let has = |bit: u32| arrangement & (1 << bit) != 0;
+        let set_up = |k: &[Vec<u8>]| {
+            let now = now_ms(&server);
+            if has(0) {
+                server.set_px(&k[0], b"theirs", 5000);
+            }
+            if has(1) {
+                in_line(&server, k, "000-first", 1, NEVER);
+            }
+            if has(2) {
+                in_line(&server, k, "000-lapsed", 1, now - 1);
+            }
+            if has(3) {
+                server.set_px(&k[4], (now - 5000).to_string().as_bytes(), 5000);
+            }
+            if has(4) {
+                let lapses = (now + 5000).to_string();
+                let _: i64 = cmd(&server, &[b"ZADD", &k[8], lapses.as_bytes(), b"reader"]);
+            }
+        };
+        let (plain, whole) = (
+            keys(&format!("p{arrangement}")),
+            keys(&format!("w{arrangement}")),
+        );
+        set_up(&plain);
+        set_up(&whole);
+        let by_plain = run_plain(&server, &plain, &plain_args("tok", GUARD_OFF)).unwrap();
+        let whole_args = plain_args("tok", GUARD_OFF);
+        let whole_args: Vec<&str> = whole_args.iter().map(String::as_str).collect();
+        let by_whole = run(&server, "acquire", &whole, &whole_args);
+        if by_plain == Value::Int(1) {
+            assert_eq!(by_whole, Value::Int(1), "arrangement {arrangement:05b}");
+        }
+        let crowded = matches!(&by_plain, Value::Array(items) if text(&items[0]) == "crowded");
+        assert_eq!(
+            crowded,
+            !has(0) && (has(1) || has(2) || has(3) || has(4)),
+            "arrangement {arrangement:05b}: {by_plain:?}"
+        );
+    }
+}
+
+#[test]
+fn the_plain_acquire_refuses_a_waiters_or_a_features_attempt() {
+    let server = RedisServer::start();
+    let k = keys("plain-refuses");
+    for (n, value, what) in [
+        (4, "000-ab", "a ticket"),
+        (7, "1", "fenced"),
+        (8, "1", "shared"),
+        (9, "3", "a slot"),
+        (10, "1", "past a split line"),
+        (11, "who", "superseding"),
+        (13, "per:1:0:5", "a run once"),
+    ] {
+        let mut args = plain_args("tok", GUARD_OFF);
+        args[n] = value.to_owned();
+        let refused = run_plain(&server, &k, &args).expect_err(what).to_string();
+        assert!(
+            refused.contains("sent as a plain acquire"),
+            "{what}: {refused}"
+        );
+        for key in &k {
+            assert_eq!(server.pttl(key), -2, "{what}: nothing written");
+        }
+    }
+}
+
+#[test]
+fn the_plain_acquire_runs_the_restart_guard_before_it_writes() {
+    let server = RedisServer::start();
+    let k = keys("plain-guarded");
+    let (tag, _) = tagged(run_plain(&server, &k, &plain_args("a", "10000")).unwrap());
+    assert_eq!(tag, "restarting");
+    assert_eq!(server.get(&k[0]), None);
+    assert!(server.get(&k[5]).is_some(), "the marker is written");
+    let since = now_ms(&server) - 20_000;
+    server.set(&k[5], &Marker::of(&server, since).value());
+    let taken = run_plain(&server, &k, &plain_args("a", "10000")).unwrap();
+    assert_eq!(taken, Value::Int(1));
 }
 
 /// A newer superseding waiter marks the older one, takes it out of line,

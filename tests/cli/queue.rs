@@ -182,6 +182,72 @@ fn a_caller_that_does_not_wait_never_cuts_in_line() {
     acquire(&cluster, "line", &[]);
 }
 
+/// `-n` on a free lock whose line has kept it from callers for longer than
+/// a linger (its head is dead): the plain text leaves the lock to the whole
+/// one, which steps the line aside, so `-n` takes it, as it did when every
+/// attempt sent the whole text.
+#[test]
+fn a_caller_that_does_not_wait_takes_a_lock_whose_line_stepped_aside() {
+    let cluster = Cluster::start(3);
+    for server in &cluster.servers {
+        server.stand_in_line("aside", 1, "000000000000001-dead");
+        let (secs, micros): (u64, u64) = redis::cmd("TIME").query(&mut server.client()).unwrap();
+        let long_ago = secs * 1000 + micros / 1000 - 60_000;
+        let _: () = redis::cmd("SET")
+            .arg(b"aside\0free")
+            .arg(long_ago)
+            .arg("PX")
+            .arg(120_000)
+            .query(&mut server.client())
+            .unwrap();
+    }
+    let out = run(cluster.redlock().args(["acquire", "-n", "aside"]));
+    out.assert_code(0, "-n past a line that stepped aside");
+    assert!(taken(&cluster, "aside"));
+}
+
+/// A line on two of three servers and none on the third, the lock free on
+/// all: the plain text takes the third and leaves the two to the whole
+/// text; that round fails, its key on the third is undone, and the whole
+/// text, sent at once, says a waiter is first. Nothing is left behind, and
+/// the line stays.
+#[test]
+fn a_caller_that_does_not_wait_leaves_nothing_where_a_line_stands_on_a_majority() {
+    let cluster = Cluster::start(3);
+    for server in &cluster.servers[..2] {
+        server.stand_in_line("mixed", 1, "000000000000001-first");
+    }
+    let out = run(cluster.redlock().args(["acquire", "-n", "mixed"]));
+    out.assert_code(75, "-n beside a line on a majority");
+    assert!(
+        out.stderr
+            .contains("is free, but 1 waiter is in line for it"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(cluster.get_all(b"mixed"), vec![None, None, None]);
+    let lines: Vec<usize> = cluster.servers.iter().map(|s| s.in_line("mixed")).collect();
+    assert_eq!(lines, [1, 1, 0]);
+}
+
+/// A lock held on a majority, with a line kept on the minority where the
+/// key is gone: the whole text could not take it, so `-n` makes one round.
+#[test]
+fn a_lock_held_on_a_majority_costs_a_caller_that_does_not_wait_one_round() {
+    let cluster = Cluster::start(3);
+    acquire(&cluster, "held", &[]);
+    let _: i64 = redis::cmd("DEL")
+        .arg("held")
+        .query(&mut cluster.servers[2].client())
+        .unwrap();
+    cluster.servers[2].stand_in_line("held", 1, "000000000000001-first");
+    for server in &cluster.servers {
+        server.reset_stats();
+    }
+    run(cluster.redlock().args(["acquire", "-n", "held"])).assert_code(75, "held");
+    cluster.assert_one_round("-n on a lock held on a majority");
+}
+
 /// A waiter behind others in line says so while it waits, instead of
 /// naming a holder that is not there ("held by another holder on at
 /// least 0 of 3 servers", as the progress once said).

@@ -900,6 +900,23 @@ impl Cluster {
         out
     }
 
+    /// The script calls (EVAL and EVALSHA) each server served since its
+    /// stats were reset, in order.
+    pub fn script_calls(&self) -> Vec<u64> {
+        self.servers.iter().map(RedisServer::script_calls).collect()
+    }
+
+    /// Asserts that the servers served one round of script calls since
+    /// their stats were reset: at most one each, and a majority reached.
+    #[track_caller]
+    pub fn assert_one_round(&self, what: &str) {
+        let calls = self.script_calls();
+        assert!(
+            calls.iter().all(|&n| n <= 1) && calls.iter().sum::<u64>() as usize > calls.len() / 2,
+            "{what}: script calls per server {calls:?}; exactly one round expected"
+        );
+    }
+
     /// `GET key` on every server, in order. Killed and paused servers are
     /// skipped and give `None`.
     pub fn get_all(&self, key: &[u8]) -> Vec<Option<Vec<u8>>> {

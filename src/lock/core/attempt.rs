@@ -7,15 +7,37 @@ use std::sync::Mutex;
 use crate::lock::error::LockError;
 use crate::lock::key::{LockKey, Token};
 use crate::lock::queue::Ticket;
+use crate::lock::slot::LimitRecord;
 
 /// Why an attempt (on a lock, or a pass over a semaphore's slots) took
 /// nothing.
 pub(in crate::lock) enum Failed {
     /// Worth another attempt: the error to report, the servers' clock as
-    /// the attempt saw it, and whether the next attempt goes past a split
-    /// line (lock/line.rs).
-    Transient(LockError, Option<u64>, bool),
+    /// the attempt saw it, and how the next attempt goes.
+    Transient(LockError, Option<u64>, Next),
     Final(LockError),
+}
+
+/// How the next attempt goes, as the failed one's answers say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::lock) enum Next {
+    /// After the pause between attempts (or a wake-up).
+    AfterAPause,
+    /// At once, past a split line: the lock is free now (lock/line.rs).
+    PastASplitLine,
+    /// At once, as acquire.lua whole: the plain text found a line, readers
+    /// or the line's step-aside count beside a free lock (`Crowded`), which
+    /// only the whole text reads.
+    WholeText,
+}
+
+/// Who attempts a key, and how: the waiter's ticket if it stands in line,
+/// a semaphore slot's limit record, and whether the attempt may go as the
+/// plain text (acquire_plain.lua).
+pub(in crate::lock) struct Attempter<'a> {
+    pub ticket: Option<&'a Ticket>,
+    pub limit: Option<LimitRecord>,
+    pub plain_text: bool,
 }
 
 /// The key and token of the attempt in flight, and the caller's ticket

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::attempt::{Attempter, Next};
 use super::lease::{Lease, Released};
 use super::quorum::{drift, no_quorum, quorum, ttl_millis, validity, KeptOut, Tally};
 use super::round::{round, Progress, Replies, Vote};
@@ -25,7 +26,7 @@ use crate::lock::scripts::{
     Acquire, AcquireReply, Extend, Inspect, Invocation, LockKeys, Release, TokenHolder, TokenReply,
 };
 use crate::lock::server_url::{ServerSpec, SpecError};
-use crate::lock::slot::{LimitRecord, Slot};
+use crate::lock::slot::Slot;
 
 /// What one server said to `SET NX` under the restart guard.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +53,10 @@ pub(in crate::lock) enum SetReply {
     Superseded(Vec<u8>),
     /// A run once: the done mark holds this run's id (lock/once.rs).
     Done(Box<DoneMark>),
+    /// The plain text found a line, readers or a step-aside count beside
+    /// the free lock: acquire.lua whole decides, at once (the server's
+    /// clock in ms).
+    Crowded { clock: Option<u64> },
 }
 
 impl SetReply {
@@ -60,7 +65,9 @@ impl SetReply {
         match self {
             SetReply::Taken(_) | SetReply::Superseded(_) | SetReply::Done(_) => None,
             SetReply::Held(seen) => seen.now_ms,
-            SetReply::Queued { clock, .. } | SetReply::Restarting { clock, .. } => *clock,
+            SetReply::Queued { clock, .. }
+            | SetReply::Restarting { clock, .. }
+            | SetReply::Crowded { clock } => *clock,
         }
     }
 }
@@ -90,6 +97,7 @@ impl From<AcquireReply> for SetReply {
             } => SetReply::Held(Box::new(KeyState::readers(count, pttl_ms, clock))),
             AcquireReply::Superseded(who) => SetReply::Superseded(who),
             AcquireReply::Done { mark, .. } => SetReply::Done(Box::new(DoneMark::read(&mark))),
+            AcquireReply::Crowded { clock } => SetReply::Crowded { clock },
         }
     }
 }
@@ -249,27 +257,29 @@ impl Redlock {
     /// its slots'). On failure the
     /// key is released wherever it may be, servers that did not answer
     /// included ([`Self::may_hold`]).
-    /// A waiter passes its `ticket`: it stands in line while the lock is
-    /// busy, and takes the lock only when first in line. Without one, the
-    /// lock is taken only when nobody stands in line. Also returns the
-    /// servers' clock as the attempt saw it
-    /// (the median of the clocks the servers that answered gave, in ms since
-    /// the Unix epoch), which a waiter takes its place in line by, and
-    /// whether the waiter's next attempt goes past a
-    /// split line (lock/line.rs): its attempt failed though the lock was
-    /// free on a majority, and no ticket ahead of its own stands on one.
-    /// A semaphore's slot passes `limit`: where the servers record its K,
-    /// and this client's K (a server that records another refuses it).
+    /// A waiter passes its `ticket` ([`Attempter`]): it stands in line while
+    /// the lock is busy, and takes the lock only when first in line. Without
+    /// one, the lock is taken only when nobody stands in line. Also returns
+    /// the servers' clock as the attempt saw it (the median of the clocks
+    /// the servers that answered gave, in ms since the Unix epoch), which a
+    /// waiter takes its place in line by, and how the next attempt goes:
+    /// past a split line (lock/line.rs: the attempt failed though the lock
+    /// was free on a majority, and no ticket ahead of the waiter's stands on
+    /// one), or at once as the whole text, where the plain text found a
+    /// line or readers beside a free lock. A semaphore's slot passes
+    /// `limit`: where the servers record its K, and this client's K (a
+    /// server that records another refuses it).
     pub(in crate::lock) async fn attempt_in_line(
         &self,
         key: &LockKey,
         token: &Token,
         take: &Take,
-        (ticket, limit): (Option<&Ticket>, Option<LimitRecord>),
-    ) -> (Result<Lease, LockError>, Option<u64>, bool) {
+        attempter: Attempter<'_>,
+    ) -> (Result<Lease, LockError>, Option<u64>, Next) {
         let started = BootInstant::now();
         let ttl = take.ttl;
-        let call = self.acquire_call(key, token, take, (ticket, limit));
+        let ticket = attempter.ticket;
+        let call = self.acquire_call(key, token, take, attempter);
         // A run once waits for the late servers' answers as `-v` does: any
         // one of them may say "done" (lock/once.rs).
         let every = take
@@ -289,10 +299,10 @@ impl Redlock {
         let too_slow = match self.lease(key, token, ttl, started, &replies) {
             _ if done.is_some() => done,
             Ok(lease) if take.fence => match self.fence(lease, &replies).await {
-                Ok(fenced) => return (Ok(fenced), clock, false),
+                Ok(fenced) => return (Ok(fenced), clock, Next::AfterAPause),
                 Err(unfenced) => Some(unfenced),
             },
-            Ok(lease) => return (Ok(lease), clock, false),
+            Ok(lease) => return (Ok(lease), clock, Next::AfterAPause),
             Err(too_slow) => too_slow,
         };
         // Unlock wherever the key may be: a server that timed out may still
@@ -307,19 +317,39 @@ impl Redlock {
             .await;
         let unlock_failures = Failures(unlocked.failures(&may_hold));
         if let Some(refused) = unlock_failures.refusal(key, self.len(), self.quorum) {
-            return (Err(refused), clock, false);
+            return (Err(refused), clock, Next::AfterAPause);
         }
         if let Some(superseded) = superseded(key, &replies) {
-            return (Err(superseded), clock, false);
+            return (Err(superseded), clock, Next::AfterAPause);
         }
         let seen = replies.answered().map(|reply| match reply {
             SetReply::Taken(_) => line::Seen::Took,
             SetReply::Queued { ahead, .. } => line::Seen::Refused(ahead),
             _ => line::Seen::Neither,
         });
-        let split = ticket.is_some_and(|t| line::split_for(&t.id, self.quorum, seen));
+        let next = if self.whole_text_may_take(&replies) {
+            Next::WholeText
+        } else if ticket.is_some_and(|t| line::split_for(&t.id, self.quorum, seen)) {
+            Next::PastASplitLine
+        } else {
+            Next::AfterAPause
+        };
         let error = too_slow.unwrap_or_else(|| self.not_taken(key, &replies));
-        (Err(error), clock, split)
+        (Err(error), clock, next)
+    }
+
+    /// Whether the whole text, sent at once, may take what the plain text
+    /// left to it: some server answered "crowded", and the servers that
+    /// did not say no for good (crowded, taken, or no answer) could still
+    /// make a majority. A lock held on a majority costs `-n` one round,
+    /// whatever a minority keeps beside it.
+    fn whole_text_may_take(&self, replies: &Replies<SetReply>) -> bool {
+        let crowded = |r: &SetReply| matches!(r, SetReply::Crowded { .. });
+        let refused = replies
+            .answered()
+            .filter(|r| !crowded(r) && !matches!(r, SetReply::Taken(_)))
+            .count();
+        replies.answered().any(crowded) && self.len() - refused >= self.quorum
     }
 
     /// The call of acquire.lua for one attempt on `key` with `token`, as
@@ -329,7 +359,11 @@ impl Redlock {
         key: &LockKey,
         token: &Token,
         take: &Take,
-        (ticket, limit): (Option<&Ticket>, Option<LimitRecord>),
+        Attempter {
+            ticket,
+            limit,
+            plain_text,
+        }: Attempter<'_>,
     ) -> Acquire {
         Acquire {
             keys: self.keys_of(key),
@@ -353,6 +387,7 @@ impl Redlock {
                 },
             ),
             once: (take.once.as_ref()).map(|run| (mark_key(key), run.id.clone())),
+            plain_text,
         }
     }
 
@@ -373,6 +408,11 @@ impl Redlock {
             .answered()
             .filter_map(|r| match r {
                 SetReply::Queued { waiters, .. } => Some(*waiters),
+                // Free, with a line or readers beside it. Not shown where
+                // the whole text follows at once (retry.rs); where it does
+                // not, a majority said no for good, and this counts it
+                // apart from the guard's.
+                SetReply::Crowded { .. } => Some(0),
                 _ => None,
             })
             .collect();

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use super::attempt::{Failed, InFlight};
+use super::attempt::{Attempter, Failed, InFlight, Next};
 use super::lease::Lease;
 use super::redlock::Redlock;
 use super::take::{Take, Target, Wait};
@@ -109,23 +109,34 @@ async fn acquire(
     let give_up_at = take.wait.gives_up_at();
     let mut wakeups: Option<Wakeups> = None;
     let mut attempts = 0;
+    let mut plain_text = true;
     loop {
         attempts += 1;
         let ticket = in_flight.ticket();
         if let Some(wakeups) = wakeups.as_mut() {
             wakeups.attempt_starts(ticket.as_ref().map(|t| t.id.as_str()));
         }
-        let (error, servers_clock, split) = match attempt(redlock, take, in_flight).await {
+        let (error, servers_clock, next) = match attempt(redlock, take, in_flight, plain_text).await
+        {
             Ok(lease) => return Ok(Lease { attempts, ..lease }),
             Err(Failed::Final(error)) => return Err(error),
-            Err(Failed::Transient(error, clock, split)) => (error, clock, split),
+            Err(Failed::Transient(error, clock, next)) => (error, clock, next),
         };
-        in_flight.past_a_split_line(split);
+        in_flight.past_a_split_line(next == Next::PastASplitLine);
         if ticket.is_none() && take.wait != Wait::No {
             in_flight.stand_in_line(Ticket::draw(servers_clock, take.shared));
         }
+        // The plain text left the lock to the whole one, which decides at
+        // once, `-n` too: the same answer as if it had been sent first, one
+        // round later, and only where a line or readers stand beside a free
+        // lock (acquire_plain.lua).
+        if next == Next::WholeText && plain_text {
+            plain_text = false;
+            attempts -= 1;
+            continue;
+        }
         // Past a split line the lock is free now: no pause (lock/line.rs).
-        let mut pause = if split {
+        let mut pause = if next == Next::PastASplitLine {
             Duration::ZERO
         } else {
             retry_delay(take.ttl)
@@ -162,7 +173,12 @@ async fn acquire(
 
 /// One attempt at `take`'s target, by the waiter's ticket if it has one: a
 /// round on the lock, or a pass over the semaphore's slots.
-async fn attempt(redlock: &Redlock, take: &Take, in_flight: &InFlight) -> Result<Lease, Failed> {
+async fn attempt(
+    redlock: &Redlock,
+    take: &Take,
+    in_flight: &InFlight,
+    plain_text: bool,
+) -> Result<Lease, Failed> {
     let ticket = in_flight.ticket();
     let key = match &take.target {
         Target::Slot(semaphore) => {
@@ -179,12 +195,21 @@ async fn attempt(redlock: &Redlock, take: &Take, in_flight: &InFlight) -> Result
     };
     let token = Token::generate();
     in_flight.set(key.clone(), token.clone());
-    let (outcome, servers_clock, split) = redlock
-        .attempt_in_line(key, &token, take, (ticket.as_ref(), None))
+    let (outcome, servers_clock, next) = redlock
+        .attempt_in_line(
+            key,
+            &token,
+            take,
+            Attempter {
+                ticket: ticket.as_ref(),
+                limit: None,
+                plain_text,
+            },
+        )
         .await;
     match outcome {
         Ok(lease) => Ok(lease),
-        Err(error) if error.is_transient() => Err(Failed::Transient(error, servers_clock, split)),
+        Err(error) if error.is_transient() => Err(Failed::Transient(error, servers_clock, next)),
         Err(error) => Err(Failed::Final(error)),
     }
 }

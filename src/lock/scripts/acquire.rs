@@ -40,6 +40,10 @@ pub struct Acquire {
     /// and the run's id, which a server whose mark holds it answers
     /// `{"done", …}` to (ARGV[14], KEYS[13]; lock/once.rs).
     pub once: Option<(Vec<u8>, String)>,
+    /// The attempt may go as acquire_plain.lua, where it has no feature and
+    /// no ticket: false for the attempt that follows a `Crowded` answer,
+    /// which acquire.lua whole decides.
+    pub plain_text: bool,
 }
 
 /// What a superseding waiter's attempt passes.
@@ -84,6 +88,10 @@ pub enum AcquireReply {
     /// `{"done", mark, clock}`: the done mark holds this run's id; nothing
     /// was taken (lock/once.rs reads the mark).
     Done { mark: Vec<u8>, clock: Option<u64> },
+    /// `{"crowded", clock}` (acquire_plain.lua only): the lock is free, but
+    /// a line, readers or the line's step-aside count stand beside it, which
+    /// only acquire.lua reads; nothing was taken.
+    Crowded { clock: Option<u64> },
 }
 
 const READ: Reader = Reader("acquire");
@@ -92,9 +100,10 @@ impl Invocation for Acquire {
     type Reply = AcquireReply;
 
     /// The attempt's mode: the fence's, the readers' and the semaphore's
-    /// Lua only for an attempt that uses them. The line's goes to every
-    /// attempt: a waiter's first attempt has no ticket yet, and one text
-    /// for all its attempts is sent once per connection.
+    /// Lua only for an attempt that uses them. An attempt with none of them
+    /// and no place in line (`-n`, a waiter's first) sends the plain text,
+    /// which leaves the line and the readers to acquire.lua where they
+    /// exist (`Crowded`).
     fn script(&self) -> &'static LuaScript {
         let features = Features::NONE
             .with(Features::FENCE, self.fence)
@@ -102,7 +111,11 @@ impl Invocation for Acquire {
             .with(Features::LIMIT, self.limit.is_some())
             .with(Features::SUPERSEDE, self.supersede.is_some())
             .with(Features::ONCE, self.once.is_some());
-        lua("acquire", features)
+        let alone = self.ticket.is_none() && !self.past_a_split_line;
+        match self.plain_text && alone && features == Features::NONE {
+            true => lua("acquire_plain", features),
+            false => lua("acquire", features),
+        }
     }
 
     /// The lock's keys, a slot's limit record (KEYS[11]), the hash of
@@ -175,7 +188,8 @@ impl Invocation for Acquire {
             AcquireReply::Restarting(restarting) => restarting.clock,
             AcquireReply::Queued { clock, .. }
             | AcquireReply::Readers { clock, .. }
-            | AcquireReply::Done { clock, .. } => *clock,
+            | AcquireReply::Done { clock, .. }
+            | AcquireReply::Crowded { clock } => *clock,
         }
     }
 
@@ -243,6 +257,12 @@ fn tagged(items: Vec<Value>) -> Result<AcquireReply, ProtocolError> {
                 clock: READ.clock(clock)?,
             })
         }
+        b"crowded" => {
+            let [_, clock] = READ.array(Value::Array(items), "crowded")?;
+            Ok(AcquireReply::Crowded {
+                clock: READ.clock(clock)?,
+            })
+        }
         b"done" => {
             let [_, mark, clock] = READ.array(Value::Array(items), "done")?;
             Ok(AcquireReply::Done {
@@ -287,6 +307,7 @@ mod tests {
             past_a_split_line: false,
             supersede: None,
             once: None,
+            plain_text: false,
         };
         assert_eq!(call.args().len(), 14);
         let once = Acquire {
@@ -413,6 +434,7 @@ mod tests {
             past_a_split_line: false,
             supersede: None,
             once: None,
+            plain_text: false,
         };
         let args: Vec<&[u8]> = vec![
             b"tok", b"5000", b"0", b"rec", b"000-ab", b"12", b"1000", b"0", b"0", b"", b"0", b"",
@@ -468,11 +490,10 @@ mod tests {
         assert_eq!(alone.keys()[10..], [Vec::new(), b"k\0supersede".to_vec()]);
     }
 
-    /// The mode an attempt's fields give is the one its arguments give by
-    /// the composition's table (`SWITCHES`), which tests/cli/lua.rs uses.
-    #[test]
-    fn the_mode_is_the_one_the_arguments_switch_on() {
-        let plain = Acquire {
+    /// An attempt with no feature and no ticket, sent as the plain text
+    /// where `plain_text` allows it.
+    fn plain_call(plain_text: bool) -> Acquire {
+        Acquire {
             keys: LockKeys::new(&super::super::super::key::LockKey::new(b"k".to_vec()), b"m"),
             token: "tok".into(),
             ttl_ms: 5000,
@@ -486,7 +507,15 @@ mod tests {
             past_a_split_line: false,
             supersede: None,
             once: None,
-        };
+            plain_text,
+        }
+    }
+
+    /// The mode an attempt's fields give is the one its arguments give by
+    /// the composition's table (`SWITCHES`), which tests/cli/lua.rs uses.
+    #[test]
+    fn the_mode_is_the_one_the_arguments_switch_on() {
+        let plain = plain_call(false);
         for bits in (0..32).chain(64..96) {
             let on = |bit: u8| bits & bit != 0;
             let call = Acquire {
@@ -510,5 +539,46 @@ mod tests {
                 (bits & 14) | ((bits & 16) << 3) | (bits & 64)
             );
         }
+    }
+
+    /// Only an attempt with no feature and no place in line goes as the
+    /// plain text, and only where the caller allows it: after a crowded
+    /// answer the next attempt sends acquire.lua whole.
+    #[test]
+    fn only_an_attempt_alone_without_features_sends_the_plain_text() {
+        let plain = plain_call(true);
+        assert_eq!(plain.script().name, "acquire_plain");
+        let whole = |call: Acquire| call.script().name == "acquire";
+        assert!(whole(Acquire {
+            plain_text: false,
+            ..plain.clone()
+        }));
+        assert!(whole(Acquire {
+            ticket: Some(("000-ab".into(), 12)),
+            ..plain.clone()
+        }));
+        assert!(whole(Acquire {
+            past_a_split_line: true,
+            ..plain.clone()
+        }));
+        assert!(whole(Acquire {
+            fence: true,
+            ..plain.clone()
+        }));
+        assert!(whole(Acquire {
+            shared: true,
+            ..plain.clone()
+        }));
+        assert!(whole(Acquire {
+            once: Some((b"k\0done".to_vec(), "p:1".to_owned())),
+            ..plain.clone()
+        }));
+        assert!(whole(Acquire {
+            limit: Some((b"k\0limit".to_vec(), 3)),
+            ..plain
+        }));
+        let crowded = parse(array(vec![bulk("crowded"), bulk("17")])).unwrap();
+        assert_eq!(crowded, AcquireReply::Crowded { clock: Some(17) });
+        assert!(parse(array(vec![bulk("crowded")])).is_err());
     }
 }

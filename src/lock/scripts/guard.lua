@@ -1,4 +1,4 @@
--- required by: acquire inspect list
+-- required by: acquire acquire_plain inspect list
 -- A prelude: put in front of every script whose first line names it in
 -- "-- requires:" (lock/scripts/compose.rs assembles them).
 -- The restart guard: a server that may have lost the locks it held must

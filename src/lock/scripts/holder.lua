@@ -1,4 +1,4 @@
--- required by: acquire release extend inspect list force leave cancel cancelled mark_done
+-- required by: acquire acquire_plain release extend inspect list force leave cancel cancelled mark_done
 -- A prelude: put in front of every script whose first line names it in
 -- "-- requires:" (lock/scripts/compose.rs assembles them). Every script
 -- requires it, if only for redis.replicate_commands() below.
