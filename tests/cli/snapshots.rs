@@ -86,6 +86,12 @@ fn outcome_on(cluster: &Cluster, name: &str, code: i32, args: &[&str]) -> Output
 #[track_caller]
 fn snapshot_outcome(name: &str, code: i32, cmd: &mut Command, ports: &[u16]) -> Output {
     let out = run(cmd);
+    snapshot_output(name, code, cmd, ports, out)
+}
+
+/// [`snapshot_outcome`] of an `out` that `cmd` already gave.
+#[track_caller]
+fn snapshot_output(name: &str, code: i32, cmd: &Command, ports: &[u16], out: Output) -> Output {
     out.assert_code(code, name);
     let shown = format!(
         "status: {}\n--- stdout ---\n{}--- stderr ---\n{}",
@@ -309,23 +315,17 @@ fn release_with_a_wrong_token() {
     acquire(&cluster, "nightly", &[]);
     // The release is decided by two answers; the third is shown when it
     // comes within the round's grace, which a loaded machine can miss. The
-    // words are what is snapshotted, so wait until a run heard all three.
-    let heard_all = || {
-        let out = run(cluster
-            .redlock()
-            .args(["release", "nightly", "not-the-token"]));
-        out.stderr.matches("holds another token").count() == 3
-    };
-    assert!(
-        (0..20).any(|_| heard_all()),
-        "no release heard all three servers"
-    );
-    outcome_on(
-        &cluster,
-        "release_with_a_wrong_token",
-        79,
-        &["release", "nightly", "not-the-token"],
-    );
+    // words are what is snapshotted, so the first run that heard all three
+    // is (a run before it that did not was once the snapshotted one).
+    let mut cmd = cluster.redlock();
+    cmd.env("COLUMNS", COLUMNS)
+        .args(["release", "nightly", "not-the-token"]);
+    let out = (0..20)
+        .map(|_| run(&mut cmd))
+        .find(|out| out.stderr.matches("holds another token").count() == 3)
+        .expect("no release heard all three servers");
+    let ports: Vec<u16> = cluster.servers.iter().map(|s| s.port()).collect();
+    snapshot_output("release_with_a_wrong_token", 79, &cmd, &ports, out);
 }
 
 #[test]
